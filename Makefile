@@ -1,0 +1,46 @@
+# hopsmith: every target bootstraps .venv from the pinned dependencies when it is missing or stale.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+BASE_STAMP := $(VENV)/.installed-base
+RL_STAMP := $(VENV)/.installed-rl
+
+# make dataset knobs (see README "Configuration"); CONFIG wins when given.
+CONFIG ?=
+OUT ?= out
+SEED ?= 0
+WORKERS ?= 1
+PYTEST_ARGS ?=
+
+.PHONY: dataset test bench lint rl clean venv
+
+$(BASE_STAMP): pyproject.toml requirements.lock
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet pip==26.3
+	$(PIP) install --quiet -c requirements.lock -e '.[dev]'
+	touch $@
+
+$(RL_STAMP): $(BASE_STAMP)
+	$(PIP) install --quiet -c requirements.lock -e '.[dev,rl]'
+	touch $@
+
+venv: $(RL_STAMP)
+
+dataset: $(BASE_STAMP)
+	$(BIN)/hopsmith dataset $(if $(CONFIG),--config $(CONFIG),--out $(OUT) --seed $(SEED) --direct_num_workers $(WORKERS))
+
+test: $(RL_STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+bench: $(BASE_STAMP)
+	$(BIN)/python -m bench
+
+lint: $(BASE_STAMP)
+	$(BIN)/ruff check .
+
+rl: $(RL_STAMP)
+	$(BIN)/hopsmith rl train --shards $(OUT)/dataset --out $(OUT)/rl --preset tiny-cpu
+
+clean:
+	rm -rf $(OUT) .pytest_cache

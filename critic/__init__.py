@@ -1,0 +1,1 @@
+"""Turn-level critic: tool-call accuracy, information gain and logical soundness."""

@@ -1,0 +1,1 @@
+"""Entity-relation graph: networkx model, compact CSR form and conditional random walks."""

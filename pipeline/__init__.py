@@ -1,0 +1,1 @@
+"""hopsmith pipeline: sources, Beam transforms, stage orchestration and the CLI."""

@@ -1,0 +1,52 @@
+"""`hopsmith` command line: one subcommand per stage, registered by the module that implements it.
+
+Each module in COMMAND_MODULES exposes `register(subparsers)`, which adds its subcommand and sets
+`func(args, beam_args) -> int` as the handler. Arguments the subcommand does not know are Apache Beam
+pipeline options (`--runner`, `--direct_num_workers`, ...) and are passed through to the runner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from pipeline.errors import UserError
+
+COMMAND_MODULES = (
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hopsmith",
+        description="Deep-search data synthesis from a Wikipedia snapshot. Unknown --options of a stage "
+        "are passed to Apache Beam (e.g. --runner DataflowRunner, --direct_num_workers 2).",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, beam_args = parser.parse_known_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return int(args.func(args, beam_args) or 0)
+    except UserError as error:
+        print(f"hopsmith: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("hopsmith: interrupted; rerun the same command to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Turn-reward agentic RL: rendering, advantages, training loops and exporters."""

@@ -1,0 +1,165 @@
+"""Base record type and the one place Arrow schemas are derived from pydantic models.
+
+Every record that crosses a stage boundary is a `Record`. Its parquet/Arrow schema is computed from the
+pydantic field annotations (`arrow_schema`), so the contract is written once. Free-form mappings
+(`dict[str, Any]`, `Any`) travel through Arrow as JSON strings and come back as Python objects.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+import json
+import types
+import typing
+from functools import cache
+from typing import Any, ClassVar, Literal, TypeVar, Union, get_args, get_origin
+
+import pyarrow as pa
+from pydantic import AwareDatetime, BaseModel, ConfigDict
+
+SCHEMA_VERSION = "1.0"
+M = TypeVar("M", bound=BaseModel)
+
+
+class Record(BaseModel):
+    """A record that crosses a stage boundary. Carries the schema version it was written with."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False, validate_assignment=False)
+    schema_version: str = SCHEMA_VERSION
+    record_kind: ClassVar[str] = "record"
+
+
+def _strip_optional(annotation: Any) -> tuple[Any, bool]:
+    origin = get_origin(annotation)
+    if origin in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        nullable = len(args) != len(get_args(annotation))
+        if len(args) == 1:
+            return args[0], nullable
+        raise TypeError(f"unions other than Optional are not supported in records: {annotation}")
+    return annotation, False
+
+
+def _is_json_type(annotation: Any) -> bool:
+    origin = get_origin(annotation)
+    return annotation is Any or annotation is dict or origin is dict
+
+
+def _arrow_type(annotation: Any) -> pa.DataType:
+    annotation, _ = _strip_optional(annotation)
+    origin = get_origin(annotation)
+    if _is_json_type(annotation):
+        return pa.string()
+    if origin is typing.Annotated:
+        return _arrow_type(get_args(annotation)[0])
+    if origin is Literal:
+        return pa.string()
+    if origin in (list, tuple):
+        (item,) = get_args(annotation)[:1]
+        return pa.list_(_arrow_type(item))
+    if annotation is AwareDatetime:
+        return pa.timestamp("us", tz="UTC")
+    if isinstance(annotation, type):
+        if issubclass(annotation, BaseModel):
+            return pa.struct(_arrow_fields(annotation))
+        if issubclass(annotation, enum.Enum) or issubclass(annotation, str):
+            return pa.string()
+        if issubclass(annotation, bool):
+            return pa.bool_()
+        if issubclass(annotation, int):
+            return pa.int64()
+        if issubclass(annotation, float):
+            return pa.float64()
+        if issubclass(annotation, dt.datetime):
+            return pa.timestamp("us", tz="UTC")
+        if issubclass(annotation, dt.date):
+            return pa.date32()
+    raise TypeError(f"no Arrow mapping for annotation {annotation!r}")
+
+
+def _arrow_fields(model: type[BaseModel]) -> list[pa.Field]:
+    fields = []
+    for name, info in model.model_fields.items():
+        _, nullable = _strip_optional(info.annotation)
+        fields.append(pa.field(name, _arrow_type(info.annotation), nullable=nullable))
+    return fields
+
+
+@cache
+def arrow_schema(model: type[BaseModel]) -> pa.Schema:
+    """The Arrow schema of a record type, derived from its pydantic fields."""
+    return pa.schema(_arrow_fields(model), metadata={b"hopsmith.record": model.__name__.encode()})
+
+
+def _to_arrow_value(annotation: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    annotation, _ = _strip_optional(annotation)
+    if _is_json_type(annotation):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    origin = get_origin(annotation)
+    if origin is typing.Annotated:
+        return _to_arrow_value(get_args(annotation)[0], value)
+    if origin in (list, tuple):
+        item = get_args(annotation)[0]
+        return [_to_arrow_value(item, v) for v in value]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return {
+            name: _to_arrow_value(info.annotation, getattr(value, name))
+            for name, info in annotation.model_fields.items()
+        }
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
+
+
+def _from_arrow_value(annotation: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    annotation, _ = _strip_optional(annotation)
+    if _is_json_type(annotation):
+        return json.loads(value)
+    origin = get_origin(annotation)
+    if origin is typing.Annotated:
+        return _from_arrow_value(get_args(annotation)[0], value)
+    if origin in (list, tuple):
+        item = get_args(annotation)[0]
+        return [_from_arrow_value(item, v) for v in value]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return {
+            name: _from_arrow_value(info.annotation, value.get(name))
+            for name, info in annotation.model_fields.items()
+        }
+    return value
+
+
+def to_row(record: BaseModel) -> dict[str, Any]:
+    """A record as an Arrow-ready row (JSON-encoding free-form mappings)."""
+    return {
+        name: _to_arrow_value(info.annotation, getattr(record, name))
+        for name, info in type(record).model_fields.items()
+    }
+
+
+def from_row(model: type[M], row: dict[str, Any]) -> M:
+    """Rebuild and validate a record from an Arrow row."""
+    return model.model_validate(
+        {name: _from_arrow_value(info.annotation, row.get(name)) for name, info in model.model_fields.items()}
+    )
+
+
+def to_table(model: type[BaseModel], records: typing.Iterable[BaseModel]) -> pa.Table:
+    """Records of one type as an Arrow table with the derived schema."""
+    return pa.Table.from_pylist([to_row(r) for r in records], schema=arrow_schema(model))
+
+
+def from_table(model: type[M], table: pa.Table) -> list[M]:
+    return [from_row(model, row) for row in table.to_pylist()]
+
+
+def utc(value: dt.datetime) -> dt.datetime:
+    """Normalise a datetime to tz-aware UTC (naive values are taken as UTC)."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=dt.UTC)
+    return value.astimezone(dt.UTC)

@@ -1,0 +1,1 @@
+"""Synthesis: questions, the search environment, agent frameworks and trajectories."""
