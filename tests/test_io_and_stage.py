@@ -1,0 +1,72 @@
+"""Shard IO, work units and the stage life cycle (skip when finished, resume when not)."""
+
+import json
+import os
+
+from pipeline.io import WorkUnits, atomic_write_text, read_records, read_table, stable_hash, write_records
+from pipeline.stage import PENDING, begin_stage
+from schemas import SkippedRecord
+
+
+def _skips(n, prefix="p"):
+    return [SkippedRecord(title=f"{prefix}{i}", stage="read", reason="r") for i in range(n)]
+
+
+def test_write_then_read_records(tmp_path):
+    write_records(SkippedRecord, _skips(3), tmp_path / "t" / "a.parquet")
+    write_records(SkippedRecord, _skips(2, "q"), tmp_path / "t" / "b.parquet")
+    titles = [r.title for r in read_records(SkippedRecord, tmp_path / "t")]
+    assert titles == ["p0", "p1", "p2", "q0", "q1"]
+    assert read_table(SkippedRecord, tmp_path / "missing").num_rows == 0
+
+
+def test_atomic_write_leaves_no_temp_files(tmp_path):
+    atomic_write_text(tmp_path / "x.json", json.dumps({"a": 1}))
+    assert os.listdir(tmp_path) == ["x.json"]
+
+
+def test_stable_hash_is_order_insensitive_for_dict_keys():
+    assert stable_hash({"a": 1, "b": 2}) == stable_hash({"b": 2, "a": 1})
+    assert stable_hash({"a": 1}) != stable_hash({"a": 2})
+
+
+def test_work_units_resume(tmp_path):
+    units = WorkUnits(tmp_path, ["skipped", "other"])
+    assert not units.is_done("u1")
+    units.write("u1", {"skipped": (SkippedRecord, _skips(1)), "other": (SkippedRecord, [])})
+    assert units.is_done("u1") and not units.is_done("u2")
+    # a unit with only some of its tables is not done
+    write_records(SkippedRecord, _skips(1), units.part_path("skipped", "u2"))
+    assert not units.is_done("u2")
+
+
+def test_stage_skips_when_finished_and_restarts_on_new_config(tmp_path):
+    out = tmp_path / "stage"
+    run = begin_stage("demo", out, {"n": 1})
+    assert not run.done and (out / PENDING).is_file()
+    write_records(SkippedRecord, _skips(1), out / "parts" / "a.parquet")
+    run.finish({"kept": 1}, {"parts": ["parts/a.parquet"]})
+    assert not (out / PENDING).exists()
+
+    again = begin_stage("demo", out, {"n": 1})
+    assert again.done and again.finished.counts == {"kept": 1}
+
+    changed = begin_stage("demo", out, {"n": 2})
+    assert not changed.done and not (out / "parts").exists()
+
+
+def test_interrupted_stage_keeps_its_work_units(tmp_path):
+    out = tmp_path / "stage"
+    begin_stage("demo", out, {"n": 1})
+    WorkUnits(out, ["skipped"]).write("u1", {"skipped": (SkippedRecord, _skips(1))})
+    resumed = begin_stage("demo", out, {"n": 1})
+    assert not resumed.done and WorkUnits(out, ["skipped"]).is_done("u1")
+
+
+def test_stage_key_follows_input_content(tmp_path):
+    data = tmp_path / "in.txt"
+    data.write_text("one")
+    first = begin_stage("demo", tmp_path / "o", {}, input_files=[data])
+    first.finish({}, {})
+    data.write_text("two")
+    assert not begin_stage("demo", tmp_path / "o", {}, input_files=[data]).done
