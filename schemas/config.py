@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
 
 class _Config(BaseModel):
@@ -65,6 +65,23 @@ class WalkConfig(_Config):
     require_recent_fact: bool = True
     allow_literal_answers: bool = True
     seed: int = 0
+    exclude_relations: list[str] = Field(default_factory=lambda: ["links_to"], description="edges never walked")
+    as_of: dt.date | None = None
+    window_days: int | None = Field(default=None, description="recency window; default: the graph's manifest")
+    step_retries: int = Field(default=4, ge=1, description="candidate edges tried per step before a walk dies")
+    forbid_inverse_hop: bool = True
+    forbid_repeated_relation: bool = True
+    require_single_answer: bool = True
+    max_literal_chars: int = 40
+    starts_per_task: int = Field(default=256, ge=1, description="start nodes per Beam element")
+    shards: int = Field(default=4, ge=1)
+
+    @field_validator("hops")
+    @classmethod
+    def _hops_in_range(cls, hops: list[int]) -> list[int]:
+        if not hops or any(h < 1 or h > 8 for h in hops):
+            raise ValueError("hops must be a non-empty list of path lengths between 1 and 8")
+        return sorted(set(hops))
 
 
 class QuestionConfig(_Config):
@@ -74,6 +91,10 @@ class QuestionConfig(_Config):
     as_of: dt.date | None = None
     max_questions: int | None = None
     seed: int = 0
+    leak_ngram: int = Field(default=8, ge=3, description="evidence n-gram length that counts as a leak")
+    attributes_per_entity: int = Field(default=1, ge=0, description="attributes added to each obfuscated entity")
+    paths_per_unit: int = Field(default=32, ge=1, description="paths per resumable work unit")
+    shards: int = Field(default=4, ge=1)
 
 
 class TrajectoryConfig(_Config):
