@@ -1,0 +1,351 @@
+"""Read a MediaWiki `pages-articles[-multistream].xml[.bz2]` dump page by page, as plain iterators and as Beam.
+
+The reader never holds more than one page (plus one read block) in memory. It scans the decompressed
+bytes for `<page>` ... `</page>` and parses each page on its own with ElementTree. In well-formed
+export XML a literal `<page>` or `</page>` can only be markup (text content escapes `<` as `&lt;`), so
+the split is exact, and it makes damage local: a malformed page costs that page only, reading goes on
+with the next one, and bytes outside pages (`<mediawiki>`, `<siteinfo>`) need no synthetic root.
+A multistream dump's index gives the offsets of independent bz2 streams; ranges of streams are the
+work units a distributed runner reads in parallel (`dump_work_units`, `ReadDump`).
+
+Every page that is started is accounted for: it becomes a `Page` or a `SkippedRecord` (stage "read")
+with one of the reasons in `SKIP_REASONS`.
+"""
+
+from __future__ import annotations
+
+import bz2
+import datetime as dt
+import html
+import os
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+import apache_beam as beam
+
+from pipeline.errors import UserError
+from schemas.wiki import Page, SkippedRecord
+
+READ_STAGE = "read"
+SKIP_REASONS = {
+    "malformed_xml": "the page's XML does not parse, or a new <page> began before </page>",
+    "missing_field": "title, ns, id, revision, revision id, timestamp or text is absent",
+    "invalid_field": "ns, id, revision id or timestamp does not parse",
+    "truncated_bz2": "the compressed data ends in the middle of a bz2 stream",
+    "corrupt_bz2": "the bytes are not valid bz2 data (damaged file or wrong index offset)",
+    "truncated_xml": "the input ends inside a <page>",
+}
+BLOCK_BYTES = 1 << 18
+_BZ2_MAGIC = b"BZh"
+_PAGE_TAG = re.compile(rb"<page(?:\s[^>]*)?>|</page>")
+_TAG_LOOKBACK = 256  # bytes kept at a block boundary so a tag split across blocks is still found
+_TITLE = re.compile(rb"<title>(.*?)</title>", re.S)
+DEFAULT_STREAMS_PER_UNIT = 10
+
+
+class DumpUnit(NamedTuple):
+    """A byte range of a dump that decompresses and parses on its own: whole bz2 streams [start, end)."""
+
+    path: str
+    start: int = 0
+    end: int | None = None
+
+
+class _ReadError(Exception):
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+def check_readable(path: str | os.PathLike, what: str = "dump") -> str:
+    """The path as a string, or a UserError naming the problem in one line."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise UserError(f"{what} file not found: {path}")
+    if not os.path.isfile(path):
+        raise UserError(f"{what} path is not a file: {path}")
+    if not os.access(path, os.R_OK):
+        raise UserError(f"{what} file is not readable: {path}")
+    return path
+
+
+def _is_bz2(path: str) -> bool:
+    with open(path, "rb") as handle:
+        return handle.read(len(_BZ2_MAGIC)) == _BZ2_MAGIC
+
+
+def _raw_blocks(handle, start: int, end: int | None) -> Iterator[bytes]:
+    handle.seek(start)
+    remaining = None if end is None else end - start
+    while remaining is None or remaining > 0:
+        size = BLOCK_BYTES if remaining is None else min(BLOCK_BYTES, remaining)
+        block = handle.read(size)
+        if not block:
+            return
+        if remaining is not None:
+            remaining -= len(block)
+        yield block
+
+
+def _bz2_blocks(raw: Iterable[bytes]) -> Iterator[bytes]:
+    """Decompress concatenated bz2 streams. Unlike `bz2.open`, damage after a stream is an error, not EOF."""
+    decompressor = bz2.BZ2Decompressor()
+    in_stream = False
+    for block in raw:
+        while block:
+            try:
+                out = decompressor.decompress(block)
+            except OSError as error:
+                raise _ReadError("corrupt_bz2", f"bz2 decompression failed: {error}") from None
+            in_stream = True
+            if out:
+                yield out
+            if decompressor.eof:
+                block = decompressor.unused_data
+                decompressor = bz2.BZ2Decompressor()
+                in_stream = False
+            else:
+                block = b""
+    if in_stream:
+        raise _ReadError("truncated_bz2", "compressed data ended in the middle of a bz2 stream")
+
+
+def _title_hint(data: bytes, offset: int) -> str:
+    match = _TITLE.search(data)
+    if match:
+        return html.unescape(match.group(1).decode("utf-8", errors="replace")).strip() or f"<offset {offset}>"
+    return f"<offset {offset}>"
+
+
+def _split_pages(blocks: Iterable[bytes]) -> Iterator[tuple[str, int, bytes]]:
+    """Yield ("page", offset, xml) per complete page, ("unterminated", ...) for a page cut short by the
+    next `<page>`, and at the end ("open", ...) for a page still open, then ("error:<reason>", ...) if
+    the byte source failed. Offsets count decompressed bytes from the start of the range."""
+    buffer = bytearray()
+    base = 0  # offset of buffer[0]
+    search_from = 0
+    page_start = -1
+    try:
+        for block in blocks:
+            buffer += block
+            while True:
+                match = _PAGE_TAG.search(buffer, search_from)
+                if match is None:
+                    resume = max(search_from, len(buffer) - _TAG_LOOKBACK)
+                    keep_from = page_start if page_start >= 0 else max(0, resume)
+                    search_from = max(0, resume - keep_from)
+                    del buffer[:keep_from]
+                    base += keep_from
+                    if page_start >= 0:
+                        page_start = 0
+                    break
+                search_from = match.end()
+                if match.group() == b"</page>":
+                    if page_start >= 0:
+                        yield "page", base + page_start, bytes(buffer[page_start : match.end()])
+                        page_start = -1
+                    continue
+                if page_start >= 0:
+                    yield "unterminated", base + page_start, bytes(buffer[page_start : match.start()])
+                page_start = match.start()
+    except _ReadError as error:
+        if page_start >= 0:
+            yield "open", base + page_start, bytes(buffer[page_start:])
+        yield f"error:{error.reason}", base + len(buffer), error.detail.encode()
+        return
+    if page_start >= 0:
+        yield "open", base + page_start, bytes(buffer[page_start:])
+
+
+def _strip_namespaces(element: ET.Element) -> None:
+    for node in element.iter():
+        if isinstance(node.tag, str) and node.tag[0] == "{":
+            node.tag = node.tag.rpartition("}")[2]
+
+
+def _timestamp(value: str) -> dt.datetime:
+    parsed = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    return parsed.replace(tzinfo=dt.UTC) if parsed.tzinfo is None else parsed.astimezone(dt.UTC)
+
+
+def parse_page(xml: bytes, source: str = "", offset: int = 0) -> Page | SkippedRecord:
+    """One `<page>` element (bytes) as a Page of its latest revision, or a SkippedRecord saying why not."""
+    try:
+        element = ET.fromstring(xml)
+    except ET.ParseError as error:
+        return _skip("malformed_xml", _title_hint(xml, offset), f"{source} @{offset}: {error}")
+    _strip_namespaces(element)
+    title = (element.findtext("title") or "").strip()
+    label = title or f"<offset {offset}>"
+    ns, page_id = element.findtext("ns"), element.findtext("id")
+    revisions = element.findall("revision")
+    missing = [name for name, value in (("title", title), ("ns", ns), ("id", page_id)) if not value]
+    if not revisions:
+        missing.append("revision")
+    if missing:
+        return _skip("missing_field", label, f"{source} @{offset}: no {', '.join(missing)}")
+    try:
+        dated = [(_timestamp(r.findtext("timestamp") or ""), r) for r in revisions]
+    except ValueError as error:
+        return _skip("invalid_field", label, f"timestamp: {error}", page_id)
+    timestamp, revision = max(dated, key=lambda pair: pair[0])
+    revision_id, text = revision.findtext("id"), revision.find("text")
+    if not revision_id or text is None or "deleted" in text.attrib:
+        field = "revision id" if not revision_id else "revision text"
+        return _skip("missing_field", label, f"{source} @{offset}: no {field}", page_id)
+    redirect = element.find("redirect")
+    try:
+        return Page(
+            page_id=int(page_id),
+            title=title,
+            ns=int(ns),
+            revision_id=int(revision_id),
+            timestamp=timestamp,
+            text=text.text or "",
+            redirect_to=(redirect.get("title") or None) if redirect is not None else None,
+            source=source,
+        )
+    except ValueError as error:
+        return _skip("invalid_field", label, f"{source} @{offset}: {error}".splitlines()[0], page_id)
+
+
+def _skip(reason: str, title: str, detail: str, page_id: str | int | None = None) -> SkippedRecord:
+    try:
+        page_id = int(page_id) if page_id is not None else None
+    except ValueError:
+        page_id = None
+    return SkippedRecord(title=title, stage=READ_STAGE, reason=reason, detail=detail, page_id=page_id)
+
+
+def _records(blocks: Iterable[bytes], source: str, compressed: bool) -> Iterator[Page | SkippedRecord]:
+    for kind, offset, data in _split_pages(blocks):
+        if kind == "page":
+            yield parse_page(data, source, offset)
+        elif kind == "unterminated":
+            yield _skip("malformed_xml", _title_hint(data, offset), f"{source} @{offset}: <page> without </page>")
+        elif kind == "open":
+            reason = "truncated_bz2" if compressed else "truncated_xml"
+            yield _skip(reason, _title_hint(data, offset), f"{source} @{offset}: input ends inside this page")
+        else:
+            reason = kind.partition(":")[2]
+            # The page cut by truncation (if any) is already reported; report damage between pages too.
+            yield _skip(reason, f"<offset {offset}>", f"{source}: {data.decode()}")
+
+
+def iter_dump_pages(
+    path: str | os.PathLike, stream_range: tuple[int, int | None] | None = None
+) -> Iterator[Page | SkippedRecord]:
+    """Pages of a dump (bz2, multistream bz2 or plain XML, with or without a <mediawiki> root), in order.
+
+    `stream_range=(start, end)` reads only the bz2 streams in that byte range (a work unit); `end=None`
+    reads to the end. Bad data never raises: it becomes SkippedRecords. A missing file is a UserError,
+    raised at call time.
+    """
+    path = check_readable(path)
+    compressed = _is_bz2(path)
+    if stream_range is not None and not compressed and stream_range != (0, None):
+        raise UserError(f"stream ranges need a bz2 multistream dump: {path}")
+    start, end = stream_range or (0, None)
+    return _iter_file(path, start, end, compressed)
+
+
+def _iter_file(path: str, start: int, end: int | None, compressed: bool) -> Iterator[Page | SkippedRecord]:
+    source = os.path.basename(path)
+    with open(path, "rb") as handle:
+        raw = _raw_blocks(handle, start, end)
+        yield from _records(_bz2_blocks(raw) if compressed else raw, source, compressed)
+
+
+def read_multistream_index(index_path: str | os.PathLike) -> list[int]:
+    """Sorted distinct stream offsets from a multistream index (`offset:page_id:title` lines, bz2 or plain)."""
+    index_path = check_readable(index_path, "index")
+    opener = bz2.open if _is_bz2(index_path) else open
+    offsets: set[int] = set()
+    try:
+        with opener(index_path, "rt", encoding="utf-8") as lines:
+            for number, line in enumerate(lines, 1):
+                if not line.strip():
+                    continue
+                offset, sep, _ = line.partition(":")
+                if not sep or not offset.isdigit():
+                    raise UserError(f"index {index_path} line {number} is not 'offset:page_id:title': {line[:80]!r}")
+                offsets.add(int(offset))
+    except (OSError, EOFError, UnicodeDecodeError) as error:
+        raise UserError(f"index {index_path} is unreadable: {error}") from None
+    if not offsets:
+        raise UserError(f"index {index_path} lists no streams")
+    return sorted(offsets)
+
+
+def dump_work_units(
+    path: str | os.PathLike, index_path: str | os.PathLike, streams_per_unit: int = DEFAULT_STREAMS_PER_UNIT
+) -> list[DumpUnit]:
+    """Split a multistream dump into units of `streams_per_unit` page streams covering the whole file.
+
+    The first unit starts at byte 0 (the `<siteinfo>` stream); the last runs to the end of the file (the
+    stream holding `</mediawiki>`), so the units together read exactly what a sequential read does.
+    """
+    if streams_per_unit < 1:
+        raise UserError(f"streams per unit must be at least 1, got {streams_per_unit}")
+    path = check_readable(path)
+    offsets = read_multistream_index(index_path)
+    size = os.path.getsize(path)
+    if offsets[-1] >= size:
+        raise UserError(f"index {index_path} points past the end of {path} ({offsets[-1]} >= {size} bytes)")
+    starts = [0] + [offset for offset in offsets[::streams_per_unit] if offset > 0]
+    starts = sorted(set(starts))
+    ends: list[int | None] = [*starts[1:], None]
+    return [DumpUnit(path, start, end) for start, end in zip(starts, ends, strict=True)]
+
+
+def read_dump_unit(unit: DumpUnit) -> Iterator[Page | SkippedRecord]:
+    """All records of one work unit (plain function; the Beam DoFn wraps it)."""
+    return iter_dump_pages(unit.path, (unit.start, unit.end))
+
+
+class _ReadUnitFn(beam.DoFn):
+    """Read one work unit, counting pages and skips by reason in Beam metrics."""
+
+    def process(self, unit: DumpUnit):
+        for record in read_dump_unit(DumpUnit(*unit)):
+            name = "pages" if isinstance(record, Page) else f"skipped.{record.reason}"
+            beam.metrics.Metrics.counter("hopsmith.read", name).inc()
+            yield record
+
+
+def _plan_units(paths: tuple[str, str], streams_per_unit: int) -> list[DumpUnit]:
+    dump, index = paths
+    return dump_work_units(dump, index, streams_per_unit)
+
+
+class ReadDump(beam.PTransform):
+    """PBegin -> PCollection of Page | SkippedRecord read from a dump.
+
+    With a multistream index the index is read on a worker, split into units of `streams_per_unit`
+    streams and reshuffled so a distributed runner reads units in parallel. Without one, the dump is read
+    sequentially as one unit. Missing files are UserErrors at construction time.
+    """
+
+    def __init__(self, path: str | os.PathLike, index: str | os.PathLike | None = None,
+                 streams_per_unit: int = DEFAULT_STREAMS_PER_UNIT):
+        super().__init__()
+        self.path = check_readable(path)
+        self.index = check_readable(index, "index") if index is not None else None
+        if streams_per_unit < 1:
+            raise UserError(f"streams per unit must be at least 1, got {streams_per_unit}")
+        self.streams_per_unit = streams_per_unit
+
+    def expand(self, pbegin):
+        if self.index is None:
+            units = pbegin | "WholeDump" >> beam.Create([DumpUnit(self.path)])
+        else:
+            units = (
+                pbegin
+                | "Index" >> beam.Create([(self.path, self.index)])
+                | "PlanUnits" >> beam.FlatMap(_plan_units, self.streams_per_unit)
+                | "SpreadUnits" >> beam.Reshuffle()
+            )
+        return units | "ReadUnits" >> beam.ParDo(_ReadUnitFn())
