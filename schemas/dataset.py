@@ -29,3 +29,88 @@ class RLPrompt(Record):
     hops: int
     environment: str
     tools: list[dict[str, Any]] = []
+
+
+class ConversationMessage(BaseModel):
+    """A message of a text-only render (toolmind, nanbeige, turns): `loss` is 1 only on trained turns."""
+
+    model_config = ConfigDict(extra="forbid")
+    role: str
+    content: str
+    loss: int
+
+
+class ToolMindRow(BaseModel):
+    """One row of the `toolmind` config, column for column as ToolMind-Web-QA `open-wiki-traj.jsonl`."""
+
+    model_config = ConfigDict(extra="forbid")
+    key: str
+    id: str
+    conversations: list[ConversationMessage]
+
+
+class NanbeigeRow(Record):
+    """One row of the `nanbeige` config: a trajectory in the Nanbeige4.1 (Qwen3 ChatML) tool template.
+
+    `turn_rewards[k]` is the critic's reward for the k-th assistant message (= trajectory turn k).
+    """
+
+    trajectory_id: str
+    question_id: str
+    framework: str
+    messages: list[ConversationMessage]
+    turn_rewards: list[float]
+    outcome_reward: float
+    correct: bool
+
+
+class OpenAIFunction(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: str
+
+
+class OpenAIToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    type: str = "function"
+    function: OpenAIFunction
+
+
+class OpenAIMessage(BaseModel):
+    """An OpenAI chat message; `reasoning_content` holds the turn's thinking, `loss` the critic's mask."""
+
+    model_config = ConfigDict(extra="forbid")
+    role: str
+    content: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: list[OpenAIToolCall] | None = None
+    tool_call_id: str | None = None
+    loss: int = 0
+
+
+class OpenAIRow(Record):
+    """One row of the `openai` config: messages with `tool_calls` and the `tools` they may call."""
+
+    trajectory_id: str
+    question_id: str
+    framework: str
+    messages: list[OpenAIMessage]
+    tools: list[dict[str, Any]]
+    outcome_reward: float
+    correct: bool
+
+
+class TurnRow(Record):
+    """One row of the `turns` config: the conversation prefix ending at one kept assistant turn.
+
+    Only the last message carries `loss` 1, so each row trains exactly one critic-approved turn.
+    """
+
+    key: str
+    trajectory_id: str
+    question_id: str
+    framework: str
+    turn_index: int
+    conversations: list[ConversationMessage]
+    reward: float
