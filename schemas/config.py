@@ -97,6 +97,14 @@ class QuestionConfig(_Config):
     shards: int = Field(default=4, ge=1)
 
 
+class IndexConfig(_Config):
+    """How the local search index is built from a snapshot's pages."""
+
+    chunk_chars: int = Field(default=1500, ge=200, description="most characters of one open_page chunk")
+    title_weight: float = Field(default=2.0, ge=0.0, description="weight of the title/alias field in ranking")
+    shard_pages: int = Field(default=5000, ge=1, description="pages per parquet shard of the index")
+
+
 class TrajectoryConfig(_Config):
     frameworks: list[Literal["react", "function_calling", "tagged"]] = ["react", "function_calling", "tagged"]
     policies: dict[str, LLMRole] = Field(default_factory=dict, description="framework -> LLM role; offline when absent")
