@@ -1,0 +1,253 @@
+"""A compact array form of the entity-relation graph (CSR), built from stage 1's relations parquet.
+
+Walk sampling touches millions of edges, so the graph lives in flat numpy arrays rather than Python
+objects: `indptr`/`dst`/`rel` give each node's out-edges sorted by (relation, object), and per-edge and
+per-node flags precompute everything a walk condition needs (recency of the fact, whether the head has a
+single object for that relation, list pages, hubs). Node ids cover entities with a page, entity objects
+without a page, and literal values (dates, numbers, quantities, strings), so a literal can be an answer.
+networkx stays the model for analysis and small graphs (`to_networkx`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.io import read_table
+from schemas.wiki import Entity, Relation
+
+PAGE, NO_PAGE, LITERAL = 0, 1, 2
+_LITERAL_PREFIX = "\x00"
+_SEP = "\x1f"
+
+
+def literal_key(value_type: str, value: str, unit: str | None) -> str:
+    """The node key of a literal object: literals with equal type, value and unit are one node."""
+    return f"{_LITERAL_PREFIX}{value_type}{_SEP}{value}{_SEP}{unit or ''}"
+
+
+def split_literal_key(key: str) -> tuple[str, str, str | None]:
+    value_type, value, unit = key[len(_LITERAL_PREFIX) :].split(_SEP)
+    return value_type, value, unit or None
+
+
+@dataclass
+class CSRGraph:
+    """Nodes 0..n-1, out-edges of node i at `indptr[i]:indptr[i+1]`, sorted by (rel, dst)."""
+
+    keys: np.ndarray  # object: entity title, or literal_key(...) for literals
+    kind: np.ndarray  # int8: PAGE, NO_PAGE, LITERAL
+    is_head: np.ndarray  # bool
+    is_list: np.ndarray  # bool
+    is_disambiguation: np.ndarray  # bool
+    entity_type: np.ndarray  # object: Entity.type ("" for nodes without a page)
+    indptr: np.ndarray  # int64 [n+1]
+    dst: np.ndarray  # int32 [m]
+    rel: np.ndarray  # int32 [m]
+    edge_row: np.ndarray  # int64 [m]: row of `relations`, for provenance
+    in_window: np.ndarray  # bool [m]: the fact's page revision lies inside the recency window
+    single_object: np.ndarray  # bool [m]: the head has exactly one object for this relation
+    degree: np.ndarray  # int32 [n]: in + out degree over entity-to-entity edges
+    relation_names: list[str]
+    relations: pa.Table  # the kept relation rows (schema of schemas.Relation)
+    as_of: dt.date
+    window_days: int
+    build_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(self.keys)
+
+    @property
+    def num_edges(self) -> int:
+        return len(self.dst)
+
+    @property
+    def out_degree(self) -> np.ndarray:
+        return np.diff(self.indptr)
+
+    def sampler_nbytes(self) -> int:
+        """Bytes of the numeric arrays the sampler reads (titles and relation rows excluded)."""
+        arrays = (self.kind, self.is_head, self.is_list, self.is_disambiguation, self.indptr, self.dst,
+                  self.rel, self.edge_row, self.in_window, self.single_object, self.degree)
+        return int(sum(a.nbytes for a in arrays))
+
+    def node_id(self, key: str) -> int | None:
+        index = np.searchsorted(self._sorted_keys, key)
+        if index < len(self._sorted_keys) and self._sorted_keys[index] == key:
+            return int(self._sorted_order[index])
+        return None
+
+    def relation_id(self, name: str) -> int | None:
+        try:
+            return self.relation_names.index(name)
+        except ValueError:
+            return None
+
+    def objects(self, node: int, relation: int) -> np.ndarray:
+        """Distinct object node ids of `node --relation-->` (edges are sorted by relation within a node)."""
+        start, end = self.indptr[node], self.indptr[node + 1]
+        rels = self.rel[start:end]
+        lo, hi = np.searchsorted(rels, relation, "left"), np.searchsorted(rels, relation, "right")
+        return np.unique(self.dst[start + lo : start + hi])
+
+    def label(self, node: int) -> str:
+        """A human-readable label: the title, or the literal value with its unit."""
+        key = self.keys[node]
+        if self.kind[node] != LITERAL:
+            return key
+        _, value, unit = split_literal_key(key)
+        return f"{value} {unit}" if unit else value
+
+    def __post_init__(self) -> None:
+        self._sorted_order = np.argsort(self.keys.astype(str), kind="stable")
+        self._sorted_keys = self.keys[self._sorted_order].astype(str)
+
+    def to_networkx(self) -> nx.MultiDiGraph:
+        """The same graph as a networkx MultiDiGraph (node attribute `kind`, edge attribute `relation`)."""
+        graph = nx.MultiDiGraph()
+        for node in range(self.num_nodes):
+            graph.add_node(node, kind=int(self.kind[node]))
+        src = np.repeat(np.arange(self.num_nodes), self.out_degree)
+        for edge in range(self.num_edges):
+            graph.add_edge(int(src[edge]), int(self.dst[edge]), key=edge, relation=int(self.rel[edge]))
+        return graph
+
+
+def _object_keys(relations: pa.Table) -> pa.Array:
+    """Entity objects keep their title; literal objects become literal_key(type, value, unit)."""
+    is_entity = pc.equal(relations["value_type"], "entity")
+    literal = pc.binary_join_element_wise(
+        pc.binary_join_element_wise(_LITERAL_PREFIX, relations["value_type"], ""),
+        pc.fill_null(relations["value"], ""),
+        pc.fill_null(relations["unit"], ""),
+        _SEP,
+    )
+    return pc.if_else(is_entity, relations["tail"], literal).combine_chunks()
+
+
+def _window_flags(relations: pa.Table, as_of: dt.date, window_days: int) -> np.ndarray:
+    stamps = pc.struct_field(relations["provenance"], "timestamp").combine_chunks()
+    lower = dt.datetime.combine(as_of - dt.timedelta(days=window_days), dt.time(), dt.UTC)
+    upper = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
+    inside = pc.and_(pc.greater_equal(stamps, pa.scalar(lower, stamps.type)),
+                     pc.less(stamps, pa.scalar(upper, stamps.type)))
+    return pc.fill_null(inside, False).to_numpy(zero_copy_only=False).astype(bool)
+
+
+def build_csr(
+    entities: pa.Table,
+    relations: pa.Table,
+    *,
+    as_of: dt.date,
+    window_days: int,
+    exclude_relations: list[str] = (),
+) -> CSRGraph:
+    """Build the CSR graph from entity and relation tables (schemas of Entity and Relation)."""
+    counts = {"relations:read": relations.num_rows}
+    if exclude_relations:
+        keep = pc.invert(pc.is_in(relations["relation"], pa.array(list(exclude_relations), pa.string())))
+        counts["relations:excluded_relation"] = relations.num_rows - pc.sum(keep).as_py() if relations.num_rows else 0
+        relations = relations.filter(keep)
+    unusable = pc.or_(
+        pc.and_(pc.equal(relations["value_type"], "entity"), pc.is_null(relations["tail"])),
+        pc.and_(pc.not_equal(relations["value_type"], "entity"), pc.is_null(relations["value"])),
+    )
+    counts["relations:no_object"] = pc.sum(pc.cast(unusable, pa.int64())).as_py() or 0
+    relations = relations.filter(pc.invert(unusable))
+    objects = _object_keys(relations)
+
+    titles = entities["title"].to_pylist()
+    page_keys = sorted(set(titles))
+    entity_objects = pc.unique(pc.filter(objects, pc.equal(relations["value_type"], "entity"))).to_pylist()
+    other = set(entity_objects) | set(relations["head"].to_pylist())
+    no_page_keys = sorted(other - set(page_keys))
+    literal_keys = sorted(set(pc.unique(objects).to_pylist()) - set(page_keys) - set(no_page_keys))
+    keys = np.array(page_keys + no_page_keys + literal_keys, dtype=object)
+    n = len(keys)
+    kind = np.concatenate([
+        np.full(len(page_keys), PAGE, np.int8),
+        np.full(len(no_page_keys), NO_PAGE, np.int8),
+        np.full(len(literal_keys), LITERAL, np.int8),
+    ])
+    key_array = pa.array(keys.tolist(), pa.string())
+
+    by_title = {t: i for i, t in enumerate(titles)}
+    page_rows = np.array([by_title[k] for k in page_keys], dtype=np.int64)
+    is_head = np.zeros(n, bool)
+    is_list = np.zeros(n, bool)
+    entity_type = np.full(n, "", dtype=object)
+    if len(page_rows):
+        is_head[: len(page_keys)] = entities["is_head"].to_numpy(zero_copy_only=False)[page_rows]
+        is_list[: len(page_keys)] = entities["is_list"].to_numpy(zero_copy_only=False)[page_rows]
+        entity_type[: len(page_keys)] = np.array(entities["type"].to_pylist(), dtype=object)[page_rows]
+    lowered_types = np.char.lower(entity_type.astype(str))
+    is_disambiguation = (lowered_types == "disambiguation") | np.array(
+        [str(k).endswith("(disambiguation)") for k in keys], dtype=bool
+    )
+
+    src = pc.index_in(relations["head"], value_set=key_array).to_numpy(zero_copy_only=False).astype(np.int64)
+    dst = pc.index_in(objects, value_set=key_array).to_numpy(zero_copy_only=False).astype(np.int64)
+    relation_names = sorted(set(relations["relation"].to_pylist()))
+    rel = pc.index_in(relations["relation"], value_set=pa.array(relation_names, pa.string()))
+    rel = rel.to_numpy(zero_copy_only=False).astype(np.int64)
+    rows = np.arange(relations.num_rows, dtype=np.int64)
+    window = _window_flags(relations, as_of, window_days) if relations.num_rows else np.zeros(0, bool)
+
+    order = np.lexsort((rows, dst, rel, src))
+    src, dst, rel, rows, window = src[order], dst[order], rel[order], rows[order], window[order]
+    # Group duplicates (spouse and spouse2 naming the same person) collapse into one edge; the edge is
+    # recent when any of its facts is.
+    first = np.ones(len(src), bool)
+    first[1:] = (src[1:] != src[:-1]) | (rel[1:] != rel[:-1]) | (dst[1:] != dst[:-1])
+    starts = np.flatnonzero(first)
+    window = np.logical_or.reduceat(window, starts) if len(starts) else window
+    counts["relations:duplicate_edge"] = int(len(src) - len(starts))
+    src, dst, rel, rows = src[starts], dst[starts], rel[starts], rows[starts]
+
+    group_start = np.ones(len(src), bool)
+    group_start[1:] = (src[1:] != src[:-1]) | (rel[1:] != rel[:-1])
+    group_id = np.cumsum(group_start) - 1
+    group_size = np.bincount(group_id) if len(group_id) else np.zeros(0, np.int64)
+    single_object = group_size[group_id] == 1 if len(group_id) else np.zeros(0, bool)
+
+    indptr = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=indptr[1:])
+    entity_edge = kind[dst] != LITERAL
+    degree = (np.bincount(src[entity_edge], minlength=n) + np.bincount(dst[entity_edge], minlength=n)).astype(np.int32)
+    counts["graph:nodes"] = n
+    counts["graph:edges"] = len(src)
+    return CSRGraph(
+        keys=keys,
+        kind=kind,
+        is_head=is_head,
+        is_list=is_list,
+        is_disambiguation=is_disambiguation,
+        entity_type=entity_type,
+        indptr=indptr,
+        dst=dst.astype(np.int32),
+        rel=rel.astype(np.int32),
+        edge_row=rows,
+        in_window=window,
+        single_object=single_object,
+        degree=degree,
+        relation_names=relation_names,
+        relations=relations,
+        as_of=as_of,
+        window_days=window_days,
+        build_counts=counts,
+    )
+
+
+def load_csr(graph_dir: str | Path, *, as_of: dt.date, window_days: int, exclude_relations: list[str] = ()) -> CSRGraph:
+    """Read stage 1's entities/ and relations/ shards and build the CSR graph."""
+    graph_dir = Path(graph_dir)
+    entities = read_table(Entity, graph_dir / "entities")
+    relations = read_table(Relation, graph_dir / "relations")
+    return build_csr(entities, relations, as_of=as_of, window_days=window_days, exclude_relations=exclude_relations)

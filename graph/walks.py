@@ -1,0 +1,512 @@
+"""Conditional random walks over the CSR graph: the relational skeletons of multi-hop questions.
+
+A walk starts at a head entity and takes `k` hops along infobox relations. Each step draws a random
+out-edge and checks it against the walk conditions; a failing candidate is counted under its condition
+and another edge is drawn (up to `step_retries` times) before the walk dies. Finished walks must contain
+a fact inside the recency window; duplicates are then removed at three levels (exact, isomorphic = same
+relation sequence over the same node set, Weisfeiler-Leman hash with intermediates labelled by type).
+
+The sampler is vectorised over all walks of a batch (numpy over the CSR arrays). `reference_walks` is
+the same algorithm as a plain loop over a networkx graph, kept as the readable model and the benchmark
+baseline. `run_walks` runs sampling as a Beam transform: start nodes are split into tasks spread over
+workers, the graph travels as a side input.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import warnings
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path as FsPath
+
+import apache_beam as beam
+import networkx as nx
+import numpy as np
+
+from graph.csr import LITERAL, PAGE, CSRGraph, load_csr, split_literal_key
+from pipeline.beam import pipeline_options
+from pipeline.io import atomic_write_text, read_manifest, stable_hash, write_records
+from pipeline.stage import begin_stage
+from schemas.base import from_row
+from schemas.config import BeamOptions, WalkConfig
+from schemas.manifest import Manifest
+from schemas.questions import Path, PathHop
+from schemas.wiki import Relation
+
+STAGE = "walk"
+DEFAULT_WINDOW_DAYS = 182
+
+# Step conditions in the order they are checked; a candidate edge is counted under the first it fails.
+STEP_CONDITIONS = (
+    "inverse_hop",  # A -> B -> A
+    "revisit",  # a node already on the path
+    "repeated_relation",  # the same relation twice in a row
+    "list_page",
+    "disambiguation",
+    "dead_end",  # an intermediate node with fewer than min_out_degree out-edges
+    "hub",  # an intermediate node above the degree quantile
+    "multiple_objects",  # final hop: the head has several objects for the relation
+    "literal_answer",  # final hop: literal answers disabled
+    "long_literal",  # final hop: literal answer too long to be a crisp answer
+)
+PATH_CONDITIONS = ("no_recent_fact",)
+DEDUP_LEVELS = ("duplicate", "isomorphic", "wl_duplicate")
+_CODE = {name: code for code, name in enumerate(STEP_CONDITIONS, start=1)}
+
+
+@dataclass
+class WalkParams:
+    """The derived, per-graph inputs of the sampler (flags computed once from config and graph)."""
+
+    is_hub: np.ndarray
+    hub_threshold: float
+    config: WalkConfig
+
+    @classmethod
+    def build(cls, graph: CSRGraph, config: WalkConfig) -> WalkParams:
+        pages = graph.degree[graph.kind == PAGE]
+        threshold = float(np.quantile(pages, config.hub_quantile)) if len(pages) else 0.0
+        return cls(is_hub=graph.degree > threshold, hub_threshold=threshold, config=config)
+
+
+def start_nodes(graph: CSRGraph) -> np.ndarray:
+    """Head entities with a page that are not list or disambiguation pages and have an out-edge."""
+    eligible = (graph.kind == PAGE) & graph.is_head & ~graph.is_list & ~graph.is_disambiguation
+    return np.flatnonzero(eligible & (graph.out_degree > 0))
+
+
+def _literal_too_long(graph: CSRGraph, max_chars: int) -> np.ndarray:
+    lengths = np.array([len(graph.label(i)) if graph.kind[i] == LITERAL else 0 for i in range(graph.num_nodes)])
+    return lengths > max_chars
+
+
+def sample_walks(
+    graph: CSRGraph, params: WalkParams, starts: np.ndarray, hops: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, Counter]:
+    """Vectorised conditional walks of exactly `hops` hops, `walks_per_start` from each start.
+
+    Returns (nodes [W, hops+1], edges [W, hops], counts) for the walks that satisfied every condition.
+    """
+    config = params.config
+    counts: Counter = Counter()
+    walks = np.repeat(np.asarray(starts, np.int64), config.walks_per_start)
+    nodes = np.full((len(walks), hops + 1), -1, np.int64)
+    edges = np.full((len(walks), hops), -1, np.int64)
+    nodes[:, 0] = walks
+    alive = np.ones(len(walks), bool)
+    too_long = _literal_too_long(graph, config.max_literal_chars) if config.allow_literal_answers else None
+    out_degree = graph.out_degree
+    counts["walks:attempted"] += len(walks)
+    for step in range(hops):
+        final = step == hops - 1
+        pending = np.flatnonzero(alive)
+        for _ in range(config.step_retries):
+            if not len(pending):
+                break
+            current = nodes[pending, step]
+            choice = graph.indptr[current] + (rng.random(len(pending)) * out_degree[current]).astype(np.int64)
+            nxt = graph.dst[choice].astype(np.int64)
+            relation = graph.rel[choice]
+            reason = np.zeros(len(pending), np.int8)
+
+            def reject(name: str, mask: np.ndarray) -> None:
+                reason[(reason == 0) & mask] = _CODE[name]
+
+            if step > 0:
+                if config.forbid_inverse_hop:
+                    reject("inverse_hop", nxt == nodes[pending, step - 1])
+                if config.forbid_repeated_relation:
+                    reject("repeated_relation", relation == graph.rel[edges[pending, step - 1]])
+            reject("revisit", (nodes[pending, : step + 1] == nxt[:, None]).any(axis=1))
+            reject("list_page", graph.is_list[nxt])
+            reject("disambiguation", graph.is_disambiguation[nxt])
+            if not final:
+                reject("dead_end", out_degree[nxt] < max(config.min_out_degree, 1))
+                reject("hub", params.is_hub[nxt])
+            else:
+                if config.require_single_answer:
+                    reject("multiple_objects", ~graph.single_object[choice])
+                if config.allow_literal_answers:
+                    reject("long_literal", too_long[nxt])
+                else:
+                    reject("literal_answer", graph.kind[nxt] == LITERAL)
+            ok = reason == 0
+            nodes[pending[ok], step + 1] = nxt[ok]
+            edges[pending[ok], step] = choice[ok]
+            for code, number in zip(*np.unique(reason[~ok], return_counts=True), strict=True):
+                counts[f"rejected:{STEP_CONDITIONS[code - 1]}"] += int(number)
+            pending = pending[~ok]
+        alive[pending] = False
+        counts["walks:died"] += len(pending)
+    if config.require_recent_fact and hops:
+        recent = graph.in_window[edges].any(axis=1)
+        counts["rejected:no_recent_fact"] += int((alive & ~recent).sum())
+        alive &= recent
+    counts["walks:completed"] += int(alive.sum())
+    return nodes[alive], edges[alive], counts
+
+
+def reference_walks(
+    graph: nx.MultiDiGraph, starts: Iterable[int], hops: int, config: WalkConfig, hub_threshold: float, seed: int
+) -> tuple[list[tuple[list[int], list[int]]], Counter]:
+    """The same conditional walk as `sample_walks`, as a plain loop over networkx (model and baseline).
+
+    Nodes carry `kind`, `is_list`, `is_disambiguation`, `degree`; edges carry `relation`, `in_window`,
+    `single_object`, `too_long`. Returns [(node ids, edge keys)] of accepted walks and the counts.
+    """
+    rng = random.Random(seed)
+    counts: Counter = Counter()
+    accepted = []
+    for start in starts:
+        out_edges = list(graph.out_edges(start, keys=True, data=True))
+        for _ in range(config.walks_per_start):
+            counts["walks:attempted"] += 1
+            path_nodes, path_edges, path_rels, recent = [start], [], [], False
+            for step in range(hops):
+                final = step == hops - 1
+                candidates = out_edges if step == 0 else list(graph.out_edges(path_nodes[-1], keys=True, data=True))
+                for _ in range(config.step_retries):
+                    _, nxt, key, data = rng.choice(candidates)
+                    node = graph.nodes[nxt]
+                    if step > 0 and config.forbid_inverse_hop and nxt == path_nodes[-2]:
+                        reason = "inverse_hop"
+                    elif step > 0 and config.forbid_repeated_relation and data["relation"] == path_rels[-1]:
+                        reason = "repeated_relation"
+                    elif nxt in path_nodes:
+                        reason = "revisit"
+                    elif node["is_list"]:
+                        reason = "list_page"
+                    elif node["is_disambiguation"]:
+                        reason = "disambiguation"
+                    elif not final and graph.out_degree(nxt) < max(config.min_out_degree, 1):
+                        reason = "dead_end"
+                    elif not final and node["degree"] > hub_threshold:
+                        reason = "hub"
+                    elif final and config.require_single_answer and not data["single_object"]:
+                        reason = "multiple_objects"
+                    elif final and config.allow_literal_answers and data["too_long"]:
+                        reason = "long_literal"
+                    elif final and not config.allow_literal_answers and node["kind"] == LITERAL:
+                        reason = "literal_answer"
+                    else:
+                        reason = None
+                    if reason is None:
+                        path_nodes.append(nxt)
+                        path_edges.append(key)
+                        path_rels.append(data["relation"])
+                        recent = recent or data["in_window"]
+                        break
+                    counts[f"rejected:{reason}"] += 1
+                else:
+                    counts["walks:died"] += 1
+                    break
+            else:
+                if config.require_recent_fact and not recent:
+                    counts["rejected:no_recent_fact"] += 1
+                    continue
+                counts["walks:completed"] += 1
+                accepted.append((path_nodes, path_edges))
+    return accepted, counts
+
+
+def annotated_networkx(graph: CSRGraph, params: WalkParams) -> nx.MultiDiGraph:
+    """The CSR graph as networkx with the attributes `reference_walks` reads."""
+    nx_graph = graph.to_networkx()
+    too_long = _literal_too_long(graph, params.config.max_literal_chars)
+    for node, data in nx_graph.nodes(data=True):
+        data.update(is_list=bool(graph.is_list[node]), is_disambiguation=bool(graph.is_disambiguation[node]),
+                    degree=int(graph.degree[node]))
+    for _, dst, key, data in nx_graph.edges(keys=True, data=True):
+        data.update(in_window=bool(graph.in_window[key]), single_object=bool(graph.single_object[key]),
+                    too_long=bool(too_long[dst]))
+    return nx_graph
+
+
+def wl_hash(graph: CSRGraph, nodes: list[int], edges: list[int]) -> str:
+    """Weisfeiler-Leman hash of a path with start and answer labelled by name, intermediates by type.
+
+    Two paths with the same start, answer, relation structure and intermediate types read as the same
+    question once intermediates are obfuscated, so they count as duplicates.
+    """
+    path_graph = nx.DiGraph()
+    for position, node in enumerate(nodes):
+        named = position in (0, len(nodes) - 1)
+        label = graph.keys[node] if named else f"type:{graph.entity_type[node]}"
+        path_graph.add_node(position, label=label)
+    for position, edge in enumerate(edges):
+        path_graph.add_edge(position, position + 1, relation=graph.relation_names[graph.rel[edge]])
+    with warnings.catch_warnings():  # networkx notes that directed hashes changed in 3.5; ours are all 3.6
+        warnings.simplefilter("ignore", UserWarning)
+        return nx.weisfeiler_lehman_graph_hash(path_graph, node_attr="label", edge_attr="relation", iterations=3)
+
+
+def _hop(graph: CSRGraph, edge: int) -> PathHop:
+    relation = from_row(Relation, graph.relations.slice(int(graph.edge_row[edge]), 1).to_pylist()[0])
+    return PathHop(
+        head=relation.head,
+        relation=relation.relation,
+        tail=relation.tail,
+        value=relation.value,
+        value_type=relation.value_type,
+        qualifiers=relation.qualifiers,
+        provenance=relation.provenance,
+        in_window=bool(graph.in_window[edge]),
+    )
+
+
+def held_conditions(config: WalkConfig) -> list[str]:
+    """The conditions every emitted path satisfies, recorded on the Path."""
+    held = ["no_revisit", "no_list_page", "no_disambiguation", "degree_bounds", "deduplicated"]
+    if config.forbid_inverse_hop:
+        held.append("no_inverse_hop")
+    if config.forbid_repeated_relation:
+        held.append("no_repeated_relation")
+    if config.require_single_answer:
+        held.append("single_answer")
+    if config.require_recent_fact:
+        held.append("recent_fact")
+    return held
+
+
+def to_path(graph: CSRGraph, nodes: list[int], edges: list[int], seed: int, conditions: list[str]) -> Path:
+    titles = [graph.label(n) for n in nodes]
+    relations = [graph.relation_names[graph.rel[e]] for e in edges]
+    answer = nodes[-1]
+    answer_type = split_literal_key(graph.keys[answer])[0] if graph.kind[answer] == LITERAL else "entity"
+    return Path(
+        path_id=stable_hash(titles, relations),
+        start=titles[0],
+        nodes=titles,
+        hops=[_hop(graph, e) for e in edges],
+        answer=titles[-1],
+        answer_type=answer_type,
+        seed=seed,
+        conditions=conditions,
+        wl_hash=wl_hash(graph, nodes, edges),
+    )
+
+
+def walk_task(graph: CSRGraph, params: WalkParams, task_index: int, starts: np.ndarray) -> tuple[list[Path], Counter]:
+    """One task: every configured hop count from a slice of start nodes, with its own seeded RNG."""
+    config = params.config
+    conditions = held_conditions(config)
+    paths: list[Path] = []
+    counts: Counter = Counter()
+    for hops in config.hops:
+        rng = np.random.default_rng([config.seed, task_index, hops])
+        nodes, edges, step_counts = sample_walks(graph, params, starts, hops, rng)
+        counts.update(step_counts)
+        for row_nodes, row_edges in zip(nodes.tolist(), edges.tolist(), strict=True):
+            paths.append(to_path(graph, row_nodes, row_edges, config.seed, conditions))
+    return paths, counts
+
+
+def dedup_keys(path: Path) -> dict[str, str]:
+    """The key of each dedup level: exact sequence, same relations over the same node set, WL hash."""
+    relations = [h.relation for h in path.hops]
+    return {
+        "duplicate": stable_hash(path.nodes, relations),
+        "isomorphic": stable_hash(sorted(path.nodes), relations),
+        "wl_duplicate": path.wl_hash,
+    }
+
+
+def deduplicate(paths: Iterable[Path]) -> tuple[list[Path], Counter]:
+    """Keep the first path (by path_id) of each group at every dedup level; count the rest (no Beam)."""
+    kept = sorted(paths, key=lambda p: p.path_id)
+    counts: Counter = Counter()
+    for level in DEDUP_LEVELS:
+        seen: set[str] = set()
+        survivors = []
+        for path in kept:
+            key = dedup_keys(path)[level]
+            if key in seen:
+                counts[f"rejected:{level}"] += 1
+                continue
+            seen.add(key)
+            survivors.append(path)
+        kept = survivors
+    return kept, counts
+
+
+def walk_graph(graph: CSRGraph, config: WalkConfig) -> tuple[list[Path], Counter]:
+    """All walks of a graph in one process: the plain function behind the Beam transform."""
+    params = WalkParams.build(graph, config)
+    starts = start_nodes(graph)
+    paths: list[Path] = []
+    counts: Counter = Counter()
+    for index, chunk in enumerate(_chunks(starts, config.starts_per_task)):
+        task_paths, task_counts = walk_task(graph, params, index, chunk)
+        paths += task_paths
+        counts.update(task_counts)
+    kept, dedup_counts = deduplicate(paths)
+    counts.update(dedup_counts)
+    return _limit(kept, config, counts), counts
+
+
+def _limit(paths: list[Path], config: WalkConfig, counts: Counter) -> list[Path]:
+    paths = sorted(paths, key=lambda p: p.path_id)
+    if config.max_paths is not None and len(paths) > config.max_paths:
+        counts["rejected:max_paths"] += len(paths) - config.max_paths
+        paths = paths[: config.max_paths]
+    counts["paths:kept"] = len(paths)
+    return paths
+
+
+def _chunks(array: np.ndarray, size: int) -> Iterator[np.ndarray]:
+    for offset in range(0, len(array), size):
+        yield array[offset : offset + size]
+
+
+class _SampleTask(beam.DoFn):
+    """Beam step: sample one task's walks against the graph side input; counts go to a tagged output."""
+
+    def __init__(self, config: WalkConfig):
+        self.config = config
+
+    def process(self, task: tuple[int, list[int]], graph: CSRGraph) -> Iterator:
+        index, starts = task
+        params = WalkParams.build(graph, self.config)
+        paths, counts = walk_task(graph, params, index, np.asarray(starts, np.int64))
+        yield beam.pvalue.TaggedOutput("counts", dict(counts))
+        for path in paths:
+            yield path
+
+
+class _DedupLevel(beam.PTransform):
+    """Keep the smallest path_id per key of one dedup level; emit a count of the dropped ones."""
+
+    def __init__(self, level: str):
+        super().__init__(f"Dedup_{level}")
+        self.level = level
+
+    def expand(self, paths):
+        level = self.level
+        grouped = (
+            paths
+            | "Key" >> beam.Map(lambda p: (dedup_keys(p)[level], p))
+            | "Group" >> beam.GroupByKey()
+        )
+        kept = grouped | "First" >> beam.Map(lambda kv: min(kv[1], key=lambda p: p.path_id))
+        dropped = grouped | "Dropped" >> beam.Map(lambda kv: {f"rejected:{level}": len(list(kv[1])) - 1})
+        return kept, dropped
+
+
+def _merge_counts(dicts: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: Counter = Counter()
+    for item in dicts:
+        total.update(item)
+    return dict(total)
+
+
+def _write_shard(item: tuple[int, Iterable[Path]], folder: str, shards: int) -> str:
+    index, paths = item
+    path = FsPath(folder) / f"paths-{index:05d}-of-{shards:05d}.parquet"
+    write_records(Path, sorted(paths, key=lambda p: p.path_id), path)
+    return path.name
+
+
+class WalkTransform(beam.PTransform):
+    """Start-node tasks -> sampled, deduplicated paths written as shards; counts written as JSON."""
+
+    def __init__(self, graph: CSRGraph, config: WalkConfig, out_dir: FsPath):
+        super().__init__()
+        self.graph, self.config, self.out_dir = graph, config, out_dir
+
+    def expand(self, pipeline):
+        config = self.config
+        starts = start_nodes(self.graph).tolist()
+        tasks = [(i, starts[o : o + config.starts_per_task]) for i, o in enumerate(range(0, len(starts), config.starts_per_task))]
+        graph_side = pipeline | "Graph" >> beam.Create([self.graph])
+        sampled = (
+            pipeline
+            | "Tasks" >> beam.Create(tasks)
+            | "Reshuffle" >> beam.Reshuffle()
+            | "Sample" >> beam.ParDo(_SampleTask(config), graph=beam.pvalue.AsSingleton(graph_side)).with_outputs(
+                "counts", main="paths"
+            )
+        )
+        paths, count_parts = sampled.paths, [sampled.counts]
+        for level in DEDUP_LEVELS:
+            paths, dropped = paths | _DedupLevel(level)
+            count_parts.append(dropped)
+        limited = (
+            paths
+            | "All" >> beam.combiners.ToList()
+            | "Limit" >> beam.ParDo(_LimitFn(config)).with_outputs("counts", main="paths")
+        )
+        folder = str(self.out_dir / "paths")
+        shards = config.shards
+        written = (
+            limited.paths
+            | "Shard" >> beam.Map(lambda p: (int(p.path_id, 16) % shards, p))
+            | "GroupShard" >> beam.GroupByKey()
+            | "Write" >> beam.Map(_write_shard, folder=folder, shards=shards)
+        )
+        counts_path = str(self.out_dir / "counts.json")
+        (
+            count_parts + [limited.counts]
+            | "FlattenCounts" >> beam.Flatten()
+            | "SumCounts" >> beam.CombineGlobally(_merge_counts)
+            | "WriteCounts" >> beam.Map(lambda c: atomic_write_text(counts_path, json.dumps(c, sort_keys=True)))
+        )
+        return written
+
+
+class _LimitFn(beam.DoFn):
+    def __init__(self, config: WalkConfig):
+        self.config = config
+
+    def process(self, paths: list[Path]) -> Iterator:
+        counts: Counter = Counter()
+        kept = _limit(paths, self.config, counts)
+        yield beam.pvalue.TaggedOutput("counts", dict(counts))
+        yield from kept
+
+
+def resolve_window(graph_dir: FsPath, config: WalkConfig) -> tuple[dt.date, int]:
+    """The as-of date and recency window: the config's, else the graph manifest's, else today / 182 days."""
+    manifest = read_manifest(graph_dir)
+    as_of = config.as_of or (manifest.as_of.date() if manifest and manifest.as_of else None)
+    window = config.window_days or (manifest.window_days if manifest and manifest.window_days else None)
+    return as_of or dt.datetime.now(dt.UTC).date(), window or DEFAULT_WINDOW_DAYS
+
+
+def run_walks(
+    graph_dir: str | FsPath,
+    out_dir: str | FsPath,
+    config: WalkConfig,
+    beam: BeamOptions | None = None,
+    beam_args: Iterable[str] = (),
+) -> Manifest:
+    """Stage `walk`: sample conditional walks from stage 1's graph into `out_dir/paths/*.parquet`."""
+    graph_dir, out_dir = FsPath(graph_dir), FsPath(out_dir)
+    as_of, window_days = resolve_window(graph_dir, config)
+    resolved = config.model_copy(update={"as_of": as_of, "window_days": window_days})
+    run = begin_stage(STAGE, out_dir, resolved, upstream_dirs={"extract": graph_dir})
+    if run.done:
+        return run.finished
+    graph = load_csr(graph_dir, as_of=as_of, window_days=window_days, exclude_relations=config.exclude_relations)
+    _run_pipeline(graph, resolved, out_dir, beam, list(beam_args))
+    counts = Counter({f"rejected:{name}": 0 for name in STEP_CONDITIONS + PATH_CONDITIONS + DEDUP_LEVELS})
+    counts.update(graph.build_counts)
+    counts.update(json.loads((out_dir / "counts.json").read_text()))
+    counts["starts:eligible"] = len(start_nodes(graph))
+    (out_dir / "counts.json").unlink()
+    shards = sorted(p.name for p in (out_dir / "paths").glob("*.parquet"))
+    return run.finish(
+        dict(counts),
+        {"paths": [f"paths/{name}" for name in shards]},
+        seed=config.seed,
+        window_days=window_days,
+        as_of=dt.datetime.combine(as_of, dt.time(), dt.UTC),
+    )
+
+
+def _run_pipeline(graph: CSRGraph, config: WalkConfig, out_dir: FsPath, options: BeamOptions | None, args: list[str]) -> None:
+    with beam.Pipeline(options=pipeline_options(options, args)) as pipeline:
+        _ = pipeline | "Walk" >> WalkTransform(graph, config, out_dir)
