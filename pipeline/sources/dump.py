@@ -35,7 +35,7 @@ SKIP_REASONS = {
     "invalid_field": "ns, id, revision id or timestamp does not parse",
     "truncated_bz2": "the compressed data ends in the middle of a bz2 stream",
     "corrupt_bz2": "the bytes are not valid bz2 data (damaged file or wrong index offset)",
-    "truncated_xml": "the input ends inside a <page>",
+    "truncated_xml": "the XML ends inside a <page> (the compressed data, if any, is complete)",
 }
 BLOCK_BYTES = 1 << 18
 _BZ2_MAGIC = b"BZh"
@@ -121,9 +121,10 @@ def _title_hint(data: bytes, offset: int) -> str:
 
 
 def _split_pages(blocks: Iterable[bytes]) -> Iterator[tuple[str, int, bytes]]:
-    """Yield ("page", offset, xml) per complete page, ("unterminated", ...) for a page cut short by the
-    next `<page>`, and at the end ("open", ...) for a page still open, then ("error:<reason>", ...) if
-    the byte source failed. Offsets count decompressed bytes from the start of the range."""
+    """Yield ("page", offset, xml) per complete page and ("unterminated", ...) for a page cut short by the
+    next `<page>`. At the end, a page still open is ("open", ...), or ("open:<reason>", ...) when the byte
+    source failed inside it; a failure between pages is ("error:<reason>", offset, detail). Offsets count
+    decompressed bytes from the start of the range."""
     buffer = bytearray()
     base = 0  # offset of buffer[0]
     search_from = 0
@@ -153,8 +154,9 @@ def _split_pages(blocks: Iterable[bytes]) -> Iterator[tuple[str, int, bytes]]:
                 page_start = match.start()
     except _ReadError as error:
         if page_start >= 0:
-            yield "open", base + page_start, bytes(buffer[page_start:])
-        yield f"error:{error.reason}", base + len(buffer), error.detail.encode()
+            yield f"open:{error.reason}", base + page_start, bytes(buffer[page_start:])
+        else:
+            yield f"error:{error.reason}", base + len(buffer), error.detail.encode()
         return
     if page_start >= 0:
         yield "open", base + page_start, bytes(buffer[page_start:])
@@ -220,19 +222,17 @@ def _skip(reason: str, title: str, detail: str, page_id: str | int | None = None
     return SkippedRecord(title=title, stage=READ_STAGE, reason=reason, detail=detail, page_id=page_id)
 
 
-def _records(blocks: Iterable[bytes], source: str, compressed: bool) -> Iterator[Page | SkippedRecord]:
+def _records(blocks: Iterable[bytes], source: str) -> Iterator[Page | SkippedRecord]:
     for kind, offset, data in _split_pages(blocks):
         if kind == "page":
             yield parse_page(data, source, offset)
         elif kind == "unterminated":
             yield _skip("malformed_xml", _title_hint(data, offset), f"{source} @{offset}: <page> without </page>")
-        elif kind == "open":
-            reason = "truncated_bz2" if compressed else "truncated_xml"
+        elif kind.startswith("open"):
+            reason = kind.partition(":")[2] or "truncated_xml"
             yield _skip(reason, _title_hint(data, offset), f"{source} @{offset}: input ends inside this page")
-        else:
-            reason = kind.partition(":")[2]
-            # The page cut by truncation (if any) is already reported; report damage between pages too.
-            yield _skip(reason, f"<offset {offset}>", f"{source}: {data.decode()}")
+        else:  # damage between pages: no page to name, so name the place
+            yield _skip(kind.partition(":")[2], f"<offset {offset}>", f"{source}: {data.decode()}")
 
 
 def iter_dump_pages(
@@ -254,9 +254,14 @@ def iter_dump_pages(
 
 def _iter_file(path: str, start: int, end: int | None, compressed: bool) -> Iterator[Page | SkippedRecord]:
     source = os.path.basename(path)
+    size = os.path.getsize(path)
+    if start >= size:  # an index that lists streams past the end: the file was cut short
+        detail = f"{source}: stream at byte {start} lies past the end of the file ({size} bytes)"
+        yield _skip("truncated_bz2", f"<offset {start}>", detail)
+        return
     with open(path, "rb") as handle:
         raw = _raw_blocks(handle, start, end)
-        yield from _records(_bz2_blocks(raw) if compressed else raw, source, compressed)
+        yield from _records(_bz2_blocks(raw) if compressed else raw, source)
 
 
 def read_multistream_index(index_path: str | os.PathLike) -> list[int]:
@@ -286,15 +291,13 @@ def dump_work_units(
     """Split a multistream dump into units of `streams_per_unit` page streams covering the whole file.
 
     The first unit starts at byte 0 (the `<siteinfo>` stream); the last runs to the end of the file (the
-    stream holding `</mediawiki>`), so the units together read exactly what a sequential read does.
+    stream holding `</mediawiki>`), so the units together read exactly what a sequential read does. Units
+    past the end of a truncated file each report one `truncated_bz2` skip when read.
     """
     if streams_per_unit < 1:
         raise UserError(f"streams per unit must be at least 1, got {streams_per_unit}")
     path = check_readable(path)
     offsets = read_multistream_index(index_path)
-    size = os.path.getsize(path)
-    if offsets[-1] >= size:
-        raise UserError(f"index {index_path} points past the end of {path} ({offsets[-1]} >= {size} bytes)")
     starts = [0] + [offset for offset in offsets[::streams_per_unit] if offset > 0]
     starts = sorted(set(starts))
     ends: list[int | None] = [*starts[1:], None]
