@@ -373,8 +373,7 @@ class _SampleTask(beam.DoFn):
         params = WalkParams.build(graph, self.config)
         paths, counts = walk_task(graph, params, index, np.asarray(starts, np.int64))
         yield beam.pvalue.TaggedOutput("counts", dict(counts))
-        for path in paths:
-            yield path
+        yield from paths
 
 
 class _DedupLevel(beam.PTransform):

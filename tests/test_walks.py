@@ -1,0 +1,211 @@
+"""Walk conditions on crafted graphs: each condition rejects one specific path; determinism; Beam == plain."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from graph.csr import LITERAL, NO_PAGE, PAGE
+from graph.walks import (
+    WalkParams,
+    annotated_networkx,
+    deduplicate,
+    reference_walks,
+    run_walks,
+    start_nodes,
+    to_path,
+    walk_graph,
+)
+from pipeline.io import read_records
+from schemas.config import WalkConfig
+from schemas.questions import Path
+from tests.walk_graphs import OLD, RECENT, csr, entity, fact, write_graph
+
+NO_HUBS = {"hub_quantile": 1.0}
+
+
+def walk(entities, relations, **config):
+    """Walks from the single head entity "S" (other entities are not heads)."""
+    config = WalkConfig(**{"hops": [2], **NO_HUBS, **config})
+    return walk_graph(csr(entities, relations), config)
+
+
+def chains(paths):
+    return sorted(tuple(p.nodes) for p in paths)
+
+
+def others(*titles, type_="person"):
+    return [entity(t, type_, head=False) for t in titles]
+
+
+def test_csr_arrays_follow_the_relations():
+    graph = csr(
+        [entity("S"), *others("B")],
+        [
+            fact("S", "spouse", "B"),
+            fact("S", "spouse", "B", group_index=2),  # group duplicate of the same object
+            fact("S", "child", "C"),  # object without a page
+            fact("S", "child", "D"),
+            fact("B", "birth_date", "1950-01-02", "date", when=OLD),
+            fact("S", "links_to", "B", source="link"),
+        ],
+    )
+    s, b = graph.node_id("S"), graph.node_id("B")
+    assert graph.kind[s] == PAGE and graph.kind[graph.node_id("C")] == NO_PAGE
+    assert graph.build_counts["relations:excluded_relation"] == 1
+    assert graph.build_counts["relations:duplicate_edge"] == 1
+    assert graph.out_degree[s] == 3 and "links_to" not in graph.relation_names
+    spouse, child = graph.relation_id("spouse"), graph.relation_id("child")
+    assert graph.objects(s, spouse).tolist() == [b]
+    assert len(graph.objects(s, child)) == 2
+    edges = range(graph.indptr[s], graph.indptr[s + 1])
+    single = {graph.relation_names[graph.rel[e]]: bool(graph.single_object[e]) for e in edges}
+    assert single == {"spouse": True, "child": False}
+    date_node = graph.dst[graph.indptr[b]]
+    assert graph.kind[date_node] == LITERAL and graph.label(date_node) == "1950-01-02"
+    assert not graph.in_window[graph.indptr[b]]  # the birth date's page revision is older than the window
+    assert graph.sampler_nbytes() > 0
+
+
+@pytest.mark.parametrize(
+    ("condition", "entities", "relations", "config", "relaxed"),
+    [
+        ("inverse_hop", [entity("S"), *others("B")],
+         [fact("S", "spouse", "B"), fact("B", "partner", "S")], {}, None),
+        ("revisit", [entity("S"), *others("B", "C")],
+         [fact("S", "a", "B"), fact("B", "b", "C"), fact("C", "c", "S")], {"hops": [3]}, None),
+        ("repeated_relation", [entity("S"), *others("B")],
+         [fact("S", "parent", "B"), fact("B", "parent", "C")], {}, {"forbid_repeated_relation": False}),
+        ("list_page", [entity("S"), entity("List of things", "list", head=False, is_list=True)],
+         [fact("S", "a", "List of things"), fact("List of things", "b", "C")], {}, None),
+        ("disambiguation", [entity("S"), entity("Mercury", "disambiguation", head=False)],
+         [fact("S", "a", "Mercury"), fact("Mercury", "b", "C")], {}, None),
+        ("dead_end", [entity("S")], [fact("S", "a", "Nowhere")], {}, None),
+        ("multiple_objects", [entity("S"), *others("B")],
+         [fact("S", "spouse", "B"), fact("B", "child", "C1"), fact("B", "child", "C2")], {},
+         {"require_single_answer": False}),
+        ("literal_answer", [entity("S"), *others("B")],
+         [fact("S", "spouse", "B"), fact("B", "birth_date", "1950-01-02", "date")],
+         {"allow_literal_answers": False}, {"allow_literal_answers": True}),
+        ("long_literal", [entity("S"), *others("B")],
+         [fact("S", "spouse", "B"), fact("B", "motto", "a very long motto " * 5, "string")], {}, None),
+        ("no_recent_fact", [entity("S"), *others("B")],
+         [fact("S", "spouse", "B", when=OLD), fact("B", "birth_place", "C", when=OLD)], {},
+         {"require_recent_fact": False}),
+    ],
+)
+def test_each_condition_rejects_its_path(condition, entities, relations, config, relaxed):
+    paths, counts = walk(entities, relations, **config)
+    assert paths == []
+    assert counts[f"rejected:{condition}"] > 0
+    others_counted = {k for k, v in counts.items() if k.startswith("rejected:") and v and k != f"rejected:{condition}"}
+    assert not others_counted, others_counted
+    if relaxed is not None:
+        relaxed_paths, relaxed_counts = walk(entities, relations, **{**config, **relaxed})
+        assert relaxed_paths and relaxed_counts[f"rejected:{condition}"] == 0
+
+
+def test_hub_is_not_an_intermediate_node_but_can_be_an_answer():
+    fans = [f"Fan {i}" for i in range(20)]
+    entities = [entity("S"), *others("Hub", "B", *fans)]
+    relations = [fact(f, "likes", "Hub") for f in fans]
+    relations += [fact("S", "club", "Hub"), fact("Hub", "city", "Town"), fact("S", "spouse", "B"), fact("B", "club", "Hub")]
+    paths, counts = walk(entities, relations, hub_quantile=0.95, walks_per_start=30)
+    assert counts["rejected:hub"] > 0
+    assert chains(paths) == [("S", "B", "Hub")]
+
+
+def test_inverse_hop_disabled_falls_through_to_revisit():
+    paths, counts = walk([entity("S"), *others("B")], [fact("S", "spouse", "B"), fact("B", "partner", "S")],
+                         forbid_inverse_hop=False)
+    assert paths == [] and counts["rejected:revisit"] > 0 and counts["rejected:inverse_hop"] == 0
+
+
+def test_dedup_levels_each_drop_one_path():
+    # S->B->C and S->C->B: same relation sequence over the same node set (isomorphic).
+    iso = [fact("S", "a", "B"), fact("S", "a", "C"), fact("B", "b", "C"), fact("C", "b", "B")]
+    paths, counts = walk([entity("S"), *others("B", "C")], iso, walks_per_start=50, step_retries=8)
+    assert len(paths) == 1 and counts["rejected:isomorphic"] == 1 and counts["rejected:duplicate"] > 0
+    # S->B1->Z and S->B2->Z with B1, B2 of one type: the same question once B is obfuscated (WL hash).
+    wl = [fact("S", "a", "B1"), fact("S", "a", "B2"), fact("B1", "b", "Z"), fact("B2", "b", "Z")]
+    paths, counts = walk([entity("S"), *others("B1", "B2")], wl, walks_per_start=50)
+    assert len(paths) == 1 and counts["rejected:wl_duplicate"] == 1 and counts["rejected:isomorphic"] == 0
+    # Different intermediate types keep both paths.
+    typed = [entity("S"), entity("B1", "person", head=False), entity("B2", "city", head=False)]
+    paths, _ = walk(typed, wl, walks_per_start=50)
+    assert chains(paths) == [("S", "B1", "Z"), ("S", "B2", "Z")]
+
+
+def random_graph(seed: int, people: int = 60):
+    rng = np.random.default_rng(seed)
+    names = [f"P{i}" for i in range(people)]
+    entities = [entity(n, head=bool(i % 2 == 0)) for i, n in enumerate(names)]
+    relations = []
+    for i, name in enumerate(names):
+        for relation in ("spouse", "employer", "mentor"):
+            if rng.random() < 0.7:
+                relations.append(fact(name, relation, names[rng.integers(people)], when=OLD if rng.random() < 0.5 else RECENT))
+        relations.append(fact(name, "birth_date", f"{1900 + i}-01-01", "date"))
+        relations.append(fact(name, "birth_place", f"Town {i % 7}"))
+    return entities, relations
+
+
+def test_deterministic_for_a_seed_and_seed_sensitive():
+    entities, relations = random_graph(0)
+    graph = csr(entities, relations)
+    config = WalkConfig(hops=[2, 3, 4], walks_per_start=4, starts_per_task=7)
+    first, counts_1 = walk_graph(graph, config)
+    again, counts_2 = walk_graph(graph, config)
+    assert [p.model_dump() for p in first] == [p.model_dump() for p in again] and counts_1 == counts_2
+    other, _ = walk_graph(graph, config.model_copy(update={"seed": 1}))
+    assert chains(first) != chains(other)
+    assert {len(p.hops) for p in first} == {2, 3, 4}
+
+
+def test_every_path_satisfies_every_condition():
+    entities, relations = random_graph(1)
+    graph = csr(entities, relations)
+    config = WalkConfig(hops=[2, 3, 4], walks_per_start=6, hub_quantile=0.9)
+    paths, _ = walk_graph(graph, config)
+    params = WalkParams.build(graph, config)
+    assert paths
+    for path in paths:
+        intermediates = [graph.node_id(n) for n in path.nodes[1:-1]]
+        relations_on_path = [h.relation for h in path.hops]
+        assert len(set(path.nodes)) == len(path.nodes)
+        assert all(a != b for a, b in zip(relations_on_path, relations_on_path[1:], strict=False))
+        assert all(not params.is_hub[i] for i in intermediates)
+        assert any(h.in_window for h in path.hops)
+        assert path.hops[0].head == path.start and path.answer == path.nodes[-1]
+        for hop, (head, tail) in zip(path.hops, zip(path.nodes, path.nodes[1:], strict=False), strict=True):
+            assert hop.head == head and (hop.tail or hop.value) == tail
+
+
+def test_vectorised_sampler_finds_the_same_paths_as_the_networkx_model():
+    entities, relations = random_graph(2, people=25)
+    graph = csr(entities, relations)
+    config = WalkConfig(hops=[3], walks_per_start=400, hub_quantile=0.95, step_retries=6)
+    params = WalkParams.build(graph, config)
+    starts = start_nodes(graph)
+    fast, fast_counts = walk_graph(graph, config)
+    accepted, reference_counts = reference_walks(annotated_networkx(graph, params), starts.tolist(), 3, config,
+                                                 params.hub_threshold, seed=0)
+    reference, _ = deduplicate(to_path(graph, n, e, 0, []) for n, e in accepted)
+    assert chains(fast) == chains(reference)
+    for name in ("rejected:revisit", "rejected:dead_end", "rejected:multiple_objects"):
+        assert (fast_counts[name] > 0) == (reference_counts[name] > 0)
+
+
+def test_run_walks_through_beam_matches_the_plain_function_and_resumes(tmp_path):
+    entities, relations = random_graph(3, people=30)
+    graph_dir = write_graph(tmp_path / "graph", entities, relations)
+    config = WalkConfig(hops=[2, 3], walks_per_start=3, starts_per_task=4, shards=3)
+    manifest = run_walks(graph_dir, tmp_path / "paths", config)
+    written = list(read_records(Path, tmp_path / "paths" / "paths"))
+    expected, counts = walk_graph(csr(entities, relations), config.model_copy(update={"as_of": None}))
+    assert sorted(p.path_id for p in written) == [p.path_id for p in expected]
+    assert manifest.counts["paths:kept"] == len(written) == counts["paths:kept"]
+    assert manifest.counts["walks:attempted"] == counts["walks:attempted"]
+    assert all(f"rejected:{c}" in manifest.counts for c in ("hub", "revisit", "no_recent_fact", "wl_duplicate"))
+    again = run_walks(graph_dir, tmp_path / "paths", config)
+    assert again.key == manifest.key and again.finished_at == manifest.finished_at
