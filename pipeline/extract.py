@@ -1,0 +1,625 @@
+"""Stage 1 extraction: pages -> typed entity-relation graph (entities, relations, skipped, pages + manifest).
+
+Steps, each a plain function the Beam pipeline and `extract_records` (one process, no Beam) share:
+
+1. `classify_record`: every input record is an article, a redirect, or a SkippedRecord (read errors from
+   the source, `non_article` namespaces, `disambiguation` pages).
+2. `resolve_redirects`: the redirect map with chains followed to their end; pages in a cycle are skipped
+   as `redirect_cycle`, the others as `redirect` (they live on as aliases of their target).
+3. `duplicate_winners`: a title seen twice keeps its latest revision; the others are `duplicate`.
+4. `extract_article`: one article -> Entity, Relations (infobox facts + lead `links_to`) and its Page,
+   or a SkippedRecord (`oversized`, `timeout`, `parse_error`, `broken_markup`). Head entities are those
+   whose revision lies within `window_days` before `as_of` (default: the newest revision in the input).
+5. `attach_aliases`: redirect titles become the aliases of the entity they resolve to.
+
+Every input record ends as exactly one kept entity or one skipped row, so `pages_in == kept + skipped`
+holds and is checked before the manifest is written.
+
+Speed: a full mwparserfromhell parse runs at ~2 MB/s. Here only the infobox spans, found by brace matching
+on the raw text (`pipeline.wikitext.infobox_spans`), are parsed; the lead is read with regexes.
+
+Time limit per page: mwparserfromhell's C tokenizer holds the GIL, so no thread can interrupt it and an
+alarm only fires between Python bytecodes. The guard is therefore layered: (1) the size cap and the
+brace/bracket balance check keep pathological input (the usual cause of parser blow-ups) away from the
+tokenizer, and spans are parsed one at a time; (2) in the main thread a SIGALRM timer interrupts Python-
+level work (tree walks, the pure-Python parts of the parser); (3) in worker threads, where signals cannot
+be used, a deadline is checked between spans and infoboxes. A page over its time becomes `timeout`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import logging
+import signal
+import threading
+import time
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import apache_beam as beam
+
+from pipeline.beam import pipeline_options
+from pipeline.errors import UserError
+from pipeline.infobox import Fact, parse_infoboxes
+from pipeline.io import read_table, shard_files, write_records
+from pipeline.sources.dump import ReadDump, check_readable
+from pipeline.stage import begin_stage
+from pipeline.wikitext import (
+    BrokenMarkup,
+    infobox_spans,
+    infobox_type,
+    is_disambiguation,
+    is_list_page,
+    lead_sentences,
+    normalize_title,
+    redirect_target,
+)
+from schemas.base import utc
+from schemas.config import BeamOptions, ExtractConfig
+from schemas.manifest import Manifest
+from schemas.wiki import Entity, Page, Provenance, Qualifier, Relation, SkippedRecord
+
+log = logging.getLogger(__name__)
+
+STAGE = "extract"
+TABLES = {"entities": Entity, "relations": Relation, "skipped": SkippedRecord, "pages": Page}
+UNTYPED_ENTITY = "thing"
+_STATS_FILE = ".extract-stats.json"
+
+
+# ------------------------------------------------------------------------------------ classification
+
+@dataclasses.dataclass(frozen=True)
+class Redirect:
+    title: str
+    target: str
+    page_id: int
+
+
+def classify_record(record: Page | SkippedRecord) -> Page | Redirect | SkippedRecord:
+    """An article Page, a Redirect, or a SkippedRecord (source errors, non-article, disambiguation)."""
+    if isinstance(record, SkippedRecord):
+        return record
+    if record.ns != 0:
+        return _skip(record, "non_article", f"namespace {record.ns}")
+    title = normalize_title(record.title)
+    target = normalize_title(record.redirect_to) if record.redirect_to else redirect_target(record.text)
+    if target:
+        return Redirect(title, target, record.page_id)
+    if is_disambiguation(title, record.text):
+        return _skip(record, "disambiguation", "")
+    return record
+
+
+def _skip(page: Page, reason: str, detail: str) -> SkippedRecord:
+    return SkippedRecord(title=page.title, stage=STAGE, reason=reason, detail=detail[:500], page_id=page.page_id)
+
+
+# ------------------------------------------------------------------------------------------ redirects
+
+@dataclasses.dataclass
+class RedirectTable:
+    """Every redirect title -> its final target; titles caught in a cycle map nowhere."""
+
+    resolved: dict[str, str]
+    cycles: frozenset[str]
+
+    def resolve(self, title: str) -> str:
+        return self.resolved.get(title, title)
+
+
+def resolve_redirects(redirects: dict[str, str]) -> RedirectTable:
+    """Follow each redirect chain to its end (A -> B -> C gives A -> C, B -> C); chains that loop are cycles."""
+    resolved: dict[str, str] = {}
+    cycles: set[str] = set()
+    for start in redirects:
+        if start in resolved or start in cycles:
+            continue
+        chain, seen, current = [], set(), start
+        while current in redirects and current not in seen and current not in resolved and current not in cycles:
+            seen.add(current)
+            chain.append(current)
+            current = redirects[current]
+        if current in seen or current in cycles:
+            cycles.update(chain)
+        else:
+            final = resolved.get(current, current)
+            for title in chain:
+                resolved[title] = final
+    return RedirectTable(resolved, frozenset(cycles))
+
+
+def redirect_outcome(redirect: Redirect, table: RedirectTable) -> SkippedRecord:
+    """A redirect page's row in `skipped`: it is not an entity, but it is accounted for."""
+    if redirect.title in table.cycles:
+        return SkippedRecord(title=redirect.title, stage=STAGE, reason="redirect_cycle",
+                             detail=f"-> {redirect.target}", page_id=redirect.page_id)
+    return SkippedRecord(title=redirect.title, stage=STAGE, reason="redirect",
+                         detail=f"-> {table.resolve(redirect.title)}", page_id=redirect.page_id)
+
+
+# ----------------------------------------------------------------------------------------- duplicates
+
+def revision_rank(page: Page) -> tuple:
+    return (utc(page.timestamp), page.revision_id, page.page_id)
+
+
+def duplicate_winners(articles: Iterable[Page]) -> dict[str, tuple]:
+    """For titles that occur more than once: the rank of the revision to keep (the latest)."""
+    best: dict[str, tuple] = {}
+    seen: Counter[str] = Counter()
+    for page in articles:
+        title = normalize_title(page.title)
+        seen[title] += 1
+        best[title] = max(best.get(title, revision_rank(page)), revision_rank(page))
+    return {title: rank for title, rank in best.items() if seen[title] > 1}
+
+
+# ---------------------------------------------------------------------------------------- page guard
+
+class PageTimeout(Exception):
+    pass
+
+
+class Deadline:
+    """A page's time budget: SIGALRM in the main thread, cooperative checks everywhere."""
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.expires = time.monotonic() + seconds
+
+    def check(self) -> None:
+        if time.monotonic() > self.expires:
+            raise PageTimeout(f"over {self.seconds:g}s")
+
+    @contextlib.contextmanager
+    def alarm(self) -> Iterator[None]:
+        usable = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+        if not usable or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+            yield
+            return
+
+        def expire(signum, frame):
+            raise PageTimeout(f"over {self.seconds:g}s (alarm)")
+
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        try:
+            yield
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+# ------------------------------------------------------------------------------------------ articles
+
+@dataclasses.dataclass
+class ArticleResult:
+    entity: Entity
+    relations: list[Relation]
+    page: Page
+
+
+def is_head(timestamp: dt.datetime, as_of: dt.datetime | None, window_days: int) -> bool:
+    """Inside the recency window: `0 <= as_of - timestamp <= window_days` (measured against the dump)."""
+    if as_of is None:
+        return False
+    age = utc(as_of) - utc(timestamp)
+    return dt.timedelta(0) <= age <= dt.timedelta(days=window_days)
+
+
+def extract_article(
+    page: Page, resolve: Callable[[str], str], as_of: dt.datetime | None, config: ExtractConfig
+) -> ArticleResult | SkippedRecord:
+    """One article -> its entity, relations and page, or a SkippedRecord with the reason it was not read."""
+    size = len(page.text.encode("utf-8"))
+    if size > config.max_page_bytes:
+        return _skip(page, "oversized", f"{size} bytes > max_page_bytes {config.max_page_bytes}")
+    deadline = Deadline(config.page_timeout_s)
+    try:
+        with deadline.alarm():
+            return _read_article(page, resolve, as_of, config, deadline)
+    except PageTimeout as error:
+        return _skip(page, "timeout", str(error))
+    except BrokenMarkup as error:
+        return _skip(page, "broken_markup", str(error))
+    except RecursionError as error:
+        return _skip(page, "parse_error", f"RecursionError: {error}")
+    except Exception as error:  # mwparserfromhell.ParserError and anything a parser trips over
+        return _skip(page, "parse_error", f"{type(error).__name__}: {error}")
+
+
+def _read_article(
+    page: Page, resolve: Callable[[str], str], as_of: dt.datetime | None, config: ExtractConfig, deadline: Deadline
+) -> ArticleResult:
+    title = normalize_title(page.title)
+    text = page.text
+    boxes = []
+    for span in infobox_spans(text):
+        boxes.extend(parse_infoboxes(text[span.start : span.end]))
+        deadline.check()
+    provenance = {"page_id": page.page_id, "page_title": title, "revision_id": page.revision_id,
+                  "timestamp": page.timestamp}
+    relations: list[Relation] = []
+    seen: set[tuple] = set()
+    for box in boxes:
+        for fact in box.facts:
+            relation = _relation(title, fact, resolve, provenance)
+            key = (relation.relation, relation.group_index, relation.tail, relation.value, relation.unit,
+                   tuple((q.key, q.value) for q in relation.qualifiers))
+            if key not in seen:
+                seen.add(key)
+                relations.append(relation)
+    deadline.check()
+    sentences = lead_sentences(text)
+    linked: set[str] = set()
+    for sentence in sentences:
+        for link in sentence.links:
+            tail = resolve(link.target)
+            if tail == title or tail in linked:
+                continue
+            linked.add(tail)
+            relations.append(Relation(head=title, relation="links_to", tail=tail, value_type="entity",
+                                      source="link", evidence=sentence.text, provenance=Provenance(**provenance)))
+    first_box = boxes[0].name if boxes else None
+    entity = Entity(
+        title=title,
+        type=infobox_type(first_box) if first_box else UNTYPED_ENTITY,
+        description=sentences[0].text if sentences else "",
+        last_modified=page.timestamp,
+        is_head=is_head(page.timestamp, as_of, config.window_days),
+        page_id=page.page_id,
+        revision_id=page.revision_id,
+        infobox=first_box,
+        is_list=is_list_page(title),
+    )
+    kept_page = page if page.title == title else page.model_copy(update={"title": title})
+    return ArticleResult(entity, relations, kept_page)
+
+
+def _relation(head: str, fact: Fact, resolve: Callable[[str], str], provenance: dict) -> Relation:
+    return Relation(
+        head=head,
+        relation=fact.relation,
+        group_index=fact.group_index,
+        tail=resolve(fact.tail) if fact.tail else None,
+        value=fact.value,
+        value_type=fact.value_type,
+        unit=fact.unit,
+        date=fact.date,
+        qualifiers=[Qualifier(key=k, value=v) for k, v in fact.qualifiers],
+        source="infobox",
+        provenance=Provenance(**provenance, infobox=fact.infobox, parameter=fact.parameter),
+    )
+
+
+def attach_aliases(entity: Entity, aliases: Iterable[str]) -> Entity:
+    names = sorted(set(aliases) - {entity.title})
+    return entity.model_copy(update={"aliases": names}) if names else entity
+
+
+# ------------------------------------------------------------------------------- one process, no Beam
+
+@dataclasses.dataclass
+class Extraction:
+    """The whole stage output of `extract_records`, in the order it is written."""
+
+    entities: list[Entity]
+    relations: list[Relation]
+    skipped: list[SkippedRecord]
+    pages: list[Page]
+    as_of: dt.datetime | None
+    pages_in: int
+
+    def counts(self) -> dict[str, int]:
+        return outcome_counts(self.pages_in, len(self.entities), [s.reason for s in self.skipped],
+                              [r.source for r in self.relations], sum(e.is_head for e in self.entities))
+
+
+def newest_timestamp(records: Iterable[Page | SkippedRecord]) -> dt.datetime | None:
+    stamps = [utc(r.timestamp) for r in records if isinstance(r, Page)]
+    return max(stamps) if stamps else None
+
+
+def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConfig) -> Extraction:
+    """The stage on records in memory (tests, small inputs): the same steps the Beam pipeline runs."""
+    records = list(records)
+    as_of = config.as_of or newest_timestamp(records)
+    classified = [classify_record(r) for r in records]
+    skipped = [c for c in classified if isinstance(c, SkippedRecord)]
+    redirects = [c for c in classified if isinstance(c, Redirect)]
+    articles = [c for c in classified if isinstance(c, Page)]
+    table = resolve_redirects({r.title: r.target for r in redirects})
+    skipped += [redirect_outcome(r, table) for r in redirects]
+    winners = duplicate_winners(articles)
+    aliases: dict[str, list[str]] = {}
+    for redirect in redirects:
+        if redirect.title not in table.cycles:
+            aliases.setdefault(table.resolve(redirect.title), []).append(redirect.title)
+    entities, relations, pages = [], [], []
+    for page in articles:
+        if (duplicate := duplicate_skip(page, winners)) is not None:
+            skipped.append(duplicate)
+            continue
+        result = extract_article(page, table.resolve, as_of, config)
+        if isinstance(result, SkippedRecord):
+            skipped.append(result)
+            continue
+        entities.append(attach_aliases(result.entity, aliases.get(result.entity.title, ())))
+        relations.extend(result.relations)
+        pages.append(result.page)
+    order = sorted(range(len(relations)), key=lambda i: relation_sort_key(relations[i], i))
+    return Extraction(
+        entities=sorted(entities, key=lambda e: e.title),
+        relations=[relations[i] for i in order],
+        skipped=sorted(skipped, key=skipped_sort_key),
+        pages=sorted(pages, key=lambda p: p.title),
+        as_of=as_of,
+        pages_in=len(records),
+    )
+
+
+def duplicate_skip(page: Page, winners: dict[str, tuple]) -> SkippedRecord | None:
+    title = normalize_title(page.title)
+    if title in winners and revision_rank(page) != tuple(winners[title]):
+        return _skip(page, "duplicate", f"a later revision of {title!r} is kept")
+    return None
+
+
+def relation_sort_key(relation: Relation, ordinal: int) -> tuple:
+    return (relation.head, relation.provenance.page_id, ordinal)
+
+
+def skipped_sort_key(record: SkippedRecord) -> tuple:
+    return (record.title, record.stage, record.reason, record.page_id or 0, record.detail)
+
+
+def outcome_counts(pages_in: int, kept: int, skip_reasons: Iterable[str], relation_sources: Iterable[str],
+                   heads: int) -> dict[str, int]:
+    """Counts by outcome: `pages_in == kept + skipped`, `skipped == sum(skipped:<reason>)`."""
+    reasons = Counter(skip_reasons)
+    sources = Counter(relation_sources)
+    counts = {"pages_in": pages_in, "kept": kept, "skipped": sum(reasons.values()), "head_entities": heads,
+              "relations": sum(sources.values())}
+    counts.update({f"skipped:{reason}": n for reason, n in reasons.items()})
+    counts.update({f"relations:{source}": n for source, n in sources.items()})
+    return counts
+
+
+# -------------------------------------------------------------------------------------------- Beam
+
+class _Classify(beam.DoFn):
+    def process(self, record):
+        outcome = classify_record(record)
+        if isinstance(outcome, SkippedRecord):
+            yield beam.pvalue.TaggedOutput("skipped", outcome)
+        elif isinstance(outcome, Redirect):
+            yield beam.pvalue.TaggedOutput("redirects", outcome)
+        else:
+            yield outcome
+
+
+class _NewestTimestamp(beam.CombineFn):
+    """The newest revision timestamp in the input (None when there are no pages)."""
+
+    def create_accumulator(self):
+        return None
+
+    def add_input(self, newest, record):
+        if not isinstance(record, Page):
+            return newest
+        stamp = utc(record.timestamp)
+        return stamp if newest is None or stamp > newest else newest
+
+    def merge_accumulators(self, accumulators):
+        present = [a for a in accumulators if a is not None]
+        return max(present) if present else None
+
+    def extract_output(self, newest):
+        return newest
+
+
+class _CountAndBest(beam.CombineFn):
+    def create_accumulator(self):
+        return (0, None)
+
+    def add_input(self, accumulator, rank):
+        count, best = accumulator
+        return count + 1, rank if best is None or rank > best else best
+
+    def merge_accumulators(self, accumulators):
+        count, best = 0, None
+        for c, b in accumulators:
+            count += c
+            if b is not None and (best is None or b > best):
+                best = b
+        return count, best
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+class _ExtractArticles(beam.DoFn):
+    def __init__(self, config: ExtractConfig):
+        self.config = config
+
+    def process(self, page: Page, table: RedirectTable, as_of, winners: dict):
+        duplicate = duplicate_skip(page, winners)
+        result = duplicate or extract_article(page, table.resolve, as_of, self.config)
+        if isinstance(result, SkippedRecord):
+            beam.metrics.Metrics.counter("hopsmith.extract", f"skipped.{result.reason}").inc()
+            yield beam.pvalue.TaggedOutput("skipped", result)
+            return
+        beam.metrics.Metrics.counter("hopsmith.extract", "kept").inc()
+        yield (result.entity.title, result.entity)
+        yield beam.pvalue.TaggedOutput("pages", (result.page.title, result.page))
+        for ordinal, relation in enumerate(result.relations):
+            yield beam.pvalue.TaggedOutput("relations", (relation_sort_key(relation, ordinal), relation))
+
+
+class _RedirectOutcomes(beam.DoFn):
+    def process(self, redirect: Redirect, table: RedirectTable):
+        yield beam.pvalue.TaggedOutput("skipped", redirect_outcome(redirect, table))
+        if redirect.title not in table.cycles:
+            yield (table.resolve(redirect.title), redirect.title)
+
+
+def _with_aliases(joined):
+    _, grouped = joined
+    for entity in grouped["entity"]:
+        yield (entity.title, attach_aliases(entity, grouped["aliases"]))
+
+
+def shard_of(key, shards: int) -> int:
+    """A record's output shard: a stable hash of its sort key's first field (the title)."""
+    return zlib.crc32(str(key[0] if isinstance(key, tuple) else key).encode("utf-8")) % shards
+
+
+class _WriteShard(beam.DoFn):
+    """Write one shard's records, sorted by key: the same rows and files whatever the worker count."""
+
+    def __init__(self, out_dir: str, table: str, shards: int):
+        self.out_dir, self.table, self.shards = out_dir, table, shards
+
+    def process(self, element):
+        shard, keyed = element
+        ordered = sorted(keyed, key=lambda pair: pair[0])
+        path = Path(self.out_dir) / self.table / f"part-{shard:05d}-of-{self.shards:05d}.parquet"
+        write_records(TABLES[self.table], [record for _, record in ordered], path)
+        yield str(path)
+
+
+class WriteTable(beam.PTransform):
+    """(sort key, record) pairs -> parquet shards `<out>/<table>/part-NNNNN-of-NNNNN.parquet`."""
+
+    def __init__(self, out_dir: str | Path, table: str, shards: int):
+        super().__init__()
+        self.out_dir, self.table, self.shards = str(out_dir), table, shards
+
+    def expand(self, keyed):
+        shards = self.shards
+        return (
+            keyed
+            | "Shard" >> beam.Map(lambda pair: (shard_of(pair[0], shards), pair))
+            | "Group" >> beam.GroupByKey()
+            | "Write" >> beam.ParDo(_WriteShard(self.out_dir, self.table, shards))
+        )
+
+
+def _write_stats(pages_in: int, as_of, out_dir: str) -> None:
+    stats = {"pages_in": pages_in, "as_of": as_of.isoformat() if as_of else None}
+    (Path(out_dir) / _STATS_FILE).write_text(json.dumps(stats))
+
+
+class ExtractGraph(beam.PTransform):
+    """PCollection of Page | SkippedRecord -> the stage's tables written under `out_dir`."""
+
+    def __init__(self, config: ExtractConfig, out_dir: str | Path):
+        super().__init__()
+        self.config, self.out_dir = config, str(out_dir)
+
+    def expand(self, records):
+        config, out_dir = self.config, self.out_dir
+        if config.as_of is not None:
+            as_of = records.pipeline | "GivenAsOf" >> beam.Create([utc(config.as_of)])
+        else:
+            as_of = records | "NewestRevision" >> beam.CombineGlobally(_NewestTimestamp())
+        classified = records | "Classify" >> beam.ParDo(_Classify()).with_outputs("skipped", "redirects",
+                                                                                  main="articles")
+        table = (
+            classified.redirects
+            | "RedirectPairs" >> beam.Map(lambda r: (r.title, r.target))
+            | "RedirectMap" >> beam.combiners.ToDict()
+            | "ResolveChains" >> beam.Map(resolve_redirects)
+        )
+        table_side = beam.pvalue.AsSingleton(table)
+        winners = (
+            classified.articles
+            | "RankByTitle" >> beam.Map(lambda p: (normalize_title(p.title), revision_rank(p)))
+            | "CountAndBest" >> beam.CombinePerKey(_CountAndBest())
+            | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1][0] > 1)
+            | "Winner" >> beam.Map(lambda kv: (kv[0], kv[1][1]))
+        )
+        extracted = classified.articles | "Extract" >> beam.ParDo(
+            _ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of), beam.pvalue.AsDict(winners)
+        ).with_outputs("skipped", "pages", "relations", main="entities")
+        redirected = classified.redirects | "Redirects" >> beam.ParDo(_RedirectOutcomes(), table_side).with_outputs(
+            "skipped", main="aliases"
+        )
+        entities = (
+            {"entity": extracted.entities, "aliases": redirected.aliases}
+            | "JoinAliases" >> beam.CoGroupByKey()
+            | "Aliases" >> beam.FlatMap(_with_aliases)
+        )
+        skipped = (
+            (classified.skipped, extracted.skipped, redirected.skipped)
+            | "AllSkipped" >> beam.Flatten()
+            | "SkipKey" >> beam.Map(lambda s: (skipped_sort_key(s), s))
+        )
+        shards = config.output_shards
+        entities | "WriteEntities" >> WriteTable(out_dir, "entities", shards)
+        extracted.relations | "WriteRelations" >> WriteTable(out_dir, "relations", shards)
+        extracted.pages | "WritePages" >> WriteTable(out_dir, "pages", shards)
+        skipped | "WriteSkipped" >> WriteTable(out_dir, "skipped", shards)
+        pages_in = records | "CountIn" >> beam.combiners.Count.Globally()
+        return pages_in | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(as_of), out_dir)
+
+
+# ----------------------------------------------------------------------------------- stage entry point
+
+def run_extract(
+    config: ExtractConfig, out_dir: str | Path, beam: BeamOptions | None = None, beam_args=()
+) -> Manifest:
+    """Run stage 1 over the configured source into `out_dir`; a finished identical run is skipped."""
+    out_dir = Path(out_dir)
+    run = begin_stage(STAGE, out_dir, config, input_files=_input_files(config))
+    if run.done:
+        log.info("extract: %s is up to date", out_dir)
+        return run.finished
+    for table in TABLES:
+        for stale in shard_files(out_dir / table):
+            stale.unlink()
+    with _pipeline(beam, beam_args) as pipeline:
+        pipeline | "Read" >> source_transform(config) | "ExtractGraph" >> ExtractGraph(config, out_dir)
+    return _finish(run, config, out_dir)
+
+
+def _input_files(config: ExtractConfig) -> list[str]:
+    """The dump and index files the manifest checksums (an API run has none); missing ones are UserErrors."""
+    if config.dump is None and config.api_url is None:
+        raise UserError("extract needs a source: --dump PATH or --api URL")
+    files = [(config.dump, "dump"), (config.index, "index")]
+    return [check_readable(path, what) for path, what in files if path is not None]
+
+
+def source_transform(config: ExtractConfig) -> beam.PTransform:
+    return ReadDump(config.dump, config.index)
+
+
+def _pipeline(beam_options: BeamOptions | None, beam_args) -> beam.Pipeline:
+    return beam.Pipeline(options=pipeline_options(beam_options, list(beam_args)))
+
+
+def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
+    stats_path = out_dir / _STATS_FILE
+    stats = json.loads(stats_path.read_text())
+    outputs: dict[str, list[str]] = {}
+    for table, model in TABLES.items():
+        if not shard_files(out_dir / table):
+            write_records(model, [], out_dir / table / "part-00000-of-00001.parquet")
+        outputs[table] = [str(p.relative_to(out_dir)) for p in shard_files(out_dir / table)]
+    entities = read_table(Entity, out_dir / "entities").select(["is_head"]).column("is_head").to_pylist()
+    reasons = read_table(SkippedRecord, out_dir / "skipped").column("reason").to_pylist()
+    sources = read_table(Relation, out_dir / "relations").column("source").to_pylist()
+    counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities))
+    if counts["pages_in"] != counts["kept"] + counts["skipped"]:
+        raise RuntimeError(f"extract counts do not reconcile: {counts}")
+    as_of = dt.datetime.fromisoformat(stats["as_of"]) if stats["as_of"] else None
+    manifest = run.finish(counts, outputs, as_of=as_of, window_days=config.window_days)
+    stats_path.unlink()
+    return manifest

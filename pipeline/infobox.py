@@ -1,0 +1,383 @@
+"""Infobox facts as DBpedia reads them, from one infobox span parsed with mwparserfromhell.
+
+An infobox's named parameters become facts: the relation is the parameter name (lower case, underscores,
+a trailing group number stripped into `group_index`); image/caption/map/coordinate-like parameters are
+skipped. A value is split into items on `<br>`, bullets, new lines and list templates (plainlist, flatlist,
+hlist, ubl, ...). In each item, wikilinks outside parentheses are entity objects; date templates, convert,
+flags and marriage templates become typed values; parenthesised text becomes a qualifier; what is left is
+a number, a quantity, a written date or a string. References and comments never reach a value.
+Titles are normalised here and resolved through redirects later (`pipeline.extract`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import mwparserfromhell
+from mwparserfromhell.nodes import Comment, ExternalLink, HTMLEntity, Tag, Template, Text, Wikilink
+from mwparserfromhell.wikicode import Wikicode
+
+from pipeline.wikitext import (
+    BOX_NAMES,
+    complete_date,
+    is_entity_link,
+    iso_date,
+    normalize_template_name,
+    normalize_title,
+    parse_quantity,
+    parse_text_date,
+)
+
+_GROUP_INDEX = re.compile(r"^(?P<base>.*?[a-z_\-)])(?P<index>\d+)$")
+_SKIP_TOKENS = frozenset(
+    "image img images caption captions map mapsize coordinates coordinate coord coords alt signature logo logos "
+    "pushpin upright imagesize image_size seal flag_image locator relief".split()
+)
+_SKIP_PREFIXES = ("image", "img", "caption", "map", "logo", "signature", "coord", "pushpin", "blank_emblem")
+
+LIST_TEMPLATES = frozenset(
+    {"plainlist", "plain list", "flatlist", "flat list", "hlist", "ubl", "unbulleted list", "ublist",
+     "bulleted list", "bulletedlist", "blist", "ordered list", "collapsible list", "cslist", "comma separated list",
+     "endplainlist", "startplainlist", "endflatlist", "startflatlist", "br separated entries", "enum"}
+)
+UNWRAP_TEMPLATES = frozenset({"nowrap", "nobr", "small", "big", "longitem", "nobold", "noitalic", "center", "resize"})
+KEEP_LAST_TEMPLATES = frozenset({"lang", "langx", "transl", "native name"})
+FLAG_TEMPLATES = frozenset({"flag", "flagcountry", "flag country", "flagu", "flagicon", "flagdeco", "flag icon"})
+DECORATIVE_FLAGS = frozenset({"flagicon", "flagdeco", "flag icon"})
+MARRIAGE_TEMPLATES = frozenset({"marriage", "married"})
+CONVERT_TEMPLATES = frozenset({"convert", "cvt"})
+_DATE_TEMPLATE = re.compile(
+    r"^(?:(?P<kind>birth|death|start|end|film|release|founded|dissolved)[ _-]?date(?P<age> and age| and years)?"
+    r"(?P<two>2)?|(?P<short>dob|bda|dda|dts|date|start date and years)|(?P<yearonly>(?:birth|death) year(?: and age)?))$"
+)
+_RANGE_WORDS = frozenset({"to", "-", "–", "and", "&", "x", "by", "or", "+/-", "±", "to(-)"})
+_END_REASONS = {"div": "divorced", "divorced": "divorced", "d": "died", "died": "died", "his death": "died",
+                "her death": "died", "sep": "separated", "separated": "separated", "annulled": "annulled",
+                "ann": "annulled"}
+_DATE_PARAMETER_TOKENS = frozenset(
+    "date year founded established formed opened released born died start end first last introduced "
+    "inception launched completed dissolved built".split()
+)
+_PARENS = re.compile(r"\(([^()]*)\)")
+_TRAILING_PUNCTUATION = " \t\n,;:."
+
+
+@dataclass
+class Fact:
+    """One infobox fact before redirect resolution: the head is the page, `tail` an unresolved title."""
+
+    relation: str
+    parameter: str
+    infobox: str
+    value_type: str
+    group_index: int | None = None
+    tail: str | None = None
+    value: str | None = None
+    unit: str | None = None
+    date: dt.date | None = None
+    qualifiers: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
+class Infobox:
+    name: str
+    facts: list[Fact]
+
+
+def normalize_parameter(raw: str) -> tuple[str, int | None]:
+    """`Spouse2` -> ("spouse", 2); `birth date` -> ("birth_date", None)."""
+    name = re.sub(r"[\s_]+", "_", raw.strip().lower()).strip("_")
+    match = _GROUP_INDEX.match(name)
+    if match:
+        return match.group("base").rstrip("_-"), int(match.group("index"))
+    return name, None
+
+
+def is_skipped_parameter(name: str) -> bool:
+    """Image, caption, map, coordinate, alt text, signature and logo parameters carry no facts."""
+    return name.startswith(_SKIP_PREFIXES) or any(token in _SKIP_TOKENS for token in name.split("_"))
+
+
+def is_box_name(name: str) -> bool:
+    return name.startswith("infobox") or name in BOX_NAMES
+
+
+def parse_infoboxes(span_text: str) -> list[Infobox]:
+    """Every infobox in a span (the top-level one first, then nested ones) with its facts."""
+    code = mwparserfromhell.parse(span_text)
+    boxes: list[Infobox] = []
+    for template in code.filter_templates(recursive=False):
+        name = normalize_template_name(str(template.name))
+        if is_box_name(name):
+            _collect_box(template, name, boxes)
+    return boxes
+
+
+def _collect_box(template: Template, name: str, boxes: list[Infobox]) -> None:
+    box = Infobox(name, [])
+    boxes.append(box)
+    for param in template.params:
+        raw_name = str(param.name)
+        relation, group = normalize_parameter(_strip_comments(raw_name))
+        if not param.showkey or not relation or relation.isdigit() or is_skipped_parameter(relation):
+            continue
+        nested = [t for t in param.value.filter_templates(recursive=False)
+                  if is_box_name(normalize_template_name(str(t.name)))]
+        for inner in nested:
+            _collect_box(inner, normalize_template_name(str(inner.name)), boxes)
+        if nested:
+            continue
+        parameter = raw_name.strip()
+        for item in split_items(param.value):
+            for fact in facts_from_item(item, relation, dates_expected=_expects_date(relation)):
+                fact.group_index, fact.parameter, fact.infobox = group, parameter, name
+                box.facts.append(fact)
+
+
+def _strip_comments(text: str) -> str:
+    return re.sub(r"<!--.*?(?:-->|$)", "", text, flags=re.DOTALL)
+
+
+def _expects_date(relation: str) -> bool:
+    return any(token in _DATE_PARAMETER_TOKENS for token in relation.split("_"))
+
+
+# ------------------------------------------------------------------------------------------- splitting
+
+def split_items(value: Wikicode) -> list[list]:
+    """A parameter value as items (lists of nodes): split on <br>, bullets, new lines and list templates."""
+    items: list[list] = [[]]
+    _split_into(value.nodes, items)
+    return [item for item in items if item]
+
+
+def _split_into(nodes, items: list[list]) -> None:
+    for node in nodes:
+        if isinstance(node, Comment) or (isinstance(node, Tag) and str(node.tag).lower() in ("ref", "references")):
+            continue
+        if isinstance(node, Tag) and str(node.tag).lower() in ("br", "li", "p", "hr"):
+            items.append([])
+            if node.contents is not None and str(node.tag).lower() == "li" and not node.wiki_markup:
+                _split_into(node.contents.nodes, items)
+                items.append([])
+            continue
+        if isinstance(node, Text) and "\n" in node.value:
+            lines = node.value.split("\n")
+            for index, line in enumerate(lines):
+                if index:
+                    items.append([])
+                if line.strip():
+                    items[-1].append(Text(line))
+            continue
+        if isinstance(node, Template):
+            name = normalize_template_name(str(node.name))
+            if name in LIST_TEMPLATES:
+                items.append([])
+                for param in node.params:
+                    if not param.showkey:
+                        _split_into(param.value.nodes, items)
+                        items.append([])
+                continue
+            if name in UNWRAP_TEMPLATES and node.has("1"):
+                _split_into(node.get("1").value.nodes, items)
+                continue
+        items[-1].append(node)
+
+
+# ------------------------------------------------------------------------------------------ item facts
+
+def facts_from_item(item: list, relation: str, dates_expected: bool = False) -> list[Fact]:
+    """The typed facts of one value item."""
+    walker = _ItemWalker(relation)
+    walker.walk(item)
+    facts = walker.facts + [Fact(relation, "", "", "entity", tail=target) for target in walker.links]
+    if not facts:
+        text = _PARENS.sub(" ", "".join(walker.text))
+        text = re.sub(r"\s+", " ", text).strip(_TRAILING_PUNCTUATION)
+        if text:
+            facts.append(literal_fact(relation, text, dates_expected))
+    notes = [("note", note) for note in walker.notes]
+    for fact in facts:
+        fact.qualifiers = fact.qualifiers + [q for q in notes if q not in fact.qualifiers]
+    return facts
+
+
+def literal_fact(relation: str, text: str, dates_expected: bool) -> Fact:
+    """A plain-text value typed as date, number, quantity or string."""
+    iso = parse_text_date(text)
+    if iso and (len(iso) > 4 or dates_expected):
+        return Fact(relation, "", "", "date", value=iso, date=complete_date(iso))
+    quantity = parse_quantity(text)
+    if quantity:
+        number, unit = quantity
+        if unit is None:
+            return Fact(relation, "", "", "number", value=number)
+        return Fact(relation, "", "", "quantity", value=number, unit=unit)
+    return Fact(relation, "", "", "string", value=text)
+
+
+class _ItemWalker:
+    """Walks one item's nodes: links outside parentheses, typed template values, the item's text and
+    the parenthesised notes. Parenthesis depth is tracked across nested tags (italics, small, ...)."""
+
+    def __init__(self, relation: str):
+        self.relation = relation
+        self.facts: list[Fact] = []
+        self.links: list[str] = []
+        self.text: list[str] = []
+        self.notes: list[str] = []
+        self.depth = 0
+        self.note: list[str] = []
+
+    def emit(self, text: str) -> None:
+        for char in text:
+            if char == "(":
+                self.depth += 1
+                if self.depth == 1:
+                    self.note.clear()
+                    continue
+            elif char == ")" and self.depth > 0:
+                self.depth -= 1
+                if self.depth == 0:
+                    note = re.sub(r"\s+", " ", "".join(self.note)).strip()
+                    if note:
+                        self.notes.append(note)
+                    continue
+            if self.depth > 0:
+                self.note.append(char)
+        self.text.append(text)
+
+    def walk(self, nodes) -> None:
+        for node in nodes:
+            if isinstance(node, Text):
+                self.emit(node.value)
+            elif isinstance(node, HTMLEntity):
+                self.emit(node.normalize())
+            elif isinstance(node, Wikilink):
+                target = str(node.title)
+                if not is_entity_link(target):
+                    continue
+                if self.depth == 0:
+                    self.links.append(normalize_title(target))
+                label = str(node.text) if node.text is not None else target
+                self.emit(mwparserfromhell.parse(label).strip_code())
+            elif isinstance(node, ExternalLink):
+                self.emit(str(node.title or ""))
+            elif isinstance(node, Tag):
+                if str(node.tag).lower() not in ("ref", "references", "sup") and node.contents is not None:
+                    self.walk(node.contents.nodes)
+            elif isinstance(node, Template) and self.depth == 0:
+                facts, text = template_value(node, self.relation)
+                self.facts.extend(facts)
+                if text and not facts:
+                    self.emit(text)
+
+
+def template_value(template: Template, relation: str) -> tuple[list[Fact], str]:
+    """Facts a value template stands for (date, quantity, flag country, spouse) and text it renders."""
+    name = normalize_template_name(str(template.name))
+    positional = [str(p.value).strip() for p in template.params if not p.showkey]
+    date_match = _DATE_TEMPLATE.match(name)
+    if date_match and positional:
+        return date_facts(relation, date_match, positional), ""
+    if name in CONVERT_TEMPLATES and positional:
+        return convert_fact(relation, positional), ""
+    if name in FLAG_TEMPLATES and positional:
+        if name in DECORATIVE_FLAGS:
+            return [], ""
+        return [Fact(relation, "", "", "entity", tail=normalize_title(_plain(positional[0])))], ""
+    if name in MARRIAGE_TEMPLATES and positional:
+        return [marriage_fact(relation, template, positional)], ""
+    if name in KEEP_LAST_TEMPLATES and positional:
+        return [], _plain(positional[-1])
+    if name.startswith("lang-") and positional:
+        return [], _plain(positional[-1])
+    if name in ("abbr", "abbrlink", "url", "official url", "start and end dates") and positional:
+        return [], _plain(positional[0])
+    return [], ""
+
+
+def _plain(wikitext: str) -> str:
+    return mwparserfromhell.parse(wikitext).strip_code().strip()
+
+
+def date_facts(relation: str, match: re.Match, positional: list[str]) -> list[Fact]:
+    """{{birth date|1961|8|4}}, {{death date and age|2016|4|21|1958|6|7}}, {{film date|2010|7|16|US|...}},
+    {{start date|2009}}, {{birth-date|4 August 1961}} -> ISO dates (a film date may list several)."""
+    values = [_plain(p) for p in positional]
+    if match.group("yearonly"):
+        iso = iso_date(values[0])
+        return [Fact(relation, "", "", "date", value=iso)] if iso else []
+    groups: list[tuple[list[str], str | None]]
+    if match.group("kind") == "film" or match.group("kind") == "release":
+        groups = []
+        for start in range(0, len(values), 4):
+            chunk = values[start : start + 4]
+            location = chunk[3] if len(chunk) > 3 and chunk[3] else None
+            groups.append((chunk[:3], location))
+    else:
+        groups = [(values[:3], None)]
+    facts = []
+    for parts, location in groups:
+        if not parts or not parts[0]:
+            continue
+        iso = iso_date(*parts) if parts[0].isdigit() else parse_text_date(parts[0])
+        if iso is None:
+            continue
+        fact = Fact(relation, "", "", "date", value=iso, date=complete_date(iso))
+        if location:
+            fact.qualifiers.append(("location", location))
+        facts.append(fact)
+    return facts
+
+
+def convert_fact(relation: str, positional: list[str]) -> list[Fact]:
+    """{{convert|346|km|mi}} -> 346 km; {{convert|10|to|20|km}} -> 10 km (the first number and its unit)."""
+    number = positional[0].replace(",", "")
+    unit = next((p for p in positional[1:] if p and p.lower() not in _RANGE_WORDS and not _is_number(p)), None)
+    quantity = parse_quantity(number)
+    if not quantity:
+        return []
+    return [Fact(relation, "", "", "quantity" if unit else "number", value=quantity[0], unit=unit)]
+
+
+def _is_number(text: str) -> bool:
+    return parse_quantity(text) is not None and parse_quantity(text)[1] is None
+
+
+def marriage_fact(relation: str, template: Template, positional: list[str]) -> Fact:
+    """{{marriage|[[Michelle Obama]]|1992|end=div}} -> a spouse with start/end/end_reason qualifiers."""
+    spouse_code = mwparserfromhell.parse(positional[0])
+    linked = [str(link.title) for link in spouse_code.filter_wikilinks() if is_entity_link(str(link.title))]
+    if linked:
+        fact = Fact(relation, "", "", "entity", tail=normalize_title(linked[0]))
+    else:
+        fact = Fact(relation, "", "", "string", value=spouse_code.strip_code().strip())
+    for key, raw in zip(("start", "end"), positional[1:3], strict=False):
+        iso = _date_of(raw)
+        if iso:
+            fact.qualifiers.append((key, iso))
+    if template.has("end"):
+        reason = _plain(str(template.get("end").value)).lower().strip(" .")
+        if reason:
+            fact.qualifiers.append(("end_reason", _END_REASONS.get(reason, reason)))
+    return fact
+
+
+def _date_of(raw: str) -> str | None:
+    code = mwparserfromhell.parse(raw)
+    for template in code.filter_templates(recursive=False):
+        match = _DATE_TEMPLATE.match(normalize_template_name(str(template.name)))
+        if match:
+            positional = [str(p.value).strip() for p in template.params if not p.showkey]
+            facts = date_facts("", match, positional) if positional else []
+            return facts[0].value if facts else None
+    return parse_text_date(code.strip_code())
+
+
+def iter_facts(boxes: list[Infobox]) -> Iterator[Fact]:
+    for box in boxes:
+        yield from box.facts

@@ -1,0 +1,502 @@
+"""Cheap, regex-level wikitext functions of stage 1: no full parse of a page happens here.
+
+Parsing a whole page with mwparserfromhell costs about 2 MB/s; most of a page is body text the graph does
+not need. These functions find what extraction needs on the raw text instead: the title normalisation of
+MediaWiki, redirects and disambiguation markers, the spans of infobox templates (brace matching, skipping
+comments and `<nowiki>`-like tags), and the lead section as plain sentences with the links they contain.
+Only the infobox spans are handed to mwparserfromhell (`pipeline.infobox`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import re
+from dataclasses import dataclass, field
+
+# ---------------------------------------------------------------------------------------------- titles
+
+NAMESPACE_PREFIXES = frozenset(
+    "media special talk user wikipedia wp project file image mediawiki template help category portal draft "
+    "module timedtext book education program gadget topic wikt wiktionary w commons meta species wikisource "
+    "wikiquote wikinews wikiversity wikivoyage wikibooks wikidata d s q n v b mw".split()
+)
+# Two- or three-letter language prefixes ("fr:Paris") are interlanguage links, never graph entities.
+_LANGUAGE_PREFIX = re.compile(r"^[a-z]{2,3}(?:-[a-z]{2,8})?$")
+_SPACES = re.compile(r"[\s_\u00a0]+")
+
+
+def normalize_title(raw: str) -> str:
+    """A link target or page title as MediaWiki stores it: entities decoded, spaces for underscores,
+    section anchor dropped, leading colon dropped, first letter upper-cased."""
+    title = html.unescape(raw).split("#", 1)[0]
+    title = _SPACES.sub(" ", title).strip().lstrip(":").strip()
+    return title[:1].upper() + title[1:]
+
+
+def title_namespace(title: str) -> str | None:
+    """The namespace or interwiki prefix of a link target (lower case), None for a main-namespace title."""
+    stripped = title.strip().lstrip(":")
+    if ":" not in stripped:
+        return None
+    prefix = _SPACES.sub(" ", stripped.split(":", 1)[0]).strip().lower()
+    if prefix in NAMESPACE_PREFIXES or prefix.endswith(" talk") or _LANGUAGE_PREFIX.match(prefix):
+        return prefix
+    return None
+
+
+def is_entity_link(target: str) -> bool:
+    """True when a link target names a main-namespace article (not a file, category, section or interwiki)."""
+    stripped = target.strip()
+    return bool(stripped) and not stripped.startswith("#") and title_namespace(stripped) is None
+
+
+# --------------------------------------------------------------------------------- page classification
+
+_REDIRECT = re.compile(r"^\s*#\s*redirect\s*:?\s*\[\[([^\]\|\n]+)", re.IGNORECASE)
+DISAMBIGUATION_TEMPLATES = frozenset(
+    {
+        "disambiguation", "disambig", "disamb", "dab", "dabpage", "disambiguation page", "hndis", "hndisambig",
+        "geodis", "geo-dis", "numberdis", "mil-unit-dis", "shipindex", "letter-numbercombdisambig",
+        "letter-number combination disambiguation", "disambiguation cleanup", "dmbox",
+    }
+)
+_DAB_TEMPLATE = re.compile(r"\{\{\s*(?:template\s*:\s*)?([^{}|\n]{2,60}?)\s*(?:\||\}\})", re.IGNORECASE)
+_DAB_MAGIC = "__DISAMBIG__"
+
+
+def redirect_target(text: str) -> str | None:
+    """The target of a `#REDIRECT [[...]]` page text, normalised; None when the text is not a redirect."""
+    match = _REDIRECT.match(text)
+    return normalize_title(match.group(1)) if match else None
+
+
+def is_disambiguation(title: str, text: str) -> bool:
+    """A disambiguation page: "(disambiguation)" title, a dab template ({{disambiguation}}, {{hndis}}, ...,
+    or any "... disambiguation" template) or the __DISAMBIG__ magic word."""
+    if title.rstrip().lower().endswith("(disambiguation)") or _DAB_MAGIC in text:
+        return True
+    for match in _DAB_TEMPLATE.finditer(text):
+        name = _SPACES.sub(" ", match.group(1)).strip().lower()
+        if name in DISAMBIGUATION_TEMPLATES or name.endswith(" disambiguation"):
+            return True
+    return False
+
+
+def is_list_page(title: str) -> bool:
+    return title.startswith(("List of ", "Lists of "))
+
+
+# ------------------------------------------------------------------------------------- span scanning
+
+# Comments and tags whose content is not markup are skipped as a whole while matching braces.
+_OPAQUE = r"<!--.*?(?:-->|\Z)|<(nowiki|pre|math|syntaxhighlight|source|code)\b[^>]*?(?:/>|>.*?(?:</\1\s*>|\Z))"
+_BRACES = re.compile(_OPAQUE + r"|\{\{|\}\}", re.IGNORECASE | re.DOTALL)
+_BRACKETS = re.compile(_OPAQUE + r"|\[\[|\]\]", re.IGNORECASE | re.DOTALL)
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+
+BOX_NAMES = ("infobox", "taxobox", "automatic taxobox", "speciesbox", "subspeciesbox", "chembox", "drugbox")
+_BOX_START = re.compile(
+    r"\{\{\s*(?:template\s*:\s*)?(?P<name>(?:infobox|taxobox|automatic[ _]taxobox|speciesbox|subspeciesbox|"
+    r"chembox|drugbox)(?=[\s_|}<])[^|{}<\n]*)",
+    re.IGNORECASE,
+)
+
+
+class BrokenMarkup(ValueError):
+    """An infobox template that never closes, or a span whose link brackets do not balance."""
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    name: str
+
+
+def matching_braces(text: str, start: int) -> int:
+    """The end offset (exclusive) of the `{{...}}` template opening at `start`; -1 when it never closes."""
+    depth = 0
+    for match in _BRACES.finditer(text, start):
+        token = match.group(0)
+        if token == "{{":
+            depth += 1
+        elif token == "}}":
+            depth -= 1
+            if depth == 0:
+                return match.end()
+    return -1
+
+
+def brackets_balanced(span: str) -> bool:
+    depth = 0
+    for match in _BRACKETS.finditer(span):
+        token = match.group(0)
+        if token == "[[":
+            depth += 1
+        elif token == "]]":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def normalize_template_name(raw: str) -> str:
+    """`Template:Infobox_person` -> "infobox person" (lower case, spaces, no namespace, no comments)."""
+    name = _COMMENT.sub("", raw)
+    name = _SPACES.sub(" ", name).strip().lower()
+    if name.startswith("template:"):
+        name = name[len("template:") :].strip()
+    return name
+
+
+def infobox_spans(text: str) -> list[Span]:
+    """Top-level infobox templates of a page, found by brace matching on the raw text.
+
+    Infoboxes nested inside an earlier span are left to the parser of that span. Raises BrokenMarkup when
+    an infobox never closes or its link brackets do not balance: its facts cannot be read reliably.
+    """
+    spans: list[Span] = []
+    position = 0
+    while match := _BOX_START.search(text, position):
+        start = match.start()
+        if _inside_comment(text, start):
+            position = match.end()
+            continue
+        end = matching_braces(text, start)
+        name = normalize_template_name(match.group("name"))
+        if end < 0:
+            raise BrokenMarkup(f"template {{{{{name}}}}} at offset {start} never closes")
+        if not brackets_balanced(text[start:end]):
+            raise BrokenMarkup(f"unbalanced [[ ]] inside {{{{{name}}}}} at offset {start}")
+        spans.append(Span(start, end, name))
+        position = end
+    return spans
+
+
+def _inside_comment(text: str, offset: int) -> bool:
+    opened = text.rfind("<!--", 0, offset)
+    return opened >= 0 and text.find("-->", opened, offset) < 0
+
+
+def infobox_type(name: str) -> str:
+    """The entity type an infobox name gives: "infobox football biography" -> "football biography"."""
+    for prefix in ("infobox",):
+        if name.startswith(prefix):
+            rest = name[len(prefix) :].strip(" _-")
+            return rest or "thing"
+    return name
+
+
+# ----------------------------------------------------------------------------------- dates and numbers
+
+MONTHS = {
+    name: index
+    for index, names in enumerate(
+        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
+         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"),
+         ("november", "nov"), ("december", "dec")],
+        start=1,
+    )
+    for name in names
+}
+_MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+_TEXT_DATES = [
+    re.compile(r"^(?P<year>\d{4})-(?P<m>\d{1,2})(?:-(?P<day>\d{1,2}))?$"),
+    re.compile(r"^(?P<day>\d{1,2})(?:st|nd|rd|th)?\s+" + _MONTH + r",?\s+(?P<year>\d{3,4})$", re.IGNORECASE),
+    re.compile(r"^" + _MONTH + r"\s+(?P<day>\d{1,2})(?:st|nd|rd|th)?,?\s+(?P<year>\d{3,4})$", re.IGNORECASE),
+    re.compile(r"^" + _MONTH + r",?\s+(?P<year>\d{3,4})$", re.IGNORECASE),
+    re.compile(r"^(?P<year>\d{4})$"),
+]
+
+
+def iso_date(year: int | str | None, month: int | str | None = None, day: int | str | None = None) -> str | None:
+    """YYYY-MM-DD, YYYY-MM or YYYY from parts; None when the parts are not a valid (partial) date."""
+    try:
+        y = int(str(year).strip())
+    except (TypeError, ValueError):
+        return None
+    if not 1 <= y <= 9999:
+        return None
+    try:
+        m = int(str(month).strip()) if month not in (None, "") else None
+    except ValueError:
+        m = MONTHS.get(str(month).strip().lower().rstrip("."))
+    if m is None:
+        return f"{y:04d}"
+    if not 1 <= m <= 12:
+        return None
+    try:
+        d = int(str(day).strip()) if day not in (None, "") else None
+    except ValueError:
+        d = None
+    if d is None:
+        return f"{y:04d}-{m:02d}"
+    try:
+        return dt.date(y, m, d).isoformat()
+    except ValueError:
+        return None
+
+
+def parse_text_date(text: str) -> str | None:
+    """A written date ("4 August 1961", "August 4, 1961", "1961-08-04", "August 1961", "1961") as ISO."""
+    text = _SPACES.sub(" ", text).strip().strip(",.;")
+    for pattern in _TEXT_DATES:
+        match = pattern.match(text)
+        if match:
+            parts = match.groupdict()
+            return iso_date(parts["year"], parts.get("m") or parts.get("month"), parts.get("day"))
+    return None
+
+
+def complete_date(iso: str | None) -> dt.date | None:
+    if iso and len(iso) == 10:
+        return dt.date.fromisoformat(iso)
+    return None
+
+
+_NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
+_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+_QUANTITY = re.compile(
+    r"^(?P<number>[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)\s*(?P<scale>thousand|million|billion|trillion)?"
+    r"\s*(?P<unit>[A-Za-z%°$€£¥][\w/%°²³.\- ]{0,24})?$"
+)
+
+
+def plain_decimal(number: str) -> str:
+    """ "1,234.50" -> "1234.50": the plain decimal string literals are stored as."""
+    return number.replace(",", "").lstrip("+")
+
+
+def parse_quantity(text: str) -> tuple[str, str | None] | None:
+    """A number with an optional scale word and unit: "346 km" -> ("346", "km"), "1.2 million" ->
+    ("1200000", None); None when the text is not a number."""
+    match = _QUANTITY.match(text.strip())
+    if not match:
+        return None
+    number = plain_decimal(match.group("number"))
+    if scale := match.group("scale"):
+        scaled = float(number) * _SCALES[scale]
+        number = str(int(scaled)) if scaled.is_integer() else repr(scaled)
+    unit = (match.group("unit") or "").strip().rstrip(".") or None
+    return number, unit
+
+
+# ------------------------------------------------------------------------------------- the lead section
+
+_HEADING = re.compile(r"^=[^\n]*=[ \t]*$", re.MULTILINE)
+_REF = re.compile(r"<ref\b[^>/]*/>|<ref\b[^>]*>.*?(?:</ref\s*>|\Z)", re.IGNORECASE | re.DOTALL)
+_OPAQUE_BLOCK = re.compile(_OPAQUE, re.IGNORECASE | re.DOTALL)
+_TABLE = re.compile(r"^\{\|.*?^\|\}", re.MULTILINE | re.DOTALL)
+_FILE_LINK = re.compile(r"\[\[\s*:?\s*(?:file|image|media|category)\s*:", re.IGNORECASE)
+_LINK = re.compile(r"\[\[([^\[\]|]*)(?:\|([^\[\]]*))?\]\]([a-z]*)")
+_EXTERNAL = re.compile(r"\[(?:https?:)?//[^\s\]]+(?:\s+([^\]]*))?\]")
+_HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+_QUOTES = re.compile(r"'{2,}")
+_MAGIC = re.compile(r"__[A-Z]+__")
+_EMPTY_PARENS = re.compile(r"\(\s*(?:[,;:]\s*)*\)")
+_PARENS_LEADING_PUNCT = re.compile(r"\(\s*(?:[,;]\s*)+")
+_SPACE_BEFORE_PUNCT = re.compile(r"\s+([,.;:!?)])")
+_SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_ABBREVIATION_END = re.compile(
+    r"(?:\b[A-Z]|\b(?:St|Mr|Mrs|Ms|Dr|Jr|Sr|Prof|Gen|Col|Lt|Sgt|Capt|Rev|Hon|Mt|Ft|No|Nos|Inc|Ltd|Co|Corp|vs|"
+    r"c|ca|approx|est|U\.S|U\.K|e\.g|i\.e|etc|al|cf|fl|b|d|r|op|vol|pp|p))\.[\"')\]]*$"
+)
+
+
+def lead_section(text: str) -> str:
+    """The wikitext before the first section heading."""
+    match = _HEADING.search(text)
+    return text[: match.start()] if match else text
+
+
+@dataclass
+class LeadLink:
+    target: str
+    label: str
+    start: int
+    end: int
+
+
+@dataclass
+class Sentence:
+    text: str
+    links: list[LeadLink] = field(default_factory=list)
+
+
+def _remove_spans(text: str, spans: list[tuple[int, int]], render) -> str:
+    pieces, position = [], 0
+    for start, end in spans:
+        pieces.append(text[position:start])
+        pieces.append(render(text[start:end]))
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def _top_level_templates(text: str) -> list[tuple[int, int]]:
+    spans, depth, start = [], 0, 0
+    for match in _BRACES.finditer(text):
+        token = match.group(0)
+        if token == "{{":
+            if depth == 0:
+                start = match.start()
+            depth += 1
+        elif token == "}}" and depth > 0:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, match.end()))
+    if depth > 0:
+        spans.append((start, len(text)))
+    return spans
+
+
+def _file_links(text: str) -> list[tuple[int, int]]:
+    spans, position = [], 0
+    while match := _FILE_LINK.search(text, position):
+        depth, end = 0, len(text)
+        for token in _BRACKETS.finditer(text, match.start()):
+            depth += 1 if token.group(0) == "[[" else -1 if token.group(0) == "]]" else 0
+            if depth == 0:
+                end = token.end()
+                break
+        spans.append((match.start(), end))
+        position = end
+    return spans
+
+
+def split_top_level(inner: str, separator: str = "|") -> list[str]:
+    """Split a template body on `|` outside nested templates and links."""
+    parts, depth, current = [], 0, []
+    index = 0
+    while index < len(inner):
+        pair = inner[index : index + 2]
+        if pair in ("{{", "[["):
+            depth += 1
+            current.append(pair)
+            index += 2
+            continue
+        if pair in ("}}", "]]") and depth > 0:
+            depth -= 1
+            current.append(pair)
+            index += 2
+            continue
+        char = inner[index]
+        if char == separator and depth == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+        index += 1
+    parts.append("".join(current))
+    return parts
+
+
+_INLINE_DATE_TEMPLATES = re.compile(r"^(birth|death|start|end|film|release)[ _-]?date|^(dob|bda|dda|dts)$")
+_SYMBOL_TEMPLATES = {"snd": " – ", "spaced ndash": " – ", "spnd": " – ", "ndash": "–", "mdash": "—", "nbsp": " ",
+                     "sndash": " – ", "dash": " – "}
+_KEEP_ARGUMENT_TEMPLATES = {"nowrap", "nobr", "small", "big", "lang", "langx", "transl", "ill", "interlanguage link"}
+
+
+def render_inline_template(source: str) -> str:
+    """A lead-section template as the text a reader sees: dates, convert and language templates keep their
+    value; hatnotes, infoboxes, citations and everything else disappear."""
+    parts = split_top_level(source[2:-2])
+    name = normalize_template_name(parts[0])
+    positional = [p.strip() for p in parts[1:] if "=" not in p.split("[[", 1)[0].split("{{", 1)[0]]
+    if _INLINE_DATE_TEMPLATES.match(name) and positional:
+        iso = iso_date(*positional[:3]) if positional[0].isdigit() else parse_text_date(positional[0])
+        return format_iso_date(iso) if iso else ""
+    if name in ("convert", "cvt") and len(positional) >= 2:
+        return f"{positional[0]} {positional[1]}"
+    if name in _KEEP_ARGUMENT_TEMPLATES and positional:
+        keep = positional[0] if name in ("nowrap", "nobr", "small", "big", "ill", "interlanguage link") else positional[-1]
+        return keep
+    if name.startswith("lang-") and positional:
+        return positional[-1]
+    return _SYMBOL_TEMPLATES.get(name, "")
+
+
+def format_iso_date(iso: str) -> str:
+    parts = [int(p) for p in iso.split("-")]
+    names = ["", "January", "February", "March", "April", "May", "June", "July", "August", "September",
+             "October", "November", "December"]
+    if len(parts) == 3:
+        return f"{parts[2]} {names[parts[1]]} {parts[0]}"
+    if len(parts) == 2:
+        return f"{names[parts[1]]} {parts[0]}"
+    return str(parts[0])
+
+
+def lead_sentences(text: str, max_chars: int = 20_000) -> list[Sentence]:
+    """The lead section as plain sentences, each with the main-namespace links it contains.
+
+    Regex-only: references, comments, tables, files and templates are removed (a few inline templates are
+    rendered: dates, convert, nowrap, lang), links become their labels, bold/italic quotes disappear.
+    """
+    lead = _OPAQUE_BLOCK.sub("", lead_section(text)[:max_chars])
+    lead = _REF.sub("", lead)
+    templates = _top_level_templates(lead)
+    lead = _remove_spans(lead, templates, render_inline_template)
+    lead = _TABLE.sub("", lead)
+    lead = _remove_spans(lead, _file_links(lead), lambda _: "")
+    lead = _EXTERNAL.sub(lambda m: m.group(1) or "", lead)
+    lead = html.unescape(_MAGIC.sub("", _HTML_TAG.sub("", _QUOTES.sub("", lead))))
+    paragraphs = [
+        line.strip()
+        for line in lead.split("\n")
+        if line.strip() and not line.lstrip().startswith(("|", "!", "{|", "|}", "*", "#", ":", ";", "}}", "{{"))
+    ]
+    sentences: list[Sentence] = []
+    for paragraph in paragraphs:
+        plain, links = _plain_with_links(paragraph)
+        if not plain.strip():
+            continue
+        sentences.extend(_split_sentences(plain, links))
+    return sentences
+
+
+def _plain_with_links(paragraph: str) -> tuple[str, list[LeadLink]]:
+    pieces: list[str] = []
+    links: list[LeadLink] = []
+    length, position = 0, 0
+    for match in _LINK.finditer(paragraph):
+        before = paragraph[position : match.start()]
+        pieces.append(before)
+        length += len(before)
+        target, label, trail = match.group(1), match.group(2), match.group(3)
+        shown = (label if label is not None and label.strip() else target.split("#")[0].lstrip(":")) + trail
+        shown = _SPACES.sub(" ", shown).strip()
+        if is_entity_link(target):
+            links.append(LeadLink(normalize_title(target), shown, length, length + len(shown)))
+        pieces.append(shown)
+        length += len(shown)
+        position = match.end()
+    pieces.append(paragraph[position:])
+    return "".join(pieces), links
+
+
+def _split_sentences(plain: str, links: list[LeadLink]) -> list[Sentence]:
+    boundaries = [0]
+    for match in _SENTENCE_BOUNDARY.finditer(plain):
+        if _ABBREVIATION_END.search(plain[max(0, match.start() - 12) : match.start() + 1].rstrip()):
+            continue
+        boundaries.append(match.end())
+    boundaries.append(len(plain))
+    sentences = []
+    for start, end in zip(boundaries, boundaries[1:], strict=False):
+        raw = plain[start:end]
+        text = clean_sentence(raw)
+        if not text:
+            continue
+        inside = [link for link in links if start <= link.start < end]
+        sentences.append(Sentence(text, inside))
+    return sentences
+
+
+def clean_sentence(raw: str) -> str:
+    """Whitespace and the debris removed templates leave ("born ( )", " ,") tidied away."""
+    text = _SPACES.sub(" ", raw).strip()
+    text = _PARENS_LEADING_PUNCT.sub("(", _EMPTY_PARENS.sub("", text))
+    text = _SPACE_BEFORE_PUNCT.sub(r"\1", _SPACES.sub(" ", text)).strip()
+    return text
