@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Config(BaseModel):
@@ -52,8 +52,9 @@ class ExtractConfig(_Config):
     api_recent_days: int | None = None
     as_of: AwareDatetime | None = None
     window_days: int = 182
-    max_page_bytes: int = 1_000_000
-    page_timeout_s: float = 5.0
+    max_page_bytes: int = Field(default=1_000_000, ge=1, description="larger pages are skipped as oversized")
+    page_timeout_s: float = Field(default=5.0, gt=0, description="pages taking longer are skipped as timeout")
+    output_shards: int = Field(default=4, ge=1, description="parquet shards per output table")
 
 
 class WalkConfig(_Config):
@@ -105,14 +106,34 @@ class IndexConfig(_Config):
     shard_pages: int = Field(default=5000, ge=1, description="pages per parquet shard of the index")
 
 
+OFFLINE_ERROR_RATES = {
+    "repeated_search": 0.05,
+    "malformed_arguments": 0.04,
+    "off_path_detour": 0.05,
+    "unsupported_claim": 0.04,
+    "premature_answer": 0.01,
+}
+
+
 class TrajectoryConfig(_Config):
+    """Stage 3: which frameworks and policies solve each question, how long, and the offline error model.
+
+    `error_rates` are per-turn probabilities of the scripted policy injecting each error kind.
+    """
+
     frameworks: list[Literal["react", "function_calling", "tagged"]] = ["react", "function_calling", "tagged"]
     policies: dict[str, LLMRole] = Field(default_factory=dict, description="framework -> LLM role; offline when absent")
-    rollouts: int = 2
-    max_turns: int = 60
-    keep_last_observations: int = 5
+    rollouts: int = Field(default=2, ge=1)
+    max_turns: int = Field(default=60, ge=1, le=10_000)
+    keep_last_observations: int = Field(default=5, ge=0)
+    keep_last_turns: int = Field(default=20, ge=1, description="turns shown in the prompt; older ones are folded")
+    max_parse_failures: int = Field(default=3, ge=1, description="consecutive unparseable turns that end a run")
     search_top_k: int = 5
-    error_rates: dict[str, float] = Field(default_factory=dict, description="offline policy error kind -> rate")
+    error_rates: dict[str, float] = Field(
+        default_factory=lambda: dict(OFFLINE_ERROR_RATES), description="offline policy error kind -> rate"
+    )
+    questions_per_unit: int = Field(default=8, ge=1, description="questions in one resumable work unit")
+    max_questions: int | None = None
     seed: int = 0
 
 
@@ -126,3 +147,51 @@ class JudgeConfig(_Config):
     )
     failed_turns: Literal["mask", "penalty"] = "mask"
     failed_turn_reward: float = -1.0
+    correct_outcome_reward: float = 1.0
+    wrong_outcome_reward: float = 0.0
+    llm_context_turns: int = Field(default=6, ge=0, description="earlier turns the LLM judge sees with observations")
+    llm_observation_chars: int = Field(default=2000, ge=0, description="observation characters quoted per turn")
+    batch_size: int = Field(default=16, ge=1, description="trajectories per resumable work unit")
+
+    @field_validator("thresholds", "weights")
+    @classmethod
+    def _one_value_per_criterion(cls, value: dict[str, float]) -> dict[str, float]:
+        criteria = {"tool_accuracy", "information_gain", "logical_soundness"}
+        if set(value) != criteria:
+            raise ValueError(f"needs exactly the criteria {sorted(criteria)}, got {sorted(value)}")
+        return value
+
+
+class DatasetConfig(_Config):
+    """`hopsmith dataset` / `make dataset`: every stage's config composed, as read from a TOML file.
+
+    Top-level `seed` and `as_of` flow into every stage that has its own, unless the file sets that stage's
+    value explicitly. With no dump and no API source the run uses the shipped sample.
+    """
+
+    out: str = "out"
+    seed: int = 0
+    as_of: AwareDatetime | None = None
+    name: str = Field(default="hopsmith-wiki-deepsearch", description="dataset name shown on the card")
+    test_fraction: float = Field(default=0.1, ge=0.0, lt=1.0, description="share of questions in the test split")
+    max_rows_per_shard: int = Field(default=2000, ge=1)
+    extract: ExtractConfig = Field(default_factory=ExtractConfig)
+    walk: WalkConfig = Field(default_factory=WalkConfig)
+    questions: QuestionConfig = Field(default_factory=QuestionConfig)
+    index: IndexConfig = Field(default_factory=IndexConfig)
+    trajectories: TrajectoryConfig = Field(default_factory=TrajectoryConfig)
+    judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    beam: BeamOptions = Field(default_factory=BeamOptions)
+
+    @model_validator(mode="after")
+    def _propagate_seed_and_as_of(self) -> DatasetConfig:
+        for stage in (self.walk, self.questions, self.trajectories):
+            if "seed" not in stage.model_fields_set:
+                stage.seed = self.seed
+        if self.as_of is not None:
+            if "as_of" not in self.extract.model_fields_set:
+                self.extract.as_of = self.as_of
+            for stage in (self.walk, self.questions):
+                if "as_of" not in stage.model_fields_set:
+                    stage.as_of = self.as_of.date()
+        return self
