@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 BENCHMARKS = (
+    "bench.walks",
 )
 
 

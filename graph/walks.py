@@ -15,6 +15,7 @@ workers, the graph travels as a side input.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import random
 import warnings
@@ -84,6 +85,11 @@ def _literal_too_long(graph: CSRGraph, max_chars: int) -> np.ndarray:
     return lengths > max_chars
 
 
+def _reject(reason: np.ndarray, name: str, mask: np.ndarray) -> None:
+    """Mark candidates failing `name` unless an earlier condition already rejected them."""
+    reason[(reason == 0) & mask] = _CODE[name]
+
+
 def sample_walks(
     graph: CSRGraph, params: WalkParams, starts: np.ndarray, hops: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray, Counter]:
@@ -112,10 +118,7 @@ def sample_walks(
             nxt = graph.dst[choice].astype(np.int64)
             relation = graph.rel[choice]
             reason = np.zeros(len(pending), np.int8)
-
-            def reject(name: str, mask: np.ndarray) -> None:
-                reason[(reason == 0) & mask] = _CODE[name]
-
+            reject = functools.partial(_reject, reason)
             if step > 0:
                 if config.forbid_inverse_hop:
                     reject("inverse_hop", nxt == nodes[pending, step - 1])
