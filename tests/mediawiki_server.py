@@ -1,0 +1,215 @@
+"""A real HTTP server on 127.0.0.1 speaking enough of the MediaWiki Action API (formatversion=2 JSON).
+
+It answers `action=query` with `prop=revisions|info` for `titles=` (normalisation, missing and invalid
+titles, redirect flags, at most `contents_per_response` page contents per response with an
+`rvcontinue` continuation) and `list=recentchanges` (namespace, time window, `rctoponly`, `rclimit`
+pages with `rccontinue`). A test scripts failures with `fail_next` ("429", "maxlag", "500"), each
+sent with `Retry-After: retry_after`. Every request's parameters and headers are recorded.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+_INVALID_TITLE_CHARS = set("<>[]{}|#")
+
+
+@dataclass
+class WikiPage:
+    title: str
+    content: str
+    pageid: int
+    revid: int
+    timestamp: str
+    ns: int = 0
+
+    @property
+    def is_redirect(self) -> bool:
+        return self.content.lstrip().upper().startswith("#REDIRECT")
+
+
+@dataclass
+class RecentChange:
+    title: str
+    timestamp: str
+    ns: int = 0
+    revid: int = 0
+
+
+@dataclass
+class RecordedRequest:
+    params: dict[str, str]
+    headers: dict[str, str]
+
+
+def _canonical(title: str) -> str:
+    title = " ".join(title.replace("_", " ").split())
+    return title[:1].upper() + title[1:]
+
+
+class MediaWikiServer:
+    """`with MediaWikiServer(pages) as wiki:` serves `wiki.url` (an api.php endpoint) until the block ends."""
+
+    def __init__(self, pages: list[WikiPage], recent_changes: list[RecentChange] = (),
+                 contents_per_response: int = 50, rc_limit: int = 500, retry_after: str = "0.1",
+                 delay_s: float = 0.0):
+        self.pages = {page.title: page for page in pages}
+        self.recent_changes = list(recent_changes)
+        self.contents_per_response = contents_per_response
+        self.rc_limit = rc_limit
+        self.retry_after = retry_after
+        self.delay_s = delay_s
+        self.requests: list[RecordedRequest] = []
+        self.failures: list[str] = []
+        self.in_flight = 0
+        self.in_flight_peak = 0
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/w/api.php"
+
+    def fail_next(self, *kinds: str) -> None:
+        """Answer the next requests with these failures, in order: "429", "maxlag" or "500"."""
+        self.failures.extend(kinds)
+
+    def answer(self, params: dict[str, str]) -> tuple[int, dict[str, Any], dict[str, str]]:
+        with self._lock:
+            failure = self.failures.pop(0) if self.failures else None
+        if failure == "429":
+            return 429, {"error": {"code": "ratelimited"}}, {"Retry-After": self.retry_after}
+        if failure == "500":
+            return 500, {}, {}
+        if failure == "maxlag":
+            error = {"code": "maxlag", "info": "Waiting for db1: 7 seconds lagged", "lag": 7}
+            return 200, {"error": error}, {"Retry-After": self.retry_after, "X-Database-Lag": "7"}
+        if params.get("format") != "json" or params.get("formatversion") != "2":
+            return 200, {"error": {"code": "badformat", "info": "this server speaks formatversion=2 JSON"}}, {}
+        if params.get("action") != "query":
+            return 200, {"error": {"code": "badvalue", "info": "only action=query"}}, {}
+        if params.get("list") == "recentchanges":
+            return 200, self._recent_changes(params), {}
+        if "titles" in params:
+            return 200, self._revisions(params), {}
+        return 200, {"error": {"code": "missingparam", "info": "titles or list required"}}, {}
+
+    def _revisions(self, params: dict[str, str]) -> dict[str, Any]:
+        titles = params["titles"].split("|")
+        if len(titles) > 50:
+            return {"error": {"code": "toomanyvalues", "info": "Too many values supplied for titles (limit 50)"}}
+        normalized, pages, with_content = [], [], 0
+        start = int(params.get("rvcontinue", "0"))
+        resume_at: int | None = None  # first page whose content did not fit in this response
+        for position, title in enumerate(titles):
+            if _INVALID_TITLE_CHARS & set(title):
+                pages.append({"title": title, "invalidreason": "contains illegal characters", "invalid": True})
+                continue
+            canonical = _canonical(title)
+            if canonical != title:
+                normalized.append({"fromencoded": False, "from": title, "to": canonical})
+            page = self.pages.get(canonical)
+            if page is None:
+                pages.append({"ns": 0, "title": canonical, "missing": True})
+                continue
+            entry: dict[str, Any] = {"pageid": page.pageid, "ns": page.ns, "title": page.title,
+                                     "contentmodel": "wikitext", "lastrevid": page.revid}
+            if page.is_redirect:
+                entry["redirect"] = True
+            if position >= start and with_content < self.contents_per_response:
+                with_content += 1
+                entry["revisions"] = [{
+                    "revid": page.revid,
+                    "parentid": page.revid - 1,
+                    "timestamp": page.timestamp,
+                    "slots": {"main": {"contentmodel": "wikitext", "contentformat": "text/x-wiki",
+                                       "content": page.content}},
+                }]
+            elif position >= start and resume_at is None:
+                resume_at = position
+            pages.append(entry)
+        body: dict[str, Any] = {"batchcomplete": True, "query": {"pages": pages}}
+        if normalized:
+            body["query"]["normalized"] = normalized
+        if resume_at is not None:
+            body = {"continue": {"rvcontinue": str(resume_at), "continue": "||"}, "query": body["query"]}
+        return body
+
+    def _recent_changes(self, params: dict[str, str]) -> dict[str, Any]:
+        start, end = params["rcstart"], params["rcend"]  # rcdir=older: start is the newer bound
+        namespaces = {int(ns) for ns in params.get("rcnamespace", "0").split("|")}
+        changes = sorted(
+            (c for c in self.recent_changes if end <= c.timestamp <= start and c.ns in namespaces),
+            key=lambda c: c.timestamp, reverse=True,
+        )
+        if params.get("rctoponly"):
+            latest: dict[str, RecentChange] = {}
+            for change in changes:
+                latest.setdefault(change.title, change)
+            changes = list(latest.values())
+        offset = int(params.get("rccontinue", "0"))
+        limit = self.rc_limit if params.get("rclimit") in (None, "max") else int(params["rclimit"])
+        page = changes[offset : offset + limit]
+        body: dict[str, Any] = {"batchcomplete": True, "query": {"recentchanges": [
+            {"type": "edit", "ns": c.ns, "title": c.title, "revid": c.revid, "timestamp": c.timestamp}
+            for c in page
+        ]}}
+        if offset + limit < len(changes):
+            body["continue"] = {"rccontinue": str(offset + limit), "continue": "-||"}
+        return body
+
+    def _make_handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                query = parse_qs(urlsplit(self.path).query, keep_blank_values=True)
+                params = {key: values[-1] for key, values in query.items()}
+                with server._lock:
+                    server.requests.append(RecordedRequest(params, dict(self.headers)))
+                    server.in_flight += 1
+                    server.in_flight_peak = max(server.in_flight_peak, server.in_flight)
+                try:
+                    if server.delay_s:
+                        time.sleep(server.delay_s)
+                    status, body, headers = server.answer(params)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+                payload = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Length", str(len(payload)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+        return Handler
+
+    def __enter__(self) -> MediaWikiServer:
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._make_handler())
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def iso(moment: dt.datetime) -> str:
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
