@@ -1,0 +1,413 @@
+"""Turn-reward RL from the shards: offline advantage-weighted cloning, then online PPO-clip in the environment.
+
+One readable loop per mode, explicit tensors and masks (trl/nanoGPT style). The same code runs a tiny
+random LLaMA on CPU and a real model on GPUs: `accelerate` places the model and, under
+`accelerate launch`, each process takes its share of the batches (groups stay whole, so group
+normalisation never crosses processes).
+
+A run is resumable by phase: each finished mode saves a checkpoint under `phases/<mode>/`; a rerun loads
+the last finished one and continues with the next mode.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from pipeline.errors import UserError
+from pipeline.io import atomic_write_text, read_manifest
+from pipeline.stage import begin_stage
+from rl.advantages import token_advantages, turn_advantages
+from rl.chat import IM_END, render_text
+from rl.config import RLConfig
+from rl.data import (
+    Example,
+    build_examples,
+    read_config_shards,
+    read_prompts,
+    read_trajectories,
+    trajectory_messages,
+)
+from rl.logprobs import PolicyLogprobs
+from rl.objectives import cloning_loss, cloning_weights, kl_k3, masked_mean, ppo_clip_loss
+from rl.rollout import Execute, Rollout, rollout
+from schemas.critic import JudgedTrajectory
+from schemas.dataset import RLPrompt
+from schemas.manifest import Manifest
+from schemas.trajectory import Trajectory
+
+log = logging.getLogger(__name__)
+
+Judge = Callable[[Trajectory], JudgedTrajectory]
+DONE = "done.json"
+
+
+# ------------------------------------------------------------------------------------------ tensors
+
+
+@dataclass
+class TurnBatch:
+    """Per-turn signals of a list of examples, padded to the longest: [B] and [B, T] tensors."""
+
+    outcome: torch.Tensor
+    rewards: torch.Tensor
+    valid: torch.Tensor
+    passed: torch.Tensor
+    groups: torch.Tensor
+
+
+def turn_batch(examples: list[Example]) -> TurnBatch:
+    width = max((len(e.turn_rewards) for e in examples), default=0)
+    rewards = torch.zeros(len(examples), width)
+    valid = torch.zeros(len(examples), width, dtype=torch.bool)
+    passed = torch.zeros(len(examples), width, dtype=torch.bool)
+    for row, example in enumerate(examples):
+        count = len(example.turn_rewards)
+        rewards[row, :count] = torch.tensor(example.turn_rewards, dtype=torch.float)
+        valid[row, :count] = True
+        passed[row, :count] = torch.tensor(example.turn_passed, dtype=torch.bool)
+    group_index = {key: i for i, key in enumerate(sorted({e.question_id for e in examples}))}
+    return TurnBatch(
+        outcome=torch.tensor([e.outcome_reward for e in examples], dtype=torch.float),
+        rewards=rewards, valid=valid, passed=passed,
+        groups=torch.tensor([group_index[e.question_id] for e in examples], dtype=torch.long),
+    )
+
+
+def example_turn_advantages(examples: list[Example], config: RLConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """Turn advantages [B, T] and the turns that train [B, T], after the failed-turn policy."""
+    batch = turn_batch(examples)
+    advantages = turn_advantages(
+        config.estimator, batch.outcome, batch.rewards, batch.valid, batch.passed, batch.groups,
+        failed_turns=config.failed_turns, failed_turn_reward=config.failed_turn_reward,
+        turn_coef=config.turn_coef, gamma=config.gamma, scale=config.scale_by_std,
+    )
+    trains = batch.valid & (batch.passed if config.failed_turns == "mask" else torch.ones_like(batch.passed))
+    return advantages, trains
+
+
+@dataclass
+class TokenBatch:
+    """Right-padded ids with the per-target tensors aligned to `token_logprobs` ([B, L-1])."""
+
+    input_ids: torch.Tensor
+    attention_mask: torch.Tensor
+    mask: torch.Tensor
+    advantages: torch.Tensor
+
+    def to(self, device) -> TokenBatch:
+        return TokenBatch(*(t.to(device) for t in (self.input_ids, self.attention_mask, self.mask, self.advantages)))
+
+    def rows(self, index: list[int]) -> TokenBatch:
+        return TokenBatch(self.input_ids[index], self.attention_mask[index], self.mask[index], self.advantages[index])
+
+
+def token_batch(examples: list[Example], turn_adv: torch.Tensor, turn_trains: torch.Tensor, pad_id: int) -> TokenBatch:
+    """Pad examples and spread turn advantages onto tokens; `mask` = assistant tokens of training turns."""
+    length = max(len(e.input_ids) for e in examples)
+    ids = torch.full((len(examples), length), pad_id, dtype=torch.long)
+    attention = torch.zeros(len(examples), length, dtype=torch.long)
+    loss_mask = torch.zeros(len(examples), length)
+    turn_ids = torch.full((len(examples), length), -1, dtype=torch.long)
+    for row, example in enumerate(examples):
+        n = len(example.input_ids)
+        ids[row, :n] = torch.tensor(example.input_ids)
+        attention[row, :n] = 1
+        loss_mask[row, :n] = torch.tensor(example.loss_mask, dtype=torch.float)
+        turn_ids[row, :n] = torch.tensor(example.turn_ids)
+    advantages = token_advantages(turn_adv, turn_ids)
+    trains = token_advantages(turn_trains.float(), turn_ids)
+    return TokenBatch(ids, attention, (loss_mask * trains)[:, 1:], advantages[:, 1:])
+
+
+def turn_stats(examples: list[Example]) -> dict[str, float]:
+    turns = [p for e in examples for p in e.turn_passed]
+    rewards = [r for e in examples for r in e.turn_rewards]
+    return {
+        "outcome_reward": sum(e.outcome_reward for e in examples) / max(len(examples), 1),
+        "turn_reward": sum(rewards) / max(len(rewards), 1),
+        "turn_pass_rate": sum(turns) / max(len(turns), 1),
+        "turns_per_episode": len(turns) / max(len(examples), 1),
+    }
+
+
+# ------------------------------------------------------------------------------------------ logging
+
+
+class MetricsLog:
+    """One JSON line per step (rewritten from scratch when a phase restarts) plus a console line."""
+
+    def __init__(self, path: Path, is_main: bool):
+        self.path = path
+        self.is_main = is_main
+        if is_main:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("")
+
+    def write(self, record: dict) -> None:
+        if not self.is_main:
+            return
+        with self.path.open("a") as handle:
+            handle.write(json.dumps(record, sort_keys=True) + "\n")
+        shown = " ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in record.items())
+        print(shown, flush=True)
+
+
+# ------------------------------------------------------------------------------------------ loops
+
+
+def _optimizer(policy: torch.nn.Module, config: RLConfig) -> torch.optim.Optimizer:
+    return torch.optim.AdamW(policy.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+
+
+def _step(accelerator, policy, optimizer, loss: torch.Tensor, config: RLConfig) -> float:
+    accelerator.backward(loss)
+    grad_norm = accelerator.clip_grad_norm_(policy.parameters(), config.grad_clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return float(grad_norm)
+
+
+def train_offline(accelerator, policy, reference, examples: list[Example], config: RLConfig, pad_id: int,
+                  metrics: MetricsLog) -> dict[str, int]:
+    """Advantage-weighted (or filtered) cloning of the synthesized trajectories, advantages over all groups."""
+    turn_adv, turn_trains = example_turn_advantages(examples, config)
+    optimizer = accelerator.prepare(_optimizer(policy, config))
+    order = list(range(len(examples)))
+    random.Random(config.seed).shuffle(order)
+    mine = order[accelerator.process_index::accelerator.num_processes]
+    if not mine:
+        raise UserError("no training examples for this process: more processes than trajectories")
+    policy.train()
+    for step in range(config.offline_steps):
+        index = [mine[(step * config.batch_size + i) % len(mine)] for i in range(config.batch_size)]
+        batch = token_batch([examples[i] for i in index], turn_adv[index], turn_trains[index], pad_id)
+        batch = batch.to(accelerator.device)
+        logprobs = policy(batch.input_ids, batch.attention_mask)
+        loss = cloning_loss(logprobs, batch.advantages, batch.mask, config.offline_objective, config.awr_beta,
+                            config.awr_max_weight)
+        record = {"mode": "offline", "step": step + 1}
+        if reference is not None:
+            with torch.no_grad():
+                ref_logprobs = reference(batch.input_ids, batch.attention_mask)
+            kl = masked_mean(kl_k3(logprobs, ref_logprobs), batch.mask)
+            loss = loss + config.kl_coef * kl
+            record["kl"] = kl.item()
+        record["grad_norm"] = _step(accelerator, policy, optimizer, loss, config)
+        weights = cloning_weights(batch.advantages, config.offline_objective, config.awr_beta, config.awr_max_weight)
+        record.update(loss=loss.item(), trained_tokens=int(batch.mask.sum()),
+                      mean_weight=masked_mean(weights, batch.mask).item(),
+                      **turn_stats([examples[i] for i in index]))
+        metrics.write(record)
+    return {"offline_steps": config.offline_steps}
+
+
+def rollout_example(judged: JudgedTrajectory, episode: Rollout) -> Example | None:
+    """A judged rollout as a training example (None when it has no turn to learn from)."""
+    by_turn = {j.turn_index: j for j in judged.judgements}
+    judgements = [by_turn.get(turn.index) for turn in episode.trajectory.turns]
+    if not judgements or any(j is None for j in judgements):
+        return None
+    return Example(
+        trajectory_id=episode.trajectory.trajectory_id, question_id=episode.trajectory.question_id,
+        framework=episode.trajectory.framework, input_ids=episode.input_ids, loss_mask=episode.loss_mask,
+        turn_ids=episode.turn_ids, turn_rewards=[j.reward for j in judgements],
+        turn_passed=[j.verdict and j.loss_mask == 1 for j in judgements], outcome_reward=judged.outcome_reward,
+    )
+
+
+def train_online(accelerator, policy, reference, tokenizer, prompts: list[RLPrompt], execute: Execute, judge: Judge,
+                 config: RLConfig, metrics: MetricsLog, environment: str = "") -> dict[str, int]:
+    """Roll out groups in the environment, judge every turn, and take PPO-clip steps on turn advantages."""
+    optimizer = accelerator.prepare(_optimizer(policy, config))
+    generator = accelerator.unwrap_model(policy).model
+    pad_id = tokenizer.pad_token_id
+    chooser = random.Random(config.seed * 1_000_003 + accelerator.process_index)
+    counts: Counter = Counter()
+    for step in range(config.online_steps):
+        chosen = chooser.sample(prompts, min(config.prompts_per_step, len(prompts)))
+        generator.eval()
+        examples: list[Example] = []
+        for prompt in chosen:
+            for g in range(config.group_size):
+                episode = rollout(
+                    generator, tokenizer, execute, prompt, g + step * config.group_size,
+                    max_turns=config.max_turns, max_new_tokens=config.max_new_tokens, max_len=config.max_len,
+                    temperature=config.temperature, seed=config.seed, environment=environment,
+                )
+                example = rollout_example(judge(episode.trajectory), episode)
+                counts["rollouts"] += 1
+                counts["rollouts_answered"] += episode.trajectory.stop_reason == "answered"
+                if example is None:
+                    counts["skipped:no_judged_turns"] += 1
+                else:
+                    examples.append(example)
+        record = {"mode": "online", "step": step + 1, "episodes": len(examples)}
+        if not examples:
+            metrics.write(record)
+            continue
+        turn_adv, turn_trains = example_turn_advantages(examples, config)
+        batch = token_batch(examples, turn_adv, turn_trains, pad_id).to(accelerator.device)
+        with torch.no_grad():
+            old_logprobs = policy(batch.input_ids, batch.attention_mask)
+            ref_logprobs = reference(batch.input_ids, batch.attention_mask) if reference is not None else None
+        policy.train()
+        losses, stats = [], Counter()
+        for _ in range(config.ppo_epochs):
+            for start in range(0, len(examples), config.batch_size):
+                rows = list(range(start, min(start + config.batch_size, len(examples))))
+                mini = batch.rows(rows)
+                logprobs = policy(mini.input_ids, mini.attention_mask)
+                loss, loss_stats = ppo_clip_loss(
+                    logprobs, old_logprobs[rows], mini.advantages, mini.mask, config.clip_eps,
+                    ref_logprobs[rows] if ref_logprobs is not None else None, config.kl_coef,
+                )
+                _step(accelerator, policy, optimizer, loss, config)
+                losses.append(loss.item())
+                stats.update(loss_stats)
+        minibatches = max(len(losses), 1)
+        record.update(loss=sum(losses) / minibatches, **{k: v / minibatches for k, v in stats.items()},
+                      accuracy=sum(e.outcome_reward > 0 for e in examples) / len(examples),
+                      trained_tokens=int(batch.mask.sum()), **turn_stats(examples))
+        metrics.write(record)
+    counts["online_steps"] = config.online_steps
+    return dict(counts)
+
+
+# ------------------------------------------------------------------------------------------ the run
+
+
+def load_tokenizer(config: RLConfig, corpus: list[str], saved: Path):
+    """The run's tokenizer: saved by an earlier attempt, the pretrained model's, or trained on the corpus."""
+    from transformers import AutoTokenizer
+
+    from rl.tokenizer import train_tokenizer
+
+    if (saved / "tokenizer_config.json").is_file():
+        return AutoTokenizer.from_pretrained(saved)
+    tokenizer = AutoTokenizer.from_pretrained(config.model) if config.model else \
+        train_tokenizer(corpus, config.tiny.vocab_size)
+    if tokenizer.pad_token_id is None:
+        raise UserError(f"the tokenizer of {config.model} has no pad token")
+    tokenizer.save_pretrained(saved)
+    return tokenizer
+
+
+def load_model(config: RLConfig, tokenizer, checkpoint: Path | None = None):
+    """A checkpoint, the pretrained model, or a tiny LLaMA initialised from the seed."""
+    from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+
+    dtype = torch.bfloat16 if config.bf16 else torch.float32
+    source = checkpoint or (Path(config.model) if config.model else None)
+    if source is not None:
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+    else:
+        torch.manual_seed(config.seed)
+        tiny = config.tiny
+        model = LlamaForCausalLM(LlamaConfig(
+            vocab_size=len(tokenizer), hidden_size=tiny.hidden_size, intermediate_size=tiny.intermediate_size,
+            num_hidden_layers=tiny.num_hidden_layers, num_attention_heads=tiny.num_attention_heads,
+            num_key_value_heads=tiny.num_key_value_heads, max_position_embeddings=tiny.max_position_embeddings,
+            bos_token_id=None, eos_token_id=tokenizer.convert_tokens_to_ids(IM_END),
+            pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False,
+        )).to(dtype)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model
+
+
+def save_checkpoint(accelerator, policy: PolicyLogprobs, tokenizer, folder: Path) -> None:
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        model = accelerator.unwrap_model(policy).model
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+
+
+def default_index_dir(shards: Path) -> Path:
+    return shards.resolve().parent / "index"
+
+
+def environment_for(config: RLConfig, shards: Path):
+    """The stage 3 search environment the online mode rolls out in."""
+    from synth.environment import SearchEnvironment
+
+    index_dir = Path(config.index_dir) if config.index_dir else default_index_dir(shards)
+    if read_manifest(index_dir) is None:
+        raise UserError(f"online RL needs the search index: no finished index in {index_dir} (pass --index DIR)")
+    return SearchEnvironment.load(index_dir)
+
+
+def critic_judge(shards: Path, config: RLConfig) -> Judge:
+    """The stage 4 critic's offline engine, judging rollouts against the dataset's questions."""
+    from critic.scoring import judge_trajectory
+    from schemas.config import JudgeConfig
+    from schemas.questions import Question
+
+    questions = {q.question_id: q for q in read_config_shards(Question, shards, "questions")}
+    judge_config = JudgeConfig(failed_turns=config.failed_turns, failed_turn_reward=config.failed_turn_reward)
+    return lambda trajectory: judge_trajectory(trajectory, questions.get(trajectory.question_id), judge_config)
+
+
+def run_rl(shards: str | Path, out_dir: str | Path, config: RLConfig, judge: Judge | None = None,
+           environment=None) -> Manifest:
+    """Train from the dataset folder `shards` into `out_dir` (checkpoint/, metrics-<mode>.jsonl, manifest)."""
+    from accelerate import Accelerator
+
+    shards, out_dir = Path(shards), Path(out_dir)
+    judged = read_trajectories(shards, config.split)[: config.max_trajectories]
+    prompts = read_prompts(shards, config.split) if "online" in config.modes else []
+    shard_inputs = sorted((shards / "data" / "trajectories").glob("*.parquet")) + \
+        sorted((shards / "data" / "rl").glob("*.parquet"))
+    run = begin_stage("rl", out_dir, config, input_files=shard_inputs)
+    if run.done:
+        return run.finished
+    accelerator = Accelerator(mixed_precision="bf16" if config.bf16 else "no")
+    finished = [m for m in config.modes if (out_dir / "phases" / m / DONE).is_file()]
+    corpus = [render_text(trajectory_messages(j)) for j in judged] + \
+        [render_text([m.model_dump() for m in p.prompt]) for p in prompts]
+    tokenizer = load_tokenizer(config, corpus, out_dir / "tokenizer")
+    counts: Counter = Counter(trajectories_in=len(judged), prompts_in=len(prompts))
+    examples, example_counts = build_examples(judged, tokenizer, config.max_len)
+    counts.update(example_counts)
+    if not examples and "offline" in config.modes:
+        raise UserError(f"no usable trajectories in {shards}: {dict(example_counts)}")
+    initial = load_model(config, tokenizer)
+    reference = None
+    if config.kl_coef > 0:  # the KL anchor is always the initial policy, also after a resume
+        reference = PolicyLogprobs(copy.deepcopy(initial).eval(), config.logprob_chunk).to(accelerator.device)
+        reference.requires_grad_(False)
+    model = load_model(config, tokenizer, out_dir / "phases" / finished[-1]) if finished else initial
+    policy = accelerator.prepare(PolicyLogprobs(model, config.logprob_chunk))
+    outputs: dict[str, list[str]] = {"metrics": []}
+    for phase_index, mode in enumerate(config.modes):
+        phase = out_dir / "phases" / mode
+        metrics_path = out_dir / f"metrics-{mode}.jsonl"
+        outputs["metrics"].append(metrics_path.name)
+        if mode in finished:
+            counts.update(json.loads((phase / DONE).read_text())["counts"])
+            continue
+        torch.manual_seed(config.seed + phase_index)  # a resumed phase samples what an uninterrupted one did
+        metrics = MetricsLog(metrics_path, accelerator.is_main_process)
+        if mode == "offline":
+            phase_counts = train_offline(accelerator, policy, reference, examples, config, tokenizer.pad_token_id,
+                                         metrics)
+        else:
+            env = environment or environment_for(config, shards)
+            phase_counts = train_online(accelerator, policy, reference, tokenizer, prompts, env.execute,
+                                        judge or critic_judge(shards, config), config, metrics,
+                                        getattr(env, "environment_id", ""))
+        counts.update(phase_counts)
+        save_checkpoint(accelerator, policy, tokenizer, phase)
+        if accelerator.is_main_process:
+            atomic_write_text(phase / DONE, json.dumps({"mode": mode, "counts": phase_counts}) + "\n")
+    save_checkpoint(accelerator, policy, tokenizer, out_dir / "checkpoint")
+    outputs["checkpoint"] = ["checkpoint"]
+    return run.finish(dict(counts), outputs, seed=config.seed)
