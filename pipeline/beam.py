@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions
 
 from schemas.config import BeamOptions
 
@@ -21,4 +21,8 @@ def pipeline_options(beam: BeamOptions | None = None, extra_args: list[str] | No
             mode = "multi_processing"
         args += [f"--direct_num_workers={beam.direct_num_workers}", f"--direct_running_mode={mode}"]
     args += list(beam.extra_args) + list(extra_args or [])
-    return PipelineOptions(args)
+    options = PipelineOptions(args)
+    direct = options.view_as(DirectOptions)
+    if direct.direct_num_workers > 1 and direct.direct_running_mode == "in_memory":
+        direct.direct_running_mode = "multi_processing"  # `--direct_num_workers 2` on the command line too
+    return options

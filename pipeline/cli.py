@@ -15,6 +15,8 @@ import sys
 from pipeline.errors import UserError
 
 COMMAND_MODULES = (
+    "pipeline.extract",
+    "graph.stats",
 )
 
 

@@ -28,6 +28,7 @@ be used, a deadline is checked between spans and infoboxes. A page over its time
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import datetime as dt
@@ -601,6 +602,15 @@ def source_transform(config: ExtractConfig) -> beam.PTransform:
     return ReadDump(config.dump, config.index)
 
 
+def add_source_arguments(parser) -> None:
+    parser.add_argument("--dump", help="pages-articles[-multistream].xml[.bz2] dump")
+    parser.add_argument("--index", help="multistream index (offset:page_id:title lines) for parallel reads")
+
+
+def source_config(args) -> dict:
+    return {"dump": args.dump, "index": args.index}
+
+
 def _pipeline(beam_options: BeamOptions | None, beam_args) -> beam.Pipeline:
     return beam.Pipeline(options=pipeline_options(beam_options, list(beam_args)))
 
@@ -623,3 +633,55 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     manifest = run.finish(counts, outputs, as_of=as_of, window_days=config.window_days)
     stats_path.unlink()
     return manifest
+
+
+# ------------------------------------------------------------------------------------------------ CLI
+
+def _as_of(text: str) -> dt.datetime:
+    try:
+        return utc(dt.datetime.fromisoformat(text.replace("Z", "+00:00")))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO date or timestamp: {text!r}") from None
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "extract",
+        help="stage 1: a Wikipedia dump (or the Action API) -> typed entity-relation graph",
+        description="Read pages, resolve redirects, drop disambiguation and non-article pages, and write "
+        "entities/, relations/, skipped/, pages/ (parquet) and manifest.json to --out. Other --options are "
+        "Apache Beam pipeline options (--runner, --direct_num_workers 2, ...).",
+    )
+    add_source_arguments(parser)
+    defaults = ExtractConfig()
+    parser.add_argument("--out", default="out/graph", help="output folder (default: %(default)s)")
+    parser.add_argument("--as-of", type=_as_of, help="snapshot time (default: newest revision in the input)")
+    parser.add_argument("--window", type=int, default=defaults.window_days, dest="window_days",
+                        help="head entities: latest revision at most this many days before --as-of "
+                        "(default: %(default)s)")
+    parser.add_argument("--max-page-bytes", type=int, default=defaults.max_page_bytes,
+                        help="skip larger pages as 'oversized' (default: %(default)s)")
+    parser.add_argument("--page-timeout", type=float, default=defaults.page_timeout_s, dest="page_timeout_s",
+                        help="skip pages whose extraction takes longer, in seconds (default: %(default)s)")
+    parser.add_argument("--shards", type=int, default=defaults.output_shards, dest="output_shards",
+                        help="parquet shards per output table (default: %(default)s)")
+    parser.set_defaults(func=_command)
+
+
+def _command(args, beam_args) -> int:
+    config = ExtractConfig(
+        **source_config(args),
+        as_of=args.as_of,
+        window_days=args.window_days,
+        max_page_bytes=args.max_page_bytes,
+        page_timeout_s=args.page_timeout_s,
+        output_shards=args.output_shards,
+    )
+    manifest = run_extract(config, args.out, beam_args=beam_args)
+    counts = manifest.counts
+    print(f"extract: {counts['pages_in']} pages in, {counts['kept']} entities ({counts['head_entities']} head), "
+          f"{counts['relations']} relations, {counts['skipped']} skipped -> {args.out}")
+    for key, value in counts.items():
+        if key.startswith("skipped:"):
+            print(f"  {key:<28} {value}")
+    return 0
