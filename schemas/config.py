@@ -49,7 +49,9 @@ class ExtractConfig(_Config):
     index: str | None = None
     api_url: str | None = None
     api_titles: list[str] = []
-    api_recent_days: int | None = None
+    api_recent_days: int | None = Field(default=None, ge=1, le=30, description="list=recentchanges reaches 30 days")
+    api_max_in_flight: int = Field(default=3, ge=1, le=8, description="API requests in flight per worker process")
+    streams_per_unit: int = Field(default=10, ge=1, description="multistream bz2 streams per parallel read unit")
     as_of: AwareDatetime | None = None
     window_days: int = 182
     max_page_bytes: int = Field(default=1_000_000, ge=1, description="larger pages are skipped as oversized")
@@ -175,6 +177,7 @@ class DatasetConfig(_Config):
     name: str = Field(default="hopsmith-wiki-deepsearch", description="dataset name shown on the card")
     test_fraction: float = Field(default=0.1, ge=0.0, lt=1.0, description="share of questions in the test split")
     max_rows_per_shard: int = Field(default=2000, ge=1)
+    sft_only_correct: bool = Field(default=True, description="training renders only from correctly answered runs")
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
     walk: WalkConfig = Field(default_factory=WalkConfig)
     questions: QuestionConfig = Field(default_factory=QuestionConfig)

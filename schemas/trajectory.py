@@ -41,6 +41,7 @@ class Turn(BaseModel):
     completion_tokens: int = 0
     seconds: float = 0.0
     injected_error: str | None = None
+    prompt_chars: int = 0
 
 
 class Outcome(BaseModel):

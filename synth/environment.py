@@ -22,6 +22,7 @@ import numpy as np
 
 from pipeline.io import read_manifest, read_records, shard_files, write_records
 from pipeline.stage import begin_stage
+from pipeline.wikitext import normalize_title
 from schemas.config import IndexConfig
 from schemas.environment import IndexedPage
 from schemas.manifest import Manifest
@@ -35,12 +36,6 @@ TITLE_INDEX = "bm25_title"
 SNIPPET_CHARS = 240
 MAX_FIND_MATCHES = 8
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
-
-
-def normalize_title(title: str) -> str:
-    """The MediaWiki title form: underscores to spaces, collapsed spaces, first letter upper-cased."""
-    title = " ".join(title.replace("_", " ").split()).split("#")[0].strip()
-    return title[:1].upper() + title[1:]
 
 
 def _title_key(title: str) -> str:

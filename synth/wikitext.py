@@ -9,12 +9,13 @@ which the scripted policy uses too, so a fact stated in an ISO value can be foun
 
 from __future__ import annotations
 
-import calendar
 import re
 
 import mwparserfromhell
 from mwparserfromhell.nodes import Comment, ExternalLink, Heading, HTMLEntity, Tag, Template, Text, Wikilink
 from mwparserfromhell.wikicode import Wikicode
+
+from pipeline.wikitext import format_iso_date
 
 _DROP_LINK_NAMESPACES = ("file:", "image:", "category:", "media:")
 _SKIP_PARAMETERS = re.compile(r"^(image|img|logo|caption|alt|map|pushpin|coord|signature|module|embed|footnotes)")
@@ -33,16 +34,10 @@ _SPACE_RUNS = re.compile(r"[ \t\u00a0]+")
 
 def format_date(value: str) -> str:
     """An ISO date (YYYY, YYYY-MM or YYYY-MM-DD) as English text: "4 August 1961", "August 1961", "1961"."""
-    parts = value.strip().split("-")
     try:
-        numbers = [int(p) for p in parts]
-    except ValueError:
+        return format_iso_date(value.strip())
+    except (ValueError, IndexError):
         return value
-    if len(numbers) == 3 and 1 <= numbers[1] <= 12:
-        return f"{numbers[2]} {calendar.month_name[numbers[1]]} {numbers[0]}"
-    if len(numbers) == 2 and 1 <= numbers[1] <= 12:
-        return f"{calendar.month_name[numbers[1]]} {numbers[0]}"
-    return str(numbers[0]) if numbers else value
 
 
 def _template_name(template: Template) -> str:

@@ -1,0 +1,198 @@
+"""What every agent framework shares: the model-output type, the parsed turn, and context management.
+
+A framework owns its protocol: the system prompt, how a model's output is parsed into a canonical
+ToolCall, how a call is rendered in the protocol (for the offline policy and test servers), and how the
+canonical turns are turned back into chat messages. Context management lives here once: the last
+`keep_last_observations` tool results are shown in full, older ones inside the last `keep_last_turns`
+turns are elided, and turns before that are folded into a bounded progress note, so the prompt stays
+bounded however long the trajectory grows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+from schemas.trajectory import ToolCall, Turn
+from synth.tools import TOOL_ARGS, tool_specs
+
+ANSWER_TOOL = "answer"
+NOTE_ITEMS = 8
+NOTE_ITEM_CHARS = 80
+_BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
+_FINAL_LINE = re.compile(r"(?im)^\s*(?:\*\*)?final answer(?:\*\*)?\s*[:：]\s*(.+)$")
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.DOTALL)
+MAX_PLAIN_ANSWER_CHARS = 300
+
+
+@dataclass
+class ModelOutput:
+    """One model response as received: text content plus native tool calls ({id, name, arguments})."""
+
+    content: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class ParsedTurn:
+    reasoning: str
+    tool_call: ToolCall | None = None
+    parse_error: str | None = None
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """How much history a prompt carries: full observations, then elided ones, then a folded note."""
+
+    keep_last_observations: int = 5
+    keep_last_turns: int = 20
+
+
+def primary_argument(tool: str) -> str | None:
+    """The argument a bare string stands for (`search: Chicago` means query="Chicago")."""
+    model = TOOL_ARGS.get(tool)
+    if model is None:
+        return None
+    required = [name for name, info in model.model_fields.items() if info.is_required()]
+    return required[0] if len(required) == 1 else None
+
+
+def loads_object(text: str) -> dict[str, Any] | None:
+    """A JSON object from model text: plain, inside a ``` fence, or the first balanced {...} in it."""
+    text = text.strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced.group(1).strip()
+    try:
+        value = json.loads(text)
+        return value if isinstance(value, dict) else None
+    except json.JSONDecodeError:
+        pass
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text[start:])
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def final_answer_text(text: str) -> str | None:
+    """The final answer a model wrote as prose: `\\boxed{..}`, a `Final answer:` line, or a short reply."""
+    boxed = _BOXED.findall(text)
+    if boxed:
+        return boxed[-1].strip() or None
+    line = _FINAL_LINE.search(text)
+    if line:
+        return line.group(1).strip() or None
+    text = text.strip()
+    return text if 0 < len(text) <= MAX_PLAIN_ANSWER_CHARS else None
+
+
+def answer_call(call_id: str, text: str) -> ToolCall:
+    return ToolCall(call_id=call_id, name=ANSWER_TOOL, arguments={"text": text})
+
+
+def tools_json_lines() -> str:
+    return "\n".join(json.dumps(spec, ensure_ascii=False) for spec in tool_specs())
+
+
+def _short(text: str) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= NOTE_ITEM_CHARS else text[: NOTE_ITEM_CHARS - 3] + "..."
+
+
+def progress_note(folded: list[Turn]) -> str:
+    """A bounded summary of folded turns: counts per tool and the most recent distinct arguments."""
+    counts: dict[str, int] = {}
+    recent: dict[str, list[str]] = {}
+    for turn in folded:
+        name = turn.tool_call.name if turn.tool_call else "unparsed output"
+        counts[name] = counts.get(name, 0) + 1
+        if turn.tool_call:
+            shown = _short(json.dumps(turn.tool_call.arguments, ensure_ascii=False, sort_keys=True))
+            items = recent.setdefault(name, [])
+            if shown in items:
+                items.remove(shown)
+            items.append(shown)
+    lines = [
+        f"[Context note: your first {len(folded)} turns were folded to save space. "
+        + ", ".join(f"{name}: {n}" for name, n in sorted(counts.items())) + ".]"
+    ]
+    for name, items in sorted(recent.items()):
+        lines.append(f"Latest {name} calls: " + "; ".join(items[-NOTE_ITEMS:]))
+    return "\n".join(lines)
+
+
+def elided(observation: str) -> str:
+    return f"[observation elided to save context: {len(observation)} characters; repeat the call to see it again]"
+
+
+class Framework(ABC):
+    """One agent protocol. Subclasses define the prompt, parsing, rendering and message shapes."""
+
+    name: str
+
+    @abstractmethod
+    def system_prompt(self, as_of: dt.date) -> str: ...
+
+    def request_tools(self) -> list[dict[str, Any]] | None:
+        """The `tools` sent with each request (native function calling only)."""
+        return None
+
+    @abstractmethod
+    def parse(self, output: ModelOutput, call_id: str) -> ParsedTurn: ...
+
+    @abstractmethod
+    def render(self, reasoning: str, name: str, arguments_json: str, call_id: str) -> ModelOutput:
+        """A call in this protocol, arguments given as JSON text (so a caller can render broken JSON)."""
+
+    def raw_output(self, output: ModelOutput) -> str:
+        """The model's output verbatim, as stored in Turn.raw_output."""
+        return output.content
+
+    def output_of(self, turn: Turn) -> ModelOutput:
+        """The inverse of `raw_output`: the model output a recorded turn came from."""
+        return ModelOutput(content=turn.raw_output)
+
+    @abstractmethod
+    def assistant_message(self, turn: Turn) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def result_messages(self, turn: Turn, text: str) -> list[dict[str, Any]]:
+        """The message(s) that carry a turn's observation (or its parse error) back to the model."""
+
+    def feedback_text(self, turn: Turn) -> str:
+        """What the model is told after a turn; parse errors get the protocol reminder."""
+        if turn.parse_error is not None:
+            return f"Error: your output could not be parsed ({turn.parse_error}). {self.format_reminder}"
+        return turn.observation or ""
+
+    format_reminder: str = ""
+
+    def user_prompt(self, question: str) -> str:
+        return f"Question: {question}"
+
+    def build_messages(self, question: str, as_of: dt.date, turns: list[Turn], window: ContextWindow) -> list[dict[str, Any]]:
+        """The prompt for the next turn, with bounded history (see the module docstring)."""
+        folded_count = max(0, len(turns) - window.keep_last_turns)
+        user = self.user_prompt(question)
+        if folded_count:
+            user += "\n\n" + progress_note(turns[:folded_count])
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": self.system_prompt(as_of)},
+            {"role": "user", "content": user},
+        ]
+        for position in range(folded_count, len(turns)):
+            turn = turns[position]
+            messages.append(self.assistant_message(turn))
+            text = self.feedback_text(turn)
+            if turn.parse_error is None and len(turns) - position > window.keep_last_observations:
+                text = elided(text)
+            messages.extend(self.result_messages(turn, text))
+        return messages

@@ -1,0 +1,19 @@
+"""Policies that drive an agent framework: an LLM through the shared client, or the offline scripted searcher."""
+
+from __future__ import annotations
+
+from synth.policies.base import Agent, Policy, PolicyOutput, episode_seed, run_episode, trajectory_id
+from synth.policies.llm import LLMPolicy
+from synth.policies.scripted import ERROR_KINDS, ScriptedPolicy
+
+__all__ = [
+    "ERROR_KINDS",
+    "Agent",
+    "LLMPolicy",
+    "Policy",
+    "PolicyOutput",
+    "ScriptedPolicy",
+    "episode_seed",
+    "run_episode",
+    "trajectory_id",
+]

@@ -1,0 +1,124 @@
+"""The policy interface and the one episode loop every framework and policy runs through.
+
+A Policy starts an Agent per episode; the agent produces one model output per turn. The loop parses it
+with the framework, executes the call in the environment, and records a canonical Turn. Unparseable
+output is a recorded failed turn; an LLM that keeps failing ends the run with stop reason "error" and
+the turns so far, never an exception.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from pipeline.io import stable_hash
+from pipeline.llm import LLMError
+from schemas.questions import Question
+from schemas.trajectory import StopReason, Trajectory, Turn
+from synth.environment import SearchEnvironment
+from synth.frameworks import Framework
+from synth.frameworks.base import ANSWER_TOOL, ModelOutput
+from synth.matching import match_answer
+
+
+@dataclass
+class PolicyOutput:
+    output: ModelOutput
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    prompt_chars: int = 0
+    injected_error: str | None = None
+
+
+class Agent(Protocol):
+    async def act(self, turns: list[Turn]) -> PolicyOutput: ...
+
+
+class Policy(Protocol):
+    name: str
+    engine: str
+    model: str | None
+
+    def start(self, question: Question, framework: Framework, seed: int, rollout: int) -> Agent: ...
+
+
+def trajectory_id(question_id: str, framework: str, policy: str, model: str | None, rollout: int, seed: int) -> str:
+    return stable_hash(question_id, framework, policy, model, rollout, seed)
+
+
+def episode_seed(base_seed: int, question_id: str, framework: str, rollout: int) -> int:
+    return int(stable_hash(base_seed, question_id, framework, rollout, length=8), 16)
+
+
+async def run_episode(
+    question: Question,
+    framework: Framework,
+    policy: Policy,
+    env: SearchEnvironment,
+    *,
+    max_turns: int,
+    max_parse_failures: int = 3,
+    seed: int = 0,
+    rollout: int = 0,
+) -> Trajectory:
+    """Solve one question with one framework and policy; always returns a Trajectory."""
+    agent = policy.start(question, framework, seed, rollout)
+    turns: list[Turn] = []
+    stop: StopReason = "max_turns"
+    final_answer: str | None = None
+    failures_in_a_row = 0
+    while len(turns) < max_turns:
+        started = time.perf_counter()
+        try:
+            step = await agent.act(turns)
+        except LLMError:
+            stop = "error"
+            break
+        call_id = f"call_{len(turns)}"
+        parsed = framework.parse(step.output, call_id)
+        turn = Turn(
+            index=len(turns),
+            reasoning=parsed.reasoning,
+            raw_output=framework.raw_output(step.output),
+            tool_call=parsed.tool_call,
+            parse_error=parsed.parse_error,
+            prompt_tokens=step.prompt_tokens,
+            completion_tokens=step.completion_tokens,
+            prompt_chars=step.prompt_chars,
+            injected_error=step.injected_error,
+        )
+        if parsed.tool_call is not None:
+            turn.observation, turn.tool_error = env.execute(parsed.tool_call.name, parsed.tool_call.arguments)
+            failures_in_a_row = 0
+        else:
+            failures_in_a_row += 1
+        turn.seconds = time.perf_counter() - started
+        turns.append(turn)
+        if parsed.tool_call is not None and parsed.tool_call.name == ANSWER_TOOL and not turn.tool_error:
+            turn.final_answer = final_answer = str(parsed.tool_call.arguments["text"])
+            stop = "answered"
+            break
+        if failures_in_a_row >= max_parse_failures:
+            stop = "parse_failures"
+            break
+    return Trajectory(
+        trajectory_id=trajectory_id(question.question_id, framework.name, policy.name, policy.model, rollout, seed),
+        question_id=question.question_id,
+        question=question.text,
+        answer=question.answer,
+        aliases=question.aliases,
+        as_of=question.as_of,
+        framework=framework.name,
+        policy=policy.name,
+        model=policy.model,
+        engine=policy.engine,
+        seed=seed,
+        rollout=rollout,
+        system_prompt=framework.system_prompt(question.as_of),
+        turns=turns,
+        final_answer=final_answer,
+        stop_reason=stop,
+        outcome=match_answer(final_answer, question.answer, question.aliases),
+        environment=env.environment_id,
+    )

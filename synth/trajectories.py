@@ -1,0 +1,185 @@
+"""Stage 3: every question solved by every framework, `rollouts` times, in the local search environment.
+
+Questions are grouped into work units (a fixed number of questions, named by a hash of their ids). A Beam
+transform runs each unit: every (question, framework, rollout) episode of the unit concurrently on one
+event loop, so LLM requests of many questions share each policy's concurrency bound, and writes the
+unit's trajectories as one resumable part. A rerun skips finished units; the final shards are the parts
+concatenated in unit order, so an interrupted and an uninterrupted run write the same records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import apache_beam
+
+from pipeline.beam import pipeline_options
+from pipeline.io import WorkUnits, read_records, stable_hash, write_records
+from pipeline.llm import LLMClient, run_async
+from pipeline.stage import begin_stage
+from schemas.config import BeamOptions, TrajectoryConfig
+from schemas.manifest import Manifest
+from schemas.questions import Question
+from schemas.trajectory import Trajectory
+from synth.environment import SearchEnvironment
+from synth.frameworks import ContextWindow, get_framework
+from synth.policies import LLMPolicy, Policy, ScriptedPolicy, episode_seed, run_episode
+
+log = logging.getLogger(__name__)
+STAGE = "trajectories"
+TABLE = "trajectories"
+SHARD_RECORDS = 1000
+
+
+@dataclass(frozen=True)
+class Unit:
+    unit_id: str
+    questions: tuple[Question, ...]
+
+
+def plan_units(questions: Iterable[Question], config: TrajectoryConfig) -> list[Unit]:
+    """Deterministic work units: questions sorted by id, `questions_per_unit` at a time."""
+    ordered = sorted(questions, key=lambda q: q.question_id)
+    if config.max_questions is not None:
+        ordered = ordered[: config.max_questions]
+    size = config.questions_per_unit
+    batches = [tuple(ordered[i : i + size]) for i in range(0, len(ordered), size)]
+    return [Unit(stable_hash([q.question_id for q in batch]), batch) for batch in batches]
+
+
+def policy_engines(config: TrajectoryConfig) -> dict[str, str]:
+    """framework -> the engine that drives it: `offline` (scripted) or `openai:<model>`."""
+    engines = {}
+    for framework in config.frameworks:
+        role = config.policies.get(framework)
+        engines[framework] = "offline" if role is None or role.offline else f"openai:{role.model}"
+    return engines
+
+
+async def solve_questions(
+    questions: Iterable[Question], env: SearchEnvironment, config: TrajectoryConfig, cache_dir: str | Path | None
+) -> list[Trajectory]:
+    """All episodes of these questions, concurrently; the result is in (question, framework, rollout) order."""
+    window = ContextWindow(config.keep_last_observations, config.keep_last_turns)
+    clients: list[LLMClient] = []
+    policies: dict[str, Policy] = {}
+    for framework in config.frameworks:
+        role = config.policies.get(framework)
+        if role is None or role.offline:
+            policies[framework] = ScriptedPolicy(env, config.error_rates, config.search_top_k)
+        else:
+            cache = Path(cache_dir) / "llm" / f"policy-{framework}" if cache_dir else None
+            clients.append(LLMClient(role, cache, name=f"policy-{framework}"))
+            policies[framework] = LLMPolicy(clients[-1], window)
+    try:
+        episodes = [
+            run_episode(
+                question,
+                get_framework(framework),
+                policies[framework],
+                env,
+                max_turns=config.max_turns,
+                max_parse_failures=config.max_parse_failures,
+                seed=episode_seed(config.seed, question.question_id, framework, rollout),
+                rollout=rollout,
+            )
+            for question in questions
+            for framework in config.frameworks
+            for rollout in range(config.rollouts)
+        ]
+        return list(await asyncio.gather(*episodes))
+    finally:
+        for client in clients:
+            await client.aclose()
+
+
+class _SolveUnit(apache_beam.DoFn):
+    """Runs one work unit unless its part exists; the environment is loaded once per worker."""
+
+    def __init__(self, index_dir: str, out_dir: str, config: TrajectoryConfig, cache_dir: str | None):
+        self.index_dir, self.out_dir, self.config, self.cache_dir = index_dir, out_dir, config, cache_dir
+        self.env: SearchEnvironment | None = None
+
+    def setup(self):
+        self.env = SearchEnvironment.load(self.index_dir)
+
+    def process(self, unit: Unit):
+        parts = WorkUnits(self.out_dir, [TABLE])
+        if parts.is_done(unit.unit_id):
+            apache_beam.metrics.Metrics.counter(STAGE, "units_resumed").inc()
+            yield unit.unit_id
+            return
+        trajectories = run_async(lambda: solve_questions(unit.questions, self.env, self.config, self.cache_dir))
+        parts.write(unit.unit_id, {TABLE: (Trajectory, trajectories)})
+        apache_beam.metrics.Metrics.counter(STAGE, "units_solved").inc()
+        yield unit.unit_id
+
+
+class SolveUnits(apache_beam.PTransform):
+    """PCollection[Unit] -> PCollection[unit id], each unit's trajectories written as a resumable part."""
+
+    def __init__(self, index_dir: str | Path, out_dir: str | Path, config: TrajectoryConfig, cache_dir: str | Path | None):
+        super().__init__()
+        self.fn = _SolveUnit(str(index_dir), str(out_dir), config, str(cache_dir) if cache_dir else None)
+
+    def expand(self, units):
+        return units | "Reshuffle" >> apache_beam.Reshuffle() | "Solve" >> apache_beam.ParDo(self.fn)
+
+
+def trajectory_counts(trajectories: list[Trajectory]) -> dict[str, int]:
+    counts = Counter({"trajectories": len(trajectories), "correct": 0})
+    for trajectory in trajectories:
+        counts[f"framework:{trajectory.framework}"] += 1
+        counts[f"stop:{trajectory.stop_reason}"] += 1
+        counts["correct"] += trajectory.outcome.correct
+        counts["turns"] += len(trajectory.turns)
+        for turn in trajectory.turns:
+            counts["tool_errors"] += turn.tool_error
+            counts["parse_errors"] += turn.parse_error is not None
+            if turn.injected_error:
+                counts[f"injected:{turn.injected_error}"] += 1
+    return dict(counts)
+
+
+def run_trajectories(
+    questions_dir: str | Path,
+    index_dir: str | Path,
+    out_dir: str | Path,
+    config: TrajectoryConfig,
+    cache_dir: str | Path | None = None,
+    beam: BeamOptions | None = None,
+    beam_args: Iterable[str] = (),
+) -> Manifest:
+    """Solve every question with every framework and rollout; resumable; writes trajectories/*.parquet."""
+    questions_dir, index_dir, out_dir = Path(questions_dir), Path(index_dir), Path(out_dir)
+    run = begin_stage(STAGE, out_dir, config, upstream_dirs={"questions": questions_dir, "index": index_dir})
+    if run.done:
+        return run.finished
+    questions = list(read_records(Question, questions_dir / "questions"))
+    units = plan_units(questions, config)
+    options = pipeline_options(beam, list(beam_args))
+    with apache_beam.Pipeline(options=options) as pipeline:
+        _ = (
+            pipeline
+            | "Units" >> apache_beam.Create(units, reshuffle=False)
+            | "SolveUnits" >> SolveUnits(index_dir, out_dir, config, cache_dir)
+        )
+    parts = WorkUnits(out_dir, [TABLE])
+    trajectories = [t for unit in units for t in read_records(Trajectory, parts.part_path(TABLE, unit.unit_id))]
+    outputs = []
+    shard_count = max(1, -(-len(trajectories) // SHARD_RECORDS))
+    for shard in range(shard_count):
+        path = out_dir / TABLE / f"{TABLE}-{shard:05d}-of-{shard_count:05d}.parquet"
+        write_records(Trajectory, trajectories[shard * SHARD_RECORDS : (shard + 1) * SHARD_RECORDS], path)
+        outputs.append(str(path.relative_to(out_dir)))
+    counts = trajectory_counts(trajectories)
+    counts["questions_in"] = len(questions)
+    counts["questions_used"] = sum(len(unit.questions) for unit in units)
+    engines = {f"policy:{fw}": engine for fw, engine in policy_engines(config).items()}
+    return run.finish(counts, {TABLE: outputs}, engines=engines, seed=config.seed)
+
