@@ -13,6 +13,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
+from pipeline.sources import source_transform
 from pipeline.sources.dump import (
     ReadDump,
     dump_work_units,
@@ -21,7 +22,7 @@ from pipeline.sources.dump import (
     read_multistream_index,
 )
 from pipeline.sources.dump_writer import page_xml, site_header, write_multistream
-from schemas.config import BeamOptions
+from schemas.config import BeamOptions, ExtractConfig
 from schemas.wiki import Page, SkippedRecord
 
 WIKISAMPLES = Path(__file__).resolve().parents[1] / ".." / "shared" / "wikisamples" / "xml"
@@ -198,7 +199,8 @@ def test_beam_read_equals_the_plain_iterator_in_process_and_multiprocess(multist
     _run_read_dump(ReadDump(dump, index, streams_per_unit=2), pages, BeamOptions())
     _run_read_dump(ReadDump(dump), pages, BeamOptions())
     multiprocess = BeamOptions(direct_num_workers=2, direct_running_mode="multi_processing")
-    _run_read_dump(ReadDump(dump, index, streams_per_unit=3), pages, multiprocess)
+    config = ExtractConfig(dump=str(dump), index=str(index), streams_per_unit=3)
+    _run_read_dump(source_transform(config), pages, multiprocess)
 
 
 EXPECTED_SAMPLE_PAGES = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import re
 from collections import Counter
@@ -11,7 +12,9 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.errors import UserError
+from pipeline.sources import add_source_arguments, source_config, source_transform
 from pipeline.sources.mediawiki_api import ApiSettings, MediaWikiApi, ReadFromApi, user_agent
+from schemas.config import ExtractConfig
 from schemas.wiki import Page, SkippedRecord
 from tests.mediawiki_server import MediaWikiServer, RecentChange, WikiPage, iso
 
@@ -175,3 +178,44 @@ def test_beam_read_from_api_equals_the_plain_reader_and_keeps_each_page_once():
     assert len({r.title for r in expected}) == len(expected) == 59  # 56 titles + 3 reached by redirects
     with pytest.raises(UserError, match="30 days"):
         ReadFromApi(ApiSettings(url="http://127.0.0.1:9/w/api.php"), recent_days=45)
+
+
+def _parse(*argv: str):
+    parser = argparse.ArgumentParser(prog="hopsmith extract")
+    add_source_arguments(parser)
+    return parser, parser.parse_args(list(argv))
+
+
+def test_source_arguments_choose_the_api_and_say_recentchanges_reaches_30_days(tmp_path, capsys):
+    parser, args = _parse("--api", "https://en.wikipedia.org/w/api.php", "--titles", "Ulm", "Danube")
+    help_text = " ".join(parser.format_help().split())
+    assert "only reaches back 30 days" in help_text
+    config = ExtractConfig(**source_config(args))
+    assert (config.api_url, config.api_titles, config.dump) == ("https://en.wikipedia.org/w/api.php", ["Ulm", "Danube"], None)
+    transform = source_transform(config)
+    assert isinstance(transform, ReadFromApi) and transform.titles == ["Ulm", "Danube"]
+    titles_file = tmp_path / "titles.txt"
+    titles_file.write_text("# wanted\nUlm\n\nMileva Marić\n", encoding="utf-8")
+    _, args = _parse("--api", "http://x/api.php", "--titles-file", str(titles_file), "--api-max-in-flight", "2")
+    assert source_config(args)["api_titles"] == ["Ulm", "Mileva Marić"]
+    assert source_config(args)["api_max_in_flight"] == 2
+    _, args = _parse("--api", "http://x/api.php", "--recent-days", "30")
+    assert ExtractConfig(**source_config(args)).api_recent_days == 30
+    with pytest.raises(SystemExit):
+        _parse("--api", "http://x/api.php", "--recent-days", "31")
+    assert "only reaches back 30 days" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    ((), "choose one source"),
+    (("--dump", "d.xml.bz2", "--api", "http://x/api.php"), "choose one source"),
+    (("--api", "http://x/api.php"), "needs --titles"),
+    (("--api", "http://x/api.php", "--titles", "A", "--recent-days", "3"), "one of them"),
+    (("--dump", "d.xml.bz2", "--titles", "A"), "belong to --api"),
+    (("--api", "http://x/api.php", "--index", "i.txt"), "--index belongs to --dump"),
+    (("--api", "http://x/api.php", "--titles-file", "/nonexistent/titles.txt"), "titles file not found"),
+])
+def test_inconsistent_source_choices_are_user_errors(argv, message):
+    _, args = _parse(*argv)
+    with pytest.raises(UserError, match=message):
+        source_config(args)
