@@ -2,12 +2,36 @@
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from pydantic import BaseModel, ConfigDict
 
 from schemas.base import Record
 from schemas.trajectory import Trajectory
 
 CRITERIA = ("tool_accuracy", "information_gain", "logical_soundness")
+
+# Why a turn failed, each kind belonging to one criterion (the root cause, not its echoes: a repeated call
+# also adds no information, but its kind is `repeated_call`).
+FailureKind = Literal[
+    "malformed_call",
+    "tool_error",
+    "repeated_call",
+    "empty_result",
+    "not_sensible",
+    "off_path_detour",
+    "redundant_turn",
+    "unsupported_claim",
+    "unmotivated_action",
+    "wrong_answer",
+    "unsound_reasoning",
+]
+FAILURE_KINDS: tuple[str, ...] = get_args(FailureKind)
+KIND_CRITERION: dict[str, str] = {
+    **dict.fromkeys(("malformed_call", "tool_error", "repeated_call", "empty_result", "not_sensible"), "tool_accuracy"),
+    **dict.fromkeys(("off_path_detour", "redundant_turn"), "information_gain"),
+    **dict.fromkeys(("unsupported_claim", "unmotivated_action", "wrong_answer", "unsound_reasoning"), "logical_soundness"),
+}
 
 
 class CriterionScore(BaseModel):
@@ -26,6 +50,7 @@ class TurnJudgement(Record):
     information_gain: CriterionScore
     logical_soundness: CriterionScore
     failed_checks: list[str] = []
+    failure_kinds: list[FailureKind] = []
     verdict: bool
     reward: float
     loss_mask: int

@@ -1,0 +1,124 @@
+"""Programmatic tool-call checks: the first, cheapest and most certain part of tool-call accuracy.
+
+Each check answers one question about a turn's call. They run in order: a turn that could not be parsed
+or named an unknown tool is not asked whether its result was empty. A failed check carries the score it
+caps tool accuracy at and the failure kind it stands for.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from schemas.critic import FailureKind
+from schemas.trajectory import ToolCall, Turn
+from synth.matching import normalize_answer
+from synth.tools import TOOL_ARGS, validate_call
+
+ANSWER_TOOL = "answer"
+_EMPTY_RESULT = re.compile(
+    r"^\W*(no (?:results?|matches|pages?|sentences?|hits?)\b|nothing (?:found|matched)|0 results?\b|"
+    r"(?:the )?(?:search|query) returned no)",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    name: str
+    passed: bool
+    detail: str = ""
+    cap: float = 1.0
+    kind: FailureKind | None = None
+
+
+def normalized_call(call: ToolCall) -> str:
+    """A call's identity after normalisation: defaults filled, strings normalised, search words as a set."""
+    parsed, _ = validate_call(call.name, call.arguments)
+    arguments = parsed.model_dump() if parsed is not None else dict(call.arguments)
+    canonical = {}
+    for key, value in sorted(arguments.items()):
+        if isinstance(value, str):
+            words = normalize_answer(value).split()
+            value = " ".join(sorted(set(words))) if call.name == "search" and key == "query" else " ".join(words)
+        canonical[key] = value
+    return json.dumps([call.name, canonical], sort_keys=True, default=str)
+
+
+def is_answer_turn(turn: Turn) -> bool:
+    """The turn that ends the run: an `answer` call, or a framework's final answer without a call."""
+    if turn.tool_call is not None:
+        return turn.tool_call.name == ANSWER_TOOL
+    return turn.final_answer is not None
+
+
+def is_empty_result(observation: str | None) -> bool:
+    return observation is None or not observation.strip() or bool(_EMPTY_RESULT.match(observation.strip()))
+
+
+def check_parsed(turn: Turn) -> CheckResult:
+    if turn.parse_error or (turn.tool_call is None and turn.final_answer is None):
+        reason = turn.parse_error or "no tool call and no final answer"
+        return CheckResult("parsed", False, f"output could not be parsed: {reason}", 0.0, "malformed_call")
+    return CheckResult("parsed", True)
+
+
+def check_tool_exists(call: ToolCall) -> CheckResult:
+    if call.name not in TOOL_ARGS:
+        return CheckResult("tool_exists", False, f"unknown tool {call.name!r}", 0.0, "malformed_call")
+    return CheckResult("tool_exists", True)
+
+
+def check_arguments(call: ToolCall) -> CheckResult:
+    _, error = validate_call(call.name, call.arguments)
+    if error:
+        return CheckResult("arguments_valid", False, error, 0.0, "malformed_call")
+    return CheckResult("arguments_valid", True)
+
+
+def check_ran(turn: Turn) -> CheckResult:
+    if turn.tool_error:
+        excerpt = (turn.observation or "").strip().splitlines()[:1]
+        return CheckResult("ran_without_error", False, f"tool error: {' '.join(excerpt)[:160]}", 0.2, "tool_error")
+    return CheckResult("ran_without_error", True)
+
+
+def check_not_repeated(call: ToolCall, earlier_calls: Iterable[ToolCall]) -> CheckResult:
+    identity = normalized_call(call)
+    for earlier in earlier_calls:
+        if normalized_call(earlier) == identity:
+            return CheckResult(
+                "not_repeated", False, f"repeats call {earlier.call_id} ({earlier.name})", 0.1, "repeated_call"
+            )
+    return CheckResult("not_repeated", True)
+
+
+def check_result_not_empty(turn: Turn) -> CheckResult:
+    if is_empty_result(turn.observation):
+        return CheckResult("result_not_empty", False, "the tool returned nothing", 0.3, "empty_result")
+    return CheckResult("result_not_empty", True)
+
+
+def run_checks(turn: Turn, earlier_turns: list[Turn]) -> list[CheckResult]:
+    """The programmatic checks that apply to this turn, in order, stopping at the first failure (its root cause)."""
+    parsed = check_parsed(turn)
+    if not parsed.passed:
+        return [parsed]
+    call = turn.tool_call
+    if call is None:  # a framework that states its final answer without an `answer` call
+        return [parsed]
+    results = [parsed, check_tool_exists(call)]
+    if not results[-1].passed:
+        return results
+    results.append(check_arguments(call))
+    if not results[-1].passed:
+        return results
+    earlier_calls = [t.tool_call for t in earlier_turns if t.tool_call is not None and not t.parse_error]
+    results.append(check_ran(turn))
+    if results[-1].passed:
+        results.append(check_not_repeated(call, earlier_calls))
+    if results[-1].passed and call.name != ANSWER_TOOL:
+        results.append(check_result_not_empty(turn))
+    return results

@@ -1,0 +1,133 @@
+"""What a trajectory has learned so far: the context a turn is judged against.
+
+`Knowledge` accumulates the question and each observation turn by turn, so every criterion asks the same
+question "was this already known before this turn?". Gold-path evidence units come from the question's
+path: its entities (start and entity tails) and its relation facts (head + tail or literal value seen
+together in one passage, or the value seen on the head's own page).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from critic.checks import is_empty_result
+from critic.text import content_tokens, mentions_any, surface_forms
+from schemas.questions import Question
+from schemas.trajectory import Turn
+from synth.matching import normalize_answer
+
+
+@dataclass(frozen=True)
+class EvidenceUnit:
+    """One piece of gold-path evidence: an entity, or a relation fact of one hop."""
+
+    kind: str  # "entity" | "fact"
+    label: str
+    forms: tuple[str, ...]
+    head_forms: tuple[str, ...] = ()
+
+
+def gold_units(question: Question | None) -> list[EvidenceUnit]:
+    """Entity and fact units of the question's gold path (none without a question)."""
+    if question is None:
+        return []
+    units: dict[str, EvidenceUnit] = {}
+    path = question.path
+    entity_names = [path.start] + [h.tail for h in path.hops if h.tail]
+    for name in entity_names:
+        units.setdefault(f"entity:{name}", EvidenceUnit("entity", name, tuple(surface_forms(name))))
+    for hop in path.hops:
+        target = hop.tail if hop.tail else hop.value
+        if not target:
+            continue
+        value_type = "entity" if hop.tail else hop.value_type
+        label = f"{hop.head} --{hop.relation}--> {target}"
+        units.setdefault(
+            f"fact:{label}",
+            EvidenceUnit("fact", label, tuple(surface_forms(target, value_type)), tuple(surface_forms(hop.head))),
+        )
+    return list(units.values())
+
+
+def _passages(observation: str) -> list[str]:
+    """Normalised passages of an observation: lines (search results) and the whole text."""
+    lines = [normalize_answer(line) for line in observation.splitlines() if line.strip()]
+    return [p for p in lines if p]
+
+
+def unit_in_observation(unit: EvidenceUnit, observation: str, page_title: str | None) -> bool:
+    """Is the unit evidenced by this observation? Facts need head and value together, or the head's page."""
+    whole = normalize_answer(observation)
+    if not mentions_any(whole, unit.forms):
+        return False
+    if unit.kind == "entity":
+        return True
+    if page_title and mentions_any(normalize_answer(page_title), unit.head_forms):
+        return True
+    return any(mentions_any(p, unit.forms) and mentions_any(p, unit.head_forms) for p in _passages(observation))
+
+
+def target_page(turn: Turn) -> str | None:
+    """The page a call read (open_page / find_in_page), used to attribute facts to their head entity."""
+    if turn.tool_call and turn.tool_call.name in ("open_page", "find_in_page"):
+        title = turn.tool_call.arguments.get("title")
+        return title if isinstance(title, str) else None
+    return None
+
+
+def observation_text(turn: Turn) -> str:
+    """The observation as evidence: error results, empty results and unparsed turns add nothing."""
+    if turn.tool_error or turn.parse_error or is_empty_result(turn.observation):
+        return ""
+    return turn.observation
+
+
+@dataclass
+class Knowledge:
+    """The question plus every observation seen so far, as normalised text, tokens and evidenced units."""
+
+    question_text: str
+    units: list[EvidenceUnit]
+    observations: list[str] = field(default_factory=list)
+    tokens: set[str] = field(default_factory=set)
+    evidenced: set[EvidenceUnit] = field(default_factory=set)
+    _normalized: str = ""
+
+    @classmethod
+    def start(cls, question_text: str, question: Question | None) -> Knowledge:
+        knowledge = cls(question_text=question_text, units=gold_units(question))
+        knowledge.tokens = content_tokens(question_text)
+        knowledge._normalized = normalize_answer(question_text)
+        knowledge.evidenced = {u for u in knowledge.units if u.kind == "entity" and mentions_any(knowledge._normalized, u.forms)}
+        return knowledge
+
+    @property
+    def normalized(self) -> str:
+        """Question and observations so far, normalised, one passage per line."""
+        return self._normalized
+
+    def evidenced_by(self, turn: Turn) -> set[EvidenceUnit]:
+        text = observation_text(turn)
+        if not text:
+            return set()
+        page = target_page(turn)
+        return {u for u in self.units if unit_in_observation(u, text, page)}
+
+    def supports(self, phrase: str) -> bool:
+        """Is a name or value known from the question or an earlier observation (phrase or all its tokens)?"""
+        needle = normalize_answer(phrase)
+        if not needle:
+            return True
+        if f" {needle} " in f" {self._normalized} ":
+            return True
+        words = content_tokens(phrase)
+        return bool(words) and words <= self.tokens
+
+    def add(self, turn: Turn) -> None:
+        """Fold a judged turn's observation into what is known."""
+        self.evidenced |= self.evidenced_by(turn)
+        text = observation_text(turn)
+        if text:
+            self.observations.append(text)
+            self.tokens |= content_tokens(text)
+            self._normalized += "\n" + normalize_answer(text)

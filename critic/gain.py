@@ -1,0 +1,76 @@
+"""Information gain: what a turn's observation adds to what the trajectory already knew.
+
+Two sources, the larger wins:
+- gold-path evidence: path entities and relation facts this observation shows for the first time;
+- relevant novelty: the share of the observation's content words never seen before in the question or an
+  earlier observation, weighted by how much the observation is about the question (it names a path entity
+  or a name from the question). Useful progress off the gold path scores above zero; a detour to an
+  unrelated page, or a turn that only repeats what was seen, scores near zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from critic.checks import is_answer_turn
+from critic.evidence import Knowledge, observation_text
+from critic.text import content_tokens, mentions_any, named_spans
+from schemas.trajectory import Turn
+from synth.matching import normalize_answer
+
+FACT_WEIGHT = 0.6
+ENTITY_WEIGHT = 0.3
+NOVELTY_WEIGHT = 0.5
+
+
+@dataclass(frozen=True)
+class GainResult:
+    score: float
+    rationale: str
+    new_units: tuple[str, ...] = ()
+    novelty: float = 0.0
+    relevance: float = 0.0
+
+
+def question_anchors(knowledge: Knowledge) -> list[str]:
+    """Names an on-topic observation is expected to mention: path entities and names in the question."""
+    anchors = [form for unit in knowledge.units if unit.kind == "entity" for form in unit.forms]
+    anchors += named_spans(knowledge.question_text)
+    return [a for a in anchors if normalize_answer(a)]
+
+
+def relevance(observation: str, knowledge: Knowledge) -> float:
+    """1 when the observation names a path entity or a name from the question, else the share of question words."""
+    text = normalize_answer(observation)
+    if mentions_any(text, question_anchors(knowledge)):
+        return 1.0
+    question_words = content_tokens(knowledge.question_text)
+    if not question_words:
+        return 0.0
+    shared = len(question_words & content_tokens(observation)) / len(question_words)
+    return min(1.0, shared) * 0.5
+
+
+def information_gain(turn: Turn, knowledge: Knowledge) -> GainResult:
+    """Score a turn's observation against `knowledge`, which holds everything seen before this turn."""
+    if is_answer_turn(turn):
+        return GainResult(1.0, "final answer: ends the search, judged by soundness and outcome")
+    text = observation_text(turn)
+    if not text:
+        return GainResult(0.0, "no usable observation (error, empty or unparsed turn)")
+    new_units = sorted((knowledge.evidenced_by(turn) - knowledge.evidenced), key=lambda u: u.label)
+    facts = sum(u.kind == "fact" for u in new_units)
+    entities = len(new_units) - facts
+    gold = min(1.0, FACT_WEIGHT * facts + ENTITY_WEIGHT * entities)
+    words = content_tokens(text)
+    novelty = len(words - knowledge.tokens) / len(words) if words else 0.0
+    related = relevance(text, knowledge)
+    off_path = NOVELTY_WEIGHT * novelty * related
+    score = max(gold, off_path)
+    if new_units:
+        rationale = f"new gold-path evidence: {'; '.join(u.label for u in new_units)[:240]}"
+    elif related == 0.0:
+        rationale = f"observation unrelated to the question (novelty {novelty:.2f}, relevance 0)"
+    else:
+        rationale = f"no new gold-path evidence; novelty {novelty:.2f} x relevance {related:.2f}"
+    return GainResult(round(score, 4), rationale, tuple(u.label for u in new_units), novelty, related)

@@ -1,0 +1,112 @@
+"""The critic's core: judge every turn of one trajectory on the three criteria and derive its signals.
+
+A plain function (no Beam, no I/O) so tests and the calibration report call exactly what the stage runs.
+Turns are judged in order against `Knowledge`, which holds the question and the observations before the
+turn. With LLM assessments (one per turn) the judge refines two criteria: it decides tool accuracy when
+every programmatic check passed, and it can only lower logical soundness (the minimum of offline and LLM
+scores), so a fooled judge cannot pass a turn the offline checks failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from critic.checks import run_checks
+from critic.evidence import Knowledge
+from critic.gain import information_gain
+from critic.llm_judge import TurnAssessment
+from critic.signals import loss_mask, outcome_reward, turn_reward
+from critic.soundness import logical_soundness
+from schemas.config import JudgeConfig
+from schemas.critic import CRITERIA, KIND_CRITERION, CriterionScore, JudgedTrajectory, TurnJudgement
+from schemas.questions import Question
+from schemas.trajectory import Trajectory, Turn
+
+OFFLINE_ENGINE = "offline"
+DETOUR_NOVELTY = 0.5
+
+
+def _tool_accuracy(turn: Turn, earlier: list[Turn], threshold: float, assessment: TurnAssessment | None):
+    checks = run_checks(turn, earlier)
+    failed = [c for c in checks if not c.passed]
+    if failed:
+        return min(c.cap for c in failed), "; ".join(c.detail for c in failed), [c.kind for c in failed], failed
+    rationale = f"passed checks: {', '.join(c.name for c in checks)}"
+    if assessment is None:
+        return 1.0, rationale, [], []
+    score = assessment.sensible_next_step
+    kinds = ["not_sensible"] if score < threshold else []
+    return score, f"{rationale}; judge: {assessment.sensible_rationale}"[:400], kinds, []
+
+
+def _gain_kind(novelty: float) -> str:
+    return "off_path_detour" if novelty >= DETOUR_NOVELTY else "redundant_turn"
+
+
+def judge_turns(
+    trajectory: Trajectory,
+    question: Question | None,
+    config: JudgeConfig,
+    assessments: Sequence[TurnAssessment] | None = None,
+    engine: str = OFFLINE_ENGINE,
+    model: str | None = None,
+) -> list[TurnJudgement]:
+    thresholds = config.thresholds
+    knowledge = Knowledge.start(trajectory.question, question)
+    judgements = []
+    for position, turn in enumerate(trajectory.turns):
+        assessment = assessments[position] if assessments else None
+        tool_score, tool_why, tool_kinds, failed_checks = _tool_accuracy(
+            turn, trajectory.turns[:position], thresholds["tool_accuracy"], assessment
+        )
+        gain = information_gain(turn, knowledge)
+        sound = logical_soundness(turn, trajectory, question, knowledge)
+        sound_score, sound_why, sound_kinds = sound.score, sound.rationale, list(sound.kinds)
+        if assessment is not None:
+            sound_why = f"{sound_why}; judge: {assessment.soundness_rationale}"[:400]
+            if assessment.logical_soundness < sound_score:
+                sound_score = assessment.logical_soundness
+                if sound_score < thresholds["logical_soundness"] and not sound_kinds:
+                    sound_kinds = ["unsound_reasoning"]
+        scores = {"tool_accuracy": tool_score, "information_gain": gain.score, "logical_soundness": sound_score}
+        passed = {c: scores[c] >= thresholds[c] for c in CRITERIA}
+        kinds = [k for k in tool_kinds if k] if not passed["tool_accuracy"] else []
+        if not passed["information_gain"] and passed["tool_accuracy"]:
+            kinds.append(_gain_kind(gain.novelty))
+        if not passed["logical_soundness"]:
+            kinds += sound_kinds
+        verdict = all(passed.values())
+        judgements.append(
+            TurnJudgement(
+                trajectory_id=trajectory.trajectory_id,
+                turn_index=turn.index,
+                tool_accuracy=CriterionScore(score=tool_score, passed=passed["tool_accuracy"], rationale=tool_why),
+                information_gain=CriterionScore(score=gain.score, passed=passed["information_gain"], rationale=gain.rationale),
+                logical_soundness=CriterionScore(score=sound_score, passed=passed["logical_soundness"], rationale=sound_why),
+                failed_checks=[c.name for c in failed_checks] + [c for c in CRITERIA if not passed[c]],
+                failure_kinds=[k for k in dict.fromkeys(kinds) if KIND_CRITERION[k] in {c for c in CRITERIA if not passed[c]}],
+                verdict=verdict,
+                reward=turn_reward(scores, verdict, config),
+                loss_mask=loss_mask(verdict, config),
+                engine=engine,
+                model=model,
+            )
+        )
+        knowledge.add(turn)
+    return judgements
+
+
+def judge_trajectory(
+    trajectory: Trajectory,
+    question: Question | None,
+    config: JudgeConfig,
+    assessments: Sequence[TurnAssessment] | None = None,
+    engine: str = OFFLINE_ENGINE,
+    model: str | None = None,
+) -> JudgedTrajectory:
+    """The trajectory with one judgement per turn and its outcome reward."""
+    return JudgedTrajectory(
+        trajectory=trajectory,
+        judgements=judge_turns(trajectory, question, config, assessments, engine, model),
+        outcome_reward=outcome_reward(trajectory, config),
+    )

@@ -1,0 +1,110 @@
+"""Offline logical soundness: is what the turn says grounded, and does what it does follow from it?
+
+Three parts, the weakest decides:
+- claims: every name, number or quoted string in an asserting clause of the reasoning (not a plan, a
+  question or a hedge) must be known from the question or an earlier observation;
+- action: the call's arguments must come from the reasoning (or, with no reasoning, from what is known);
+  a call that names nothing the stated plan mentions does not follow from it;
+- final answer: it must be correct and shown by an earlier observation; a right answer no observation
+  showed is an unsupported claim (a guess), a wrong one fails outright.
+Observation text only ever serves as evidence here, so instructions inside a page cannot move a score.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from critic.checks import is_answer_turn
+from critic.evidence import Knowledge
+from critic.text import PLAN_MARKERS, clauses, content_tokens, is_assertion, named_spans, surface_forms
+from schemas.questions import Question
+from schemas.trajectory import Trajectory, Turn
+from synth.matching import match_answer
+
+UNSUPPORTED_CAP = 0.4
+PLANS_TO_ANSWER = re.compile(r"\b(?:give|giving|provide|submit|state)\b.{0,20}\banswer\b|\banswer with\b", re.I)
+
+
+@dataclass(frozen=True)
+class SoundnessPart:
+    score: float
+    detail: str
+    kind: str | None = None
+
+
+@dataclass(frozen=True)
+class SoundnessResult:
+    score: float
+    rationale: str
+    kinds: tuple[str, ...]
+    unsupported: tuple[str, ...] = ()
+
+
+def unsupported_spans(reasoning: str, knowledge: Knowledge) -> tuple[list[str], int]:
+    """(unsupported names/values, all names/values) asserted by the reasoning."""
+    asserted = [span for clause in clauses(reasoning) if is_assertion(clause) for span in named_spans(clause)]
+    return [s for s in asserted if not knowledge.supports(s)], len(asserted)
+
+
+def claims_part(reasoning: str, knowledge: Knowledge) -> SoundnessPart:
+    unsupported, total = unsupported_spans(reasoning, knowledge)
+    if not unsupported:
+        return SoundnessPart(1.0, f"{total} asserted names/values, all supported" if total else "no factual claims")
+    score = UNSUPPORTED_CAP * (total - len(unsupported)) / total
+    listed = ", ".join(dict.fromkeys(unsupported))[:200]
+    return SoundnessPart(score, f"unsupported by question or observations: {listed}", "unsupported_claim")
+
+
+def action_part(turn: Turn, knowledge: Knowledge) -> SoundnessPart:
+    call = turn.tool_call
+    if call is None or is_answer_turn(turn):
+        return SoundnessPart(1.0, "")
+    argument_words = content_tokens(" ".join(v for v in call.arguments.values() if isinstance(v, str)))
+    if not argument_words:
+        return SoundnessPart(1.0, "")
+    reasoning = turn.reasoning.strip()
+    if argument_words & content_tokens(reasoning):
+        return SoundnessPart(1.0, "the call follows the reasoning")
+    plans = [c for c in clauses(reasoning) if PLAN_MARKERS.search(c)]
+    if any(PLANS_TO_ANSWER.search(c) for c in plans):
+        return SoundnessPart(0.2, f"the reasoning says it will answer, but it calls {call.name}", "unmotivated_action")
+    if any(named_spans(c) for c in plans):
+        return SoundnessPart(0.2, f"{call.name} call is not the step the reasoning plans", "unmotivated_action")
+    if argument_words & knowledge.tokens:
+        return SoundnessPart(0.8, "the call builds on what is known")
+    if reasoning:
+        return SoundnessPart(0.3, f"{call.name} arguments come from neither reasoning nor context", "unmotivated_action")
+    return SoundnessPart(0.6, "no reasoning given; the call names nothing known yet")
+
+
+def answer_is_correct(answer: str, trajectory: Trajectory, question: Question | None) -> bool:
+    if answer == trajectory.final_answer:
+        return trajectory.outcome.correct
+    answer_type = question.path.answer_type if question else "string"
+    golds = [*surface_forms(trajectory.answer, answer_type), *trajectory.aliases]
+    return match_answer(answer, golds[0], golds[1:]).correct
+
+
+def answer_part(turn: Turn, trajectory: Trajectory, question: Question | None, knowledge: Knowledge) -> SoundnessPart:
+    if not is_answer_turn(turn):
+        return SoundnessPart(1.0, "")
+    answer = turn.final_answer or str((turn.tool_call.arguments if turn.tool_call else {}).get("text", ""))
+    if not answer_is_correct(answer, trajectory, question):
+        return SoundnessPart(0.0, f"final answer {answer!r} is wrong", "wrong_answer")
+    answer_type = question.path.answer_type if question else "string"
+    shown = knowledge.supports(answer) or any(knowledge.supports(f) for f in surface_forms(trajectory.answer, answer_type))
+    if not shown:
+        return SoundnessPart(0.3, f"final answer {answer!r} appears in no observation (a guess)", "unsupported_claim")
+    return SoundnessPart(1.0, "final answer is correct and shown by the evidence")
+
+
+def logical_soundness(turn: Turn, trajectory: Trajectory, question: Question | None, knowledge: Knowledge) -> SoundnessResult:
+    """Score a turn against `knowledge`, which holds the question and the observations before this turn."""
+    claims = claims_part(turn.reasoning, knowledge)
+    parts = [claims, action_part(turn, knowledge), answer_part(turn, trajectory, question, knowledge)]
+    score = min(p.score for p in parts)
+    rationale = "; ".join(p.detail for p in parts if p.detail) or "nothing to check"
+    kinds = tuple(dict.fromkeys(p.kind for p in parts if p.kind))
+    unsupported = tuple(unsupported_spans(turn.reasoning, knowledge)[0]) if claims.kind else ()
+    return SoundnessResult(round(score, 4), rationale, kinds, unsupported)

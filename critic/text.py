@@ -1,0 +1,140 @@
+"""Lexical helpers the offline critic shares: content tokens, phrase containment, surface forms, claims.
+
+Everything compares text after `synth.matching.normalize_answer` (lower case, no accents, punctuation or
+articles), so "Nolan, Christopher" and "christopher nolan" meet on the same tokens.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+from collections.abc import Iterable
+
+from synth.matching import normalize_answer
+
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have having he
+    her here hers him his how i if in into is it its itself just me more most my no nor not now of off on once only
+    or other our out over own same she should so some such than that the their them then there these they this
+    those through to too under until up very was we were what when where which while who whom why will with would
+    you your yours one two first page chunk result results title snippet""".split()
+)
+
+# Capitalised words that open sentences in agent reasoning without naming anything.
+DISCOURSE_WORDS = frozenset(
+    """according based since given good great yes ok okay looking searching reading checking opening thought
+    action observation answer final search open find next now then so therefore thus hence however first second
+    third finally let lets i i'll i'm i've we let's maybe perhaps possibly probably it this that these those there
+    the a an my our hmm wait also still both either neither another other one step""".split()
+)
+
+PLAN_MARKERS = re.compile(
+    r"\b(i will|i'll|i should|i need|i must|i want|i can|let me|let's|lets|next|now i|i am going|i'm going|"
+    r"search(ing)? for|look(ing)? up|look(ing)? for|open(ing)?|check(ing)?|find out|try(ing)?|to find|to confirm|"
+    r"to verify|to see|read(ing)?)\b",
+    re.IGNORECASE,
+)
+HEDGE_MARKERS = re.compile(
+    r"\b(maybe|perhaps|might|possibly|probably|guess|unclear|not sure|unsure|whether|if|unknown|could be|"
+    r"not (?:yet )?(?:found|known|mentioned|clear|shown))\b",
+    re.IGNORECASE,
+)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])|\n+")
+_CLAUSE = re.compile(r";\s+|:\s+|,\s*(?:so|then|and then|therefore|thus|hence)\s+|\s+so\s+(?=(?:i|let|next)\b)", re.I)
+_CONNECTORS = r"(?:of|the|de|del|der|den|da|di|du|la|le|les|von|van|and|for|upon|on|in|y|&)"
+_NAME = re.compile(
+    rf"[A-Z][\w'’.\-]*(?:\s+(?:{_CONNECTORS}\s+)*[A-Z][\w'’.\-]*)*|\b\d[\d,.]*\d\b|\b\d\b"
+)
+_QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
+
+
+def tokens(text: str) -> list[str]:
+    return normalize_answer(text).split()
+
+
+def content_tokens(text: str) -> set[str]:
+    """Normalised tokens that carry content: stop words and one-letter tokens dropped, numbers kept."""
+    return {t for t in tokens(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())}
+
+
+def contains_phrase(normalized_haystack: str, phrase: str) -> bool:
+    """True when `phrase` occurs in the (already normalised) haystack on word boundaries."""
+    needle = normalize_answer(phrase)
+    return bool(needle) and f" {needle} " in f" {normalized_haystack} "
+
+
+def _date_forms(value: str) -> list[str]:
+    parts = value.split("-")
+    try:
+        if len(parts) == 3:
+            day = dt.date(int(parts[0]), int(parts[1]), int(parts[2]))
+            month = calendar.month_name[day.month]
+            return [value, f"{day.day} {month} {day.year}", f"{month} {day.day}, {day.year}"]
+        if len(parts) == 2:
+            month = calendar.month_name[int(parts[1])]
+            return [value, f"{month} {parts[0]}"]
+    except (ValueError, IndexError):
+        pass
+    return [value]
+
+
+def _number_forms(value: str) -> list[str]:
+    forms = [value]
+    try:
+        number = float(value)
+    except ValueError:
+        return forms
+    if number.is_integer():
+        forms += [f"{int(number):,}", str(int(number))]
+    else:
+        forms.append(f"{number:,}")
+    return forms
+
+
+def surface_forms(value: str, value_type: str = "entity") -> list[str]:
+    """The ways a path value can be written in page text (title without disambiguation, date spellings)."""
+    if value_type == "date":
+        return _date_forms(value)
+    if value_type in ("number", "quantity"):
+        return _number_forms(value)
+    forms = [value]
+    bare = re.sub(r"\s*\([^)]*\)\s*$", "", value).strip()
+    if bare and bare != value:
+        forms.append(bare)
+    return forms
+
+
+def mentions_any(normalized_haystack: str, forms: Iterable[str]) -> bool:
+    return any(contains_phrase(normalized_haystack, form) for form in forms)
+
+
+def clauses(text: str) -> list[str]:
+    """Sentences split further at ';', ':' and ', so'/', then' so a claim and a plan are judged apart."""
+    pieces = []
+    for sentence in _SENTENCE.split(text):
+        pieces.extend(p.strip() for p in _CLAUSE.split(sentence) if p and p.strip())
+    return pieces
+
+
+def is_assertion(clause: str) -> bool:
+    """A clause states a fact unless it is a question, a plan, or hedged."""
+    return not (clause.rstrip().endswith("?") or PLAN_MARKERS.search(clause) or HEDGE_MARKERS.search(clause))
+
+
+def _strip_discourse(span: str) -> str:
+    words = span.split()
+    while words and words[0].lower().strip("'’.") in DISCOURSE_WORDS | STOPWORDS:
+        words = words[1:]
+    return " ".join(words).strip(" .,'’")
+
+
+def named_spans(clause: str) -> list[str]:
+    """Names, numbers and quoted strings a clause mentions: the checkable parts of a claim."""
+    spans = [m.group(1) for m in _QUOTED.finditer(clause)]
+    for match in _NAME.finditer(_QUOTED.sub(" ", clause)):
+        span = _strip_discourse(match.group(0))
+        if span and normalize_answer(span):
+            spans.append(span)
+    return spans
