@@ -19,11 +19,18 @@ from synth.frameworks.base import (
     tools_json_lines,
 )
 
-_ACTION = re.compile(r"^\s*\**action\**\s*[:：]\s*(.*)$", re.IGNORECASE | re.MULTILINE)
-_ACTION_INPUT = re.compile(r"^\s*\**action[ _]input\**\s*[:：]", re.IGNORECASE | re.MULTILINE)
-_OBSERVATION = re.compile(r"^\s*\**observation\**\s*[:：]", re.IGNORECASE | re.MULTILINE)
-_THOUGHT = re.compile(r"^\s*\**thought\**\s*[:：]\s*", re.IGNORECASE)
-_FINAL = re.compile(r"^\s*\**final answer\**\s*[:：]\s*(.+)", re.IGNORECASE | re.MULTILINE | re.DOTALL)
+
+
+def _label(name: str) -> str:
+    """A `Name:` line label, tolerating markdown bold around the name or the colon and full-width colons."""
+    return rf"^\s*\**\s*{name}\s*\**\s*[:：]\s*\**[ \t]*"
+
+
+_ACTION = re.compile(_label("action") + r"(.*)$", re.IGNORECASE | re.MULTILINE)
+_ACTION_INPUT = re.compile(_label("action[ _]input"), re.IGNORECASE | re.MULTILINE)
+_OBSERVATION = re.compile(_label("observation"), re.IGNORECASE | re.MULTILINE)
+_THOUGHT = re.compile(_label("thought"), re.IGNORECASE)
+_FINAL = re.compile(_label("final answer") + r"(.+)", re.IGNORECASE | re.MULTILINE | re.DOTALL)
 _BRACKET_CALL = re.compile(r"^([A-Za-z_]+)\s*\[(.*)\]\s*$", re.DOTALL)
 
 SYSTEM = """You are a research agent that answers questions by searching a local copy of Wikipedia.
@@ -93,6 +100,8 @@ class ReActFramework(Framework):
 def _arguments(name: str, raw_input: str) -> dict[str, Any] | str:
     """Action Input as arguments: a JSON object, or a bare string for a one-argument tool; else an error."""
     raw_input = raw_input.strip()
+    if raw_input.startswith("["):
+        return "`Action Input:` must be a JSON object"
     if raw_input.startswith(("{", "```")):
         parsed = loads_object(raw_input)
         return parsed if parsed is not None else "`Action Input:` is not a valid JSON object"
