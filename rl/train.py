@@ -224,12 +224,39 @@ def rollout_example(judged: JudgedTrajectory, episode: Rollout) -> Example | Non
     )
 
 
+def ppo_update(accelerator, policy, optimizer, reference, examples: list[Example], config: RLConfig,
+               pad_id: int) -> dict[str, float]:
+    """PPO-clip epochs over one batch of scored episodes, against the log-probs of the policy that sampled them."""
+    turn_adv, turn_trains = example_turn_advantages(examples, config)
+    batch = token_batch(examples, turn_adv, turn_trains, pad_id).to(accelerator.device)
+    policy.eval()
+    with torch.no_grad():
+        old_logprobs = policy(batch.input_ids, batch.attention_mask)
+        ref_logprobs = reference(batch.input_ids, batch.attention_mask) if reference is not None else None
+    policy.train()
+    losses, stats = [], Counter()
+    for _ in range(config.ppo_epochs):
+        for start in range(0, len(examples), config.batch_size):
+            rows = list(range(start, min(start + config.batch_size, len(examples))))
+            mini = batch.rows(rows)
+            logprobs = policy(mini.input_ids, mini.attention_mask)
+            loss, loss_stats = ppo_clip_loss(
+                logprobs, old_logprobs[rows], mini.advantages, mini.mask, config.clip_eps,
+                ref_logprobs[rows] if ref_logprobs is not None else None, config.kl_coef,
+            )
+            _step(accelerator, policy, optimizer, loss, config)
+            losses.append(loss.item())
+            stats.update(loss_stats)
+    updates = max(len(losses), 1)
+    return {"loss": sum(losses) / updates, **{k: v / updates for k, v in stats.items()},
+            "trained_tokens": int(batch.mask.sum())}
+
+
 def train_online(accelerator, policy, reference, tokenizer, prompts: list[RLPrompt], execute: Execute, judge: Judge,
                  config: RLConfig, metrics: MetricsLog, environment: str = "") -> dict[str, int]:
     """Roll out groups in the environment, judge every turn, and take PPO-clip steps on turn advantages."""
     optimizer = accelerator.prepare(_optimizer(policy, config))
     generator = accelerator.unwrap_model(policy).model
-    pad_id = tokenizer.pad_token_id
     chooser = random.Random(config.seed * 1_000_003 + accelerator.process_index)
     counts: Counter = Counter()
     for step in range(config.online_steps):
@@ -254,29 +281,8 @@ def train_online(accelerator, policy, reference, tokenizer, prompts: list[RLProm
         if not examples:
             metrics.write(record)
             continue
-        turn_adv, turn_trains = example_turn_advantages(examples, config)
-        batch = token_batch(examples, turn_adv, turn_trains, pad_id).to(accelerator.device)
-        with torch.no_grad():
-            old_logprobs = policy(batch.input_ids, batch.attention_mask)
-            ref_logprobs = reference(batch.input_ids, batch.attention_mask) if reference is not None else None
-        policy.train()
-        losses, stats = [], Counter()
-        for _ in range(config.ppo_epochs):
-            for start in range(0, len(examples), config.batch_size):
-                rows = list(range(start, min(start + config.batch_size, len(examples))))
-                mini = batch.rows(rows)
-                logprobs = policy(mini.input_ids, mini.attention_mask)
-                loss, loss_stats = ppo_clip_loss(
-                    logprobs, old_logprobs[rows], mini.advantages, mini.mask, config.clip_eps,
-                    ref_logprobs[rows] if ref_logprobs is not None else None, config.kl_coef,
-                )
-                _step(accelerator, policy, optimizer, loss, config)
-                losses.append(loss.item())
-                stats.update(loss_stats)
-        minibatches = max(len(losses), 1)
-        record.update(loss=sum(losses) / minibatches, **{k: v / minibatches for k, v in stats.items()},
-                      accuracy=sum(e.outcome_reward > 0 for e in examples) / len(examples),
-                      trained_tokens=int(batch.mask.sum()), **turn_stats(examples))
+        record.update(ppo_update(accelerator, policy, optimizer, reference, examples, config, tokenizer.pad_token_id),
+                      accuracy=sum(e.outcome_reward > 0 for e in examples) / len(examples), **turn_stats(examples))
         metrics.write(record)
     counts["online_steps"] = config.online_steps
     return dict(counts)
