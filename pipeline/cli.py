@@ -17,6 +17,9 @@ from pipeline.errors import UserError
 COMMAND_MODULES = (
     "pipeline.extract",
     "graph.stats",
+    "pipeline.dataset",
+    "pipeline.validate",
+    "pipeline.publish",
 )
 
 

@@ -166,3 +166,34 @@ def make_judged(
     return JudgedTrajectory(
         trajectory=trajectory, judgements=judgements, outcome_reward=1.0 if finished else 0.0
     )
+
+
+def write_upstream(out, questions: list[Question], judged: list[JudgedTrajectory]) -> dict:
+    """Finished `questions`, `index` and `judge` stage folders holding the given records (no real stages)."""
+    from pipeline.dataset import stage_dirs
+    from pipeline.io import write_records
+    from pipeline.stage import begin_stage
+
+    dirs = stage_dirs(out)
+    for stage, table, model, records in (
+        ("questions", "questions", Question, questions),
+        ("index", "pages", Question, []),
+        ("judge", "judged", JudgedTrajectory, judged),
+    ):
+        run = begin_stage(stage, dirs[stage], {"fixture": len(records)})
+        write_records(model, records, dirs[stage] / table / "part-00000.parquet")
+        run.finish(
+            {"kept": len(records)}, {table: [f"{table}/part-00000.parquet"]}, engines={"writer": "fixture"}
+        )
+    return dirs
+
+
+def sample_records(count: int = 12) -> tuple[list[Question], list[JudgedTrajectory]]:
+    """Questions of 2-4 hops and, per question, trajectories that answered, failed and ran out of turns."""
+    questions = [make_question(i, hops=2 + i % 3) for i in range(count)]
+    judged = []
+    for question in questions:
+        judged.append(make_judged(question, "tagged"))
+        judged.append(make_judged(question, "react", unparsed=False))
+        judged.append(make_judged(question, "function_calling", finished=False))
+    return questions, judged

@@ -1,0 +1,331 @@
+"""The dataset card (`README.md` with a Hub YAML header) and its plots, from statistics counted while building.
+
+`DatasetStats` is filled row by row by the dataset stage; the card and the PNG plots are pure functions of
+it, the upstream manifests and the config, so the same run always writes the same card.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import yaml  # noqa: E402
+
+from pipeline.layout import CONFIGS, dataset_info_yaml, shard_pattern  # noqa: E402
+from schemas.critic import CRITERIA, JudgedTrajectory  # noqa: E402
+from schemas.manifest import Manifest  # noqa: E402
+from schemas.questions import Question  # noqa: E402
+
+PLOTS_DIR = "plots"
+PLOTS = {
+    "hops": "hop_count_distribution.png",
+    "tool_calls": "tool_calls_per_trajectory.png",
+    "critic": "critic_pass_rate_per_criterion.png",
+    "accuracy": "outcome_accuracy_per_framework.png",
+}
+CONFIG_DESCRIPTIONS = {
+    "questions": "verified multi-hop questions with answer, aliases, as-of date and the graph path behind them",
+    "trajectories": "the canonical record: one agent trajectory with every turn's critic judgement",
+    "toolmind": "ToolMind-Web-QA compatible `{key, id, conversations: [{role, content, loss}]}` with MCP calls",
+    "nanbeige": "messages in the Nanbeige4.1 (Qwen3 ChatML) `<tool_call>`/`<tool_response>` template",
+    "openai": "OpenAI chat messages with `tool_calls` and `tool` results, plus the `tools` declarations",
+    "turns": "one row per critic-approved assistant turn: the conversation prefix ending at it",
+    "rl": "RL prompts in the nanbeige template with gold answers and the search environment to roll out in",
+}
+
+
+@dataclass
+class DatasetStats:
+    """What the card reports, counted while rows are written."""
+
+    questions: int = 0
+    hops: Counter = field(default_factory=Counter)
+    question_engines: Counter = field(default_factory=Counter)
+    trajectories: int = 0
+    tool_calls: list[int] = field(default_factory=list)
+    turns: int = 0
+    kept_turns: int = 0
+    criterion_passed: Counter = field(default_factory=Counter)
+    criterion_total: Counter = field(default_factory=Counter)
+    framework_total: Counter = field(default_factory=Counter)
+    framework_correct: Counter = field(default_factory=Counter)
+    stop_reasons: Counter = field(default_factory=Counter)
+    injected_errors: Counter = field(default_factory=Counter)
+    rows: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    skipped: Counter = field(default_factory=Counter)
+
+    def add_question(self, question: Question) -> None:
+        self.questions += 1
+        self.hops[question.hops] += 1
+        self.question_engines[question.engine] += 1
+
+    def add_trajectory(self, judged: JudgedTrajectory) -> None:
+        trajectory = judged.trajectory
+        self.trajectories += 1
+        self.tool_calls.append(sum(t.tool_call is not None for t in trajectory.turns))
+        self.turns += len(trajectory.turns)
+        self.kept_turns += sum(j.loss_mask for j in judged.judgements)
+        for judgement in judged.judgements:
+            for criterion in CRITERIA:
+                self.criterion_total[criterion] += 1
+                self.criterion_passed[criterion] += getattr(judgement, criterion).passed
+        self.framework_total[trajectory.framework] += 1
+        self.framework_correct[trajectory.framework] += trajectory.outcome.correct
+        self.stop_reasons[trajectory.stop_reason] += 1
+        self.injected_errors.update(t.injected_error for t in trajectory.turns if t.injected_error)
+
+    def pass_rate(self, criterion: str) -> float:
+        return (
+            self.criterion_passed[criterion] / self.criterion_total[criterion]
+            if self.criterion_total[criterion]
+            else 0.0
+        )
+
+    def accuracy(self, framework: str) -> float:
+        return (
+            self.framework_correct[framework] / self.framework_total[framework]
+            if self.framework_total[framework]
+            else 0.0
+        )
+
+
+def _bar(
+    path: Path,
+    labels: list[str],
+    values: list[float],
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    ylim: tuple[float, float] | None = None,
+) -> None:
+    figure, axes = plt.subplots(figsize=(6, 3.5), dpi=100)
+    axes.bar(labels, values, color="#4C72B0")
+    axes.set_title(title)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    if ylim:
+        axes.set_ylim(*ylim)
+    for x, value in enumerate(values):
+        axes.annotate(
+            f"{value:.2f}" if isinstance(value, float) else f"{value}",
+            (x, value),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, format="png", metadata={"Software": None})
+    plt.close(figure)
+
+
+def write_plots(stats: DatasetStats, root: Path) -> dict[str, str]:
+    """The four card plots as PNG files under `root/plots/`; returns plot -> relative path."""
+    folder = root / PLOTS_DIR
+    hops = sorted(stats.hops)
+    _bar(
+        folder / PLOTS["hops"],
+        [str(h) for h in hops],
+        [stats.hops[h] for h in hops],
+        "Hop-count distribution",
+        "hops",
+        "questions",
+    )
+    calls = Counter(stats.tool_calls)
+    edges = sorted(calls)
+    _bar(
+        folder / PLOTS["tool_calls"],
+        [str(c) for c in edges],
+        [calls[c] for c in edges],
+        "Tool calls per trajectory",
+        "tool calls",
+        "trajectories",
+    )
+    _bar(
+        folder / PLOTS["critic"],
+        list(CRITERIA),
+        [stats.pass_rate(c) for c in CRITERIA],
+        "Critic pass rate per criterion",
+        "criterion",
+        "pass rate",
+        ylim=(0, 1.05),
+    )
+    frameworks = sorted(stats.framework_total)
+    _bar(
+        folder / PLOTS["accuracy"],
+        frameworks,
+        [stats.accuracy(f) for f in frameworks],
+        "Outcome accuracy per framework",
+        "framework",
+        "accuracy",
+        ylim=(0, 1.05),
+    )
+    return {name: f"{PLOTS_DIR}/{filename}" for name, filename in PLOTS.items()}
+
+
+def size_category(rows: int) -> str:
+    if rows < 1000:
+        return "n<1K"
+    bounds = ["1K", "10K", "100K", "1M", "10M", "100M", "1B"]
+    exponent = min(int(math.log10(rows)) - 3, len(bounds) - 2)
+    return f"{bounds[exponent]}<n<{bounds[exponent + 1]}"
+
+
+def card_header(name: str, split_rows: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """The Hub YAML header: license, categories, and one config per non-empty table with its data files."""
+    configs, infos = [], []
+    for config in CONFIGS:
+        splits = {s: n for s, n in split_rows.get(config, {}).items() if n}
+        if not splits:
+            continue
+        configs.append(
+            {
+                "config_name": config,
+                "data_files": [{"split": s, "path": shard_pattern(config, s)} for s in splits],
+            }
+        )
+        infos.append(dataset_info_yaml(config, splits))
+    largest = max((sum(s.values()) for s in split_rows.values()), default=0)
+    return {
+        "license": "cc-by-sa-4.0",
+        "language": ["en"],
+        "pretty_name": name,
+        "task_categories": ["question-answering", "text-generation"],
+        "tags": ["deep-search", "agent", "tool-use", "multi-hop", "wikipedia", "synthetic", "trajectories"],
+        "size_categories": [size_category(largest)],
+        "source_datasets": ["original"],
+        "configs": configs,
+        "dataset_info": infos,
+    }
+
+
+def parse_card_header(text: str) -> dict[str, Any]:
+    """The YAML header of a card (between the leading `---` lines)."""
+    if not text.startswith("---\n"):
+        raise ValueError("the card has no YAML header")
+    header, _, _ = text[4:].partition("\n---\n")
+    return yaml.safe_load(header)
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _provenance(manifests: dict[str, Manifest], seed: int) -> list[list[Any]]:
+    extract = manifests.get("extract")
+    rows: list[list[Any]] = []
+    if extract is not None:
+        for item in extract.inputs:
+            rows.append(
+                ["dump", f"`{Path(item.path).name}` ({item.bytes:,} bytes, sha256 `{item.sha256[:16]}…`)"]
+            )
+        rows.append(["as-of", extract.as_of.date().isoformat() if extract.as_of else "newest revision"])
+        rows.append(["recency window", f"{extract.window_days} days" if extract.window_days else "-"])
+    rows.append(["seed", seed])
+    for stage, manifest in manifests.items():
+        engines = ", ".join(f"{role}: `{engine}`" for role, engine in sorted(manifest.engines.items())) or "-"
+        rows.append([f"stage `{stage}`", f"engines {engines}; key `{manifest.key[:12]}`"])
+    versions = sorted({m.code_version for m in manifests.values()})
+    rows.append(["code version", ", ".join(f"`{v}`" for v in versions)])
+    return rows
+
+
+def render_card(
+    name: str,
+    stats: DatasetStats,
+    split_rows: dict[str, dict[str, int]],
+    manifests: dict[str, Manifest],
+    seed: int,
+    plots: dict[str, str],
+    environment: str,
+) -> str:
+    """The whole `README.md`: YAML header, description, provenance, statistics and plots."""
+    header = yaml.safe_dump(card_header(name, split_rows), sort_keys=False, allow_unicode=True, width=1000)
+    config_rows = [
+        [f"`{c}`", CONFIG_DESCRIPTIONS[c], *(split_rows.get(c, {}).get(s, 0) for s in ("train", "test"))]
+        for c in CONFIGS
+    ]
+    skipped = [[reason, count] for reason, count in sorted(stats.skipped.items())]
+    mean_calls = sum(stats.tool_calls) / len(stats.tool_calls) if stats.tool_calls else 0.0
+    parts = [
+        f"---\n{header}---\n",
+        f"# {name}\n",
+        "Deep-search training data synthesised by **hopsmith** from a Wikipedia snapshot, following the "
+        "Nanbeige4.1-3B recipe: an entity-relation graph from infoboxes, conditional random walks, verified "
+        "multi-hop questions with unique answers, agent trajectories in several frameworks over a local "
+        "search environment built from the same snapshot, and a turn-level critic whose verdicts become "
+        "per-turn loss masks and rewards.\n",
+        "## Configs\n",
+        _table(["config", "content", "train", "test"], config_rows) + "\n",
+        "Splits are assigned by a hash of the question id, so a question, its trajectories and its RL prompt "
+        "share a split. In `toolmind`, `nanbeige` and `turns`, `loss` is 1 only on assistant turns the "
+        "critic passed; failed turns stay in context with loss 0. Load a config with "
+        f'`datasets.load_dataset("parquet", data_files={{"train": "{shard_pattern("toolmind", "train")}"}})` '
+        "or by config name from the Hub.\n",
+        "## Provenance\n",
+        _table(["", ""], _provenance(manifests, seed)) + "\n",
+        f"RL prompts roll out in the search environment `{environment}` (the `index` stage output of the same "
+        "run: `synth.environment.SearchEnvironment.load(<out>/index)`).\n",
+        "## Statistics\n",
+        _table(
+            ["statistic", "value"],
+            [
+                ["questions", stats.questions],
+                [
+                    "question engines",
+                    ", ".join(f"{k}: {v}" for k, v in sorted(stats.question_engines.items())),
+                ],
+                ["trajectories", stats.trajectories],
+                ["assistant turns", stats.turns],
+                [
+                    "turns with loss 1",
+                    f"{stats.kept_turns} ({stats.kept_turns / stats.turns:.1%})" if stats.turns else 0,
+                ],
+                ["mean tool calls per trajectory", f"{mean_calls:.2f}"],
+                ["max tool calls per trajectory", max(stats.tool_calls, default=0)],
+                ["stop reasons", ", ".join(f"{k}: {v}" for k, v in sorted(stats.stop_reasons.items()))],
+                [
+                    "injected offline-policy errors",
+                    ", ".join(f"{k}: {v}" for k, v in sorted(stats.injected_errors.items())) or "-",
+                ],
+            ],
+        )
+        + "\n",
+        _table(["criterion", "pass rate"], [[c, f"{stats.pass_rate(c):.3f}"] for c in CRITERIA]) + "\n",
+        _table(
+            ["framework", "trajectories", "accuracy"],
+            [
+                [f, stats.framework_total[f], f"{stats.accuracy(f):.3f}"]
+                for f in sorted(stats.framework_total)
+            ],
+        )
+        + "\n",
+    ]
+    if skipped:
+        parts += [
+            "Rows left out of the training renders, by reason:\n",
+            _table(["reason", "rows"], skipped) + "\n",
+        ]
+    parts += [
+        "## Plots\n",
+        f"![Hop-count distribution]({plots['hops']})\n",
+        f"![Tool calls per trajectory]({plots['tool_calls']})\n",
+        f"![Critic pass rate per criterion]({plots['critic']})\n",
+        f"![Outcome accuracy per framework]({plots['accuracy']})\n",
+        "## License and attribution\n",
+        "The text is derived from Wikipedia, licensed under the "
+        "[Creative Commons Attribution-ShareAlike 4.0 License](https://creativecommons.org/licenses/by-sa/4.0/); "
+        "this dataset is released under the same license. Attribution: Wikipedia contributors, "
+        "*Wikipedia, The Free Encyclopedia* (see the dump named above for the exact revisions; every "
+        "question's path records the page and revision id of each fact).\n",
+    ]
+    return "\n".join(parts)

@@ -1,0 +1,312 @@
+"""Stage 5 and `make dataset`: run every stage from the dump to a publishable Hub folder.
+
+`run_dataset` calls the stage entry points in order; each keys its output by inputs, config and code
+version (`pipeline.stage.begin_stage`), so a rerun skips finished stages and resumes unfinished ones per
+work unit. The last stage, `dataset`, renders every judged trajectory and question into the Hub layout
+(`pipeline.layout`), writes the card and plots (`pipeline.card`), and, like every stage, its manifest last.
+Rendering is a pure function of the upstream records in their (deterministic) shard order, so a killed
+build is simply rebuilt from scratch on rerun.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import logging
+import shutil
+import tomllib
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from pipeline import renders
+from pipeline.card import DatasetStats, render_card, write_plots
+from pipeline.errors import UserError
+from pipeline.io import atomic_write_text, read_manifest, read_records, shard_files
+from pipeline.layout import CONFIGS, SPLITS, SplitWriter, split_of, write_checksums
+from pipeline.progress import console, print_summary, track
+from pipeline.stage import begin_stage
+from schemas.config import DatasetConfig
+from schemas.critic import JudgedTrajectory
+from schemas.manifest import Manifest
+from schemas.questions import Question
+
+log = logging.getLogger(__name__)
+STAGE = "dataset"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_DUMP = REPO_ROOT / "data/sample/enwiki-sample-pages-articles-multistream.xml.bz2"
+SAMPLE_INDEX = REPO_ROOT / "data/sample/enwiki-sample-pages-articles-multistream-index.txt.bz2"
+# stage name -> folder under the run's `out` directory, in run order
+STAGE_FOLDERS = {
+    "extract": "graph",
+    "walk": "paths",
+    "questions": "questions",
+    "index": "index",
+    "trajectories": "trajectories",
+    "judge": "judged",
+    STAGE: "dataset",
+}
+SFT_CONFIGS = ("toolmind", "nanbeige", "openai", "turns")
+
+
+def stage_dirs(out: str | Path) -> dict[str, Path]:
+    return {stage: Path(out) / folder for stage, folder in STAGE_FOLDERS.items()}
+
+
+def with_sources(config: DatasetConfig) -> DatasetConfig:
+    """The config with the shipped sample as the dump when neither a dump nor the API is configured."""
+    extract = config.extract
+    if extract.dump is None and extract.api_url is None:
+        if not SAMPLE_DUMP.is_file():
+            raise UserError(f"no --dump given and the shipped sample {SAMPLE_DUMP} is missing")
+        extract = extract.model_copy(update={"dump": str(SAMPLE_DUMP), "index": str(SAMPLE_INDEX)})
+    if extract.dump is not None and not Path(extract.dump).is_file():
+        raise UserError(f"dump not found: {extract.dump}")
+    if extract.index is not None and not Path(extract.index).is_file():
+        raise UserError(f"dump index not found: {extract.index}")
+    return config.model_copy(update={"extract": extract})
+
+
+def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifest:
+    """Run every stage, skipping finished ones, then build `out/dataset`; prints the run summary."""
+    from critic.judge import run_judge
+    from graph.walks import run_walks
+    from pipeline.extract import run_extract
+    from synth.environment import build_index
+    from synth.questions import run_questions
+    from synth.trajectories import run_trajectories
+
+    config = with_sources(config)
+    dirs = stage_dirs(config.out)
+    cache = Path(config.out) / "cache" / "llm"
+    beam = {"beam": config.beam, "beam_args": list(beam_args)}
+    steps: list[tuple[str, Callable[[], Manifest]]] = [
+        ("extract", lambda: run_extract(config=config.extract, out_dir=dirs["extract"], **beam)),
+        ("walk", lambda: run_walks(dirs["extract"], dirs["walk"], config.walk, **beam)),
+        (
+            "questions",
+            lambda: run_questions(
+                dirs["extract"], dirs["walk"], dirs["questions"], config.questions, cache, **beam
+            ),
+        ),
+        ("index", lambda: build_index(dirs["extract"], dirs["index"], config.index)),
+        (
+            "trajectories",
+            lambda: run_trajectories(
+                dirs["questions"], dirs["index"], dirs["trajectories"], config.trajectories, cache, **beam
+            ),
+        ),
+        (
+            "judge",
+            lambda: run_judge(
+                dirs["trajectories"],
+                dirs["questions"],
+                dirs["index"],
+                dirs["judge"],
+                config.judge,
+                cache,
+                **beam,
+            ),
+        ),
+        (STAGE, lambda: build_dataset(config, dirs)),
+    ]
+    out = console()
+    reused = []
+    manifest = None
+    for position, (name, step) in enumerate(steps, start=1):
+        before = read_manifest(dirs[name])
+        out.print(f"[bold][{position}/{len(steps)}][/bold] {name} -> {dirs[name]}")
+        manifest = step()
+        if before is not None and before.key == manifest.key and before.finished_at == manifest.finished_at:
+            reused.append(name)
+            out.print(f"      finished by an earlier run (key {manifest.key[:12]}), skipped")
+    print_summary(dirs, reused)
+    return manifest
+
+
+def _count_rows(folder: Path) -> int:
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in shard_files(folder))
+
+
+def _unique(records: Iterator, key: Callable[[Any], str], skipped: Counter, reason: str) -> Iterator:
+    """Drop records whose id was already seen (counted): a published config never holds a duplicate."""
+    seen: set[str] = set()
+    for record in records:
+        identifier = key(record)
+        if identifier in seen:
+            skipped[reason] += 1
+            continue
+        seen.add(identifier)
+        yield record
+
+
+def sft_skip_reason(judged: JudgedTrajectory, only_correct: bool) -> str | None:
+    """Why a trajectory is left out of the training renders (it stays in `trajectories`), or None."""
+    if only_correct and not judged.trajectory.outcome.correct:
+        return "incorrect_outcome"
+    if not any(j.loss_mask for j in judged.judgements):
+        return "no_kept_turns"
+    return None
+
+
+def layout_config(config: DatasetConfig) -> dict[str, Any]:
+    """What the dataset stage's output depends on besides its upstream stages (its manifest key)."""
+    return {
+        "name": config.name,
+        "seed": config.seed,
+        "test_fraction": config.test_fraction,
+        "max_rows_per_shard": config.max_rows_per_shard,
+        "sft_only_correct": config.sft_only_correct,
+    }
+
+
+def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
+    """Stage `dataset`: every config's shards, the card and its plots, then the manifest."""
+    run = begin_stage(
+        STAGE,
+        dirs[STAGE],
+        layout_config(config),
+        upstream_dirs={s: dirs[s] for s in ("questions", "index", "judge")},
+    )
+    if run.done:
+        return run.finished
+    root = run.out_dir
+    for leftover in ("data", "plots"):  # an interrupted build of the same key: rebuild it whole
+        shutil.rmtree(root / leftover, ignore_errors=True)
+    environment = read_manifest(dirs["index"]).key
+    writers = {(c, s): SplitWriter(root, c, s, config.max_rows_per_shard) for c in CONFIGS for s in SPLITS}
+    stats = DatasetStats()
+    counts: Counter = Counter()
+
+    questions_folder = dirs["questions"] / "questions"
+    questions = read_records(Question, questions_folder)
+    for question in track(
+        _unique(questions, lambda q: q.question_id, stats.skipped, "duplicate_question"),
+        _count_rows(questions_folder),
+        "questions",
+    ):
+        split = split_of(question.question_id, config.test_fraction)
+        writers["questions", split].add(question)
+        writers["rl", split].add(renders.render_rl(question, environment))
+        stats.add_question(question)
+
+    judged_folder = dirs["judge"] / "judged"
+    judged_records = read_records(JudgedTrajectory, judged_folder)
+    unique = _unique(
+        judged_records, lambda j: j.trajectory.trajectory_id, stats.skipped, "duplicate_trajectory"
+    )
+    for judged in track(unique, _count_rows(judged_folder), "trajectories"):
+        split = split_of(judged.trajectory.question_id, config.test_fraction)
+        writers["trajectories", split].add(judged)
+        stats.add_trajectory(judged)
+        reason = sft_skip_reason(judged, config.sft_only_correct)
+        if reason is not None:
+            stats.skipped[reason] += 1
+            continue
+        writers["toolmind", split].add(renders.render_toolmind(judged))
+        writers["nanbeige", split].add(renders.render_nanbeige(judged))
+        writers["openai", split].add(renders.render_openai(judged))
+        for row in renders.render_turns(judged):
+            writers["turns", split].add(row)
+
+    outputs: dict[str, list[str]] = {}
+    split_rows: dict[str, dict[str, int]] = {c: {} for c in CONFIGS}
+    for (config_name, split), writer in writers.items():
+        outputs.setdefault(config_name, []).extend(writer.close())
+        split_rows[config_name][split] = writer.count
+        counts[f"rows:{config_name}:{split}"] = writer.count
+    counts["questions_in"] = stats.questions + stats.skipped["duplicate_question"]
+    counts["trajectories_in"] = stats.trajectories + stats.skipped["duplicate_trajectory"]
+    counts["trajectories_rendered"] = writers["toolmind", "train"].count + writers["toolmind", "test"].count
+    counts.update({f"skipped:{reason}": n for reason, n in stats.skipped.items()})
+
+    manifests = {s: read_manifest(dirs[s]) for s in STAGE_FOLDERS if s != STAGE}
+    manifests = {s: m for s, m in manifests.items() if m is not None}
+    plots = write_plots(stats, root)
+    published = [path for files in outputs.values() for path in files] + list(plots.values())
+    outputs["checksums"] = [write_checksums(root, published)]
+    card = render_card(config.name, stats, split_rows, manifests, config.seed, plots, environment)
+    atomic_write_text(root / "README.md", card)
+    outputs["card"] = ["README.md"]
+    outputs["plots"] = sorted(plots.values())
+    engines = {
+        f"{stage}:{role}": engine for stage, m in manifests.items() for role, engine in m.engines.items()
+    }
+    return run.finish(dict(counts), outputs, engines=engines, seed=config.seed)
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def load_config(path: str | None, overrides: dict[str, Any]) -> DatasetConfig:
+    """A DatasetConfig from a TOML file (or the defaults) with command-line overrides applied."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            with open(path, "rb") as handle:
+                data = tomllib.load(handle)
+        except FileNotFoundError as error:
+            raise UserError(f"config file not found: {path}") from error
+        except tomllib.TOMLDecodeError as error:
+            raise UserError(f"config file {path} is not valid TOML: {error}") from error
+    for dotted, value in overrides.items():
+        if value is None:
+            continue
+        target = data
+        *parents, leaf = dotted.split(".")
+        for parent in parents:
+            target = target.setdefault(parent, {})
+        target[leaf] = value
+    try:
+        return DatasetConfig.model_validate(data)
+    except ValueError as error:
+        raise UserError(f"invalid dataset config: {error}") from error
+
+
+def parse_as_of(text: str) -> dt.datetime:
+    """`YYYY-MM-DD` (the end of that day, UTC) or an ISO timestamp."""
+    try:
+        if len(text) == 10:
+            return dt.datetime.combine(dt.date.fromisoformat(text), dt.time(23, 59, 59), dt.UTC)
+        value = dt.datetime.fromisoformat(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not an ISO date or timestamp: {text!r}") from error
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "dataset",
+        help="run every stage from a dump to a publishable Hub folder (out/dataset)",
+        description="Run extract, walk, questions, index, trajectories, judge and dataset in order, skipping "
+        "finished stages; a killed run, rerun, resumes. With no --config and no --dump it uses the shipped "
+        "sample and the offline engines. Unknown --options are Apache Beam pipeline options.",
+    )
+    parser.add_argument("--config", help="TOML file with a DatasetConfig (see configs/sample.toml)")
+    parser.add_argument("--out", help="output folder (default: out)")
+    parser.add_argument(
+        "--seed", type=int, help="seed for every stage that has none of its own in the config"
+    )
+    parser.add_argument("--dump", help="a pages-articles(-multistream) .xml.bz2 dump")
+    parser.add_argument("--index", help="the multistream dump's -index.txt.bz2")
+    parser.add_argument(
+        "--as-of", type=parse_as_of, help="snapshot date (default: newest revision in the dump)"
+    )
+    parser.set_defaults(func=_handle)
+
+
+def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
+    overrides = {
+        "out": args.out,
+        "seed": args.seed,
+        "extract.dump": args.dump,
+        "extract.index": args.index,
+        "as_of": args.as_of.isoformat() if args.as_of else None,
+    }
+    config = load_config(args.config, overrides)
+    manifest = run_dataset(config, beam_args)
+    print(f"dataset written to {Path(config.out) / STAGE_FOLDERS[STAGE]} (key {manifest.key[:12]})")
+    return 0

@@ -1,0 +1,129 @@
+"""The Hub layout of a published dataset: configs, their row types and features, splits and shard names.
+
+`out/dataset/data/<config>/<split>-NNNNN-of-NNNNN.parquet`. Each config's features are derived from its
+row model (`schemas.base.arrow_schema` -> `datasets.Features`) and embedded in every shard, so
+`datasets.load_dataset("parquet", data_files=...)` and loading the folder by config both return the
+declared features. A question's split is a hash of its id, so every config puts a question, its
+trajectories and its RL prompt in the same split, and no run or row order can move it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from functools import cache
+from pathlib import Path
+
+import datasets
+import pyarrow as pa
+from pydantic import BaseModel
+
+from pipeline.io import atomic_write_text, sha256_file, write_table
+from schemas.base import arrow_schema, to_table
+from schemas.critic import JudgedTrajectory
+from schemas.dataset import NanbeigeRow, OpenAIRow, RLPrompt, ToolMindRow, TurnRow
+from schemas.questions import Question
+
+CONFIGS: dict[str, type[BaseModel]] = {
+    "questions": Question,
+    "trajectories": JudgedTrajectory,
+    "toolmind": ToolMindRow,
+    "nanbeige": NanbeigeRow,
+    "openai": OpenAIRow,
+    "turns": TurnRow,
+    "rl": RLPrompt,
+}
+SPLITS = ("train", "test")
+DATA_DIR = "data"
+CHECKSUMS = "checksums.sha256"
+
+
+def split_of(question_id: str, test_fraction: float) -> str:
+    """`test` for a fixed share of question ids (by hash), else `train`."""
+    bucket = int.from_bytes(hashlib.sha256(question_id.encode()).digest()[:8], "big") / 2**64
+    return "test" if bucket < test_fraction else "train"
+
+
+@cache
+def features(config: str) -> datasets.Features:
+    return datasets.Features.from_arrow_schema(arrow_schema(CONFIGS[config]))
+
+
+@cache
+def shard_schema(config: str) -> pa.Schema:
+    """The row model's Arrow schema with the `datasets` features embedded (what `load_dataset` reads)."""
+    schema = arrow_schema(CONFIGS[config])
+    return schema.with_metadata({**schema.metadata, **features(config).arrow_schema.metadata})
+
+
+def shard_name(split: str, index: int, count: int) -> str:
+    return f"{split}-{index:05d}-of-{count:05d}.parquet"
+
+
+def shard_pattern(config: str, split: str) -> str:
+    return f"{DATA_DIR}/{config}/{split}-*.parquet"
+
+
+class SplitWriter:
+    """Streams one split of one config into numbered shards of at most `max_rows` rows.
+
+    Shards are written atomically under provisional names and renamed to `<split>-i-of-n` by `close`, when
+    `n` is known; an interrupted build leaves no file a `<split>-*` pattern would load.
+    """
+
+    def __init__(self, root: Path, config: str, split: str, max_rows: int):
+        self.root, self.config, self.split, self.max_rows = root, config, split, max_rows
+        self.rows: list[BaseModel] = []
+        self.provisional: list[Path] = []
+        self.count = 0
+
+    def add(self, row: BaseModel) -> None:
+        self.rows.append(row)
+        self.count += 1
+        if len(self.rows) >= self.max_rows:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.rows:
+            return
+        table = to_table(CONFIGS[self.config], self.rows).cast(shard_schema(self.config))
+        path = (
+            self.root
+            / DATA_DIR
+            / self.config
+            / f"_provisional-{self.split}-{len(self.provisional):05d}.parquet"
+        )
+        write_table(table, path)
+        self.provisional.append(path)
+        self.rows = []
+
+    def close(self) -> list[str]:
+        """Write what is buffered and give every shard its final name; returns paths relative to root."""
+        self._flush()
+        final = []
+        for index, path in enumerate(self.provisional):
+            relative = f"{DATA_DIR}/{self.config}/{shard_name(self.split, index, len(self.provisional))}"
+            os.replace(path, self.root / relative)
+            final.append(relative)
+        return final
+
+
+def dataset_info_yaml(config: str, split_rows: dict[str, int]) -> dict:
+    """The card's `dataset_info` entry for a config: declared features and rows per split."""
+    info = datasets.DatasetInfo(
+        features=features(config),
+        config_name=config,
+        splits=datasets.SplitDict({s: datasets.SplitInfo(s, num_examples=n) for s, n in split_rows.items()}),
+    )
+    entry = info._to_yaml_dict()
+    for split in entry.get("splits", []):
+        split.pop("num_bytes", None)
+    return json.loads(json.dumps(entry))
+
+
+def write_checksums(root: Path, relative_paths: list[str]) -> str:
+    """`sha256sum`-format listing of the published files, so `validate` catches a later corruption."""
+    lines = [f"{sha256_file(root / path)}  {path}" for path in sorted(relative_paths)]
+    atomic_write_text(root / CHECKSUMS, "\n".join(lines) + "\n")
+    return CHECKSUMS

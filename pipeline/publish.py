@@ -1,0 +1,106 @@
+"""`hopsmith publish DIR --repo-id ORG/NAME`: upload a validated dataset folder to the Hugging Face Hub.
+
+The token comes from the `HF_TOKEN` environment variable only (never a flag, a config file or the
+Hub client's stored login) and never appears in output: messages from the Hub are scrubbed before they
+are printed. `--dry-run` validates and lists what would be uploaded without a token or a request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from pathlib import Path
+
+from pipeline.errors import UserError
+from pipeline.layout import CHECKSUMS, DATA_DIR
+from pipeline.validate import validate_dataset
+
+TOKEN_ENV = "HF_TOKEN"
+_REPO_ID = re.compile(r"\A[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*\Z")
+PUBLISHED_PATTERNS = ("README.md", CHECKSUMS, "manifest.json", f"{DATA_DIR}/*/*.parquet", "plots/*.png")
+
+
+def files_to_publish(root: Path) -> list[Path]:
+    """Every file of the folder that belongs on the Hub, relative to it, in a stable order."""
+    files = {path for pattern in PUBLISHED_PATTERNS for path in root.glob(pattern) if path.is_file()}
+    return sorted(path.relative_to(root) for path in files)
+
+
+def _scrub(text: str, token: str) -> str:
+    return text.replace(token, "***") if token else text
+
+
+def publish(
+    root: str | Path,
+    repo_id: str,
+    private: bool = False,
+    dry_run: bool = False,
+    message: str = "Upload hopsmith dataset",
+) -> list[Path]:
+    """Validate, then upload; returns the uploaded (or, for a dry run, the listed) files."""
+    root = Path(root)
+    if not _REPO_ID.match(repo_id):
+        raise UserError(f"--repo-id must look like ORG/NAME, got {repo_id!r}")
+    report = validate_dataset(root)
+    if not report.ok:
+        raise UserError(
+            f"{root} does not validate ({len(report.errors)} problem(s)); run `hopsmith validate {root}`"
+        )
+    files = files_to_publish(root)
+    if dry_run:
+        return files
+    token = os.environ.get(TOKEN_ENV, "").strip()
+    if not token:
+        raise UserError(
+            f"{TOKEN_ENV} is not set: create a write token at https://huggingface.co/settings/tokens "
+            f"and export {TOKEN_ENV}=... (the token is read from the environment only)"
+        )
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    api = HfApi(token=token)
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        api.upload_folder(
+            folder_path=str(root),
+            repo_id=repo_id,
+            repo_type="dataset",
+            allow_patterns=[str(path) for path in files],
+            commit_message=message,
+        )
+    except HfHubHTTPError as error:
+        raise UserError(f"the Hub refused the upload: {_scrub(str(error), token)}") from None
+    except OSError as error:
+        raise UserError(f"could not reach the Hub: {_scrub(str(error), token)}") from None
+    return files
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "publish",
+        help="upload a dataset folder to the Hugging Face Hub (token from HF_TOKEN)",
+        description="Validate DIR and upload its card, shards, plots and checksums to a Hub dataset repo. "
+        f"The token is read from the {TOKEN_ENV} environment variable only.",
+    )
+    parser.add_argument("dir", help="a dataset folder written by `hopsmith dataset` (e.g. out/dataset)")
+    parser.add_argument("--repo-id", required=True, help="the Hub dataset repo, ORG/NAME")
+    parser.add_argument("--private", action="store_true", help="create the repo as private")
+    parser.add_argument("--dry-run", action="store_true", help="validate and list the files; upload nothing")
+    parser.add_argument("--message", default="Upload hopsmith dataset", help="commit message")
+    parser.set_defaults(func=_handle)
+
+
+def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
+    if beam_args:
+        raise UserError(f"unknown arguments: {' '.join(beam_args)}")
+    root = Path(args.dir)
+    files = publish(root, args.repo_id, private=args.private, dry_run=args.dry_run, message=args.message)
+    verb = "would upload" if args.dry_run else "uploaded"
+    visibility = "private" if args.private else "public"
+    from huggingface_hub import constants
+
+    print(f"{verb} {len(files)} files to {constants.ENDPOINT}/datasets/{args.repo_id} ({visibility}):")
+    for path in files:
+        print(f"  {path}  ({(root / path).stat().st_size:,} bytes)")
+    return 0

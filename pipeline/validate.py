@@ -1,0 +1,185 @@
+"""`hopsmith validate DIR`: check a dataset folder against the schemas, its card and its checksums.
+
+Checks, each reported as one line: the card's YAML header lists configs whose shards exist and follow the
+`<split>-NNNNN-of-NNNNN` naming; every shard opens, has its config's schema, and every row validates as the
+config's record type (conversation renders must also parse back into turns); row counts equal the card's
+`num_examples`; ids are unique within a config; no parquet file lies outside the declared configs; and
+the files match `checksums.sha256` when present (a shard corrupted so that it still parses is caught).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pydantic import ValidationError
+
+from pipeline import renders
+from pipeline.card import parse_card_header
+from pipeline.errors import UserError
+from pipeline.io import sha256_file
+from pipeline.layout import CHECKSUMS, CONFIGS, DATA_DIR, shard_schema
+from schemas.base import from_row
+
+_SHARD = re.compile(r"(?P<split>[A-Za-z0-9_]+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.parquet\Z")
+ROW_IDS = {
+    "questions": lambda row: row["question_id"],
+    "trajectories": lambda row: row["trajectory"]["trajectory_id"],
+    "toolmind": lambda row: row["key"],
+    "nanbeige": lambda row: row["trajectory_id"],
+    "openai": lambda row: row["trajectory_id"],
+    "turns": lambda row: row["key"],
+    "rl": lambda row: row["prompt_id"],
+}
+PARSERS = {
+    "toolmind": lambda row: renders.parse_toolmind(row["conversations"]),
+    "nanbeige": lambda row: renders.parse_nanbeige(row["messages"]),
+    "openai": lambda row: renders.parse_openai(row["messages"]),
+}
+MAX_ERRORS_PER_SHARD = 5
+
+
+@dataclass
+class Report:
+    errors: list[str] = field(default_factory=list)
+    shards: int = 0
+    rows: Counter = field(default_factory=Counter)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _check_shard(path: Path, config: str, report: Report, seen: set[str]) -> int:
+    """Validate one shard row by row; returns its row count."""
+    relative = path.as_posix()
+    try:
+        parquet = pq.ParquetFile(path)
+        schema = parquet.schema_arrow
+    except (pa.ArrowException, OSError) as error:
+        report.errors.append(f"{relative}: unreadable parquet ({error})")
+        return 0
+    if schema.remove_metadata() != shard_schema(config).remove_metadata():
+        report.errors.append(f"{relative}: schema differs from the `{config}` config's")
+        return 0
+    model, row_id, parse = CONFIGS[config], ROW_IDS[config], PARSERS.get(config)
+    rows = problems = 0
+    try:
+        for batch in parquet.iter_batches(batch_size=512):
+            for row in batch.to_pylist():
+                rows += 1
+                try:
+                    from_row(model, row)
+                    if parse is not None:
+                        parse(row)
+                except (ValidationError, ValueError, KeyError) as error:
+                    problems += 1
+                    if problems <= MAX_ERRORS_PER_SHARD:
+                        report.errors.append(f"{relative} row {rows - 1}: {str(error).splitlines()[0]}")
+                    continue
+                identifier = row_id(row)
+                if identifier in seen:
+                    report.errors.append(
+                        f"{relative} row {rows - 1}: duplicate id {identifier!r} in `{config}`"
+                    )
+                seen.add(identifier)
+    except (pa.ArrowException, OSError) as error:
+        report.errors.append(f"{relative}: corrupted data after {rows} rows ({error})")
+    return rows
+
+
+def _check_naming(files: list[Path], pattern: str, report: Report) -> None:
+    parsed = [_SHARD.match(f.name) for f in files]
+    if not all(parsed):
+        report.errors.append(f"{pattern}: shard names must be <split>-NNNNN-of-NNNNN.parquet")
+        return
+    counts = {int(m.group("count")) for m in parsed}
+    indices = sorted(int(m.group("index")) for m in parsed)
+    if len(counts) != 1 or indices != list(range(counts.pop())):
+        report.errors.append(f"{pattern}: shards are not numbered 0..n-1 of n (a shard is missing or extra)")
+
+
+def _check_checksums(root: Path, report: Report) -> None:
+    listing = root / CHECKSUMS
+    if not listing.is_file():
+        return
+    for line in listing.read_text().splitlines():
+        digest, _, name = line.partition("  ")
+        path = root / name
+        if not path.is_file():
+            report.errors.append(f"{name}: listed in {CHECKSUMS} but missing")
+        elif sha256_file(path) != digest:
+            report.errors.append(f"{name}: checksum mismatch (the file changed after it was written)")
+
+
+def validate_dataset(root: str | Path) -> Report:
+    root = Path(root)
+    card = root / "README.md"
+    if not card.is_file():
+        raise UserError(f"{root} has no README.md dataset card; is it a hopsmith dataset folder?")
+    report = Report()
+    try:
+        header = parse_card_header(card.read_text())
+    except ValueError as error:
+        report.errors.append(f"README.md: {error}")
+        return report
+    declared = {
+        info["config_name"]: {s["name"]: s["num_examples"] for s in info.get("splits", [])}
+        for info in header.get("dataset_info", [])
+    }
+    covered: set[Path] = set()
+    for entry in header.get("configs", []):
+        config = entry["config_name"]
+        if config not in CONFIGS:
+            report.errors.append(f"README.md: unknown config {config!r}")
+            continue
+        seen: set[str] = set()
+        for data_file in entry["data_files"]:
+            split, pattern = data_file["split"], data_file["path"]
+            files = sorted(root.glob(pattern))
+            if not files:
+                report.errors.append(f"{pattern}: no shard matches")
+                continue
+            _check_naming(files, pattern, report)
+            rows = 0
+            for path in files:
+                covered.add(path)
+                report.shards += 1
+                rows += _check_shard(path, config, report, seen)
+            report.rows[config] += rows
+            expected = declared.get(config, {}).get(split)
+            if expected != rows:
+                report.errors.append(
+                    f"`{config}` {split}: {rows} rows in the shards, the card says {expected}"
+                )
+    for path in sorted((root / DATA_DIR).rglob("*.parquet")):
+        if path not in covered:
+            report.errors.append(f"{path.relative_to(root)}: a parquet file no config of the card declares")
+    _check_checksums(root, report)
+    return report
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "validate",
+        help="check a dataset folder: every shard against the schemas, the card's counts and checksums",
+    )
+    parser.add_argument("dir", help="a dataset folder written by `hopsmith dataset` (e.g. out/dataset)")
+    parser.set_defaults(func=_handle)
+
+
+def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
+    if beam_args:
+        raise UserError(f"unknown arguments: {' '.join(beam_args)}")
+    report = validate_dataset(args.dir)
+    for error in report.errors:
+        print(f"invalid: {error}")
+    summary = ", ".join(f"{config}: {n}" for config, n in sorted(report.rows.items()))
+    verdict = "ok" if report.ok else f"{len(report.errors)} problem(s)"
+    print(f"{verdict}: {report.shards} shards checked ({summary})")
+    return 0 if report.ok else 1

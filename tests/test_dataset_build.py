@@ -1,0 +1,208 @@
+"""The dataset stage on hand-made upstream records: Hub layout, features, card, validate, publish, no leaks."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import datasets
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.card import parse_card_header
+from pipeline.dataset import build_dataset, load_config
+from pipeline.errors import UserError
+from pipeline.layout import CONFIGS, features, split_of
+from pipeline.publish import publish
+from pipeline.validate import validate_dataset
+from schemas.config import DatasetConfig
+from tests.dataset_fixtures import sample_records, write_upstream
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _build(out: Path, **config) -> Path:
+    questions, judged = sample_records()
+    dirs = write_upstream(out, questions, judged)
+    build_dataset(DatasetConfig(out=str(out), test_fraction=0.25, max_rows_per_shard=7, **config), dirs)
+    return dirs["dataset"]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    return _build(tmp_path_factory.mktemp("run"))
+
+
+def _digests(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=120,
+    )
+
+
+def test_every_config_loads_with_its_declared_features(built, tmp_path):
+    header = parse_card_header((built / "README.md").read_text())
+    assert [c["config_name"] for c in header["configs"]] == list(CONFIGS)
+    assert header["license"] == "cc-by-sa-4.0"
+    for entry in header["configs"]:
+        data_files = {f["split"]: str(built / f["path"]) for f in entry["data_files"]}
+        loaded = datasets.load_dataset("parquet", data_files=data_files, cache_dir=str(tmp_path / "hf"))
+        for split, dataset in loaded.items():
+            assert dataset.features == features(entry["config_name"])
+            info = next(i for i in header["dataset_info"] if i["config_name"] == entry["config_name"])
+            assert {s["name"]: s["num_examples"] for s in info["splits"]}[split] == len(dataset)
+
+
+def test_load_the_folder_by_config_name(built, tmp_path):
+    toolmind = datasets.load_dataset(str(built), "toolmind", cache_dir=str(tmp_path / "hf"))
+    assert set(toolmind) == {"train", "test"}
+    row = toolmind["train"][0]
+    assert set(row) == {"key", "id", "conversations"}
+    assert {m["role"] for m in row["conversations"]} == {"system", "user", "assistant"}
+
+
+def test_splits_follow_the_question_and_shards_are_named(built):
+    test_questions = sum(split_of(f"q{i:03d}", 0.25) == "test" for i in range(12))
+    assert 0 < test_questions < 12
+    expected = []
+    for split, rows in (("test", 3 * test_questions), ("train", 3 * (12 - test_questions))):
+        count = -(-rows // 7)
+        expected += [f"{split}-{i:05d}-of-{count:05d}.parquet" for i in range(count)]
+    names = sorted(p.name for p in (built / "data/trajectories").glob("*.parquet"))
+    assert names == expected
+    for config, id_column in (("trajectories", None), ("rl", "question_id"), ("toolmind", "id")):
+        for path in (built / "data" / config).glob("*.parquet"):
+            split = path.name.split("-")[0]
+            table = pq.read_table(path).to_pylist()
+            ids = [r["trajectory"]["question_id"] if id_column is None else r[id_column] for r in table]
+            assert {split_of(i, 0.25) for i in ids} == {split}
+
+
+def test_training_renders_leave_out_incorrect_runs_with_a_reason(built):
+    header_counts = {
+        i["config_name"]: sum(s["num_examples"] for s in i["splits"])
+        for i in parse_card_header((built / "README.md").read_text())["dataset_info"]
+    }
+    assert header_counts["trajectories"] == 36 and header_counts["toolmind"] == 24
+    assert header_counts["questions"] == header_counts["rl"] == 12
+    assert header_counts["turns"] == 12 * 4 + 12 * 4  # tagged: turns 0,1,4,5 kept; react: 0,1,3,4
+    card = (built / "README.md").read_text()
+    assert "| incorrect_outcome | 12 |" in card
+    for plot in (
+        "hop_count_distribution",
+        "tool_calls_per_trajectory",
+        "critic_pass_rate_per_criterion",
+        "outcome_accuracy_per_framework",
+    ):
+        assert f"(plots/{plot}.png)" in card
+        assert (built / "plots" / f"{plot}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_same_inputs_give_identical_files(built, tmp_path):
+    again = _build(tmp_path / "again")
+    first, second = _digests(built), _digests(again)
+    first.pop("manifest.json"), second.pop("manifest.json")  # it records wall-clock start and finish times
+    assert first == second
+
+
+def test_a_finished_build_is_skipped(built):
+    before = (built / "manifest.json").read_text()
+    out = built.parent
+    dirs = write_upstream(out, *sample_records())  # same upstream keys: the dataset stage is finished
+    build_dataset(DatasetConfig(out=str(out), test_fraction=0.25, max_rows_per_shard=7), dirs)
+    assert (built / "manifest.json").read_text() == before
+
+
+def test_validate_accepts_the_build_and_catches_corruption(built, tmp_path):
+    assert validate_dataset(built).errors == []
+    result = _cli("validate", str(built))
+    assert result.returncode == 0 and result.stdout.startswith("ok: ")
+
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(built), str(copy)], check=True)
+    shard = copy / "data/nanbeige/train-00000-of-00003.parquet"
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
+    shard.write_bytes(bytes(data))
+    report = validate_dataset(copy)
+    assert any("nanbeige/train-00000-of-00003.parquet" in e for e in report.errors)
+    result = _cli("validate", str(copy))
+    assert result.returncode == 1 and "checksum mismatch" in result.stdout
+
+
+def test_validate_catches_a_missing_shard_and_wrong_counts(built, tmp_path):
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(built), str(copy)], check=True)
+    (copy / "data/trajectories/train-00001-of-00004.parquet").unlink()
+    errors = " ".join(validate_dataset(copy).errors)
+    assert "not numbered 0..n-1" in errors and "20 rows in the shards, the card says 27" in errors
+    assert "listed in checksums.sha256 but missing" in errors
+
+
+def test_validate_catches_rows_that_break_the_render(built, tmp_path):
+    copy = tmp_path / "copy"
+    subprocess.run(["cp", "-r", str(built), str(copy)], check=True)
+    (copy / "checksums.sha256").unlink()
+    shard = copy / "data/toolmind/test-00000-of-00001.parquet"
+    table = pq.read_table(shard)
+    rows = table.to_pylist()
+    rows[0]["conversations"] = rows[0]["conversations"][:3]  # an assistant call without its tool result
+    rows[1] = dict(rows[2])  # and a duplicate key
+    pq.write_table(type(table).from_pylist(rows, schema=table.schema), shard)
+    errors = validate_dataset(copy).errors
+    assert any("must be followed by its result" in e for e in errors)
+    assert any("duplicate id" in e for e in errors)
+
+
+def test_publish_dry_run_lists_files_without_a_token(built):
+    sentinel = "hf_SENTINELtoken0123456789"
+    result = _cli("publish", str(built), "--repo-id", "org/name", "--dry-run", env={"HF_TOKEN": sentinel})
+    assert result.returncode == 0, result.stderr
+    listed = [line.split()[0] for line in result.stdout.splitlines()[1:]]
+    assert "README.md" in listed and "checksums.sha256" in listed
+    assert (
+        "data/toolmind/train-00000-of-00003.parquet" in listed
+        and "plots/hop_count_distribution.png" in listed
+    )
+    assert ".pending-key" not in listed
+    assert sentinel not in result.stdout + result.stderr
+
+
+def test_publish_without_token_stops_clearly(built, monkeypatch):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with pytest.raises(UserError, match="HF_TOKEN is not set"):
+        publish(built, "org/name")
+    result = _cli("publish", str(built), "--repo-id", "org/name", env={"HF_TOKEN": ""})
+    assert result.returncode == 2 and "HF_TOKEN is not set" in result.stderr
+    with pytest.raises(UserError, match="ORG/NAME"):
+        publish(built, "no-slash", dry_run=True)
+
+
+def test_config_file_and_overrides(tmp_path):
+    path = tmp_path / "run.toml"
+    path.write_text('seed = 5\nout = "x"\n[walk]\nseed = 9\n[trajectories]\nrollouts = 1\n')
+    config = load_config(str(path), {"out": "y", "extract.dump": "d.xml.bz2", "seed": None})
+    assert (config.out, config.seed, config.walk.seed, config.questions.seed) == ("y", 5, 9, 5)
+    assert config.trajectories.rollouts == 1 and config.extract.dump == "d.xml.bz2"
+    path.write_text("[walk]\nnot_a_field = 1\n")
+    with pytest.raises(UserError, match="invalid dataset config"):
+        load_config(str(path), {})
+    with pytest.raises(UserError, match="not found"):
+        load_config(str(tmp_path / "missing.toml"), {})
+    shipped = load_config(str(ROOT / "configs/sample.toml"), {})
+    assert shipped.out == "out"
