@@ -12,8 +12,8 @@ Conventions shared by the renders:
 - an assistant turn is `<think>\\n{reasoning}\\n</think>\\n\\n` followed by exactly one tool call in the
   render's protocol; the tool result comes back as the next user (or `tool`) message;
 - the final turn (the trajectory's last turn, when it gave an answer) is the thinking plus `\\boxed{answer}`;
-- a turn whose output could not be parsed is rendered as the model's raw output, and its observation
-  (the environment's error message) follows as usual: it stays in context but is never trained on;
+- a turn whose output could not be parsed is rendered as the model's raw output, followed by the error
+  feedback the frameworks send (`parse_error_feedback`): it stays in context but is never trained on;
 - `loss` is the critic's `loss_mask` on assistant turns and 0 on every other message.
 """
 
@@ -88,6 +88,14 @@ def _final_answer(turn: Turn) -> str | None:
     return None
 
 
+def parse_error_feedback(turn: Turn) -> str:
+    """What the environment answers an unparsable output with (its recorded observation when it has one)."""
+    if turn.observation is not None:
+        return turn.observation
+    reason = turn.parse_error or "no tool call found"
+    return f"Error: your output could not be parsed ({reason}). Reply with one tool call in the required format."
+
+
 def turn_views(trajectory: Trajectory) -> list[TurnView]:
     """The canonical projection of a trajectory's turns that every render preserves."""
     views = []
@@ -98,7 +106,7 @@ def turn_views(trajectory: Trajectory) -> list[TurnView]:
             views.append(TurnView(kind="final", reasoning=turn.reasoning, answer=answer))
         elif turn.tool_call is None:
             views.append(
-                TurnView(kind="unparsed", observation=turn.observation or "", raw_output=turn.raw_output)
+                TurnView(kind="unparsed", observation=parse_error_feedback(turn), raw_output=turn.raw_output)
             )
         else:
             views.append(

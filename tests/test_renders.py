@@ -32,6 +32,7 @@ def test_views_cover_every_turn_kind():
     assert [v.kind for v in views] == ["call", "call", "call", "unparsed", "call", "final"]
     assert views[-1].answer == "Person 1.2"
     assert views[3].raw_output == "Thought: hmm\nAction: search["
+    assert views[3].observation == "Error: could not parse a tool call from your output."
     assert views[0].arguments == {"query": 'film "numbered" ü', "top_k": 5}
 
 
@@ -183,3 +184,13 @@ def test_rl_prompt():
     assert prompt.prompt[1].content == question.text
     assert (prompt.answer, prompt.aliases, prompt.hops) == (question.answer, question.aliases, 4)
     assert prompt.environment == "hopsmith-search@abc"
+
+
+def test_unparsed_turn_without_observation_gets_the_parse_error_as_feedback():
+    judged = make_judged(make_question(7))
+    judged.trajectory.turns[3].observation = None
+    view = renders.turn_views(judged.trajectory)[3]
+    assert view.observation.startswith("Error: your output could not be parsed (no Action Input)")
+    messages = renders.nanbeige_messages(judged)
+    assert messages[9].content == f"<tool_response>\n{view.observation}\n</tool_response>"
+    assert renders.parse_nanbeige([m.model_dump() for m in messages]).turns == renders.turn_views(judged.trajectory)
