@@ -11,6 +11,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
+import pipeline.sources.dump as dump_module
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.sources import source_transform
@@ -157,7 +158,7 @@ def test_malformed_pages_are_skipped_and_reading_continues(tmp_path):
     assert all(r.stage == "read" for r in records if isinstance(r, SkippedRecord))
 
 
-def test_corrupt_stream_costs_only_its_unit(multistream, tmp_path):
+def test_corrupt_stream_costs_only_its_own_pages(multistream, tmp_path):
     pages, dump, index, offsets = multistream
     data = bytearray(dump.read_bytes())
     data[offsets[3] + 20 : offsets[3] + 60] = b"\x00" * 40  # damage the 4th page stream
@@ -167,9 +168,12 @@ def test_corrupt_stream_costs_only_its_unit(multistream, tmp_path):
     kept = {r.page_id for r in by_units if isinstance(r, Page)}
     assert kept == {p.page_id for p in pages} - {p.page_id for p in pages[12:16]}
     assert reasons(by_units) == {"corrupt_bz2": 1}
+    # Read sequentially, decoding resumes at the next stream header: the same pages survive.
     sequential = list(iter_dump_pages(damaged))
-    assert [r.page_id for r in sequential[:-1]] == [p.page_id for p in pages[:12]]
+    assert {r.page_id for r in sequential if isinstance(r, Page)} == kept
     assert reasons(sequential) == {"corrupt_bz2": 1}
+    (damage,) = [r for r in sequential if isinstance(r, SkippedRecord)]
+    assert f"resumed at compressed byte {offsets[4]}" in damage.detail
 
 
 def test_missing_or_unreadable_inputs_are_user_errors(tmp_path, multistream):
@@ -233,3 +237,22 @@ def test_every_real_wikipedia_sample_reads_completely():
         "Computer accessibility",
         631144794,
     )
+
+
+@pytest.mark.parametrize("block_bytes", [7, 61])
+def test_tags_and_stream_headers_split_across_read_blocks(multistream, tmp_path, monkeypatch, block_bytes):
+    pages, dump, _, offsets = multistream
+    data = bytearray(dump.read_bytes())
+    data[offsets[8] + 20 : offsets[8] + 60] = b"\x00" * 40  # damage the 9th page stream
+    damaged = tmp_path / "damaged.xml.bz2"
+    damaged.write_bytes(bytes(data))
+    plain = tmp_path / "plain.xml"
+    plain.write_bytes(bz2.decompress(dump.read_bytes()))
+    expected_reasons = Counter(r.reason for r in iter_dump_pages(damaged) if isinstance(r, SkippedRecord))
+    expected_kept = [r for r in iter_dump_pages(damaged) if isinstance(r, Page)]
+    monkeypatch.setattr(dump_module, "BLOCK_BYTES", block_bytes)
+    assert [r for r in iter_dump_pages(dump)] == pages
+    assert [r.model_copy(update={"source": dump.name}) for r in iter_dump_pages(plain)] == pages
+    records = list(iter_dump_pages(damaged))
+    assert [r for r in records if isinstance(r, Page)] == expected_kept
+    assert len(expected_kept) == len(pages) - 4 and reasons(records) == expected_reasons == {"corrupt_bz2": 1}

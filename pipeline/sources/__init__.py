@@ -46,10 +46,12 @@ __all__ = [
 
 
 def _recent_days(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of days, got {text!r}")
     try:
         return check_recent_days(int(text))
-    except (ValueError, UserError) as error:
-        raise argparse.ArgumentTypeError(str(error) if isinstance(error, UserError) else f"not a number: {text!r}")
+    except UserError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _positive(text: str) -> int:

@@ -39,6 +39,9 @@ SKIP_REASONS = {
 }
 BLOCK_BYTES = 1 << 18
 _BZ2_MAGIC = b"BZh"
+# A stream header: "BZh", the block size digit, then a block's or the end-of-stream's 48-bit magic.
+_BZ2_STREAM_HEADER = re.compile(rb"BZh[1-9](?:1AY&SY|\x17rE8P\x90)")
+_BZ2_HEADER_BYTES = 10
 _PAGE_TAG = re.compile(rb"<page(?:\s[^>]*)?>|</page>")
 _TAG_LOOKBACK = 256  # bytes kept at a block boundary so a tag split across blocks is still found
 _TITLE = re.compile(rb"<title>(.*?)</title>", re.S)
@@ -53,11 +56,11 @@ class DumpUnit(NamedTuple):
     end: int | None = None
 
 
-class _ReadError(Exception):
-    def __init__(self, reason: str, detail: str):
-        super().__init__(detail)
-        self.reason = reason
-        self.detail = detail
+class _Damage(NamedTuple):
+    """In-band marker from a byte source: data was lost here (`reason` is a SKIP_REASONS key)."""
+
+    reason: str
+    detail: str
 
 
 def check_readable(path: str | os.PathLike, what: str = "dump") -> str:
@@ -90,27 +93,53 @@ def _raw_blocks(handle, start: int, end: int | None) -> Iterator[bytes]:
         yield block
 
 
-def _bz2_blocks(raw: Iterable[bytes]) -> Iterator[bytes]:
-    """Decompress concatenated bz2 streams. Unlike `bz2.open`, damage after a stream is an error, not EOF."""
+def _bz2_blocks(raw: Iterable[bytes]) -> Iterator[bytes | _Damage]:
+    """Decompress concatenated bz2 streams, reporting damage in-band instead of stopping silently.
+
+    Unlike `bz2.open`, which takes undecodable bytes after a stream for trailing garbage and stops, a
+    damaged stream is reported as `_Damage` and decoding resumes at the next stream header, so a
+    sequential read of a multistream dump loses only the damaged stream's pages.
+    """
     decompressor = bz2.BZ2Decompressor()
     in_stream = False
-    for block in raw:
+    stream_at = 0  # where the current stream begins in `block`; -1 when it began in an earlier block
+    skipping: str | None = None  # the error while looking for the next stream header
+    carry = b""
+    consumed = 0  # compressed bytes before `block`
+    for raw_block in raw:
+        block, carry = carry + raw_block, b""
         while block:
+            if skipping is not None:
+                match = _BZ2_STREAM_HEADER.search(block, stream_at + 1 if stream_at >= 0 else 0)
+                if match is None:
+                    carry = block[-(_BZ2_HEADER_BYTES - 1):]
+                    consumed += len(block) - len(carry)
+                    stream_at = -1
+                    break
+                yield _Damage("corrupt_bz2", f"{skipping}; resumed at compressed byte {consumed + match.start()}")
+                skipping, in_stream = None, False
+                decompressor = bz2.BZ2Decompressor()
+                block, consumed, stream_at = block[match.start():], consumed + match.start(), 0
             try:
                 out = decompressor.decompress(block)
             except OSError as error:
-                raise _ReadError("corrupt_bz2", f"bz2 decompression failed: {error}") from None
+                skipping = f"bz2 data damaged near compressed byte {consumed}: {error}"
+                continue
             in_stream = True
             if out:
                 yield out
             if decompressor.eof:
-                block = decompressor.unused_data
-                decompressor = bz2.BZ2Decompressor()
-                in_stream = False
+                unused = decompressor.unused_data
+                consumed += len(block) - len(unused)
+                block, stream_at = unused, 0
+                decompressor, in_stream = bz2.BZ2Decompressor(), False
             else:
-                block = b""
-    if in_stream:
-        raise _ReadError("truncated_bz2", "compressed data ended in the middle of a bz2 stream")
+                consumed += len(block)
+                block, stream_at = b"", -1
+    if skipping is not None:
+        yield _Damage("corrupt_bz2", f"{skipping}; no later stream")
+    elif in_stream:
+        yield _Damage("truncated_bz2", "compressed data ended in the middle of a bz2 stream")
 
 
 def _title_hint(data: bytes, offset: int) -> str:
@@ -120,46 +149,47 @@ def _title_hint(data: bytes, offset: int) -> str:
     return f"<offset {offset}>"
 
 
-def _split_pages(blocks: Iterable[bytes]) -> Iterator[tuple[str, int, bytes]]:
-    """Yield ("page", offset, xml) per complete page and ("unterminated", ...) for a page cut short by the
-    next `<page>`. At the end, a page still open is ("open", ...), or ("open:<reason>", ...) when the byte
-    source failed inside it; a failure between pages is ("error:<reason>", offset, detail). Offsets count
-    decompressed bytes from the start of the range."""
+def _split_pages(blocks: Iterable[bytes | _Damage]) -> Iterator[tuple[str, int, bytes, _Damage | None]]:
+    """Yield ("page", offset, xml, None) per complete page and ("unterminated", ...) for a page cut short
+    by the next `<page>`. Where the source lost data, a page open there is ("open", offset, partial xml,
+    damage), otherwise ("damage", offset, b"", damage); a page open at the end is ("open", ..., None).
+    Offsets count decompressed bytes from the start of the range."""
     buffer = bytearray()
     base = 0  # offset of buffer[0]
     search_from = 0
     page_start = -1
-    try:
-        for block in blocks:
-            buffer += block
-            while True:
-                match = _PAGE_TAG.search(buffer, search_from)
-                if match is None:
-                    resume = max(search_from, len(buffer) - _TAG_LOOKBACK)
-                    keep_from = page_start if page_start >= 0 else max(0, resume)
-                    search_from = max(0, resume - keep_from)
-                    del buffer[:keep_from]
-                    base += keep_from
-                    if page_start >= 0:
-                        page_start = 0
-                    break
-                search_from = match.end()
-                if match.group() == b"</page>":
-                    if page_start >= 0:
-                        yield "page", base + page_start, bytes(buffer[page_start : match.end()])
-                        page_start = -1
-                    continue
+    for block in blocks:
+        if isinstance(block, _Damage):
+            if page_start >= 0:
+                yield "open", base + page_start, bytes(buffer[page_start:]), block
+            else:
+                yield "damage", base + len(buffer), b"", block
+            base += len(buffer)
+            buffer, search_from, page_start = bytearray(), 0, -1
+            continue
+        buffer += block
+        while True:
+            match = _PAGE_TAG.search(buffer, search_from)
+            if match is None:
+                resume = max(search_from, len(buffer) - _TAG_LOOKBACK)
+                keep_from = page_start if page_start >= 0 else max(0, resume)
+                search_from = max(0, resume - keep_from)
+                del buffer[:keep_from]
+                base += keep_from
                 if page_start >= 0:
-                    yield "unterminated", base + page_start, bytes(buffer[page_start : match.start()])
-                page_start = match.start()
-    except _ReadError as error:
-        if page_start >= 0:
-            yield f"open:{error.reason}", base + page_start, bytes(buffer[page_start:])
-        else:
-            yield f"error:{error.reason}", base + len(buffer), error.detail.encode()
-        return
+                    page_start = 0
+                break
+            search_from = match.end()
+            if match.group() == b"</page>":
+                if page_start >= 0:
+                    yield "page", base + page_start, bytes(buffer[page_start : match.end()]), None
+                    page_start = -1
+                continue
+            if page_start >= 0:
+                yield "unterminated", base + page_start, bytes(buffer[page_start : match.start()]), None
+            page_start = match.start()
     if page_start >= 0:
-        yield "open", base + page_start, bytes(buffer[page_start:])
+        yield "open", base + page_start, bytes(buffer[page_start:]), None
 
 
 def _strip_namespaces(element: ET.Element) -> None:
@@ -222,17 +252,18 @@ def _skip(reason: str, title: str, detail: str, page_id: str | int | None = None
     return SkippedRecord(title=title, stage=READ_STAGE, reason=reason, detail=detail, page_id=page_id)
 
 
-def _records(blocks: Iterable[bytes], source: str) -> Iterator[Page | SkippedRecord]:
-    for kind, offset, data in _split_pages(blocks):
+def _records(blocks: Iterable[bytes | _Damage], source: str) -> Iterator[Page | SkippedRecord]:
+    for kind, offset, data, damage in _split_pages(blocks):
         if kind == "page":
             yield parse_page(data, source, offset)
         elif kind == "unterminated":
             yield _skip("malformed_xml", _title_hint(data, offset), f"{source} @{offset}: <page> without </page>")
-        elif kind.startswith("open"):
-            reason = kind.partition(":")[2] or "truncated_xml"
-            yield _skip(reason, _title_hint(data, offset), f"{source} @{offset}: input ends inside this page")
-        else:  # damage between pages: no page to name, so name the place
-            yield _skip(kind.partition(":")[2], f"<offset {offset}>", f"{source}: {data.decode()}")
+        elif kind == "open" and damage is None:
+            yield _skip("truncated_xml", _title_hint(data, offset), f"{source} @{offset}: input ends inside this page")
+        elif kind == "open":
+            yield _skip(damage.reason, _title_hint(data, offset), f"{source} @{offset}: {damage.detail}")
+        else:  # data lost between pages: no page to name, so name the place
+            yield _skip(damage.reason, f"<offset {offset}>", f"{source}: {damage.detail}")
 
 
 def iter_dump_pages(
