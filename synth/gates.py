@@ -1,0 +1,185 @@
+"""Quality gates for written questions; each failing gate is a counted rejection reason.
+
+- `answer_leak`: the answer or one of its aliases appears in the question text;
+- `evidence_leak`: the question copies a long n-gram of a hop's evidence sentence;
+- `intermediate_leak`: an obfuscated intermediate entity is named anyway (the question loses a hop);
+- `fewer_hops`: the answer is reachable from the start entity in fewer hops than the question asks;
+- `alternative_answer`: following the question's constraint chain over the graph (relations, plus the
+  type and attribute clues given for each intermediate) reaches more than one answer;
+- `shortcut`: a model answers correctly without tools in any of n attempts (async, LLM configured);
+- `duplicate`: applied across the whole run by the stage (same text, or same start/relations/answer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import BaseModel
+
+from graph.csr import LITERAL, CSRGraph, split_literal_key
+from pipeline.llm import LLMClient
+from schemas.questions import Path
+from synth.matching import match_answer, normalize_answer
+from synth.phrasing import parse_date, type_noun
+
+GATES = ("answer_leak", "evidence_leak", "intermediate_leak", "fewer_hops", "alternative_answer", "shortcut",
+         "duplicate")
+MAX_FRONTIER = 100_000
+
+
+@dataclass(frozen=True)
+class Clue:
+    """What a question says about one intermediate node besides the relation that leads to it."""
+
+    position: int  # index into path.nodes
+    type_noun: str | None = None
+    attribute: str | None = None  # relation of a date fact of the node, e.g. "birth_date"
+    years: tuple[int, int] | None = None  # inclusive year range the fuzzed date stands for
+
+
+def _tokens(text: str) -> list[str]:
+    return normalize_answer(text).split()
+
+
+def contains_phrase(text: str, phrase: str) -> bool:
+    """Whether the normalised phrase occurs in the normalised text on token boundaries."""
+    needle = _tokens(phrase)
+    if not needle:
+        return False
+    haystack = _tokens(text)
+    return any(haystack[i : i + len(needle)] == needle for i in range(len(haystack) - len(needle) + 1))
+
+
+def answer_leak(text: str, answer: str, aliases: Iterable[str]) -> str | None:
+    for form in (answer, *aliases):
+        if contains_phrase(text, form):
+            return form
+    return None
+
+
+def evidence_leak(text: str, evidence: Iterable[str | None], n: int) -> str | None:
+    """The first n-token window shared by the question and an evidence sentence, if any."""
+    question = _tokens(text)
+    grams = {tuple(question[i : i + n]) for i in range(len(question) - n + 1)}
+    for sentence in evidence:
+        tokens = _tokens(sentence or "")
+        for i in range(len(tokens) - n + 1):
+            if tuple(tokens[i : i + n]) in grams:
+                return " ".join(tokens[i : i + n])
+    return None
+
+
+def intermediate_leak(text: str, names: Iterable[str]) -> str | None:
+    for name in names:
+        bare = name.split(" (")[0]
+        if contains_phrase(text, name) or (len(bare) > 3 and contains_phrase(text, bare)):
+            return name
+    return None
+
+
+def _years_of(graph: CSRGraph, node: int, relation: int) -> list[int]:
+    years = []
+    for obj in graph.objects(node, relation):
+        if graph.kind[obj] == LITERAL:
+            value_type, value, _ = split_literal_key(graph.keys[obj])
+            parsed = parse_date(value) if value_type == "date" else None
+            if parsed:
+                years.append(parsed[0])
+    return years
+
+
+def _satisfies(graph: CSRGraph, node: int, clue: Clue) -> bool:
+    """Conservative: a candidate is excluded only when the graph states something contradicting the clue."""
+    if clue.type_noun and graph.entity_type[node] and type_noun(graph.entity_type[node]) != clue.type_noun:
+        return False
+    if clue.attribute and clue.years:
+        relation = graph.relation_id(clue.attribute)
+        years = _years_of(graph, node, relation) if relation is not None else []
+        if years and not any(clue.years[0] <= y <= clue.years[1] for y in years):
+            return False
+    return True
+
+
+def chain_answers(graph: CSRGraph, path: Path, clues: Iterable[Clue]) -> set[int]:
+    """Every node that satisfies the question's constraint chain, starting from the named start entity."""
+    by_position = {c.position: c for c in clues}
+    start = graph.node_id(path.start)
+    current = {start} if start is not None else set()
+    for index, hop in enumerate(path.hops):
+        relation = graph.relation_id(hop.relation)
+        if relation is None:
+            return set()
+        following: set[int] = set()
+        for node in current:
+            following.update(graph.objects(node, relation).tolist())
+        clue = by_position.get(index + 1)
+        if clue is not None and index + 1 < len(path.nodes) - 1:
+            following = {n for n in following if _satisfies(graph, n, clue)}
+        current = following
+    return current
+
+
+def answer_node(graph: CSRGraph, path: Path) -> int | None:
+    """The graph node of the path's answer (the object of its last hop)."""
+    last = path.hops[-1]
+    head = graph.node_id(last.head)
+    relation = graph.relation_id(last.relation)
+    if head is None or relation is None:
+        return None
+    for obj in graph.objects(head, relation):
+        if graph.label(obj) == path.answer:
+            return int(obj)
+    return None
+
+
+def alternative_answer(graph: CSRGraph, path: Path, clues: Iterable[Clue]) -> str | None:
+    """None when exactly the path's answer satisfies the chain; otherwise why the question is ambiguous."""
+    answers = chain_answers(graph, path, clues)
+    target = answer_node(graph, path)
+    if target is None or target not in answers:
+        return "the path's answer does not satisfy its own chain"
+    if len(answers) > 1:
+        others = sorted(graph.label(a) for a in answers if a != target)[:3]
+        return f"{len(answers)} answers satisfy the chain, e.g. {others}"
+    return None
+
+
+def fewer_hops(graph: CSRGraph, path: Path) -> str | None:
+    """The shortest distance from start to answer when it is below the path's hop count."""
+    start, target = graph.node_id(path.start), answer_node(graph, path)
+    if start is None or target is None:
+        return None
+    frontier, seen = np.array([start]), {start}
+    for depth in range(1, len(path.hops)):
+        targets = np.concatenate([graph.dst[graph.indptr[n] : graph.indptr[n + 1]] for n in frontier]) if len(frontier) else np.array([], np.int32)
+        if target in set(targets.tolist()):
+            return f"answer reachable in {depth} hop(s)"
+        fresh = [int(n) for n in np.unique(targets) if int(n) not in seen]
+        seen.update(fresh)
+        frontier = np.array(fresh[:MAX_FRONTIER], np.int64)
+    return None
+
+
+class ClosedBookAnswer(BaseModel):
+    answer: str
+
+
+SHORTCUT_PROMPT = (
+    "Answer the question from memory, without searching. Reply with JSON {\"answer\": str}: a short answer "
+    "(a name, date or number), your best guess even when unsure."
+)
+
+
+async def shortcut(client: LLMClient, text: str, answer: str, aliases: list[str], attempts: int) -> str | None:
+    """Ask the model `attempts` times without tools; return the first answer that matches, if any."""
+    messages = [{"role": "system", "content": SHORTCUT_PROMPT}, {"role": "user", "content": text}]
+    replies = await asyncio.gather(*[
+        client.complete_json(messages, ClosedBookAnswer, cache_salt=f"shortcut-attempt-{i}") for i in range(attempts)
+    ])
+    for reply in replies:
+        if match_answer(reply.answer, answer, aliases).correct:
+            return reply.answer
+    return None
