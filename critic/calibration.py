@@ -25,7 +25,7 @@ INJECTED_KINDS = {
     "malformed_arguments": "malformed_call",
     "off_path_detour": "off_path_detour",
     "unsupported_claim": "unsupported_claim",
-    "premature_wrong_answer": "wrong_answer",
+    "premature_answer": "wrong_answer",
 }
 # A tool failure leaves nothing to learn from, so it also fails information gain.
 _NO_GAIN_KINDS = {"malformed_call", "tool_error", "empty_result", "repeated_call"}

@@ -19,7 +19,7 @@ from synth.tools import TOOL_ARGS, validate_call
 
 ANSWER_TOOL = "answer"
 _EMPTY_RESULT = re.compile(
-    r"^\W*(no (?:results?|matches|pages?|sentences?|hits?)\b|nothing (?:found|matched)|0 results?\b|"
+    r"^\W*(no (?:results?|matches|occurrences?|pages?|sentences?|hits?)\b|nothing (?:found|matched)|0 results?\b|"
     r"(?:the )?(?:search|query) returned no)",
     re.IGNORECASE,
 )
@@ -101,8 +101,11 @@ def check_result_not_empty(turn: Turn) -> CheckResult:
     return CheckResult("result_not_empty", True)
 
 
-def run_checks(turn: Turn, earlier_turns: list[Turn]) -> list[CheckResult]:
-    """The programmatic checks that apply to this turn, in order, stopping at the first failure (its root cause)."""
+def run_checks(turn: Turn, earlier_turns: list[Turn], repeat_window: int | None = None) -> list[CheckResult]:
+    """The programmatic checks that apply to this turn, in order, stopping at the first failure (its root cause).
+
+    `repeat_window` limits the repeat check to the last N turns (None: the whole trajectory).
+    """
     parsed = check_parsed(turn)
     if not parsed.passed:
         return [parsed]
@@ -115,7 +118,8 @@ def run_checks(turn: Turn, earlier_turns: list[Turn]) -> list[CheckResult]:
     results.append(check_arguments(call))
     if not results[-1].passed:
         return results
-    earlier_calls = [t.tool_call for t in earlier_turns if t.tool_call is not None and not t.parse_error]
+    recent = earlier_turns[-repeat_window:] if repeat_window else earlier_turns
+    earlier_calls = [t.tool_call for t in recent if t.tool_call is not None and not t.parse_error]
     results.append(check_ran(turn))
     if results[-1].passed:
         results.append(check_not_repeated(call, earlier_calls))

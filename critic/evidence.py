@@ -8,10 +8,12 @@ together in one passage, or the value seen on the head's own page).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from critic.checks import is_empty_result
-from critic.text import content_tokens, mentions_any, surface_forms
+from critic.text import ISO_DATE, content_tokens, mentions_any, surface_forms
 from schemas.questions import Question
 from schemas.trajectory import Turn
 from synth.matching import normalize_answer
@@ -27,32 +29,42 @@ class EvidenceUnit:
     head_forms: tuple[str, ...] = ()
 
 
-def gold_units(question: Question | None) -> list[EvidenceUnit]:
-    """Entity and fact units of the question's gold path (none without a question)."""
+def gold_units(question: Question | None, aliases: Mapping[str, Sequence[str]] | None = None) -> list[EvidenceUnit]:
+    """Entity and fact units of the question's gold path (none without a question).
+
+    `aliases` (title -> redirect titles, from the search index) adds the other names an entity goes by.
+    """
     if question is None:
         return []
+    aliases = aliases or {}
+
+    def entity_forms(name: str) -> tuple[str, ...]:
+        forms = surface_forms(name) + [f for alias in aliases.get(name, ()) for f in surface_forms(alias)]
+        return tuple(dict.fromkeys(forms))
+
     units: dict[str, EvidenceUnit] = {}
     path = question.path
-    entity_names = [path.start] + [h.tail for h in path.hops if h.tail]
-    for name in entity_names:
-        units.setdefault(f"entity:{name}", EvidenceUnit("entity", name, tuple(surface_forms(name))))
+    for name in [path.start] + [h.tail for h in path.hops if h.tail]:
+        units.setdefault(f"entity:{name}", EvidenceUnit("entity", name, entity_forms(name)))
     for hop in path.hops:
         target = hop.tail if hop.tail else hop.value
         if not target:
             continue
-        value_type = "entity" if hop.tail else hop.value_type
+        forms = entity_forms(target) if hop.tail else tuple(surface_forms(target, hop.value_type))
         label = f"{hop.head} --{hop.relation}--> {target}"
-        units.setdefault(
-            f"fact:{label}",
-            EvidenceUnit("fact", label, tuple(surface_forms(target, value_type)), tuple(surface_forms(hop.head))),
-        )
+        units.setdefault(f"fact:{label}", EvidenceUnit("fact", label, forms, entity_forms(hop.head)))
     return list(units.values())
 
 
+_RESULT_START = re.compile(r"^\d+\.\s", re.MULTILINE)
+
+
 def _passages(observation: str) -> list[str]:
-    """Normalised passages of an observation: lines (search results) and the whole text."""
-    lines = [normalize_answer(line) for line in observation.splitlines() if line.strip()]
-    return [p for p in lines if p]
+    """Normalised passages of an observation: search results (title and snippet) and paragraphs."""
+    passages = []
+    for block in re.split(r"\n\s*\n", observation):
+        passages += [p for p in _RESULT_START.split(block) if p.strip()]
+    return [normalize_answer(p) for p in passages if normalize_answer(p)]
 
 
 def unit_in_observation(unit: EvidenceUnit, observation: str, page_title: str | None) -> bool:
@@ -94,8 +106,10 @@ class Knowledge:
     _normalized: str = ""
 
     @classmethod
-    def start(cls, question_text: str, question: Question | None) -> Knowledge:
-        knowledge = cls(question_text=question_text, units=gold_units(question))
+    def start(
+        cls, question_text: str, question: Question | None, aliases: Mapping[str, Sequence[str]] | None = None
+    ) -> Knowledge:
+        knowledge = cls(question_text=question_text, units=gold_units(question, aliases))
         knowledge.tokens = content_tokens(question_text)
         knowledge._normalized = normalize_answer(question_text)
         knowledge.evidenced = {u for u in knowledge.units if u.kind == "entity" and mentions_any(knowledge._normalized, u.forms)}
@@ -114,14 +128,25 @@ class Knowledge:
         return {u for u in self.units if unit_in_observation(u, text, page)}
 
     def supports(self, phrase: str) -> bool:
-        """Is a name or value known from the question or an earlier observation (phrase or all its tokens)?"""
-        needle = normalize_answer(phrase)
-        if not needle:
-            return True
-        if f" {needle} " in f" {self._normalized} ":
+        """Is a name or value known from the question or an earlier observation (phrase or all its tokens)?
+
+        An ISO date is known when any of its spellings is ("1971-12-09" as "9 December 1971").
+        """
+        if ISO_DATE.fullmatch(phrase.strip()):
+            return any(self.knows_phrase(form) for form in surface_forms(phrase.strip(), "date"))
+        if self.knows_phrase(phrase):
             return True
         words = content_tokens(phrase)
         return bool(words) and words <= self.tokens
+
+    def knows_phrase(self, phrase: str) -> bool:
+        needle = normalize_answer(phrase)
+        return not needle or f" {needle} " in f" {self._normalized} "
+
+    def supports_quote(self, quote: str) -> bool:
+        """Is a quoted excerpt verbatim in what is known? (Excerpts may cut words at either end.)"""
+        needle = normalize_answer(quote)
+        return not needle or needle in self._normalized
 
     def add(self, turn: Turn) -> None:
         """Fold a judged turn's observation into what is known."""

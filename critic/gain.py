@@ -4,7 +4,8 @@ Two sources, the larger wins:
 - gold-path evidence: path entities and relation facts this observation shows for the first time;
 - relevant novelty: the share of the observation's content words never seen before in the question or an
   earlier observation, weighted by how much the observation is about the question (it names a path entity
-  or a name from the question). Useful progress off the gold path scores above zero; a detour to an
+  or a name from the question) and zero when the call went after something unrelated (a target never seen,
+  sharing nothing with the question). Useful progress off the gold path scores above zero; a detour to an
   unrelated page, or a turn that only repeats what was seen, scores near zero.
 """
 
@@ -39,6 +40,24 @@ def question_anchors(knowledge: Knowledge) -> list[str]:
     return [a for a in anchors if normalize_answer(a)]
 
 
+def call_target(turn: Turn) -> str | None:
+    """What the call went after: the search query, or the page opened or searched in."""
+    if turn.tool_call is None:
+        return None
+    value = turn.tool_call.arguments.get("query" if turn.tool_call.name == "search" else "title")
+    return value if isinstance(value, str) else None
+
+
+def target_is_related(target: str, knowledge: Knowledge) -> bool:
+    """A call's target is motivated when it was seen before, names a path or question entity, or shares
+    words with the question; anything else is a jump to an unrelated page or topic."""
+    return (
+        knowledge.knows_phrase(target)
+        or mentions_any(normalize_answer(target), question_anchors(knowledge))
+        or bool(content_tokens(target) & content_tokens(knowledge.question_text))
+    )
+
+
 def relevance(observation: str, knowledge: Knowledge) -> float:
     """1 when the observation names a path entity or a name from the question, else the share of question words."""
     text = normalize_answer(observation)
@@ -64,13 +83,14 @@ def information_gain(turn: Turn, knowledge: Knowledge) -> GainResult:
     gold = min(1.0, FACT_WEIGHT * facts + ENTITY_WEIGHT * entities)
     words = content_tokens(text)
     novelty = len(words - knowledge.tokens) / len(words) if words else 0.0
-    related = relevance(text, knowledge)
+    target = call_target(turn)
+    related = relevance(text, knowledge) if target is None or target_is_related(target, knowledge) else 0.0
     off_path = NOVELTY_WEIGHT * novelty * related
     score = max(gold, off_path)
     if new_units:
         rationale = f"new gold-path evidence: {'; '.join(u.label for u in new_units)[:240]}"
     elif related == 0.0:
-        rationale = f"observation unrelated to the question (novelty {novelty:.2f}, relevance 0)"
+        rationale = f"call target and observation unrelated to the question (novelty {novelty:.2f}, relevance 0)"
     else:
         rationale = f"no new gold-path evidence; novelty {novelty:.2f} x relevance {related:.2f}"
     return GainResult(round(score, 4), rationale, tuple(u.label for u in new_units), novelty, related)

@@ -9,7 +9,7 @@ scores), so a fooled judge cannot pass a turn the offline checks failed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from critic.checks import run_checks
 from critic.evidence import Knowledge
@@ -26,8 +26,8 @@ OFFLINE_ENGINE = "offline"
 DETOUR_NOVELTY = 0.5
 
 
-def _tool_accuracy(turn: Turn, earlier: list[Turn], threshold: float, assessment: TurnAssessment | None):
-    checks = run_checks(turn, earlier)
+def _tool_accuracy(turn: Turn, earlier: list[Turn], config: JudgeConfig, assessment: TurnAssessment | None):
+    checks = run_checks(turn, earlier, config.repeat_window)
     failed = [c for c in checks if not c.passed]
     if failed:
         return min(c.cap for c in failed), "; ".join(c.detail for c in failed), [c.kind for c in failed], failed
@@ -35,7 +35,7 @@ def _tool_accuracy(turn: Turn, earlier: list[Turn], threshold: float, assessment
     if assessment is None:
         return 1.0, rationale, [], []
     score = assessment.sensible_next_step
-    kinds = ["not_sensible"] if score < threshold else []
+    kinds = ["not_sensible"] if score < config.thresholds["tool_accuracy"] else []
     return score, f"{rationale}; judge: {assessment.sensible_rationale}"[:400], kinds, []
 
 
@@ -50,14 +50,16 @@ def judge_turns(
     assessments: Sequence[TurnAssessment] | None = None,
     engine: str = OFFLINE_ENGINE,
     model: str | None = None,
+    aliases: Mapping[str, Sequence[str]] | None = None,
 ) -> list[TurnJudgement]:
+    """One judgement per turn; `aliases` (title -> other names, from the index) widens evidence matching."""
     thresholds = config.thresholds
-    knowledge = Knowledge.start(trajectory.question, question)
+    knowledge = Knowledge.start(trajectory.question, question, aliases)
     judgements = []
     for position, turn in enumerate(trajectory.turns):
         assessment = assessments[position] if assessments else None
         tool_score, tool_why, tool_kinds, failed_checks = _tool_accuracy(
-            turn, trajectory.turns[:position], thresholds["tool_accuracy"], assessment
+            turn, trajectory.turns[:position], config, assessment
         )
         gain = information_gain(turn, knowledge)
         sound = logical_soundness(turn, trajectory, question, knowledge)
@@ -103,10 +105,11 @@ def judge_trajectory(
     assessments: Sequence[TurnAssessment] | None = None,
     engine: str = OFFLINE_ENGINE,
     model: str | None = None,
+    aliases: Mapping[str, Sequence[str]] | None = None,
 ) -> JudgedTrajectory:
     """The trajectory with one judgement per turn and its outcome reward."""
     return JudgedTrajectory(
         trajectory=trajectory,
-        judgements=judge_turns(trajectory, question, config, assessments, engine, model),
+        judgements=judge_turns(trajectory, question, config, assessments, engine, model, aliases),
         outcome_reward=outcome_reward(trajectory, config),
     )

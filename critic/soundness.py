@@ -17,7 +17,15 @@ from dataclasses import dataclass
 
 from critic.checks import is_answer_turn
 from critic.evidence import Knowledge
-from critic.text import PLAN_MARKERS, clauses, content_tokens, is_assertion, named_spans, surface_forms
+from critic.text import (
+    PLAN_MARKERS,
+    clauses,
+    content_tokens,
+    is_assertion,
+    named_spans,
+    quoted_spans,
+    surface_forms,
+)
 from schemas.questions import Question
 from schemas.trajectory import Trajectory, Turn
 from synth.matching import match_answer
@@ -42,9 +50,13 @@ class SoundnessResult:
 
 
 def unsupported_spans(reasoning: str, knowledge: Knowledge) -> tuple[list[str], int]:
-    """(unsupported names/values, all names/values) asserted by the reasoning."""
-    asserted = [span for clause in clauses(reasoning) if is_assertion(clause) for span in named_spans(clause)]
-    return [s for s in asserted if not knowledge.supports(s)], len(asserted)
+    """(unsupported names/values/quotes, all of them) asserted by the reasoning."""
+    asserting = [clause for clause in clauses(reasoning) if is_assertion(clause)]
+    names = [span for clause in asserting for span in named_spans(clause)]
+    quotes = [quote for clause in asserting for quote in quoted_spans(clause)]
+    unsupported = [s for s in names if not knowledge.supports(s)]
+    unsupported += [f'"{q}"' for q in quotes if not knowledge.supports_quote(q)]
+    return unsupported, len(names) + len(quotes)
 
 
 def claims_part(reasoning: str, knowledge: Knowledge) -> SoundnessPart:

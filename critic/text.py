@@ -36,18 +36,21 @@ PLAN_MARKERS = re.compile(
     r"to verify|to see|read(ing)?)\b",
     re.IGNORECASE,
 )
+# Hedged and negated clauses assert no fact about the names they mention ("X is not listed").
 HEDGE_MARKERS = re.compile(
-    r"\b(maybe|perhaps|might|possibly|probably|guess|unclear|not sure|unsure|whether|if|unknown|could be|"
-    r"not (?:yet )?(?:found|known|mentioned|clear|shown))\b",
+    r"\b(maybe|perhaps|might|possibly|probably|guess|unclear|unsure|whether|if|unknown|could be|"
+    r"not|no|never|cannot|can't|don't|doesn't|didn't|isn't|wasn't)\b",
     re.IGNORECASE,
 )
+ISO_DATE = re.compile(r"\d{4}-\d{2}(?:-\d{2})?")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])|\n+")
 _CLAUSE = re.compile(r";\s+|:\s+|,\s*(?:so|then|and then|therefore|thus|hence)\s+|\s+so\s+(?=(?:i|let|next)\b)", re.I)
 _CONNECTORS = r"(?:of|the|de|del|der|den|da|di|du|la|le|les|von|van|and|for|upon|on|in|y|&)"
 _NAME = re.compile(
-    rf"[A-Z][\w'’.\-]*(?:\s+(?:{_CONNECTORS}\s+)*[A-Z][\w'’.\-]*)*|\b\d[\d,.]*\d\b|\b\d\b"
+    rf"\b\d{{4}}-\d{{2}}(?:-\d{{2}})?\b|[A-Z][\w'’.\-]*(?:\s+(?:{_CONNECTORS}\s+)*[A-Z][\w'’.\-]*)*|"
+    rf"\b\d[\d,.]*\d\b|\b\d\b"
 )
-_QUOTED = re.compile(r"[\"“]([^\"”]{2,80})[\"”]")
+_QUOTED = re.compile(r"[\"“]([^\"”]{2,400})[\"”]")
 
 
 def tokens(text: str) -> list[str]:
@@ -130,9 +133,13 @@ def _strip_discourse(span: str) -> str:
     return " ".join(words).strip(" .,'’")
 
 
+def quoted_spans(clause: str) -> list[str]:
+    return [m.group(1) for m in _QUOTED.finditer(clause)]
+
+
 def named_spans(clause: str) -> list[str]:
-    """Names, numbers and quoted strings a clause mentions: the checkable parts of a claim."""
-    spans = [m.group(1) for m in _QUOTED.finditer(clause)]
+    """Names, ISO dates and numbers a clause mentions outside quotes: the checkable parts of a claim."""
+    spans = []
     for match in _NAME.finditer(_QUOTED.sub(" ", clause)):
         span = _strip_discourse(match.group(0))
         if span and normalize_answer(span):

@@ -20,6 +20,9 @@ COMMAND_MODULES = (
     "pipeline.dataset",
     "pipeline.validate",
     "pipeline.publish",
+    "critic.judge",
+    "critic.report",
+    "rl.cli",
 )
 
 

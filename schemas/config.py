@@ -154,6 +154,11 @@ class JudgeConfig(_Config):
     llm_context_turns: int = Field(default=6, ge=0, description="earlier turns the LLM judge sees with observations")
     llm_observation_chars: int = Field(default=2000, ge=0, description="observation characters quoted per turn")
     batch_size: int = Field(default=16, ge=1, description="trajectories per resumable work unit")
+    repeat_window: int | None = Field(
+        default=None, ge=1,
+        description="only calls this many turns back count as repeats (None: all); set it to the policy's "
+        "keep_last_observations when re-reading an elided observation is allowed",
+    )
 
     @field_validator("thresholds", "weights")
     @classmethod

@@ -48,12 +48,20 @@ def question(qid: str, text: str, hops: list[PathHop], answer: str, aliases=(), 
                     path=path, engine="hand-written")
 
 
-def search(*hits: tuple[str, str]) -> str:
-    return "\n".join(f"{i}. {title}: {snippet}" for i, (title, snippet) in enumerate(hits, 1))
+def search(*hits: tuple[str, str]) -> list[tuple[str, str]]:
+    """Search hits; rendered as the environment does once the query is known (see `_observation`)."""
+    return list(hits)
 
 
 def page(title: str, text: str) -> str:
-    return f"{title} (part 1 of 1)\n{text}"
+    return f"{title} - page 1 of 1.\n\n{text}"
+
+
+def matches(title: str, text: str, *sentences: str) -> str:
+    if not sentences:
+        return f"No occurrence of {text!r} in {title!r}."
+    lines = "\n".join(f"[page 1] {s}" for s in sentences)
+    return f"{len(sentences)} match(es) of {text!r} in {title!r}:\n{lines}"
 
 
 def turn(reasoning: str, name: str | None, arguments: dict | None, observation: str | None, label,
@@ -63,7 +71,7 @@ def turn(reasoning: str, name: str | None, arguments: dict | None, observation: 
 
 
 def answer(reasoning: str, text: str, label):
-    return turn(reasoning, "answer", {"text": text}, None, label)
+    return turn(reasoning, "answer", {"text": text}, f"Final answer submitted: {text}", label)
 
 
 PAGES = {
@@ -141,7 +149,7 @@ PAGES = {
         "Fran Walsh, Philippa Boyens and Jackson, based on the novel by J. R. R. Tolkien. It was shot in New Zealand."),
 }
 
-NO_PAGE = "Error: no page titled {title!r}."
+NO_PAGE = "Error: no page titled {title!r}. Use search to find the exact title."
 
 
 def _scenarios():
@@ -205,7 +213,7 @@ def _scenarios():
              ["tool_error"], tool_error=True),
         turn("I will check whether Christopher Nolan's page mentions Cambridge.", "find_in_page",
              {"title": "Christopher Nolan", "text": "Cambridge"},
-             "No sentences in Christopher Nolan contain 'Cambridge'.", ["empty_result"]),
+             matches("Christopher Nolan", "Cambridge"), ["empty_result"]),
         answer("Christopher Nolan's page says he studied at University College London.", "University College London", []),
     ]
 
@@ -326,7 +334,8 @@ def _scenarios():
              "Error: invalid arguments for open_page: page: Input should be greater than or equal to 1",
              ["malformed_call"], tool_error=True),
         turn("I will find where Kate Capshaw was born.", "find_in_page", {"title": "Kate Capshaw", "text": "born"},
-             "Kate Capshaw (born Kathleen Sue Nail; November 3, 1953) is an American former actress.",
+             matches("Kate Capshaw", "born", "Kate Capshaw (born Kathleen Sue Nail; November 3, 1953) is an American "
+                     "former actress."),
              ["redundant_turn"]),
         answer("Kate Capshaw was born in Fort Worth, Texas.", "Fort Worth, Texas", []),
     ]
@@ -343,7 +352,7 @@ def _scenarios():
         turn("Greta Gerwig directed Lady Bird. I will open her page to find her husband.", "open_page",
              {"title": "Greta Gerwig"}, PAGES["Greta Gerwig"], []),
         turn("Gerwig is married to Noah Baumbach. I will open his page.", "open_page", {"title": "Noah Baumbeck"},
-             NO_PAGE.format(title="Noah Baumbeck") + " Did you mean: Noah Baumbach?", ["tool_error"], tool_error=True),
+             NO_PAGE.format(title="Noah Baumbeck"), ["tool_error"], tool_error=True),
         turn("The title is spelled Noah Baumbach. I will open it.", "open_page", {"title": "Noah Baumbach"},
              PAGES["Noah Baumbach"], []),
         turn("Noah Baumbach graduated from Vassar College. I will answer with Vassar College.", "search",
@@ -365,12 +374,12 @@ def _scenarios():
                     ("Stanley Kubrick", "Stanley Kubrick (July 26, 1928 - March 7, 1999) was an American "
                      "filmmaker.")), []),
         turn("Stanley Kubrick directed it. I will look for his third wife in his page.", "find_in_page",
-             {"title": "Stanley Kubrick", "text": "third wife"}, "No sentences in Stanley Kubrick contain 'third wife'.",
+             {"title": "Stanley Kubrick", "text": "third wife"}, matches("Stanley Kubrick", "third wife"),
              ["empty_result"]),
         turn("I will open the Stanley Kubrick page to read his marriages.", "open_page", {"title": "Stanley Kubrick"},
              PAGES["Stanley Kubrick"], []),
         turn("I will look for his third wife in his page.", "find_in_page",
-             {"title": "Stanley Kubrick", "text": "Third Wife"}, "No sentences in Stanley Kubrick contain 'Third Wife'.",
+             {"title": "Stanley Kubrick", "text": "Third Wife"}, matches("Stanley Kubrick", "Third Wife"),
              ["repeated_call"]),
         turn("His last wife was Christiane Kubrick. I will search for her.", "search", {"query": "Christiane Kubrick"},
              search(("Christiane Kubrick", "Christiane Kubrick (nee Harlan; born 10 May 1932) is a German painter and "
@@ -398,11 +407,11 @@ def _scenarios():
                     ("J. K. Rowling", "Joanne Rowling (born 31 July 1965), known as J. K. Rowling, is a British "
                      "author.")), []),
         turn("The novel was written by J. K. Rowling. I will open her page.", "open_page",
-             {"title": "Daniel Radcliffe"}, PAGES["Daniel Radcliffe"], ["unmotivated_action"]),
+             {"title": "Daniel Radcliffe"}, PAGES["Daniel Radcliffe"], ["unmotivated_action", "off_path_detour"]),
         turn("That was the wrong page; I will open J. K. Rowling's page.", "open_page", {"title": "J. K. Rowling"},
              PAGES["J. K. Rowling"], []),
         turn("Let me check whether she also studied at Oxford.", "find_in_page",
-             {"title": "J. K. Rowling", "text": "Oxford"}, "No sentences in J. K. Rowling contain 'Oxford'.",
+             {"title": "J. K. Rowling", "text": "Oxford"}, matches("J. K. Rowling", "Oxford"),
              ["empty_result"]),
         turn("I will search for her university.", "search", {"query": "J. K. Rowling university"},
              search(("J. K. Rowling", "Joanne Rowling (born 31 July 1965), known as J. K. Rowling, is a British "
@@ -419,6 +428,14 @@ def _expected(kinds: list[str], is_answer: bool) -> dict:
         "failure_kinds": kinds}
 
 
+def _observation(spec: dict) -> str | None:
+    observation = spec["observation"]
+    if isinstance(observation, list):
+        hits = "\n".join(f"{i}. {title}\n   {snippet}" for i, (title, snippet) in enumerate(observation, 1))
+        return f"Results for {spec['arguments']['query']!r}:\n{hits}"
+    return observation
+
+
 def _turn_record(index: int, spec: dict) -> Turn:
     call = None
     if spec["name"] is not None:
@@ -426,7 +443,7 @@ def _turn_record(index: int, spec: dict) -> Turn:
     final = spec["arguments"]["text"] if spec["name"] == "answer" else None
     raw = spec["raw"] or f"<think>{spec['reasoning']}</think>" + (
         f"<tool_call>{json.dumps({'name': spec['name'], 'arguments': spec['arguments']})}</tool_call>" if call else "")
-    return Turn(index=index, reasoning=spec["reasoning"], raw_output=raw, tool_call=call, observation=spec["observation"],
+    return Turn(index=index, reasoning=spec["reasoning"], raw_output=raw, tool_call=call, observation=_observation(spec),
                 tool_error=spec["tool_error"], parse_error=spec["parse_error"], final_answer=final)
 
 

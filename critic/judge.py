@@ -1,0 +1,304 @@
+"""Stage 4 (`hopsmith judge`): every turn of every trajectory judged, as a resumable Beam transform.
+
+Trajectories are grouped into work units (`batch_size` trajectories sorted by id, named by a hash of their
+ids). A Beam DoFn judges one unit: the offline critic on every turn and, when the judge role has an
+endpoint, the LLM judge on every turn of the unit concurrently (bounded by the role's concurrency). Each
+unit writes its JudgedTrajectory rows and its SkippedRecords as resumable parts; the final shards are the
+parts concatenated in unit order, so an interrupted and an uninterrupted run write the same records.
+Every trajectory read is either judged or skipped with a reason (an LLM failure after retries).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import tomllib
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import apache_beam
+import pyarrow.parquet as pq
+
+from critic.llm_judge import TurnAssessment, assess_trajectory
+from critic.scoring import OFFLINE_ENGINE, judge_trajectory
+from pipeline.beam import pipeline_options
+from pipeline.errors import UserError
+from pipeline.io import WorkUnits, read_manifest, read_records, shard_files, stable_hash, write_records
+from pipeline.llm import LLMClient, LLMError, run_async
+from pipeline.stage import begin_stage
+from schemas.config import BeamOptions, JudgeConfig, LLMRole
+from schemas.critic import CRITERIA, JudgedTrajectory
+from schemas.manifest import Manifest
+from schemas.questions import Question
+from schemas.trajectory import Trajectory
+from schemas.wiki import SkippedRecord
+
+log = logging.getLogger(__name__)
+STAGE = "judge"
+TABLES = ("judged", "skipped")
+SHARD_RECORDS = 1000
+
+
+@dataclass(frozen=True)
+class Unit:
+    unit_id: str
+    trajectories: tuple[Trajectory, ...]
+
+
+def plan_units(trajectories: Iterable[Trajectory], batch_size: int) -> list[Unit]:
+    ordered = sorted(trajectories, key=lambda t: t.trajectory_id)
+    batches = [tuple(ordered[i : i + batch_size]) for i in range(0, len(ordered), batch_size)]
+    return [Unit(stable_hash([t.trajectory_id for t in batch]), batch) for batch in batches]
+
+
+def judge_engine(config: JudgeConfig) -> str:
+    return OFFLINE_ENGINE if config.judge.offline else f"{OFFLINE_ENGINE}+openai:{config.judge.model}"
+
+
+async def judge_batch(
+    trajectories: Iterable[Trajectory],
+    questions: dict[str, Question],
+    config: JudgeConfig,
+    cache_dir: str | Path | None,
+    aliases: dict[str, list[str]] | None = None,
+) -> tuple[list[JudgedTrajectory], list[SkippedRecord]]:
+    """Judge trajectories (LLM requests of all of them in flight together); LLM failures become skips."""
+    trajectories = list(trajectories)
+    assessments: list[list[TurnAssessment] | BaseException | None] = [None] * len(trajectories)
+    if not config.judge.offline:
+        client = LLMClient(config.judge, Path(cache_dir) / "judge" if cache_dir else None, name="judge")
+        try:
+            assessments = await asyncio.gather(
+                *(assess_trajectory(client, t, config) for t in trajectories), return_exceptions=True
+            )
+        finally:
+            await client.aclose()
+    judged, skipped = [], []
+    for trajectory, assessment in zip(trajectories, assessments, strict=True):
+        if isinstance(assessment, LLMError):
+            skipped.append(SkippedRecord(title=trajectory.trajectory_id, stage=STAGE, reason="llm_error",
+                                         detail=str(assessment)[:300]))
+            continue
+        if isinstance(assessment, BaseException):
+            raise assessment
+        judged.append(judge_trajectory(trajectory, questions.get(trajectory.question_id), config, assessment,
+                                       judge_engine(config), config.judge.model, aliases))
+    return judged, skipped
+
+
+def load_questions(questions_dir: str | Path) -> dict[str, Question]:
+    return {q.question_id: q for q in read_records(Question, Path(questions_dir) / "questions")}
+
+
+def load_aliases(index_dir: str | Path | None) -> dict[str, list[str]]:
+    """Page title -> redirect titles from the search index (only those two columns are read)."""
+    if index_dir is None:
+        return {}
+    aliases: dict[str, list[str]] = {}
+    for shard in shard_files(Path(index_dir) / "pages"):
+        table = pq.read_table(shard, columns=["title", "aliases"])
+        for title, names in zip(table["title"].to_pylist(), table["aliases"].to_pylist(), strict=True):
+            if names:
+                aliases[title] = names
+    return aliases
+
+
+class _JudgeUnit(apache_beam.DoFn):
+    """Judges one work unit unless its parts exist; questions and aliases are loaded once per worker."""
+
+    def __init__(self, questions_dir: str, index_dir: str | None, out_dir: str, config: JudgeConfig,
+                 cache_dir: str | None):
+        self.questions_dir, self.index_dir, self.out_dir = questions_dir, index_dir, out_dir
+        self.config, self.cache_dir = config, cache_dir
+        self.questions: dict[str, Question] = {}
+        self.aliases: dict[str, list[str]] = {}
+
+    def setup(self):
+        self.questions = load_questions(self.questions_dir)
+        self.aliases = load_aliases(self.index_dir)
+
+    def process(self, unit: Unit):
+        parts = WorkUnits(self.out_dir, TABLES)
+        if parts.is_done(unit.unit_id):
+            apache_beam.metrics.Metrics.counter(STAGE, "units_resumed").inc()
+            yield unit.unit_id
+            return
+        judged, skipped = run_async(
+            lambda: judge_batch(unit.trajectories, self.questions, self.config, self.cache_dir, self.aliases)
+        )
+        parts.write(unit.unit_id, {"judged": (JudgedTrajectory, judged), "skipped": (SkippedRecord, skipped)})
+        apache_beam.metrics.Metrics.counter(STAGE, "units_judged").inc()
+        yield unit.unit_id
+
+
+class JudgeUnits(apache_beam.PTransform):
+    """PCollection[Unit] -> PCollection[unit id], each unit's judgements written as resumable parts."""
+
+    def __init__(self, questions_dir: str | Path, index_dir: str | Path | None, out_dir: str | Path,
+                 config: JudgeConfig, cache_dir: str | Path | None):
+        super().__init__()
+        self.fn = _JudgeUnit(str(questions_dir), str(index_dir) if index_dir else None, str(out_dir), config,
+                             str(cache_dir) if cache_dir else None)
+
+    def expand(self, units):
+        return units | "Reshuffle" >> apache_beam.Reshuffle() | "Judge" >> apache_beam.ParDo(self.fn)
+
+
+def judged_counts(judged: list[JudgedTrajectory], skipped: list[SkippedRecord]) -> dict[str, int]:
+    counts = Counter({"judged": len(judged), "turns": 0, "turns_passed": 0, "turns_masked": 0})
+    counts.update(f"skipped:{s.reason}" for s in skipped)
+    for record in judged:
+        for judgement in record.judgements:
+            counts["turns"] += 1
+            counts["turns_passed"] += judgement.verdict
+            counts["turns_masked"] += judgement.loss_mask == 0
+            counts.update(f"failed:{c}" for c in CRITERIA if not getattr(judgement, c).passed)
+            counts.update(f"kind:{k}" for k in judgement.failure_kinds)
+    return dict(counts)
+
+
+def _write_shards(model, records: list, out_dir: Path, table: str) -> list[str]:
+    outputs = []
+    shard_count = max(1, -(-len(records) // SHARD_RECORDS))
+    for shard in range(shard_count):
+        path = out_dir / table / f"{table}-{shard:05d}-of-{shard_count:05d}.parquet"
+        write_records(model, records[shard * SHARD_RECORDS : (shard + 1) * SHARD_RECORDS], path)
+        outputs.append(str(path.relative_to(out_dir)))
+    return outputs
+
+
+def run_judge(
+    trajectories_dir: str | Path,
+    questions_dir: str | Path,
+    index_dir: str | Path | None,
+    out_dir: str | Path,
+    config: JudgeConfig,
+    cache_dir: str | Path | None = None,
+    beam: BeamOptions | None = None,
+    beam_args: Iterable[str] = (),
+) -> Manifest:
+    """Judge every turn of every trajectory; resumable; writes judged/*.parquet and skipped/*.parquet.
+
+    The index is an upstream of the judgement (the observations came from it; its redirect titles widen
+    evidence matching), so a rebuilt index re-judges; without one (`None`) no aliases are used.
+    """
+    trajectories_dir, questions_dir, out_dir = Path(trajectories_dir), Path(questions_dir), Path(out_dir)
+    upstream = {"trajectories": trajectories_dir, "questions": questions_dir}
+    if index_dir is not None:
+        upstream["index"] = Path(index_dir)
+    run = begin_stage(STAGE, out_dir, config, upstream_dirs=upstream)
+    if run.done:
+        return run.finished
+    trajectories = list(read_records(Trajectory, trajectories_dir / "trajectories"))
+    units = plan_units(trajectories, config.batch_size)
+    with apache_beam.Pipeline(options=pipeline_options(beam, list(beam_args))) as pipeline:
+        _ = (
+            pipeline
+            | "Units" >> apache_beam.Create(units, reshuffle=False)
+            | "JudgeUnits" >> JudgeUnits(questions_dir, index_dir, out_dir, config, cache_dir)
+        )
+    parts = WorkUnits(out_dir, TABLES)
+    judged = [j for u in units for j in read_records(JudgedTrajectory, parts.part_path("judged", u.unit_id))]
+    skipped = [s for u in units for s in read_records(SkippedRecord, parts.part_path("skipped", u.unit_id))]
+    outputs = {
+        "judged": _write_shards(JudgedTrajectory, judged, out_dir, "judged"),
+        "skipped": _write_shards(SkippedRecord, skipped, out_dir, "skipped"),
+    }
+    counts = judged_counts(judged, skipped)
+    known = load_questions(questions_dir)
+    counts["trajectories_in"] = len(trajectories)
+    counts["judged_without_gold_path"] = sum(j.trajectory.question_id not in known for j in judged)
+    return run.finish(counts, outputs, engines={"judge": judge_engine(config)})
+
+
+def _criterion_values(pairs: list[str], flag: str) -> dict[str, float]:
+    values = {}
+    for pair in pairs:
+        name, _, number = pair.partition("=")
+        if name not in CRITERIA or not number:
+            raise UserError(f"{flag} takes CRITERION=VALUE with CRITERION one of {', '.join(CRITERIA)}; got {pair!r}")
+        try:
+            values[name] = float(number)
+        except ValueError as error:
+            raise UserError(f"{flag} {pair!r}: {number!r} is not a number") from error
+    return values
+
+
+def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags that build a JudgeConfig; shared by `judge` and `critic-report`."""
+    parser.add_argument("--config", help="TOML file: a JudgeConfig, at top level or in a [judge] table")
+    parser.add_argument("--judge-base-url", help="OpenAI-compatible endpoint of the LLM judge (default: offline only)")
+    parser.add_argument("--judge-model", help="model name at the judge endpoint")
+    parser.add_argument("--judge-api-key-env", help="environment variable holding the judge's API key")
+    parser.add_argument("--judge-concurrency", type=int, help="judge requests in flight at most")
+    parser.add_argument("--threshold", action="append", default=[], metavar="CRITERION=VALUE",
+                        help=f"pass threshold of a criterion ({', '.join(CRITERIA)}); repeatable")
+    parser.add_argument("--weight", action="append", default=[], metavar="CRITERION=VALUE",
+                        help="weight of a criterion in a passing turn's reward; repeatable")
+    parser.add_argument("--failed-turns", choices=["mask", "penalty"],
+                        help="mask: failed turns get loss mask 0; penalty: they keep it and learn from the negative reward")
+    parser.add_argument("--failed-turn-reward", type=float, help="reward of a failed turn (negative)")
+    parser.add_argument("--repeat-window", type=int, help="only calls this many turns back count as repeats")
+
+
+def judge_config_from_args(args: argparse.Namespace) -> JudgeConfig:
+    values: dict = {}
+    if args.config:
+        try:
+            data = tomllib.loads(Path(args.config).read_text())
+        except (OSError, tomllib.TOMLDecodeError) as error:
+            raise UserError(f"cannot read config {args.config}: {error}") from error
+        values = dict(data.get("judge", data))
+    role = dict(values.get("judge", {}))
+    for flag, key in (("judge_base_url", "base_url"), ("judge_model", "model"), ("judge_api_key_env", "api_key_env"),
+                      ("judge_concurrency", "max_concurrency")):
+        if getattr(args, flag) is not None:
+            role[key] = getattr(args, flag)
+    values["judge"] = LLMRole.model_validate(role).model_dump()
+    values["thresholds"] = {**JudgeConfig().thresholds, **values.get("thresholds", {}),
+                            **_criterion_values(args.threshold, "--threshold")}
+    values["weights"] = {**JudgeConfig().weights, **values.get("weights", {}), **_criterion_values(args.weight, "--weight")}
+    for flag in ("failed_turns", "failed_turn_reward", "repeat_window"):
+        if getattr(args, flag) is not None:
+            values[flag] = getattr(args, flag)
+    try:
+        config = JudgeConfig.model_validate(values)
+    except ValueError as error:
+        raise UserError(f"invalid judge config: {error}") from error
+    if not config.judge.offline and not config.judge.model:
+        raise UserError("--judge-base-url needs --judge-model")
+    return config
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "judge",
+        help="stage 4: judge every trajectory turn (tool accuracy, information gain, logical soundness)",
+        description="Judge every assistant turn of every trajectory on three criteria with an offline critic "
+        "and, with --judge-base-url, an LLM judge; write per-turn rewards, loss masks and outcome rewards to "
+        "OUT/judged/*.parquet. Resumable: a rerun skips finished work units. Unknown --options are Apache Beam "
+        "pipeline options.",
+    )
+    parser.add_argument("--trajectories", default="out/trajectories", help="stage 3 output folder")
+    parser.add_argument("--questions", default="out/questions", help="stage 2 question folder (gold paths)")
+    parser.add_argument("--index", default="out/index", help="search index folder (redirect aliases); 'none' to skip")
+    parser.add_argument("--out", default="out/judged", help="output folder")
+    parser.add_argument("--cache", default="out/cache/llm", help="LLM response cache folder")
+    add_judge_arguments(parser)
+    parser.set_defaults(func=_handle)
+
+
+def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
+    config = judge_config_from_args(args)
+    index_dir = None if args.index == "none" else args.index
+    for label, folder in (("trajectories", args.trajectories), ("questions", args.questions), ("index", index_dir)):
+        if folder is not None and read_manifest(folder) is None:
+            raise UserError(f"--{label} {folder} holds no finished stage output (no manifest.json)")
+    manifest = run_judge(args.trajectories, args.questions, index_dir, args.out, config, args.cache, beam_args=beam_args)
+    counts = manifest.counts
+    print(f"judged {counts.get('judged', 0)} trajectories, {counts.get('turns', 0)} turns "
+          f"({counts.get('turns_passed', 0)} passed) -> {Path(args.out) / 'judged'}")
+    return 0

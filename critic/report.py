@@ -1,0 +1,79 @@
+"""`hopsmith critic-report`: precision and recall of the critic per criterion and per failure kind.
+
+Two label sources: the hand-labelled set (`--labelled tests/data/critic_labelled.jsonl`), judged here with
+the configured critic (offline, or with the LLM judge given --judge-base-url), or judged pipeline output
+(`--judged out/judged`) labelled by the errors the offline policy injected. Injected labels only cover the
+kinds the policy injects, so that report lists those kinds; turns it did not tamper with count as good,
+which understates precision where an honest turn really was weak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from critic.calibration import INJECTED_KINDS, CalibrationReport, calibrate, injected_labels, load_labelled
+from critic.judge import add_judge_arguments, judge_batch, judge_config_from_args
+from pipeline.errors import UserError
+from pipeline.io import read_records
+from pipeline.llm import run_async
+from schemas.config import JudgeConfig
+from schemas.critic import JudgedTrajectory
+
+
+def labelled_report(path: str | Path, config: JudgeConfig, cache_dir: str | Path | None = None) -> CalibrationReport:
+    """Judge each labelled turn in its context (the trajectory up to that turn) and compare with its labels."""
+    rows = load_labelled(path)
+    questions = {r.question.question_id: r.question for r in rows if r.question is not None}
+    judged, skipped = run_async(lambda: judge_batch([r.trajectory for r in rows], questions, config, cache_dir))
+    if skipped:
+        raise UserError(f"the LLM judge failed on {len(skipped)} labelled turns: {skipped[0].detail}")
+    pairs = []
+    for row, record in zip(rows, judged, strict=True):
+        judgement = next(j for j in record.judgements if j.turn_index == row.trajectory.turns[row.turn_index].index)
+        pairs.append((row.expected_pass, row.expected_kinds, judgement))
+    engine = judged[0].judgements[0].engine if judged and judged[0].judgements else "offline"
+    return calibrate(pairs, f"{path} (hand-labelled), critic {engine}")
+
+
+def judged_report(folder: str | Path) -> CalibrationReport:
+    """Compare judged pipeline output with the offline policy's injected errors."""
+    folder = Path(folder)
+    records = list(read_records(JudgedTrajectory, folder / "judged" if (folder / "judged").is_dir() else folder))
+    if not records:
+        raise UserError(f"no judged trajectories in {folder}")
+    pairs = [pair for record in records for pair in injected_labels(record)]
+    report = calibrate(pairs, f"{folder} (injected errors of the offline policy)")
+    injectable = set(INJECTED_KINDS.values())
+    report.kinds = {k: v for k, v in report.kinds.items() if k in injectable}
+    return report
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "critic-report",
+        help="precision/recall of the turn critic per criterion and failure kind",
+        description="Print the critic's precision and recall (positive class: the turn fails) per criterion and "
+        "per failure kind, on the hand-labelled set or on judged output labelled by injected errors.",
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--labelled", help="labelled JSONL (e.g. tests/data/critic_labelled.jsonl)")
+    source.add_argument("--judged", help="a `hopsmith judge` output folder")
+    parser.add_argument("--json", dest="json_out", help="also write the report as JSON to this file")
+    parser.add_argument("--cache", default="out/cache/llm", help="LLM response cache folder (labelled set only)")
+    add_judge_arguments(parser)
+    parser.set_defaults(func=_handle)
+
+
+def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
+    if args.labelled:
+        if not Path(args.labelled).is_file():
+            raise UserError(f"labelled set not found: {args.labelled}")
+        report = labelled_report(args.labelled, judge_config_from_args(args), args.cache)
+    else:
+        report = judged_report(args.judged)
+    print(report.format())
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+    return 0
