@@ -14,6 +14,7 @@ from pathlib import Path
 
 BENCHMARKS = (
     "bench.walks",
+    "bench.dump_reader",
 )
 
 

@@ -93,6 +93,17 @@ def _raw_blocks(handle, start: int, end: int | None) -> Iterator[bytes]:
         yield block
 
 
+def _drain(decompressor: bz2.BZ2Decompressor, data: bytes) -> Iterator[bytes]:
+    """Decompress `data` in pieces of at most BLOCK_BYTES, so highly compressible input stays small."""
+    out = decompressor.decompress(data, BLOCK_BYTES)
+    while True:
+        if out:
+            yield out
+        if decompressor.eof or decompressor.needs_input:
+            return
+        out = decompressor.decompress(b"", BLOCK_BYTES)
+
+
 def _bz2_blocks(raw: Iterable[bytes]) -> Iterator[bytes | _Damage]:
     """Decompress concatenated bz2 streams, reporting damage in-band instead of stopping silently.
 
@@ -121,13 +132,11 @@ def _bz2_blocks(raw: Iterable[bytes]) -> Iterator[bytes | _Damage]:
                 decompressor = bz2.BZ2Decompressor()
                 block, consumed, stream_at = block[match.start():], consumed + match.start(), 0
             try:
-                out = decompressor.decompress(block)
+                yield from _drain(decompressor, block)
             except OSError as error:
                 skipping = f"bz2 data damaged near compressed byte {consumed}: {error}"
                 continue
             in_stream = True
-            if out:
-                yield out
             if decompressor.eof:
                 unused = decompressor.unused_data
                 consumed += len(block) - len(unused)
