@@ -1,0 +1,94 @@
+"""`hopsmith rl [train] ...` and `hopsmith rl export-verl ...`. Importing this module does not import torch."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from pipeline.errors import UserError
+
+PRESET_NAMES = ("tiny-cpu", "gpu")
+
+
+def _train_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
+    """The training flags, on both `hopsmith rl` and `hopsmith rl train` (a flag given to either wins)."""
+    default = (lambda value: value) if defaults else (lambda value: argparse.SUPPRESS)
+    parser.add_argument("--shards", default=default("out/dataset"), help="dataset folder (`make dataset` output)")
+    parser.add_argument("--out", default=default("out/rl"), help="run folder: checkpoint/, metrics-*.jsonl")
+    parser.add_argument("--preset", choices=PRESET_NAMES, default=default(None),
+                        help="tiny-cpu (default without --model) or gpu (default with --model)")
+    parser.add_argument("--model", default=default(None), help="pretrained model folder (else a tiny random LLaMA)")
+    parser.add_argument("--config", default=default(None), help="JSON file of RLConfig fields (overrides the preset)")
+    parser.add_argument("--modes", default=default(None), help="comma-separated: offline,online")
+    parser.add_argument("--index", default=default(None), help="search index folder for online mode")
+    parser.add_argument("--split", default=default(None), help="dataset split to read (default: all)")
+    parser.add_argument("--seed", type=int, default=default(None))
+    parser.add_argument("--offline-steps", type=int, default=default(None))
+    parser.add_argument("--online-steps", type=int, default=default(None))
+    parser.add_argument("--estimator", choices=("outcome_grpo", "mt_grpo", "turn_return"), default=default(None))
+    parser.add_argument("--failed-turns", choices=("mask", "penalty"), default=default(None))
+    parser.add_argument("--max-trajectories", type=int, default=default(None))
+
+
+def register(subparsers) -> None:
+    rl = subparsers.add_parser("rl", help="turn-reward RL from the shards (train, export-verl)",
+                               description="Train with turn-level advantages (offline cloning, online PPO) or "
+                               "export verl data and configs. `hopsmith rl --model PATH` = `hopsmith rl train`.")
+    _train_options(rl, defaults=True)
+    rl.set_defaults(func=handle_train)
+    commands = rl.add_subparsers(dest="rl_command", metavar="{train,export-verl}")
+    train = commands.add_parser("train", help="train on CPU (tiny model) or GPUs (accelerate)")
+    _train_options(train, defaults=False)
+    train.set_defaults(func=handle_train)
+    export = commands.add_parser("export-verl", help="write verl parquet, plugin configs and a launch script")
+    export.add_argument("--shards", default="out/dataset", help="dataset folder (`make dataset` output)")
+    export.add_argument("--out", default="out/verl", help="output folder")
+    export.add_argument("--model", default="Nanbeige/Nanbeige4.1-3B", help="model path or Hub id verl loads")
+    export.add_argument("--index", default=None, help="search index folder (default: <shards>/../index)")
+    export.add_argument("--estimator", choices=("outcome_grpo", "mt_grpo", "turn_return"), default="mt_grpo")
+    export.add_argument("--turn-coef", type=float, default=1.0)
+    export.add_argument("--failed-turns", choices=("mask", "penalty"), default="mask")
+    export.add_argument("--max-turns", type=int, default=60)
+    export.add_argument("--gpus", type=int, default=8, help="GPUs per node")
+    export.set_defaults(func=handle_export)
+
+
+def build_config(args: argparse.Namespace):
+    from rl.config import preset_config
+
+    preset = args.preset or ("gpu" if args.model else "tiny-cpu")
+    overrides = json.loads(Path(args.config).read_text()) if args.config else {}
+    flags = {"model": args.model, "index_dir": args.index, "split": args.split, "seed": args.seed,
+             "offline_steps": args.offline_steps, "online_steps": args.online_steps, "estimator": args.estimator,
+             "failed_turns": args.failed_turns, "max_trajectories": args.max_trajectories,
+             "modes": args.modes.split(",") if args.modes else None}
+    try:
+        return preset_config(preset, **{**overrides, **{k: v for k, v in flags.items() if v is not None}})
+    except ValueError as error:
+        raise UserError(str(error)) from error
+
+
+def _no_beam_options(beam_args: list[str]) -> None:
+    if beam_args:
+        raise UserError(f"unknown options for `hopsmith rl`: {' '.join(beam_args)}")
+
+
+def handle_train(args: argparse.Namespace, beam_args: list[str]) -> int:
+    _no_beam_options(beam_args)
+    from rl.train import run_rl
+
+    manifest = run_rl(args.shards, args.out, build_config(args))
+    print(f"rl: checkpoint in {Path(args.out) / 'checkpoint'}; counts {json.dumps(manifest.counts, sort_keys=True)}")
+    return 0
+
+
+def handle_export(args: argparse.Namespace, beam_args: list[str]) -> int:
+    _no_beam_options(beam_args)
+    from rl.export_verl import export_verl
+
+    manifest = export_verl(args.shards, args.out, model=args.model, index_dir=args.index, estimator=args.estimator,
+                           turn_coef=args.turn_coef, failed_turns=args.failed_turns, max_turns=args.max_turns,
+                           n_gpus=args.gpus)
+    print(f"export-verl: {json.dumps(manifest.counts, sort_keys=True)}; launch with {Path(args.out) / 'run_verl.sh'}")
+    return 0

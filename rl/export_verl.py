@@ -1,0 +1,170 @@
+"""`hopsmith rl export-verl`: verl parquet from the `rl` shards, plus the configs and launch script for the plugin.
+
+verl runs in its own environment (it pins an older transformers); this writes everything it needs and
+imports nothing of verl. Output folder:
+
+    data/<split>.parquet     verl rows: prompt, data_source, ability, reward_model, extra_info, agent_name
+    questions.parquet        the questions (gold paths) the critic judges rollouts against
+    agent_loops.yaml         registers `rl.verl_plugin.HopsmithTurnAgentLoop` with its environment settings
+    tool_config.yaml         the search tools for verl's stock `tool_agent` loop
+    hopsmith_turn_grpo.yaml  the trainer config (turn_grpo estimator, reward manager, multi-turn rollout)
+    run_verl.sh              the launch script
+"""
+
+from __future__ import annotations
+
+import stat
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import yaml
+
+from pipeline.errors import UserError
+from pipeline.io import (
+    atomic_write_text,
+    read_manifest,
+    read_records,
+    shard_files,
+    write_records,
+    write_table,
+)
+from pipeline.renders import render_tools
+from pipeline.stage import begin_stage
+from schemas.dataset import RLPrompt
+from schemas.manifest import Manifest
+from schemas.questions import Question
+
+AGENT_NAME = "hopsmith_turn_agent"
+ABILITY = "deep_search"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def split_of(path: Path) -> str:
+    """`train-00000-of-00001.parquet` -> `train` (the Hub layout's split prefix)."""
+    return path.name.split("-", 1)[0]
+
+
+def verl_row(prompt: RLPrompt, index: int, index_dir: str) -> dict[str, Any]:
+    """One verl row. `tools_kwargs` gives every tool the index folder it opens."""
+    create = {"create_kwargs": {"index_dir": index_dir}}
+    return {
+        "prompt": [{"role": m.role, "content": m.content} for m in prompt.prompt],
+        "data_source": prompt.data_source,
+        "ability": ABILITY,
+        "reward_model": {"style": "rule", "ground_truth": prompt.answer},
+        "extra_info": {
+            "index": index,
+            "question_id": prompt.question_id,
+            "prompt_id": prompt.prompt_id,
+            "aliases": list(prompt.aliases),
+            "as_of": prompt.as_of.isoformat(),
+            "hops": prompt.hops,
+            "environment": prompt.environment,
+            "need_tools_kwargs": True,
+            "tools_kwargs": {spec["function"]["name"]: create for spec in render_tools()},
+        },
+        "agent_name": AGENT_NAME,
+    }
+
+
+def trainer_config(out_dir: Path, model: str, splits: list[str], n_gpus: int) -> dict[str, Any]:
+    """A Hydra config over verl's `ppo_trainer`: multi-turn vLLM rollouts, our agent loop and estimator."""
+    train = str(out_dir / "data" / "train.parquet") if "train" in splits else str(out_dir / "data" / f"{splits[0]}.parquet")
+    val = str(out_dir / "data" / "test.parquet") if "test" in splits else train
+    return {
+        "hydra": {"searchpath": ["pkg://verl/trainer/config"]},
+        "defaults": ["ppo_trainer", "_self_"],
+        "data": {"train_files": train, "val_files": val, "return_raw_chat": True, "train_batch_size": 32,
+                 "max_prompt_length": 4096, "max_response_length": 28672, "filter_overlong_prompts": True},
+        "actor_rollout_ref": {
+            "model": {"path": model, "use_remove_padding": True, "enable_gradient_checkpointing": True},
+            "actor": {"optim": {"lr": 1e-6}, "ppo_mini_batch_size": 16, "use_kl_loss": True, "kl_loss_coef": 0.001,
+                      "kl_loss_type": "low_var_kl", "loss_agg_mode": "token-mean",
+                      "ppo_micro_batch_size_per_gpu": 1},
+            "rollout": {
+                "name": "vllm", "mode": "async", "n": 8, "temperature": 1.0, "gpu_memory_utilization": 0.6,
+                "log_prob_micro_batch_size_per_gpu": 1,
+                "multi_turn": {"enable": True, "format": "hermes", "max_assistant_turns": 60,
+                               "max_tool_response_length": 4096,
+                               "tool_config_path": str(out_dir / "tool_config.yaml")},
+                "agent": {"agent_loop_config_path": str(out_dir / "agent_loops.yaml"),
+                          "default_agent_loop": AGENT_NAME},
+            },
+            "ref": {"log_prob_micro_batch_size_per_gpu": 1},
+        },
+        "algorithm": {"adv_estimator": "turn_grpo", "use_kl_in_reward": False, "norm_adv_by_std_in_grpo": True,
+                      "gamma": 1.0},
+        "reward_model": {"use_reward_loop": False},
+        "reward_manager": {"source": "importlib", "name": "TurnRewardManager",
+                           "module": {"path": "pkg://rl.verl_plugin"}},
+        "trainer": {"project_name": "hopsmith", "experiment_name": "turn_grpo", "logger": ["console"],
+                    "n_gpus_per_node": n_gpus, "nnodes": 1, "total_epochs": 1, "save_freq": 50, "test_freq": 25,
+                    "default_local_dir": str(out_dir / "checkpoints")},
+    }
+
+
+LAUNCH = """#!/usr/bin/env bash
+# Turn-level GRPO for hopsmith on verl. Run inside the verl environment (GPUs, vLLM, verl importable)
+# with hopsmith's source on PYTHONPATH: the plugin imports rl/, critic/, synth/ (needs bm25s, pydantic).
+# Extra Hydra overrides pass through, e.g. ./run_verl.sh trainer.n_gpus_per_node=4 actor_rollout_ref.rollout.n=16
+set -euo pipefail
+HERE="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
+export PYTHONPATH="${{HOPSMITH_ROOT:-{root}}}:${{PYTHONPATH:-}}"
+export HOPSMITH_TURN_ESTIMATOR="${{HOPSMITH_TURN_ESTIMATOR:-{estimator}}}"
+export HOPSMITH_TURN_COEF="${{HOPSMITH_TURN_COEF:-{turn_coef}}}"
+python3 -c "import verl, rl.verl_plugin" || {{ echo "run_verl.sh: verl or the hopsmith plugin is not importable" >&2; exit 2; }}
+exec python3 -m verl.trainer.main_ppo --config-path "$HERE" --config-name hopsmith_turn_grpo "$@"
+"""
+
+
+def export_verl(shards: str | Path, out_dir: str | Path, *, model: str = "Nanbeige/Nanbeige4.1-3B",
+                index_dir: str | Path | None = None, estimator: str = "mt_grpo", turn_coef: float = 1.0,
+                failed_turns: str = "mask", failed_turn_reward: float = -1.0, max_turns: int = 60,
+                n_gpus: int = 8) -> Manifest:
+    """Write verl's data, configs and launch script for the `rl` shards of a dataset folder."""
+    shards, out_dir = Path(shards), Path(out_dir).resolve()
+    files = shard_files(shards / "data" / "rl")
+    if not files:
+        raise UserError(f"no 'rl' shards in {shards / 'data' / 'rl'}; run `make dataset` first")
+    index_dir = Path(index_dir) if index_dir else shards.resolve().parent / "index"
+    if read_manifest(index_dir) is None:
+        raise UserError(f"no finished search index in {index_dir} (pass --index DIR)")
+    settings = {"model": model, "index_dir": str(index_dir.resolve()), "estimator": estimator, "turn_coef": turn_coef,
+                "failed_turns": failed_turns, "failed_turn_reward": failed_turn_reward, "max_turns": max_turns,
+                "n_gpus": n_gpus}
+    question_files = shard_files(shards / "data" / "questions")
+    run = begin_stage("export-verl", out_dir, settings, input_files=files + question_files)
+    if run.done:
+        return run.finished
+    by_split: dict[str, list[RLPrompt]] = defaultdict(list)
+    for file in files:
+        by_split[split_of(file)].extend(read_records(RLPrompt, file))
+    counts: dict[str, int] = {}
+    outputs: dict[str, list[str]] = {"data": []}
+    for split, prompts in sorted(by_split.items()):
+        rows = [verl_row(p, i, settings["index_dir"]) for i, p in enumerate(prompts)]
+        write_table(pa.Table.from_pylist(rows), out_dir / "data" / f"{split}.parquet")
+        counts[f"rows:{split}"] = len(rows)
+        outputs["data"].append(f"data/{split}.parquet")
+    questions = [q for f in question_files for q in read_records(Question, f)]
+    write_records(Question, questions, out_dir / "questions.parquet")
+    counts["questions"] = len(questions)
+    agent_loops = [{"name": AGENT_NAME, "_target_": "rl.verl_plugin.HopsmithTurnAgentLoop",
+                    "index_dir": settings["index_dir"], "questions_path": str(out_dir / "questions.parquet"),
+                    "max_turns": max_turns, "failed_turns": failed_turns, "failed_turn_reward": failed_turn_reward}]
+    tools = {"tools": [{"class_name": "rl.verl_plugin.HopsmithSearchTool",
+                        "config": {"type": "native", "index_dir": settings["index_dir"]}, "tool_schema": spec}
+                       for spec in render_tools()]}
+    config = trainer_config(out_dir, model, sorted(by_split), n_gpus)
+    config["actor_rollout_ref"]["rollout"]["multi_turn"]["max_assistant_turns"] = max_turns
+    atomic_write_text(out_dir / "agent_loops.yaml", yaml.safe_dump(agent_loops, sort_keys=False))
+    atomic_write_text(out_dir / "tool_config.yaml", yaml.safe_dump(tools, sort_keys=False))
+    atomic_write_text(out_dir / "hopsmith_turn_grpo.yaml", yaml.safe_dump(config, sort_keys=False))
+    launch = out_dir / "run_verl.sh"
+    atomic_write_text(launch, LAUNCH.format(root=REPO_ROOT, estimator=estimator, turn_coef=turn_coef))
+    launch.chmod(launch.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    outputs["config"] = ["agent_loops.yaml", "tool_config.yaml", "hopsmith_turn_grpo.yaml", "run_verl.sh",
+                         "questions.parquet"]
+    return run.finish(counts, outputs)

@@ -1,0 +1,208 @@
+"""hopsmith's verl plugin: the turn-reward agent loop, its reward manager, the `turn_grpo` estimator, the search tool.
+
+Imported only inside a verl environment (it imports verl); `hopsmith rl export-verl` writes the YAML that
+points verl here. Written against verl's agent-loop API (verl.experimental.agent_loop, verl 0.8-0.9).
+
+Flow per rollout: the agent loop samples turns from verl's inference servers in the Nanbeige template,
+executes each tool call in the stage 3 `SearchEnvironment`, judges every turn with the stage 4 critic,
+masks failed turns (policy `mask`) or keeps their penalty reward (`penalty`), and returns the turn
+rewards; the reward manager lays them on the tokens (`rl.verl_layout`); `turn_grpo` computes turn-level
+advantages with the same functions as the rl/ trainer.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from functools import cache
+from typing import Any
+from uuid import uuid4
+
+import torch
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+from verl.tools.base_tool import BaseTool
+from verl.tools.schemas import ToolResponse
+from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
+from verl.workers.reward_manager.abstract import AbstractRewardManager
+
+from critic.scoring import judge_trajectory
+from pipeline.io import read_records
+from pipeline.renders import ANSWER_TOOL, nanbeige_tool_response, parse_nanbeige_assistant
+from rl.chat import IM_END, message_header, render_text
+from rl.rollout import FRAMEWORK, PARSE_ERROR
+from rl.verl_layout import place_turn_rewards, turn_grpo
+from schemas.config import JudgeConfig
+from schemas.questions import Question
+from schemas.trajectory import ToolCall, Trajectory, Turn
+from synth.environment import SearchEnvironment
+from synth.matching import match_answer
+
+AGENT_NAME = "hopsmith_turn_agent"
+
+
+@cache
+def search_environment(index_dir: str) -> SearchEnvironment:
+    """One loaded index per process, shared by every agent loop and tool instance."""
+    return SearchEnvironment.load(index_dir)
+
+
+@cache
+def questions_by_id(path: str | None) -> dict[str, Question]:
+    return {q.question_id: q for q in read_records(Question, path)} if path else {}
+
+
+@register(AGENT_NAME)
+class HopsmithTurnAgentLoop(AgentLoopBase):
+    """Multi-turn search agent whose every turn is judged; returns per-turn rewards in `extra_fields`."""
+
+    def __init__(self, trainer_config, server_manager, tokenizer, processor, dataset_cls, dataset_config, *,
+                 index_dir: str, questions_path: str | None = None, max_turns: int = 60,
+                 failed_turns: str = "mask", failed_turn_reward: float = -1.0, **kwargs):
+        super().__init__(trainer_config, server_manager, tokenizer, processor, dataset_cls, dataset_config, **kwargs)
+        rollout = self.config.actor_rollout_ref.rollout
+        self.response_length = rollout.response_length
+        self.max_observation_chars = rollout.multi_turn.max_tool_response_length
+        self.environment = search_environment(index_dir)
+        self.questions = questions_by_id(questions_path)
+        self.max_turns = max_turns
+        self.judge_config = JudgeConfig(failed_turns=failed_turns, failed_turn_reward=failed_turn_reward)
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False)
+
+    def _observe(self, view) -> tuple[str, bool, str | None]:
+        if view.kind == "unparsed":
+            return PARSE_ERROR, True, PARSE_ERROR
+        text, error = self.environment.execute(view.name, view.arguments)
+        if len(text) > self.max_observation_chars:
+            text = text[: self.max_observation_chars] + "...(truncated)"
+        return text, error, None
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
+        messages = list(kwargs["raw_prompt"])
+        extra_info = kwargs.get("extra_info") or {}
+        prompt_ids = await self.apply_chat_template(messages)
+        request_id = uuid4().hex
+        response_ids: list[int] = []
+        response_mask: list[int] = []
+        logprobs: list[float] = []
+        spans: list[tuple[int, int]] = []
+        turns: list[Turn] = []
+        final_answer, stop_reason, ended = None, "max_turns", True
+        started = time.perf_counter()
+        for index in range(self.max_turns):
+            budget = self.response_length - len(response_ids) - 2  # room for the closing <|im_end|>\n
+            if budget <= 0:
+                break
+            output = await self.server_manager.generate(request_id=request_id, prompt_ids=prompt_ids + response_ids,
+                                                        sampling_params=sampling_params)
+            tokens = list(output.token_ids[:budget])
+            start = len(response_ids)
+            response_ids += tokens
+            response_mask += [1] * len(tokens)
+            logprobs += list(output.log_probs[:budget]) if output.log_probs else [0.0] * len(tokens)
+            spans.append((start, len(response_ids)))
+            text = self.tokenizer.decode(tokens, skip_special_tokens=False)
+            ended = text.endswith(IM_END)
+            content = text.removesuffix(IM_END)
+            view = parse_nanbeige_assistant(content)
+            turn = Turn(index=index, reasoning=view.reasoning, raw_output=content, completion_tokens=len(tokens))
+            if view.kind == "final" or (view.kind == "call" and view.name == ANSWER_TOOL):
+                final_answer = view.answer if view.kind == "final" else str(view.arguments.get("text", ""))
+                if view.kind == "call":
+                    turn.tool_call = ToolCall(call_id=f"call_{index}", name=view.name, arguments=view.arguments)
+                turn.final_answer, stop_reason = final_answer, "answered"
+                turns.append(turn)
+                break
+            if view.kind == "call":
+                turn.tool_call = ToolCall(call_id=f"call_{index}", name=view.name, arguments=view.arguments)
+            turn.observation, turn.tool_error, turn.parse_error = self._observe(view)
+            turns.append(turn)
+            closing = ("" if ended else IM_END) + "\n"
+            feedback = self._encode(closing + render_text([{"role": "user", "content": nanbeige_tool_response(
+                turn.observation)}]) + message_header("assistant"))
+            if len(response_ids) + len(feedback) + 2 > self.response_length:
+                break
+            response_ids += feedback
+            response_mask += [0] * len(feedback)
+            logprobs += [0.0] * len(feedback)
+            ended = True
+        closing = self._encode(("" if ended else IM_END) + "\n")  # the outcome reward's mask-0 token
+        response_ids += closing
+        response_mask += [0] * len(closing)
+        logprobs += [0.0] * len(closing)
+
+        trajectory = Trajectory(
+            trajectory_id=request_id, question_id=str(extra_info.get("question_id", "")),
+            question=messages[-1]["content"], answer=kwargs["reward_model"]["ground_truth"],
+            aliases=list(extra_info.get("aliases", [])), as_of=extra_info["as_of"], framework=FRAMEWORK,
+            policy="verl", engine="verl-rollout", seed=0, turns=turns, final_answer=final_answer,
+            stop_reason=stop_reason, environment=self.environment.environment_id,
+            outcome=match_answer(final_answer, kwargs["reward_model"]["ground_truth"], extra_info.get("aliases", [])),
+        )
+        judged = judge_trajectory(trajectory, self.questions.get(trajectory.question_id), self.judge_config)
+        turn_rewards = []
+        for (start, end), judgement in zip(spans, judged.judgements, strict=False):
+            if end == start:
+                continue
+            if self.judge_config.failed_turns == "mask" and not judgement.verdict:
+                response_mask[start:end] = [0] * (end - start)  # context only: out of the loss and the stats
+            else:
+                turn_rewards.append(judgement.reward)
+        passed = [j.verdict for j in judged.judgements]
+        return AgentLoopOutput(
+            prompt_ids=prompt_ids, response_ids=response_ids, response_mask=response_mask,
+            response_logprobs=logprobs, num_turns=2 * len(turns) + 1,
+            metrics=AgentLoopMetrics(generate_sequences=time.perf_counter() - started),
+            extra_fields={
+                "turn_rewards": turn_rewards, "outcome_reward": judged.outcome_reward,
+                "outcome_position": len(response_ids) - 1, "turn_pass_rate": sum(passed) / max(len(passed), 1),
+                "correct": trajectory.outcome.correct,
+            },
+        )
+
+
+class TurnRewardManager(AbstractRewardManager):
+    """Lays the agent loop's turn rewards on each turn's last token and the outcome on the closing token."""
+
+    def __init__(self, tokenizer, num_examine, compute_score=None, reward_fn_key: str = "data_source", **kwargs):
+        self.tokenizer = tokenizer
+
+    def __call__(self, data, return_dict: bool = False):
+        batch = data.non_tensor_batch
+        rewards = place_turn_rewards(
+            data.batch["response_mask"].cpu(), [list(r) for r in batch["turn_rewards"]],
+            [float(r) for r in batch["outcome_reward"]], [int(p) for p in batch["outcome_position"]],
+        ).to(data.batch["response_mask"].device)
+        if not return_dict:
+            return rewards
+        extra = {key: list(batch[key]) for key in ("outcome_reward", "turn_pass_rate", "correct")}
+        return {"reward_tensor": rewards, "reward_extra_info": extra}
+
+
+def compute_turn_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index=None,
+                                config=None, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
+    """verl estimator `turn_grpo`: rl.advantages on the turn rewards read back from the token tensor."""
+    return turn_grpo(
+        token_level_rewards, response_mask, index,
+        estimator=os.environ.get("HOPSMITH_TURN_ESTIMATOR", "mt_grpo"),
+        turn_coef=float(os.environ.get("HOPSMITH_TURN_COEF", "1.0")),
+        gamma=float(config.gamma) if config is not None else 1.0,
+        scale=bool(config.norm_adv_by_std_in_grpo) if config is not None else True,
+    )
+
+
+if "turn_grpo" not in ADV_ESTIMATOR_REGISTRY:
+    register_adv_est("turn_grpo")(compute_turn_grpo_advantage)
+
+
+class HopsmithSearchTool(BaseTool):
+    """One stage 3 tool (search, open_page or find_in_page) for verl's stock `tool_agent` loop."""
+
+    def __init__(self, config: dict, tool_schema):
+        super().__init__(config, tool_schema)
+        self.environment = search_environment(config["index_dir"])
+
+    async def execute(self, instance_id: str, parameters: dict[str, Any], **kwargs) -> tuple[ToolResponse, float, dict]:
+        text, error = self.environment.execute(self.name, parameters)
+        return ToolResponse(text=text), 0.0, {"tool_error": error}
