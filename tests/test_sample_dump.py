@@ -30,6 +30,12 @@ DISAMBIGUATION_RE = re.compile(r"\{\{\s*(?:disambiguation|dab|disamb)\s*[|}]", r
 INFOBOX_RE = re.compile(r"\{\{\s*infobox[ _]+([^|\n}<]+)", re.IGNORECASE)
 WIKILINK_RE = re.compile(r"\[\[([^\[\]|]+)(?:\|[^\[\]]*)?\]\]")
 FILE_LINK_PREFIXES = ("file:", "image:", "category:")
+VALUE_FORMATS = {  # the brief's literal conventions: ISO (partial) dates, plain decimal numbers
+    "date": r"\d{4}(-\d{2}(-\d{2})?)?",
+    "number": r"-?\d+(\.\d+)?",
+    "quantity": r"-?\d+(\.\d+)?",
+    "string": r"\S(.*\S)?",
+}
 
 
 @dataclass(frozen=True)
@@ -214,8 +220,11 @@ def test_facts_refer_to_real_pages(by_title, facts):
         if "tail" in fact:
             assert fact["tail"] in articles, fact
         else:
-            assert fact["value_type"] in {"date", "number", "quantity", "string"}, fact
+            assert re.fullmatch(VALUE_FORMATS[fact["value_type"]], fact["value"]), fact
             assert (fact["value_type"] == "quantity") == ("unit" in fact), fact
+        for key, value in fact.get("qualifiers", {}).items():
+            assert key in {"start", "end", "end_reason"}, fact
+            assert key == "end_reason" or re.fullmatch(VALUE_FORMATS["date"], value), fact
     for entry in facts["absent"]:
         assert entry["head"] in articles, entry
     for redirect, target in facts["redirects"].items():
