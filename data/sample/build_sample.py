@@ -125,6 +125,10 @@ def _make_page(header: dict[str, str], body: str, source_file: str, require_ids:
     missing = [key for key in ("ns", "id", "rev", "ts") if key not in header]
     if missing and require_ids:
         raise ValueError(f"{source_file}: {header['title']!r} lacks {missing}")
+    prefix = header["title"].split(":", 1)[0] if ":" in header["title"] else ""
+    expected_ns = next((key for key, name in NAMESPACES if name and name == prefix), 0)
+    if "ns" in header and int(header["ns"]) != expected_ns:
+        raise ValueError(f"{source_file}: {header['title']!r} has ns={header['ns']}, its prefix says {expected_ns}")
     return SourcePage(
         title=header["title"], ns=int(header.get("ns", -99)), page_id=int(header.get("id", 0)),
         revision_id=int(header.get("rev", 0)), timestamp=header.get("ts", ""), text=text,
