@@ -180,21 +180,30 @@ class Deadline:
 
     @contextlib.contextmanager
     def alarm(self) -> Iterator[None]:
-        usable = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-        if not usable or signal.getitimer(signal.ITIMER_REAL)[0] > 0:
+        """SIGALRM after `seconds` (main thread only). An interval timer already running (a test runner's
+        own timeout) keeps its deadline: it is re-armed with its remaining time afterwards."""
+        if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
             yield
             return
+        outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL)
+        outer_first = 0 < outer_left < self.seconds
+        started = time.monotonic()
 
         def expire(signum, frame):
+            if outer_first and callable(previous):
+                previous(signum, frame)
             raise PageTimeout(f"over {self.seconds:g}s (alarm)")
 
         previous = signal.signal(signal.SIGALRM, expire)
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+        signal.setitimer(signal.ITIMER_REAL, outer_left if outer_first else self.seconds)
         try:
             yield
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+            if outer_left > 0:
+                left = max(outer_left - (time.monotonic() - started), 1e-3)
+                signal.setitimer(signal.ITIMER_REAL, left, outer_interval)
 
 
 # ------------------------------------------------------------------------------------------ articles
