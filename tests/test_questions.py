@@ -1,0 +1,238 @@
+"""Question writing and gates on crafted graphs: alternative answers, leaks, hops, phrasing, aliases, dedup."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+
+from graph.walks import run_walks, to_path
+from pipeline.io import read_records
+from schemas.config import QuestionConfig, WalkConfig
+from schemas.questions import Path, Question
+from schemas.wiki import SkippedRecord
+from synth import gates
+from synth.phrasing import date_variants, fuzz_year, number_variants, phrase, type_noun
+from synth.questions import (
+    EntityInfo,
+    QuestionContext,
+    answer_aliases,
+    deduplicate,
+    plan_question,
+    run_questions,
+    structural_gate,
+    write_template,
+)
+from tests.walk_graphs import AS_OF, OLD, csr, entity, fact, write_graph
+
+MERKEL = [
+    entity("Angela Merkel", "Infobox officeholder"),
+    entity("Joachim Sauer", "Infobox scientist", head=False),
+    entity("Hosena", "Infobox settlement", head=False, aliases=["Hosena, Brandenburg"]),
+    entity("Humboldt University of Berlin", "Infobox university", head=False, aliases=["HU Berlin"]),
+]
+MERKEL_FACTS = [
+    fact("Angela Merkel", "spouse", "Joachim Sauer", qualifiers={"start": "1998-12-30"}),
+    fact("Joachim Sauer", "birth_place", "Hosena"),
+    fact("Joachim Sauer", "birth_date", "1949-04-19", "date", when=OLD),
+    fact("Hosena", "population_total", "1200", "number"),
+    fact("Joachim Sauer", "alma_mater", "Humboldt University of Berlin"),
+    fact("Humboldt University of Berlin", "established", "1809", "date"),
+    fact("Humboldt University of Berlin", "city", "Berlin"),
+    fact("Angela Merkel", "birth_place", "Hamburg"),
+]
+
+
+def context(entities, relations, **config) -> QuestionContext:
+    graph = csr(entities, relations)
+    infos = {e.title: EntityInfo(e.type, e.description, e.aliases) for e in entities}
+    return QuestionContext(graph=graph, entities=infos, as_of=AS_OF, config=QuestionConfig(**config))
+
+
+def path_of(ctx: QuestionContext, *titles: str) -> Path:
+    """The Path through the given node labels (each consecutive pair joined by its unique edge)."""
+    graph = ctx.graph
+    nodes, edges = [], []
+    for head, tail in zip(titles, titles[1:], strict=False):
+        node = graph.node_id(head)
+        edge = next(e for e in range(graph.indptr[node], graph.indptr[node + 1]) if graph.label(graph.dst[e]) == tail)
+        nodes.append(node)
+        edges.append(edge)
+    nodes.append(int(graph.dst[edges[-1]]))
+    return to_path(graph, nodes, edges, seed=0, conditions=[])
+
+
+def family(distinct_birth_years: bool, same_birthplace: bool = False):
+    entities = [entity("Ann Parent"), entity("Bea Child", head=False), entity("Cal Child", head=False)]
+    relations = [
+        fact("Ann Parent", "children", "Bea Child"),
+        fact("Ann Parent", "children", "Cal Child"),
+        fact("Bea Child", "birth_place", "Avon"),
+        fact("Cal Child", "birth_place", "Avon" if same_birthplace else "Bath"),
+        fact("Bea Child", "birth_date", "1951-02-03", "date"),
+        fact("Cal Child", "birth_date", "1990-06-07" if distinct_birth_years else "1951-09-09", "date"),
+    ]
+    return entities, relations
+
+
+def test_alternative_answer_gate_rejects_an_ambiguous_chain_and_keeps_a_unique_one():
+    # "Where was the child of Ann Parent, a person born in the 1950s, born?": two children, one per decade.
+    ctx = context(*family(distinct_birth_years=True))
+    path = path_of(ctx, "Ann Parent", "Bea Child", "Avon")
+    by_type = [gates.Clue(position=1, type_noun="person")]
+    assert "2 answers" in gates.alternative_answer(ctx.graph, path, by_type)
+    with_decade = [gates.Clue(position=1, type_noun="person", attribute="birth_date", years=(1950, 1959))]
+    assert gates.alternative_answer(ctx.graph, path, with_decade) is None
+    # Both children born in the same decade: the date clue no longer separates them.
+    ctx = context(*family(distinct_birth_years=False))
+    assert gates.alternative_answer(ctx.graph, path_of(ctx, "Ann Parent", "Bea Child", "Avon"), with_decade)
+    # Both born in the same town: one answer, whichever child is meant.
+    ctx = context(*family(distinct_birth_years=False, same_birthplace=True))
+    assert gates.alternative_answer(ctx.graph, path_of(ctx, "Ann Parent", "Bea Child", "Avon"), by_type) is None
+
+
+def test_alternative_answer_gate_through_the_stage(tmp_path):
+    entities, relations = family(distinct_birth_years=False)
+    graph_dir = write_graph(tmp_path / "graph", entities, relations)
+    run_walks(graph_dir, tmp_path / "paths", WalkConfig(hops=[2], walks_per_start=20, hub_quantile=1.0))
+    manifest = run_questions(graph_dir, tmp_path / "paths", tmp_path / "q", QuestionConfig(), cache_dir=None)
+    skipped = list(read_records(SkippedRecord, tmp_path / "q" / "skipped"))
+    # Every path goes through "a child of Ann Parent born in the 1950s": two birthplaces, two birth dates.
+    assert manifest.counts["questions:kept"] == 0
+    assert {s.reason for s in skipped} == {"alternative_answer"}
+    assert manifest.counts["rejected:alternative_answer"] == len(skipped) == manifest.counts["paths:read"] >= 2
+
+
+def test_fewer_hops_gate():
+    ctx = context(MERKEL, [*MERKEL_FACTS, fact("Angela Merkel", "residence", "Hosena")])
+    path = path_of(ctx, "Angela Merkel", "Joachim Sauer", "Hosena")
+    assert structural_gate(ctx, path, plan_question(ctx, path))[0] == "fewer_hops"
+    ctx = context(MERKEL, MERKEL_FACTS)
+    assert structural_gate(ctx, path_of(ctx, "Angela Merkel", "Joachim Sauer", "Hosena"), plan_question(ctx, path)) is None
+
+
+def test_leak_gates():
+    assert gates.answer_leak("Where was the spouse of X born, near Hosena?", "Hosena", []) == "Hosena"
+    assert gates.answer_leak("Which university did HU Berlin's rival...?", "Humboldt University of Berlin", ["HU Berlin"])
+    assert gates.answer_leak("Who founded Hosenaville?", "Hosena", []) is None  # token boundaries
+    evidence = ["Sauer was born in Hosena, a village near Senftenberg in the Lusatia region of Brandenburg."]
+    leaky = "Which village near Senftenberg in the Lusatia region of Brandenburg was the spouse born in?"
+    assert gates.evidence_leak(leaky, evidence, 8)
+    assert gates.evidence_leak("Where was the spouse of Angela Merkel born?", evidence, 8) is None
+    assert gates.intermediate_leak("Where was Joachim Sauer born?", ["Joachim Sauer"]) == "Joachim Sauer"
+    assert gates.intermediate_leak("Where was Paris born?", ["Paris (band)"]) == "Paris (band)"
+
+
+ARTICLE_ERRORS = re.compile(r"\b(a [aeiouAEIOU]\w+|an [b-df-hj-np-tv-zB-DF-HJ-NP-TV-Z]\w+)")
+
+
+def assert_reads_as_english(text: str) -> None:
+    assert text[0].isupper() and text[-1] in "?.", text
+    assert "  " not in text and " ," not in text and ",?" not in text and " ?" not in text, text
+    assert not ARTICLE_ERRORS.search(text), text
+    words = text.lower().split()
+    assert all(a != b for a, b in zip(words, words[1:], strict=False)), text
+    assert "_" not in text and "{" not in text, text
+
+
+def test_template_questions_read_well_and_obfuscate_intermediates():
+    ctx = context(MERKEL, MERKEL_FACTS)
+    chains = [
+        ("Angela Merkel", "Joachim Sauer", "Hosena"),
+        ("Angela Merkel", "Joachim Sauer", "1949-04-19"),
+        ("Angela Merkel", "Joachim Sauer", "Hosena", "1200"),
+        ("Angela Merkel", "Joachim Sauer", "Humboldt University of Berlin", "Berlin"),
+    ]
+    styles = set()
+    for titles in chains:
+        path = path_of(ctx, *titles)
+        for style in ("nested", "clues"):
+            draft = write_template(ctx, path, plan_question(ctx, path, style))
+            assert_reads_as_english(draft.text)
+            assert gates.intermediate_leak(draft.text, path.nodes[1:-1]) is None
+            assert gates.answer_leak(draft.text, path.answer, answer_aliases(ctx, path)) is None
+            assert "Angela Merkel" in draft.text
+            assert draft.text.startswith("As of March 2026, ")  # a spouse can change
+            styles.add(draft.obfuscations[-1])
+    assert styles == {"style:nested", "style:clues"}
+    path = path_of(ctx, "Angela Merkel", "Joachim Sauer", "Humboldt University of Berlin", "Berlin")
+    draft = write_template(ctx, path, plan_question(ctx, path, "clues"))
+    assert "a scientist born in" in draft.text and "an educational institution" in draft.text
+    assert any(o.startswith("date:1949-04-19->") for o in draft.obfuscations)
+    assert "1949" not in draft.text
+
+
+def test_as_of_only_when_a_fact_can_change():
+    entities = [entity("Dora Writer", "Infobox writer"), entity("Ely Town", "Infobox settlement", head=False)]
+    ctx = context(entities, [fact("Dora Writer", "birth_place", "Ely Town"), fact("Ely Town", "country", "Ruritania")])
+    path = path_of(ctx, "Dora Writer", "Ely Town", "Ruritania")
+    draft = write_template(ctx, path, plan_question(ctx, path))
+    assert not draft.text.startswith("As of") and "as_of" not in " ".join(draft.obfuscations)
+    assert_reads_as_english(draft.text)
+
+
+def test_surface_forms_vary_with_the_seed():
+    texts = set()
+    for seed in range(12):
+        ctx = context(MERKEL, MERKEL_FACTS, seed=seed)
+        path = path_of(ctx, "Angela Merkel", "Joachim Sauer", "Hosena")
+        texts.add(write_template(ctx, path, plan_question(ctx, path)).text)
+    assert len(texts) >= 4
+
+
+def test_date_fuzzing_and_literal_aliases():
+    assert fuzz_year(1993, 0) == ("the early 1990s", (1990, 1993))
+    assert fuzz_year(1995, 0) == ("the mid-1990s", (1994, 1996))
+    assert fuzz_year(1998, 1) == ("the 1990s", (1990, 1999))
+    assert fuzz_year(1949, 2) == ("the mid-20th century", (1934, 1966))
+    assert fuzz_year(1809, 2) == ("the early 19th century", (1801, 1833))
+    assert date_variants("1990-05-12") == ["1990-05-12", "12 May 1990", "May 12, 1990"]
+    assert date_variants("1990-05") == ["1990-05", "May 1990"]
+    assert number_variants("8848", "m") == ["8848 m", "8,848 m", "8848", "8,848"]
+    ctx = context(MERKEL, MERKEL_FACTS)
+    assert answer_aliases(ctx, path_of(ctx, "Angela Merkel", "Joachim Sauer", "Hosena")) == ["Hosena, Brandenburg"]
+    assert answer_aliases(ctx, path_of(ctx, "Angela Merkel", "Joachim Sauer", "1949-04-19")) == ["19 April 1949", "April 19, 1949"]
+
+
+def test_relation_phrases_and_type_nouns():
+    assert phrase("birth_place").noun == "birthplace" and phrase("spouse").mutable
+    assert phrase("num_employees").noun == "number of employees"
+    assert phrase("first_flight").noun == "first flight"
+    assert type_noun("Infobox officeholder") == "politician" and type_noun("settlement") == "place"
+    assert type_noun("Infobox frobnicator") == "entity"
+
+
+def test_duplicate_questions_are_dropped():
+    ctx = context(MERKEL, MERKEL_FACTS)
+    path = path_of(ctx, "Angela Merkel", "Joachim Sauer", "Hosena")
+    other = path.model_copy(update={"path_id": "ffff" + path.path_id})
+    make = lambda p, text: Question(question_id=p.path_id, text=text, answer=p.answer, as_of=dt.date(2026, 3, 1),  # noqa: E731
+                                    hops=2, path=p, engine="template")
+    kept, skipped = deduplicate([make(path, "Where was X born?"), make(other, "Where  was X born ?")])
+    assert [q.path.path_id for q in kept] == [path.path_id] and [s.reason for s in skipped] == ["duplicate"]
+
+
+def test_every_path_is_accounted_for_and_rerun_skips(tmp_path):
+    graph_dir = write_graph(tmp_path / "graph", MERKEL, MERKEL_FACTS)
+    run_walks(graph_dir, tmp_path / "paths", WalkConfig(hops=[2, 3], walks_per_start=30, hub_quantile=1.0))
+    config = QuestionConfig(paths_per_unit=2, shards=2)
+    manifest = run_questions(graph_dir, tmp_path / "paths", tmp_path / "q", config, cache_dir=None)
+    questions = list(read_records(Question, tmp_path / "q" / "questions"))
+    skipped = list(read_records(SkippedRecord, tmp_path / "q" / "skipped"))
+    assert len(questions) + len(skipped) == manifest.counts["paths:read"] > 0
+    assert {q.hops for q in questions} == {2, 3}
+    assert all(q.engine == "template" and q.model is None and q.as_of == AS_OF for q in questions)
+    assert manifest.engines == {"writer": "template"}
+    again = run_questions(graph_dir, tmp_path / "paths", tmp_path / "q", config, cache_dir=None)
+    assert again.finished_at == manifest.finished_at
+
+
+@pytest.mark.parametrize("answer_type", ["entity", "date", "number"])
+def test_answers_follow_the_path_in_the_graph(answer_type):
+    ctx = context(MERKEL, MERKEL_FACTS)
+    end = {"entity": "Hosena", "date": "1949-04-19", "number": None}[answer_type]
+    titles = ("Angela Merkel", "Joachim Sauer", "Hosena", "1200") if end is None else ("Angela Merkel", "Joachim Sauer", end)
+    path = path_of(ctx, *titles)
+    assert path.answer_type == answer_type
+    assert gates.chain_answers(ctx.graph, path, []) == {gates.answer_node(ctx.graph, path)}

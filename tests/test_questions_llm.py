@@ -1,0 +1,169 @@
+"""The LLM question writer and shortcut check against a real OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+import synth.questions as questions_module
+from graph.walks import run_walks
+from pipeline.io import read_records
+from pipeline.llm import run_async
+from schemas.config import LLMRole, QuestionConfig, WalkConfig
+from schemas.questions import Path, Question
+from schemas.wiki import SkippedRecord
+from tests.servers import OpenAIServer, Reply
+from tests.test_questions import MERKEL, MERKEL_FACTS
+from tests.walk_graphs import write_graph
+
+
+def role(server: OpenAIServer, **overrides) -> LLMRole:
+    return LLMRole(**{"base_url": server.base_url, "model": "test-model", "timeout_s": 5.0, "max_retries": 3,
+                      "backoff_s": 0.01, **overrides})
+
+
+def written(body: dict) -> Reply:
+    """A writer reply that names the start entity and hides everything else."""
+    payload = json.loads(body["messages"][1]["content"])
+    text = f"As of March 2026, what is the answer about {payload['start']} through {len(payload['chain'])} hops?"
+    return Reply(content=json.dumps({"question": text, "obfuscations": ["spouse -> a scientist"]}))
+
+
+def is_writer(body: dict) -> bool:
+    return "multi-hop search question" in body["messages"][0]["content"]
+
+
+class Script:
+    """Per-request behaviour: the first request of each prompt gets `first`, later ones get a valid reply."""
+
+    def __init__(self, first=None, shortcut_answer: str = "Nobody knows"):
+        self.first, self.shortcut_answer = first, shortcut_answer
+        self.seen: set[str] = set()
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict) -> Reply:
+        if not is_writer(body):
+            return Reply(content=json.dumps({"answer": self.shortcut_answer}))
+        key = json.dumps(body["messages"], sort_keys=True)
+        with self.lock:
+            fresh = key not in self.seen
+            self.seen.add(key)
+        if fresh and self.first is not None:
+            return self.first
+        return written(body)
+
+
+@pytest.fixture(scope="module")
+def graph_and_paths(tmp_path_factory):
+    """One walk run shared by the module: the questions stage only reads it."""
+    folder = tmp_path_factory.mktemp("merkel")
+    graph_dir = write_graph(folder / "graph", MERKEL, MERKEL_FACTS)
+    run_walks(graph_dir, folder / "paths", WalkConfig(hops=[2], walks_per_start=30, hub_quantile=1.0))
+    return graph_dir, folder / "paths"
+
+
+def run(tmp_path, graph_and_paths, config, out="q"):
+    graph_dir, paths_dir = graph_and_paths
+    manifest = questions_module.run_questions(graph_dir, paths_dir, tmp_path / out, config, tmp_path / "cache")
+    kept = list(read_records(Question, tmp_path / out / "questions"))
+    skipped = list(read_records(SkippedRecord, tmp_path / out / "skipped"))
+    return manifest, kept, skipped
+
+
+@pytest.mark.parametrize(
+    ("case", "first", "overrides"),
+    [
+        ("valid_json", None, {}),
+        ("invalid_then_valid", Reply(content="Sure! Here is your question: Where was ...?"), {}),
+        ("rate_limited", Reply(status=429, headers={"Retry-After": "0.2"}, error="slow down"), {}),
+        ("timeout", Reply(content='{"question": "late"}', delay_s=1.5), {"timeout_s": 0.4}),
+    ],
+)
+def test_llm_writer_recovers_and_records_engine(tmp_path, graph_and_paths, case, first, overrides):
+    graph_dir, paths_dir = graph_and_paths
+    paths = list(read_records(Path, paths_dir / "paths"))
+    script = Script(first=first)
+    with OpenAIServer(script) as server:
+        config = QuestionConfig(writer=role(server, **overrides))
+        ctx = questions_module._load_context(graph_dir, paths_dir, config)
+        kept, skipped, stats = run_async(lambda: questions_module.process_unit(ctx, paths, tmp_path / "cache"))
+        writer_requests = [r for r in server.requests if is_writer(r)]
+    assert len(kept) + len(skipped) == len(paths) > 0
+    assert kept and all(q.engine == "openai:test-model" and q.model == "test-model" for q in kept)
+    assert all(q.text.startswith("As of March 2026, what is the answer about Angela Merkel") for q in kept)
+    assert all("style:llm" in q.obfuscations and "llm:spouse -> a scientist" in q.obfuscations for q in kept)
+    expected = len(paths) if first is None else 2 * len(paths)  # one failed attempt, then the valid reply
+    assert len(writer_requests) == stats["llm:question-writer:requests"] == expected
+    assert stats["llm:question-writer:retries"] == expected - len(paths)
+    prompt = json.loads(writer_requests[0]["messages"][1]["content"])
+    assert prompt["as_of"] == "March 2026" and prompt["start"] == "Angela Merkel"
+    assert writer_requests[0]["response_format"] == {"type": "json_object"}
+
+
+def test_rerun_is_served_from_the_cache(tmp_path, graph_and_paths):
+    with OpenAIServer(Script()) as server:
+        config = QuestionConfig(writer=role(server))
+        first, kept_1, _ = run(tmp_path, graph_and_paths, config, out="first")
+        sent = len(server.requests)
+        second, kept_2, _ = run(tmp_path, graph_and_paths, config, out="second")
+        assert len(server.requests) == sent > 0
+    assert [q.text for q in kept_1] == [q.text for q in kept_2]
+    assert first.engines == {"writer": "openai:test-model"}
+    assert first.counts["llm:question-writer:requests"] == first.counts["paths:read"]
+    assert second.counts["llm:question-writer:requests"] == 0
+    assert second.counts["llm:question-writer:cache_hits"] == first.counts["paths:read"]
+
+
+def test_shortcut_check_rejects_questions_a_model_answers_without_tools(tmp_path, graph_and_paths):
+    with OpenAIServer(Script(shortcut_answer="Hosena")) as server:
+        config = QuestionConfig(writer=role(server), shortcut=role(server, temperature=1.0), shortcut_attempts=4)
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, config)
+        shortcut_requests = [r for r in server.requests if not is_writer(r)]
+    hosena = [s for s in skipped if s.reason == "shortcut"]
+    assert hosena and all("answered without tools: Hosena" in s.detail for s in hosena)
+    assert all(q.answer != "Hosena" for q in kept)
+    assert manifest.counts["rejected:shortcut"] == len(hosena)
+    assert manifest.engines["shortcut"] == "openai:test-model"
+    # Four closed-book attempts per question that reached the check (duplicates are dropped afterwards).
+    checked = len(kept) + len(hosena) + manifest.counts["rejected:duplicate"]
+    assert len(shortcut_requests) == 4 * checked
+
+
+def test_leaking_llm_question_is_rejected(tmp_path, graph_and_paths):
+    def leaky(body: dict) -> Reply:
+        if not is_writer(body):
+            return Reply(content=json.dumps({"answer": "no idea"}))
+        payload = json.loads(body["messages"][1]["content"])
+        return Reply(content=json.dumps({"question": f"Is it {payload['answer_to_hide']}? Where did Joachim Sauer go?"}))
+
+    with OpenAIServer(leaky) as server:
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, QuestionConfig(writer=role(server)))
+    assert kept == [] and {s.reason for s in skipped} == {"answer_leak"}
+    assert manifest.counts["rejected:answer_leak"] == manifest.counts["paths:read"]
+
+
+def test_killed_run_resumes_without_repeating_requests(tmp_path, graph_and_paths, monkeypatch):
+    graph_dir, paths_dir = graph_and_paths
+    with OpenAIServer(Script()) as server:
+        config = QuestionConfig(writer=role(server), paths_per_unit=1)
+        original = questions_module.process_unit
+        calls = {"n": 0}
+
+        async def dies_on_third_unit(*args):
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise KeyboardInterrupt("killed")
+            return await original(*args)
+
+        monkeypatch.setattr(questions_module, "process_unit", dies_on_third_unit)
+        with pytest.raises(BaseException):  # noqa: B017 - Beam may wrap the interrupt
+            questions_module.run_questions(graph_dir, paths_dir, tmp_path / "q", config, None)
+        before = len(server.requests)
+        assert before == 2
+        monkeypatch.setattr(questions_module, "process_unit", original)
+        manifest = questions_module.run_questions(graph_dir, paths_dir, tmp_path / "q", config, None)
+        assert len(server.requests) == manifest.counts["paths:read"]  # no path was written twice
+    kept = list(read_records(Question, tmp_path / "q" / "questions"))
+    assert len({q.question_id for q in kept}) == len(kept) == manifest.counts["questions:kept"]
