@@ -3,8 +3,8 @@
 It answers `action=query` with `prop=revisions|info` for `titles=` (normalisation, missing and invalid
 titles, redirect flags, at most `contents_per_response` page contents per response with an
 `rvcontinue` continuation) and `list=recentchanges` (namespace, time window, `rctoponly`, `rclimit`
-pages with `rccontinue`). A test scripts failures with `fail_next` ("429", "maxlag", "500"), each
-sent with `Retry-After: retry_after`. Every request's parameters and headers are recorded.
+pages with `rccontinue`). A test scripts failures with `fail_next` ("429", "maxlag", "500", API error
+bodies); 429 and maxlag carry `Retry-After: retry_after`. Every request's parameters and headers are recorded.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ class MediaWikiServer:
         return f"http://{host}:{port}/w/api.php"
 
     def fail_next(self, *kinds: str) -> None:
-        """Answer the next requests with these failures, in order: "429", "maxlag" or "500"."""
+        """Answer the next requests with these failures, in order: "429", "maxlag", "500", or the API error
+        bodies "ratelimited" (retryable) and "readonly" (not)."""
         self.failures.extend(kinds)
 
     def answer(self, params: dict[str, str]) -> tuple[int, dict[str, Any], dict[str, str]]:
@@ -89,6 +90,8 @@ class MediaWikiServer:
             return 429, {"error": {"code": "ratelimited"}}, {"Retry-After": self.retry_after}
         if failure == "500":
             return 500, {}, {}
+        if failure in ("ratelimited", "readonly"):
+            return 200, {"error": {"code": failure, "info": f"scripted {failure} error"}}, {}
         if failure == "maxlag":
             error = {"code": "maxlag", "info": "Waiting for db1: 7 seconds lagged", "lag": 7}
             return 200, {"error": error}, {"Retry-After": self.retry_after, "X-Database-Lag": "7"}

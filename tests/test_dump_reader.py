@@ -190,6 +190,12 @@ def test_missing_or_unreadable_inputs_are_user_errors(tmp_path, multistream):
         read_multistream_index(bad_index)
     with pytest.raises(UserError, match="not found"):
         ReadDump(tmp_path / "nope.xml.bz2")
+    plain = tmp_path / "plain.xml"
+    plain.write_bytes(bz2.decompress(dump.read_bytes()))
+    with pytest.raises(UserError, match="not bz2-compressed"):
+        ReadDump(plain, bad_index)
+    with pytest.raises(UserError, match="need a bz2 multistream dump"):
+        iter_dump_pages(plain, (0, 100))
 
 
 def _run_read_dump(transform: ReadDump, expected: list, beam_options: BeamOptions) -> None:

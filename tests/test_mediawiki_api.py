@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import email.utils
 import re
 from collections import Counter
 
@@ -105,6 +106,34 @@ def test_retries_are_bounded_and_failures_become_skips():
     assert waits == [0.5, 1.0]  # exponential backoff when the server gives no Retry-After
     assert {(r.title, r.reason) for r in records} == {("Ulm", "api_error"), ("Danube", "api_error")}
     assert "HTTP 500" in records[0].detail
+
+
+def test_api_error_bodies_retry_only_when_transient():
+    waits: list[float] = []
+    with MediaWikiServer(PAGES) as wiki:
+        wiki.fail_next("ratelimited")
+        assert [r.title for r in client(wiki, waits, backoff_s=0.3).fetch_pages(["Ulm"])] == ["Ulm"]
+        assert waits == [0.3] and len(wiki.requests) == 2
+        wiki.fail_next("readonly")
+        (record,) = client(wiki, waits).fetch_pages(["Danube"])
+    assert (record.reason, len(wiki.requests)) == ("api_error", 3)
+    assert "readonly" in record.detail
+
+
+def test_retry_after_as_an_http_date(monkeypatch):
+    later = email.utils.format_datetime(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=30), usegmt=True)
+    waits: list[float] = []
+    with MediaWikiServer(PAGES, retry_after=later) as wiki:
+        wiki.fail_next("429")
+        list(client(wiki, waits).fetch_pages(["Ulm"]))
+    assert len(waits) == 1 and 20 < waits[0] <= 30
+
+
+def test_an_api_url_must_be_http():
+    with pytest.raises(UserError, match="http"):
+        MediaWikiApi(ApiSettings(url="en.wikipedia.org/w/api.php"))
+    with pytest.raises(UserError, match="http"):
+        ReadFromApi(ApiSettings(url="ftp://example.org/api.php"), titles=["A"])
 
 
 def test_redirect_chains_become_redirect_pages_and_targets_are_fetched():

@@ -75,6 +75,14 @@ def check_readable(path: str | os.PathLike, what: str = "dump") -> str:
     return path
 
 
+def check_multistream(path: str | os.PathLike) -> str:
+    """A readable bz2 dump, or a UserError: only bz2 streams can be read from an index's offsets."""
+    path = check_readable(path)
+    if not _is_bz2(path):
+        raise UserError(f"an index needs a bz2 multistream dump, and {path} is not bz2-compressed")
+    return path
+
+
 def _is_bz2(path: str) -> bool:
     with open(path, "rb") as handle:
         return handle.read(len(_BZ2_MAGIC)) == _BZ2_MAGIC
@@ -336,7 +344,7 @@ def dump_work_units(
     """
     if streams_per_unit < 1:
         raise UserError(f"streams per unit must be at least 1, got {streams_per_unit}")
-    path = check_readable(path)
+    path = check_multistream(path)
     offsets = read_multistream_index(index_path)
     starts = [0] + [offset for offset in offsets[::streams_per_unit] if offset > 0]
     starts = sorted(set(starts))
@@ -375,8 +383,8 @@ class ReadDump(beam.PTransform):
     def __init__(self, path: str | os.PathLike, index: str | os.PathLike | None = None,
                  streams_per_unit: int = DEFAULT_STREAMS_PER_UNIT):
         super().__init__()
-        self.path = check_readable(path)
         self.index = check_readable(index, "index") if index is not None else None
+        self.path = check_readable(path) if index is None else check_multistream(path)
         if streams_per_unit < 1:
             raise UserError(f"streams per unit must be at least 1, got {streams_per_unit}")
         self.streams_per_unit = streams_per_unit

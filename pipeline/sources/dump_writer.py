@@ -8,8 +8,8 @@ one `offset:page_id:title` line per page, where offset is the byte offset of the
 from __future__ import annotations
 
 import bz2
-import os
 import contextlib
+import os
 from collections.abc import Iterable
 from itertools import islice
 from xml.sax.saxutils import escape, quoteattr

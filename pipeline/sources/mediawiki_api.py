@@ -26,6 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
 from typing import Any
+from urllib.parse import urlsplit
 
 import apache_beam as beam
 import requests
@@ -40,6 +41,7 @@ TITLES_PER_REQUEST = 50
 RECENT_CHANGES_MAX_DAYS = 30
 DEFAULT_CONTACT = "https://github.com/hopsmith"
 MAX_REDIRECT_DEPTH = 5
+RETRYABLE_API_ERRORS = ("maxlag", "ratelimited")
 _REDIRECT_TARGET = re.compile(r"^\s*#[^\[\n]*\[\[\s*:?([^\]|#\n]+)")
 _SLOTS: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _SLOTS_LOCK = threading.Lock()
@@ -89,8 +91,12 @@ def _retry_after(response: requests.Response) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
+        pass
+    try:  # the other form allowed by RFC 9110: an HTTP date
         when = email.utils.parsedate_to_datetime(value)
-        return max(0.0, (when - dt.datetime.now(dt.UTC)).total_seconds()) if when else None
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (utc(when) - dt.datetime.now(dt.UTC)).total_seconds())
 
 
 def _batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
@@ -122,6 +128,7 @@ class MediaWikiApi:
 
     def __init__(self, settings: ApiSettings, session: requests.Session | None = None,
                  sleep: Callable[[float], None] = time.sleep):
+        check_api_url(settings.url)
         self.settings = settings
         self.session = session or requests.Session()
         self.session.headers["User-Agent"] = user_agent()
@@ -138,7 +145,7 @@ class MediaWikiApi:
                 with _slots(self.settings):
                     self.requests_sent += 1
                     response = self.session.get(self.settings.url, params=params, timeout=self.settings.timeout_s)
-            except (requests.ConnectionError, requests.Timeout) as error:
+            except requests.RequestException as error:
                 problem, wait = f"{type(error).__name__}: {error}", backoff
             else:
                 if response.status_code in (429, 503) or response.status_code >= 500:
@@ -158,9 +165,9 @@ class MediaWikiApi:
                             if "warnings" in body:
                                 log.warning("API warnings: %s", body["warnings"])
                             return body
-                        if error.get("code") != "maxlag":
+                        if error.get("code") not in RETRYABLE_API_ERRORS:
                             raise ApiError(f"API error {error.get('code')}: {error.get('info', '')}")
-                        problem = f"maxlag: {error.get('info', '')}"
+                        problem = f"{error.get('code')}: {error.get('info', '')}"
                         wait = _retry_after(response)
                         wait = float(error.get("lag") or backoff) if wait is None else wait
             if attempt == self.settings.max_retries:
@@ -296,6 +303,13 @@ def _skip(reason: str, title: str, detail: str, page_id: int | None = None) -> S
     return SkippedRecord(title=title, stage="read", reason=reason, detail=detail, page_id=page_id)
 
 
+def check_api_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise UserError(f"--api needs an http(s) URL of the wiki's api.php, got {url!r}")
+    return url
+
+
 def check_recent_days(days: int) -> int:
     if not 1 <= days <= RECENT_CHANGES_MAX_DAYS:
         raise UserError(
@@ -348,6 +362,7 @@ class ReadFromApi(beam.PTransform):
     def __init__(self, settings: ApiSettings, titles: Iterable[str] = (), recent_days: int | None = None,
                  now: dt.datetime | None = None):
         super().__init__()
+        check_api_url(settings.url)
         self.settings = settings
         self.titles = list(dict.fromkeys(titles))
         self.recent_days = check_recent_days(recent_days) if recent_days is not None else None
