@@ -2,8 +2,8 @@
 
 `Knowledge` accumulates the question and each observation turn by turn, so every criterion asks the same
 question "was this already known before this turn?". Gold-path evidence units come from the question's
-path: its entities (start and entity tails) and its relation facts (head + tail or literal value seen
-together in one passage, or the value seen on the head's own page).
+path: its entities (start and entity tails) named, their pages listed by a search or read, and its relation
+facts (head + tail or literal value seen together in one passage, or the value seen on the head's page).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from synth.matching import normalize_answer
 
 @dataclass(frozen=True)
 class EvidenceUnit:
-    """One piece of gold-path evidence: an entity, or a relation fact of one hop."""
+    """One piece of gold-path evidence: an entity named, its page listed or read, or a hop's relation fact."""
 
-    kind: str  # "entity" | "fact"
+    kind: str  # "entity" | "listed" | "read" | "fact"
     label: str
     forms: tuple[str, ...]
     head_forms: tuple[str, ...] = ()
@@ -45,7 +45,9 @@ def gold_units(question: Question | None, aliases: Mapping[str, Sequence[str]] |
     units: dict[str, EvidenceUnit] = {}
     path = question.path
     for name in [path.start] + [h.tail for h in path.hops if h.tail]:
-        units.setdefault(f"entity:{name}", EvidenceUnit("entity", name, entity_forms(name)))
+        for kind in ("entity", "listed", "read"):
+            units.setdefault(f"{kind}:{name}", EvidenceUnit(kind, name if kind == "entity" else f"{kind} {name}",
+                                                            entity_forms(name)))
     for hop in path.hops:
         target = hop.tail if hop.tail else hop.value
         if not target:
@@ -57,6 +59,7 @@ def gold_units(question: Question | None, aliases: Mapping[str, Sequence[str]] |
 
 
 _RESULT_START = re.compile(r"^\d+\.\s", re.MULTILINE)
+_RESULT_TITLE = re.compile(r"^\d+\.\s+(.+?)\s*$", re.MULTILINE)
 
 
 def _passages(observation: str) -> list[str]:
@@ -67,8 +70,20 @@ def _passages(observation: str) -> list[str]:
     return [normalize_answer(p) for p in passages if normalize_answer(p)]
 
 
+def _is_named(title: str | None, forms: Sequence[str]) -> bool:
+    return title is not None and normalize_answer(title) in {normalize_answer(f) for f in forms}
+
+
 def unit_in_observation(unit: EvidenceUnit, observation: str, page_title: str | None) -> bool:
-    """Is the unit evidenced by this observation? Facts need head and value together, or the head's page."""
+    """Is the unit evidenced by this observation (read from `page_title` when the call opened a page)?
+
+    Facts need head and value in one passage, or the value on the head's own page; a path entity's page
+    counts as `listed` when a search result names it and as `read` when the call opened it.
+    """
+    if unit.kind == "listed":
+        return any(_is_named(title, unit.forms) for title in _RESULT_TITLE.findall(observation))
+    if unit.kind == "read":
+        return _is_named(page_title, unit.forms)
     whole = normalize_answer(observation)
     if not mentions_any(whole, unit.forms):
         return False
@@ -77,6 +92,17 @@ def unit_in_observation(unit: EvidenceUnit, observation: str, page_title: str | 
     if page_title and mentions_any(normalize_answer(page_title), unit.head_forms):
         return True
     return any(mentions_any(p, unit.forms) and mentions_any(p, unit.head_forms) for p in _passages(observation))
+
+
+def statement_contexts(turn: Turn) -> list[set[str]]:
+    """Content-token sets within which names stated together are related: each search result, or a whole
+    page (find_in_page) read, titled by the page it belongs to."""
+    text = observation_text(turn)
+    if not text:
+        return []
+    if turn.tool_call is not None and turn.tool_call.name == "search":
+        return [content_tokens(p) for p in _RESULT_START.split(text) if p.strip()]
+    return [content_tokens(f"{target_page(turn) or ''} {text}")]
 
 
 def target_page(turn: Turn) -> str | None:
@@ -103,6 +129,8 @@ class Knowledge:
     observations: list[str] = field(default_factory=list)
     tokens: set[str] = field(default_factory=set)
     evidenced: set[EvidenceUnit] = field(default_factory=set)
+    contexts: list[set[str]] = field(default_factory=list)
+    question_context: set[str] = field(default_factory=set)
     _normalized: str = ""
 
     @classmethod
@@ -111,6 +139,7 @@ class Knowledge:
     ) -> Knowledge:
         knowledge = cls(question_text=question_text, units=gold_units(question, aliases))
         knowledge.tokens = content_tokens(question_text)
+        knowledge.question_context = set(knowledge.tokens)
         knowledge._normalized = normalize_answer(question_text)
         knowledge.evidenced = {u for u in knowledge.units if u.kind == "entity" and mentions_any(knowledge._normalized, u.forms)}
         return knowledge
@@ -148,9 +177,24 @@ class Knowledge:
         needle = normalize_answer(quote)
         return not needle or needle in self._normalized
 
+    def unrelated(self, spans: Sequence[str]) -> list[str]:
+        """Spans asserted together that never appeared with any of the others in one result, page or the
+        question: each name may be known, but nothing seen relates them ("X's spouse is Y" from thin air)."""
+        words = [(span, content_tokens(span)) for span in spans]
+        words = [(span, w) for span, w in words if w]
+        if len({frozenset(w) for _, w in words}) < 2:
+            return []
+        contexts = [self.question_context, *self.contexts]
+        return [
+            span
+            for span, w in words
+            if not any(w <= c and any(o <= c for other, o in words if o != w) for c in contexts)
+        ]
+
     def add(self, turn: Turn) -> None:
         """Fold a judged turn's observation into what is known."""
         self.evidenced |= self.evidenced_by(turn)
+        self.contexts += statement_contexts(turn)
         text = observation_text(turn)
         if text:
             self.observations.append(text)

@@ -79,7 +79,7 @@ def information_gain(turn: Turn, knowledge: Knowledge) -> GainResult:
         return GainResult(0.0, "no usable observation (error, empty or unparsed turn)")
     new_units = sorted((knowledge.evidenced_by(turn) - knowledge.evidenced), key=lambda u: u.label)
     facts = sum(u.kind == "fact" for u in new_units)
-    entities = len(new_units) - facts
+    entities = len(new_units) - facts  # entities named, pages listed or read
     gold = min(1.0, FACT_WEIGHT * facts + ENTITY_WEIGHT * entities)
     words = content_tokens(text)
     novelty = len(words - knowledge.tokens) / len(words) if words else 0.0

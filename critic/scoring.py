@@ -23,7 +23,7 @@ from schemas.questions import Question
 from schemas.trajectory import Trajectory, Turn
 
 OFFLINE_ENGINE = "offline"
-DETOUR_NOVELTY = 0.5
+DETOUR_RELEVANCE = 0.5
 
 
 def _tool_accuracy(turn: Turn, earlier: list[Turn], config: JudgeConfig, assessment: TurnAssessment | None):
@@ -39,8 +39,9 @@ def _tool_accuracy(turn: Turn, earlier: list[Turn], config: JudgeConfig, assessm
     return score, f"{rationale}; judge: {assessment.sensible_rationale}"[:400], kinds, []
 
 
-def _gain_kind(novelty: float) -> str:
-    return "off_path_detour" if novelty >= DETOUR_NOVELTY else "redundant_turn"
+def _gain_kind(relevance: float) -> str:
+    """A low-gain turn about something else is a detour; one about the question that adds nothing is redundant."""
+    return "off_path_detour" if relevance < DETOUR_RELEVANCE else "redundant_turn"
 
 
 def judge_turns(
@@ -74,7 +75,7 @@ def judge_turns(
         passed = {c: scores[c] >= thresholds[c] for c in CRITERIA}
         kinds = [k for k in tool_kinds if k] if not passed["tool_accuracy"] else []
         if not passed["information_gain"] and passed["tool_accuracy"]:
-            kinds.append(_gain_kind(gain.novelty))
+            kinds.append(_gain_kind(gain.relevance))
         if not passed["logical_soundness"]:
             kinds += sound_kinds
         verdict = all(passed.values())

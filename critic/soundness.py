@@ -2,7 +2,8 @@
 
 Three parts, the weakest decides:
 - claims: every name, number or quoted string in an asserting clause of the reasoning (not a plan, a
-  question or a hedge) must be known from the question or an earlier observation;
+  question or a hedge) must be known from the question or an earlier observation, and names asserted
+  together must have been seen together (in one search result, one page, or the question);
 - action: the call's arguments must come from the reasoning (or, with no reasoning, from what is known);
   a call that names nothing the stated plan mentions does not follow from it;
 - final answer: it must be correct and shown by an earlier observation; a right answer no observation
@@ -52,11 +53,16 @@ class SoundnessResult:
 def unsupported_spans(reasoning: str, knowledge: Knowledge) -> tuple[list[str], int]:
     """(unsupported names/values/quotes, all of them) asserted by the reasoning."""
     asserting = [clause for clause in clauses(reasoning) if is_assertion(clause)]
-    names = [span for clause in asserting for span in named_spans(clause)]
-    quotes = [quote for clause in asserting for quote in quoted_spans(clause)]
-    unsupported = [s for s in names if not knowledge.supports(s)]
-    unsupported += [f'"{q}"' for q in quotes if not knowledge.supports_quote(q)]
-    return unsupported, len(names) + len(quotes)
+    unsupported, total = [], 0
+    for clause in asserting:
+        names, quotes = named_spans(clause), quoted_spans(clause)
+        total += len(names) + len(quotes)
+        unknown = [s for s in names if not knowledge.supports(s)]
+        unsupported += unknown
+        unsupported += [f'"{q}"' for q in quotes if not knowledge.supports_quote(q)]
+        if not unknown:
+            unsupported += [f"{s} (in this relation)" for s in knowledge.unrelated(names)]
+    return unsupported, total
 
 
 def claims_part(reasoning: str, knowledge: Knowledge) -> SoundnessPart:
@@ -99,9 +105,11 @@ def answer_is_correct(answer: str, trajectory: Trajectory, question: Question | 
 
 
 def answer_part(turn: Turn, trajectory: Trajectory, question: Question | None, knowledge: Knowledge) -> SoundnessPart:
-    if not is_answer_turn(turn):
-        return SoundnessPart(1.0, "")
-    answer = turn.final_answer or str((turn.tool_call.arguments if turn.tool_call else {}).get("text", ""))
+    answer = turn.final_answer
+    if answer is None and turn.tool_call is not None and not turn.tool_error:
+        answer = turn.tool_call.arguments.get("text") if is_answer_turn(turn) else None
+    if not isinstance(answer, str) or not answer.strip():
+        return SoundnessPart(1.0, "")  # no answer given (a failed answer call is tool accuracy's failure)
     if not answer_is_correct(answer, trajectory, question):
         return SoundnessPart(0.0, f"final answer {answer!r} is wrong", "wrong_answer")
     answer_type = question.path.answer_type if question else "string"

@@ -184,7 +184,7 @@ def _scenarios():
         {**s1_search, "label": None},
         turn("Let me look at Stanley Kubrick as well.", "open_page", {"title": "Stanley Kubrick"},
              PAGES["Stanley Kubrick"], ["off_path_detour"]),
-        answer("Emma Thomas was born in 1970 as well.", "30 July 1970", ["wrong_answer"]),
+        answer("Emma Thomas was born in 1970 as well.", "30 July 1970", ["unsupported_claim", "wrong_answer"]),
     ]
 
     q2 = question("q-memento-brother-university",
