@@ -48,7 +48,7 @@ from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.infobox import Fact, parse_infoboxes
 from pipeline.io import read_table, shard_files, write_records
-from pipeline.sources.dump import ReadDump, check_readable
+from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
 from pipeline.stage import begin_stage
 from pipeline.wikitext import (
     BrokenMarkup,
@@ -601,23 +601,10 @@ def run_extract(
 
 def _input_files(config: ExtractConfig) -> list[str]:
     """The dump and index files the manifest checksums (an API run has none); missing ones are UserErrors."""
-    if config.dump is None and config.api_url is None:
-        raise UserError("extract needs a source: --dump PATH or --api URL")
+    if (config.dump is None) == (config.api_url is None):
+        raise UserError("choose one source: --dump PATH or --api URL")
     files = [(config.dump, "dump"), (config.index, "index")]
     return [check_readable(path, what) for path, what in files if path is not None]
-
-
-def source_transform(config: ExtractConfig) -> beam.PTransform:
-    return ReadDump(config.dump, config.index)
-
-
-def add_source_arguments(parser) -> None:
-    parser.add_argument("--dump", help="pages-articles[-multistream].xml[.bz2] dump")
-    parser.add_argument("--index", help="multistream index (offset:page_id:title lines) for parallel reads")
-
-
-def source_config(args) -> dict:
-    return {"dump": args.dump, "index": args.index}
 
 
 def _pipeline(beam_options: BeamOptions | None, beam_args) -> beam.Pipeline:
