@@ -17,6 +17,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import yaml  # noqa: E402
+from huggingface_hub import DatasetCard  # noqa: E402
 
 from pipeline.layout import CONFIGS, dataset_info_yaml, shard_pattern  # noqa: E402
 from schemas.critic import CRITERIA, JudgedTrajectory  # noqa: E402
@@ -207,11 +208,10 @@ def card_header(name: str, split_rows: dict[str, dict[str, int]]) -> dict[str, A
 
 
 def parse_card_header(text: str) -> dict[str, Any]:
-    """The YAML header of a card (between the leading `---` lines)."""
+    """The YAML header of a card, parsed by the Hub client's own card reader."""
     if not text.startswith("---\n"):
         raise ValueError("the card has no YAML header")
-    header, _, _ = text[4:].partition("\n---\n")
-    return yaml.safe_load(header)
+    return DatasetCard(text).data.to_dict()
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> str:

@@ -8,8 +8,11 @@ are printed. `--dry-run` validates and lists what would be uploaded without a to
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import os
 import re
+import warnings
 from pathlib import Path
 
 from pipeline.errors import UserError
@@ -29,6 +32,34 @@ def files_to_publish(root: Path) -> list[Path]:
 
 def _scrub(text: str, token: str) -> str:
     return text.replace(token, "***") if token else text
+
+
+class _ScrubToken(logging.Filter):
+    """Masks the token in every log record (the Hub client logs server replies, which may echo it)."""
+
+    def __init__(self, token: str):
+        super().__init__()
+        self.token = token
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if self.token in message:
+            record.msg, record.args = _scrub(message, self.token), None
+        return True
+
+
+@contextlib.contextmanager
+def _token_scrubbed_logs(token: str):
+    loggers = [logging.getLogger(), *(v for v in logging.Logger.manager.loggerDict.values() if isinstance(v, logging.Logger))]
+    handlers = {handler for logger in loggers for handler in logger.handlers}
+    scrubber = _ScrubToken(token)
+    for handler in handlers:
+        handler.addFilter(scrubber)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(scrubber)
 
 
 def publish(
@@ -57,9 +88,17 @@ def publish(
             f"and export {TOKEN_ENV}=... (the token is read from the environment only)"
         )
     from huggingface_hub import HfApi
-    from huggingface_hub.errors import HfHubHTTPError
 
     api = HfApi(token=token)
+    with _token_scrubbed_logs(token), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Hub warnings may quote server replies; failures raise below
+        _upload(api, root, repo_id, files, private, message, token)
+    return files
+
+
+def _upload(api, root: Path, repo_id: str, files: list[Path], private: bool, message: str, token: str) -> None:
+    from huggingface_hub.errors import HfHubHTTPError
+
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         api.upload_folder(
@@ -73,7 +112,6 @@ def publish(
         raise UserError(f"the Hub refused the upload: {_scrub(str(error), token)}") from None
     except OSError as error:
         raise UserError(f"could not reach the Hub: {_scrub(str(error), token)}") from None
-    return files
 
 
 def register(subparsers) -> None:

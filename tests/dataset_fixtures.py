@@ -197,3 +197,14 @@ def sample_records(count: int = 12) -> tuple[list[Question], list[JudgedTrajecto
         judged.append(make_judged(question, "react", unparsed=False))
         judged.append(make_judged(question, "function_calling", finished=False))
     return questions, judged
+
+
+def build_fixture_dataset(out):
+    """A dataset folder built by the real dataset stage from the hand-made records; returns its path."""
+    from pipeline.dataset import build_dataset
+    from schemas.config import DatasetConfig
+
+    questions, judged = sample_records()
+    dirs = write_upstream(out, questions, judged)
+    build_dataset(DatasetConfig(out=str(out), test_fraction=0.25, max_rows_per_shard=7), dirs)
+    return dirs["dataset"]

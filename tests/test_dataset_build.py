@@ -19,21 +19,14 @@ from pipeline.layout import CONFIGS, features, split_of
 from pipeline.publish import publish
 from pipeline.validate import validate_dataset
 from schemas.config import DatasetConfig
-from tests.dataset_fixtures import sample_records, write_upstream
+from tests.dataset_fixtures import build_fixture_dataset, sample_records, write_upstream
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _build(out: Path, **config) -> Path:
-    questions, judged = sample_records()
-    dirs = write_upstream(out, questions, judged)
-    build_dataset(DatasetConfig(out=str(out), test_fraction=0.25, max_rows_per_shard=7, **config), dirs)
-    return dirs["dataset"]
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> Path:
-    return _build(tmp_path_factory.mktemp("run"))
+    return build_fixture_dataset(tmp_path_factory.mktemp("run"))
 
 
 def _digests(root: Path) -> dict[str, str]:
@@ -114,7 +107,7 @@ def test_training_renders_leave_out_incorrect_runs_with_a_reason(built):
 
 
 def test_same_inputs_give_identical_files(built, tmp_path):
-    again = _build(tmp_path / "again")
+    again = build_fixture_dataset(tmp_path / "again")
     first, second = _digests(built), _digests(again)
     first.pop("manifest.json"), second.pop("manifest.json")  # it records wall-clock start and finish times
     assert first == second

@@ -1,0 +1,118 @@
+"""`hopsmith dataset` end to end on the shipped sample: every config, resumption after a kill, determinism.
+
+One uninterrupted run (a module fixture) is the reference; a second run in another folder is killed in the
+middle of a stage and rerun, and must produce byte-identical shards. Runs are subprocesses of the real CLI
+with a small config (tests/data/dataset_small.toml) and offline engines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import datasets
+import pytest
+
+from pipeline.card import parse_card_header
+from pipeline.dataset import SAMPLE_DUMP, STAGE_FOLDERS
+from pipeline.layout import CONFIGS, features
+from pipeline.validate import validate_dataset
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / "tests/data/dataset_small.toml"
+SENTINEL = "hf_SENTINEL_e2e_token_5f3a9c"
+pytestmark = pytest.mark.skipif(not SAMPLE_DUMP.is_file(), reason="the shipped sample dump is not built yet")
+
+
+def _command(out: Path) -> list[str]:
+    return [sys.executable, "-m", "pipeline.cli", "dataset", "--config", str(CONFIG), "--out", str(out)]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "HF_TOKEN": SENTINEL}
+
+
+def _run(out: Path) -> subprocess.CompletedProcess:
+    result = subprocess.run(_command(out), capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def _published(out: Path) -> dict[str, str]:
+    """sha256 of every published file of a run (the manifest records wall-clock times, so it is left out)."""
+    root = out / "dataset"
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name not in ("manifest.json",)
+    }
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    out = tmp_path_factory.mktemp("reference") / "out"
+    return out, _run(out)
+
+
+def test_every_config_is_produced_and_loads_with_declared_features(reference, tmp_path):
+    out, result = reference
+    root = out / "dataset"
+    header = parse_card_header((root / "README.md").read_text())
+    assert [c["config_name"] for c in header["configs"]] == list(CONFIGS)
+    for entry in header["configs"]:
+        data_files = {f["split"]: str(root / f["path"]) for f in entry["data_files"]}
+        loaded = datasets.load_dataset("parquet", data_files=data_files, cache_dir=str(tmp_path / "hf"))
+        assert "train" in loaded
+        for dataset in loaded.values():
+            assert len(dataset) > 0 and dataset.features == features(entry["config_name"])
+    report = validate_dataset(root)
+    assert report.errors == [] and report.rows["trajectories"] > 0
+    assert "hopsmith run summary" in result.stderr
+    for stage in STAGE_FOLDERS:
+        assert stage in result.stderr
+    assert "skipped:" in result.stderr  # skip reasons per stage come from the manifests
+
+
+def test_no_token_anywhere(reference):
+    out, result = reference
+    assert SENTINEL not in result.stdout + result.stderr
+    leaks = [p for p in out.rglob("*") if p.is_file() and SENTINEL.encode() in p.read_bytes()]
+    assert leaks == []
+
+
+def test_rerun_reuses_every_stage(reference):
+    out, _ = reference
+    before = (out / "dataset/manifest.json").read_text()
+    result = _run(out)
+    assert result.stderr.count("finished by an earlier run") == len(STAGE_FOLDERS)
+    assert (out / "dataset/manifest.json").read_text() == before
+
+
+def _mid_stage(out: Path) -> bool:
+    """True once the trajectory stage has written a work unit (or, if it is too quick, the judge has begun)."""
+    units = list((out / "trajectories/parts").rglob("*.parquet"))
+    return bool(units) or (out / "judged/.pending-key").is_file()
+
+
+def test_killed_run_resumes_to_identical_shards(reference, tmp_path):
+    reference_out, _ = reference
+    out = tmp_path / "out"
+    process = subprocess.Popen(_command(out), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while not _mid_stage(out) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert process.poll() is None, "the run finished before it could be interrupted"
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert not (out / "dataset/manifest.json").is_file()
+    _run(out)
+    assert _published(out) == _published(reference_out)
+    assert validate_dataset(out / "dataset").errors == []

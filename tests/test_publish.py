@@ -1,0 +1,128 @@
+"""`hopsmith publish` against a real HTTP server on 127.0.0.1 speaking the Hub's upload API."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from pipeline.publish import files_to_publish
+from tests.dataset_fixtures import build_fixture_dataset
+
+ROOT = Path(__file__).resolve().parent.parent
+SENTINEL = "hf_SENTINEL_publish_token_93b1e7"
+
+
+class FakeHub:
+    """The few Hub endpoints `create_repo` + `upload_folder` use; records every request, can refuse commits."""
+
+    def __init__(self, refuse_commit: bool = False):
+        self.requests: list[tuple[str, str, dict[str, str], bytes]] = []
+        self.refuse_commit = refuse_commit
+        self.validated_cards: list[str] = []
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.endpoint = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def __enter__(self) -> FakeHub:
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def _handler(self):
+        hub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status: int, body: dict) -> None:
+                payload = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_GET(self):
+                hub.requests.append(("GET", self.path, dict(self.headers), b""))
+                self._send(200, {})
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                hub.requests.append(("POST", self.path, {"Authorization": self.headers.get("Authorization")}, body))
+                if self.path == "/api/validate-yaml":
+                    hub.validated_cards.append(json.loads(body)["content"])
+                    return self._send(200, {"errors": [], "warnings": []})
+                if self.path == "/api/repos/create":
+                    return self._send(200, {"url": f"{hub.endpoint}/datasets/org/name"})
+                if "/preupload/" in self.path:
+                    files = json.loads(body)["files"]
+                    return self._send(200, {"files": [
+                        {"path": f["path"], "uploadMode": "regular", "shouldIgnore": False} for f in files]})
+                if "/commit/" in self.path:
+                    if hub.refuse_commit:
+                        # a server that echoes the credential back must not make the CLI print it
+                        return self._send(403, {"error": f"token {self.headers.get('Authorization')} cannot write"})
+                    return self._send(200, {"commitUrl": f"{hub.endpoint}/datasets/org/name/commit/{'a' * 40}",
+                                            "commitOid": "a" * 40})
+                self._send(404, {"error": "not found"})
+
+        return Handler
+
+    def committed_files(self) -> dict[str, bytes]:
+        files = {}
+        for method, path, _, body in self.requests:
+            if method == "POST" and "/commit/" in path:
+                for line in body.decode().splitlines():
+                    entry = json.loads(line)
+                    if entry["key"] == "file":
+                        files[entry["value"]["path"]] = base64.b64decode(entry["value"]["content"])
+        return files
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    return build_fixture_dataset(tmp_path_factory.mktemp("publish"))
+
+
+def _publish(dataset: Path, hub: FakeHub, *extra: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_TOKEN": SENTINEL, "HF_ENDPOINT": hub.endpoint, "HF_HUB_DISABLE_TELEMETRY": "1"}
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", "publish", str(dataset), "--repo-id", "org/name",
+                           *extra], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+
+
+def test_publish_uploads_every_file_with_the_token_from_the_environment(dataset):
+    with FakeHub() as hub:
+        result = _publish(dataset, hub, "--private")
+    assert result.returncode == 0, result.stderr
+    create = next(r for r in hub.requests if r[1] == "/api/repos/create")
+    assert json.loads(create[3])["visibility"] == "private"
+    assert {r[2].get("Authorization") for r in hub.requests if r[0] == "POST"} == {f"Bearer {SENTINEL}"}
+    committed = hub.committed_files()
+    expected = {str(path): (dataset / path).read_bytes() for path in files_to_publish(dataset)}
+    assert committed == expected
+    assert hub.validated_cards == [(dataset / "README.md").read_text()]
+    assert "README.md" in committed and any(p.startswith("data/turns/") for p in committed)
+    assert ".pending-key" not in committed
+    assert SENTINEL not in result.stdout + result.stderr
+    assert all(SENTINEL.encode() not in p.read_bytes() for p in dataset.rglob("*") if p.is_file())
+
+
+def test_a_refused_upload_is_one_clear_line_without_the_token(dataset):
+    with FakeHub(refuse_commit=True) as hub:
+        result = _publish(dataset, hub)
+    assert result.returncode == 2
+    assert "the Hub refused the upload" in result.stderr and "***" in result.stderr
+    assert SENTINEL not in result.stdout + result.stderr
