@@ -104,3 +104,13 @@ def check_prefix_property(tokenizer, messages: list[dict[str, str]], rendered: R
                 f"encoding of the first {k + 1} messages is not the segment-wise ids: the tokenizer merges "
                 "across a message boundary"
             )
+
+
+def check_full_encoding(tokenizer, messages: list[dict[str, str]], rendered: RenderedConversation) -> None:
+    """The linear-time check: the whole conversation's encoding equals the segment-wise ids.
+
+    With `<|im_start|>` a special token (the tokenizer splits text at it), this implies the per-prefix
+    property at every message boundary; `check_prefix_property` verifies that explicitly.
+    """
+    if _encode(tokenizer, render_text(messages)) != rendered.input_ids:
+        raise PrefixPropertyError("the encoding of the conversation is not the segment-wise ids")

@@ -34,7 +34,10 @@ class RLConfig(BaseModel):
     seed: int = 0
     max_len: int = 2048
     logprob_chunk: int = 512
-    bf16: bool = False
+    bf16: bool = Field(False, description="bf16 autocast (fp32 master weights) and a bf16 reference model")
+    gradient_checkpointing: bool = False
+    prefix_check_samples: int = Field(32, description="trajectories whose every prefix is re-encoded; the rest "
+                                                      "check the whole conversation")
     lr: float = 1e-3
     weight_decay: float = 0.0
     grad_clip: float = 1.0
@@ -68,7 +71,7 @@ class RLConfig(BaseModel):
 
 PRESETS: dict[str, dict] = {
     "tiny-cpu": {},
-    "gpu": {"bf16": True, "lr": 1e-6, "max_len": 32768, "logprob_chunk": 2048, "batch_size": 8,
+    "gpu": {"bf16": True, "gradient_checkpointing": True, "lr": 1e-6, "max_len": 32768, "logprob_chunk": 2048, "batch_size": 8,
             "offline_steps": 200, "online_steps": 100, "prompts_per_step": 8, "group_size": 8, "max_turns": 60,
             "max_new_tokens": 4096, "temperature": 0.7, "ppo_epochs": 2, "kl_coef": 0.001},
 }

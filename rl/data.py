@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
@@ -17,8 +17,8 @@ from pydantic import BaseModel
 from pipeline.errors import UserError
 from pipeline.io import read_records, shard_files
 from pipeline.renders import nanbeige_messages
-from rl.chat import PrefixPropertyError, check_prefix_property, render_tokens
-from schemas.critic import JudgedTrajectory
+from rl.chat import PrefixPropertyError, check_full_encoding, check_prefix_property, render_tokens
+from schemas.critic import CRITERIA, JudgedTrajectory, TurnJudgement
 from schemas.dataset import RLPrompt
 
 M = TypeVar("M", bound=BaseModel)
@@ -50,7 +50,10 @@ def trajectory_messages(judged: JudgedTrajectory) -> list[dict[str, str]]:
 
 @dataclass
 class Example:
-    """One trajectory ready for training: tokens, masks, per-turn signals and its question group."""
+    """One trajectory ready for training: tokens, masks, per-turn signals and its question group.
+
+    `criteria_passed[c][k]` says whether turn k passed critic criterion c.
+    """
 
     trajectory_id: str
     question_id: str
@@ -61,44 +64,62 @@ class Example:
     turn_rewards: list[float]
     turn_passed: list[bool]
     outcome_reward: float
+    criteria_passed: dict[str, list[bool]] = field(default_factory=dict)
     truncated: bool = False
 
 
+def ordered_judgements(record: JudgedTrajectory) -> list[TurnJudgement] | None:
+    """The judgement of each turn in turn order; None when a turn was not judged."""
+    by_turn = {j.turn_index: j for j in record.judgements}
+    judgements = [by_turn.get(turn.index) for turn in record.trajectory.turns]
+    return None if any(j is None for j in judgements) else judgements
+
+
+def make_example(record: JudgedTrajectory, judgements: list[TurnJudgement], input_ids: list[int],
+                 loss_mask: list[int], turn_ids: list[int], truncated: bool = False) -> Example:
+    """Tokens plus the critic's signals: a turn passes when its verdict holds and the critic kept it in the loss."""
+    return Example(
+        trajectory_id=record.trajectory.trajectory_id,
+        question_id=record.trajectory.question_id,
+        framework=record.trajectory.framework,
+        input_ids=input_ids, loss_mask=loss_mask, turn_ids=turn_ids,
+        turn_rewards=[j.reward for j in judgements],
+        turn_passed=[j.verdict and j.loss_mask == 1 for j in judgements],
+        outcome_reward=record.outcome_reward,
+        criteria_passed={c: [getattr(j, c).passed for j in judgements] for c in CRITERIA},
+        truncated=truncated,
+    )
+
+
 def build_examples(judged: list[JudgedTrajectory], tokenizer, max_len: int,
-                   check_prefix: bool = True) -> tuple[list[Example], Counter]:
-    """Render judged trajectories into examples; counts `kept`, `truncated` and `skipped:<reason>`."""
+                   prefix_check_samples: int = 32) -> tuple[list[Example], Counter]:
+    """Render judged trajectories into examples; counts `kept`, `truncated` and `skipped:<reason>`.
+
+    The first `prefix_check_samples` trajectories get the per-prefix check (quadratic in length); every
+    trajectory gets the whole-conversation check.
+    """
     counts: Counter = Counter()
     examples = []
     for record in judged:
-        by_turn = {j.turn_index: j for j in record.judgements}
-        judgements = [by_turn.get(turn.index) for turn in record.trajectory.turns]
-        if not judgements or any(j is None for j in judgements):
-            counts["skipped:missing_judgement" if judgements else "skipped:no_turns"] += 1
+        judgements = ordered_judgements(record)
+        if not judgements:
+            counts["skipped:no_turns" if judgements == [] else "skipped:missing_judgement"] += 1
             continue
         messages = trajectory_messages(record)
         if sum(m["role"] == "assistant" for m in messages) != len(judgements):
             counts["skipped:render_turn_mismatch"] += 1
             continue
         rendered = render_tokens(tokenizer, messages)
-        if check_prefix:
-            try:
-                check_prefix_property(tokenizer, messages, rendered)
-            except PrefixPropertyError:
-                counts["skipped:prefix_property"] += 1
-                continue
+        check = check_prefix_property if counts["prefix_checked"] < prefix_check_samples else check_full_encoding
+        try:
+            check(tokenizer, messages, rendered)
+        except PrefixPropertyError:
+            counts["skipped:prefix_property"] += 1
+            continue
+        counts["prefix_checked"] += check is check_prefix_property
         truncated = len(rendered) > max_len
         counts["truncated"] += int(truncated)
         counts["kept"] += 1
-        examples.append(Example(
-            trajectory_id=record.trajectory.trajectory_id,
-            question_id=record.trajectory.question_id,
-            framework=record.trajectory.framework,
-            input_ids=rendered.input_ids[:max_len],
-            loss_mask=rendered.loss_mask[:max_len],
-            turn_ids=rendered.turn_ids[:max_len],
-            turn_rewards=[j.reward for j in judgements],
-            turn_passed=[j.verdict and j.loss_mask == 1 for j in judgements],
-            outcome_reward=record.outcome_reward,
-            truncated=truncated,
-        ))
+        examples.append(make_example(record, judgements, rendered.input_ids[:max_len], rendered.loss_mask[:max_len],
+                                     rendered.turn_ids[:max_len], truncated))
     return examples, counts

@@ -51,11 +51,14 @@ def ppo_clip_loss(logprobs: torch.Tensor, old_logprobs: torch.Tensor, advantages
     unclipped = ratio * advantages
     clipped = ratio.clamp(1.0 - clip_eps, 1.0 + clip_eps) * advantages
     per_token = -torch.minimum(unclipped, clipped)
-    stats = {"clip_frac": masked_mean(((ratio - 1.0).abs() > clip_eps).float(), mask).item(),
-             "ratio": masked_mean(ratio, mask).item()}
+    stats = {}
+    if mask.sum() > 0:  # statistics of tokens that train; none when every turn is masked
+        stats = {"clip_frac": masked_mean(((ratio - 1.0).abs() > clip_eps).float(), mask).item(),
+                 "ratio": masked_mean(ratio, mask).item()}
     if ref_logprobs is not None:
         kl = kl_k3(logprobs, ref_logprobs.detach())
-        stats["kl"] = masked_mean(kl, mask).item()
+        if mask.sum() > 0:
+            stats["kl"] = masked_mean(kl, mask).item()
         if kl_coef:
             per_token = per_token + kl_coef * kl
     return masked_mean(per_token, mask), stats

@@ -31,6 +31,8 @@ from rl.config import RLConfig
 from rl.data import (
     Example,
     build_examples,
+    make_example,
+    ordered_judgements,
     read_config_shards,
     read_prompts,
     read_trajectories,
@@ -39,7 +41,7 @@ from rl.data import (
 from rl.logprobs import PolicyLogprobs
 from rl.objectives import cloning_loss, cloning_weights, kl_k3, masked_mean, ppo_clip_loss
 from rl.rollout import Execute, Rollout, rollout
-from schemas.critic import JudgedTrajectory
+from schemas.critic import CRITERIA, JudgedTrajectory
 from schemas.dataset import RLPrompt
 from schemas.manifest import Manifest
 from schemas.trajectory import Trajectory
@@ -128,15 +130,22 @@ def token_batch(examples: list[Example], turn_adv: torch.Tensor, turn_trains: to
     return TokenBatch(ids, attention, (loss_mask * trains)[:, 1:], advantages[:, 1:])
 
 
+def _mean(values) -> float:
+    values = list(values)
+    return sum(values) / max(len(values), 1)
+
+
 def turn_stats(examples: list[Example]) -> dict[str, float]:
-    turns = [p for e in examples for p in e.turn_passed]
-    rewards = [r for e in examples for r in e.turn_rewards]
-    return {
-        "outcome_reward": sum(e.outcome_reward for e in examples) / max(len(examples), 1),
-        "turn_reward": sum(rewards) / max(len(rewards), 1),
-        "turn_pass_rate": sum(turns) / max(len(turns), 1),
-        "turns_per_episode": len(turns) / max(len(examples), 1),
+    """Rewards and pass rates of a batch: overall and per critic criterion."""
+    stats = {
+        "outcome_reward": _mean(e.outcome_reward for e in examples),
+        "turn_reward": _mean(r for e in examples for r in e.turn_rewards),
+        "turn_pass_rate": _mean(p for e in examples for p in e.turn_passed),
+        "turns_per_episode": _mean(len(e.turn_passed) for e in examples),
     }
+    for criterion in CRITERIA:
+        stats[f"pass_rate:{criterion}"] = _mean(p for e in examples for p in e.criteria_passed.get(criterion, []))
+    return stats
 
 
 # ------------------------------------------------------------------------------------------ logging
@@ -211,17 +220,11 @@ def train_offline(accelerator, policy, reference, examples: list[Example], confi
 
 
 def rollout_example(judged: JudgedTrajectory, episode: Rollout) -> Example | None:
-    """A judged rollout as a training example (None when it has no turn to learn from)."""
-    by_turn = {j.turn_index: j for j in judged.judgements}
-    judgements = [by_turn.get(turn.index) for turn in episode.trajectory.turns]
-    if not judgements or any(j is None for j in judgements):
+    """A judged rollout as a training example (None when it has no judged turn to learn from)."""
+    judgements = ordered_judgements(judged)
+    if not judgements:
         return None
-    return Example(
-        trajectory_id=episode.trajectory.trajectory_id, question_id=episode.trajectory.question_id,
-        framework=episode.trajectory.framework, input_ids=episode.input_ids, loss_mask=episode.loss_mask,
-        turn_ids=episode.turn_ids, turn_rewards=[j.reward for j in judgements],
-        turn_passed=[j.verdict and j.loss_mask == 1 for j in judgements], outcome_reward=judged.outcome_reward,
-    )
+    return make_example(judged, judgements, episode.input_ids, episode.loss_mask, episode.turn_ids)
 
 
 def ppo_update(accelerator, policy, optimizer, reference, examples: list[Example], config: RLConfig,
@@ -265,11 +268,12 @@ def train_online(accelerator, policy, reference, tokenizer, prompts: list[RLProm
         examples: list[Example] = []
         for prompt in chosen:
             for g in range(config.group_size):
-                episode = rollout(
-                    generator, tokenizer, execute, prompt, g + step * config.group_size,
-                    max_turns=config.max_turns, max_new_tokens=config.max_new_tokens, max_len=config.max_len,
-                    temperature=config.temperature, seed=config.seed, environment=environment,
-                )
+                with accelerator.autocast():
+                    episode = rollout(
+                        generator, tokenizer, execute, prompt, g + step * config.group_size,
+                        max_turns=config.max_turns, max_new_tokens=config.max_new_tokens, max_len=config.max_len,
+                        temperature=config.temperature, seed=config.seed, environment=environment,
+                    )
                 example = rollout_example(judge(episode.trajectory), episode)
                 counts["rollouts"] += 1
                 counts["rollouts_answered"] += episode.trajectory.stop_reason == "answered"
@@ -308,13 +312,16 @@ def load_tokenizer(config: RLConfig, corpus: list[str], saved: Path):
 
 
 def load_model(config: RLConfig, tokenizer, checkpoint: Path | None = None):
-    """A checkpoint, the pretrained model, or a tiny LLaMA initialised from the seed."""
+    """A checkpoint, the pretrained model, or a tiny LLaMA initialised from the seed.
+
+    The trained policy stays in fp32 (master weights; `bf16` autocasts the compute through accelerate);
+    the frozen reference may be loaded in bf16.
+    """
     from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
-    dtype = torch.bfloat16 if config.bf16 else torch.float32
     source = checkpoint or (Path(config.model) if config.model else None)
     if source is not None:
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32)
     else:
         torch.manual_seed(config.seed)
         tiny = config.tiny
@@ -324,8 +331,10 @@ def load_model(config: RLConfig, tokenizer, checkpoint: Path | None = None):
             num_key_value_heads=tiny.num_key_value_heads, max_position_embeddings=tiny.max_position_embeddings,
             bos_token_id=None, eos_token_id=tokenizer.convert_tokens_to_ids(IM_END),
             pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=False,
-        )).to(dtype)
+        ))
     model.generation_config.pad_token_id = tokenizer.pad_token_id
+    if config.gradient_checkpointing:
+        model.gradient_checkpointing_enable()
     return model
 
 
@@ -381,14 +390,15 @@ def run_rl(shards: str | Path, out_dir: str | Path, config: RLConfig, judge: Jud
         [render_text([m.model_dump() for m in p.prompt]) for p in prompts]
     tokenizer = load_tokenizer(config, corpus, out_dir / "tokenizer")
     counts: Counter = Counter(trajectories_in=len(judged), prompts_in=len(prompts))
-    examples, example_counts = build_examples(judged, tokenizer, config.max_len)
+    examples, example_counts = build_examples(judged, tokenizer, config.max_len, config.prefix_check_samples)
     counts.update(example_counts)
     if not examples and "offline" in config.modes:
         raise UserError(f"no usable trajectories in {shards}: {dict(example_counts)}")
     initial = load_model(config, tokenizer)
     reference = None
     if config.kl_coef > 0:  # the KL anchor is always the initial policy, also after a resume
-        reference = PolicyLogprobs(copy.deepcopy(initial).eval(), config.logprob_chunk).to(accelerator.device)
+        frozen = copy.deepcopy(initial).to(torch.bfloat16 if config.bf16 else torch.float32).eval()
+        reference = PolicyLogprobs(frozen, config.logprob_chunk).to(accelerator.device)
         reference.requires_grad_(False)
     model = load_model(config, tokenizer, out_dir / "phases" / finished[-1]) if finished else initial
     policy = accelerator.prepare(PolicyLogprobs(model, config.logprob_chunk))

@@ -8,7 +8,14 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from pipeline.renders import nanbeige_tool_call, nanbeige_tool_response  # noqa: E402
-from rl.chat import IM_END, PrefixPropertyError, check_prefix_property, render_text, render_tokens  # noqa: E402
+from rl.chat import (  # noqa: E402
+    IM_END,
+    PrefixPropertyError,
+    check_full_encoding,
+    check_prefix_property,
+    render_text,
+    render_tokens,
+)
 from rl.data import build_examples, trajectory_messages  # noqa: E402
 from rl.tokenizer import train_tokenizer  # noqa: E402
 from tests.rl_fixtures import fixture_trajectories  # noqa: E402
@@ -88,18 +95,22 @@ def test_prefix_check_catches_a_merge_across_the_header():
     assert len(encode(tokenizer, "\n\n")) == 1
     check_prefix_property(tokenizer, MESSAGES, render_tokens(tokenizer, MESSAGES))
     messages = MESSAGES[:2] + [{"role": "assistant", "content": "\n\n" + CALL}]
-    with pytest.raises(PrefixPropertyError):
-        check_prefix_property(tokenizer, messages, render_tokens(tokenizer, messages))
+    for check in (check_prefix_property, check_full_encoding):
+        with pytest.raises(PrefixPropertyError):
+            check(tokenizer, messages, render_tokens(tokenizer, messages))
 
 
 def test_examples_carry_the_critic_signals_per_turn(tokenizer):
     examples, counts = build_examples(fixture_trajectories(), tokenizer, max_len=4096)
-    assert counts == {"kept": 4, "truncated": 0}
+    assert counts == {"kept": 4, "truncated": 0, "prefix_checked": 4}
     bad = next(e for e in examples if e.trajectory_id == "q-spouse-birthplace-r1")
     assert bad.turn_rewards == [0.6, 0.0, 0.0]
     assert bad.turn_passed == [True, False, False]
     assert bad.outcome_reward == 0.0
     assert sorted(set(bad.turn_ids)) == [-1, 0, 1, 2]
 
-    short, counts = build_examples(fixture_trajectories()[:1], tokenizer, max_len=100)
-    assert counts["truncated"] == 1 and len(short[0].input_ids) == 100
+    assert bad.criteria_passed["tool_accuracy"] == [True, True, True]
+    assert bad.criteria_passed["information_gain"] == [True, False, False]
+
+    short, counts = build_examples(fixture_trajectories()[:1], tokenizer, max_len=100, prefix_check_samples=0)
+    assert counts == {"kept": 1, "truncated": 1, "prefix_checked": 0} and len(short[0].input_ids) == 100

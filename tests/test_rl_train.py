@@ -110,8 +110,10 @@ def test_turn_level_updates_raise_high_reward_turns_relative_to_low_ones(tokeniz
 
 
 def fast_config(**overrides) -> RLConfig:
+    # `penalty`: the random policy's failed turns still train (with the penalty reward), so KL is measured
     return preset_config("tiny-cpu", tiny=TINY.model_dump(), offline_steps=2, online_steps=1, prompts_per_step=2,
-                         group_size=2, max_turns=2, max_new_tokens=16, max_len=1024, **overrides)
+                         group_size=2, max_turns=2, max_new_tokens=16, max_len=1024, failed_turns="penalty",
+                         **overrides)
 
 
 @pytest.fixture(scope="module")
@@ -135,10 +137,11 @@ def test_cpu_run_on_shards_trains_both_modes_and_writes_a_checkpoint_that_reload
     offline = [json.loads(line) for line in (out / "metrics-offline.jsonl").read_text().splitlines()]
     online = [json.loads(line) for line in (out / "metrics-online.jsonl").read_text().splitlines()]
     assert [r["step"] for r in offline] == [1, 2] and len(online) == 1
-    for key in ("loss", "kl", "outcome_reward", "turn_pass_rate"):
+    for key in ("loss", "kl", "outcome_reward", "turn_pass_rate", "pass_rate:information_gain"):
         assert key in offline[0]
-    for key in ("loss", "kl", "outcome_reward", "turn_reward", "turn_pass_rate", "accuracy"):
+    for key in ("loss", "kl", "ratio", "outcome_reward", "turn_reward", "turn_pass_rate", "accuracy"):
         assert key in online[0]
+    assert online[0]["trained_tokens"] > 0
     model = AutoModelForCausalLM.from_pretrained(out / "checkpoint")
     tokenizer = AutoTokenizer.from_pretrained(out / "checkpoint")
     ids = tokenizer.apply_chat_template([{"role": "user", "content": "Who?"}], add_generation_prompt=True,
