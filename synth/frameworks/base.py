@@ -14,7 +14,9 @@ import datetime as dt
 import json
 import re
 from abc import ABC, abstractmethod
+from collections import Counter
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from schemas.trajectory import ToolCall, Turn
@@ -23,6 +25,7 @@ from synth.tools import TOOL_ARGS, tool_specs
 ANSWER_TOOL = "answer"
 NOTE_ITEMS = 8
 NOTE_ITEM_CHARS = 80
+NOTE_SCAN_TURNS = 100
 _BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
 _FINAL_LINE = re.compile(r"(?im)^\s*(?:\*\*)?final answer(?:\*\*)?\s*[:：]\s*(.+)$")
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.DOTALL)
@@ -98,7 +101,9 @@ def answer_call(call_id: str, text: str) -> ToolCall:
     return ToolCall(call_id=call_id, name=ANSWER_TOOL, arguments={"text": text})
 
 
+@cache
 def tools_json_lines() -> str:
+    """The tool declarations, one JSON object a line, as tag and text protocols list them."""
     return "\n".join(json.dumps(spec, ensure_ascii=False) for spec in tool_specs())
 
 
@@ -108,24 +113,25 @@ def _short(text: str) -> str:
 
 
 def progress_note(folded: list[Turn]) -> str:
-    """A bounded summary of folded turns: counts per tool and the most recent distinct arguments."""
-    counts: dict[str, int] = {}
+    """A bounded summary of folded turns: counts per tool and the latest distinct arguments of each.
+
+    Only the newest folded turns are scanned for arguments, so building a prompt stays cheap at turn 600.
+    """
+    counts = Counter(turn.tool_call.name if turn.tool_call else "unparsed output" for turn in folded)
     recent: dict[str, list[str]] = {}
-    for turn in folded:
-        name = turn.tool_call.name if turn.tool_call else "unparsed output"
-        counts[name] = counts.get(name, 0) + 1
-        if turn.tool_call:
-            shown = _short(json.dumps(turn.tool_call.arguments, ensure_ascii=False, sort_keys=True))
-            items = recent.setdefault(name, [])
-            if shown in items:
-                items.remove(shown)
+    for turn in reversed(folded[-NOTE_SCAN_TURNS:]):
+        if turn.tool_call is None:
+            continue
+        shown = _short(json.dumps(turn.tool_call.arguments, ensure_ascii=False, sort_keys=True))
+        items = recent.setdefault(turn.tool_call.name, [])
+        if shown not in items and len(items) < NOTE_ITEMS:
             items.append(shown)
     lines = [
         f"[Context note: your first {len(folded)} turns were folded to save space. "
         + ", ".join(f"{name}: {n}" for name, n in sorted(counts.items())) + ".]"
     ]
     for name, items in sorted(recent.items()):
-        lines.append(f"Latest {name} calls: " + "; ".join(items[-NOTE_ITEMS:]))
+        lines.append(f"Latest {name} calls: " + "; ".join(reversed(items)))
     return "\n".join(lines)
 
 

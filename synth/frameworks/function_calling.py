@@ -28,6 +28,7 @@ tools you are given. Today is: {as_of}. Answer as of that date.
 Call one tool at a time. Verify each fact in the pages before relying on it. Explain your reasoning briefly
 before each call. When you are sure, call `answer` with the shortest answer."""
 
+_TOOLS = tool_specs()
 IGNORED_CALL = "Error: only one tool call per turn is executed; this call was ignored."
 
 
@@ -39,7 +40,7 @@ class FunctionCallingFramework(Framework):
         return SYSTEM.format(as_of=as_of.isoformat())
 
     def request_tools(self) -> list[dict[str, Any]]:
-        return tool_specs()
+        return _TOOLS
 
     def raw_output(self, output: ModelOutput) -> str:
         return json.dumps({"content": output.content, "tool_calls": output.tool_calls}, ensure_ascii=False)

@@ -20,7 +20,6 @@ from synth.frameworks.base import (
 )
 
 
-
 def _label(name: str) -> str:
     """A `Name:` line label, tolerating markdown bold around the name or the colon and full-width colons."""
     return rf"^\s*\**\s*{name}\s*\**\s*[:：]\s*\**[ \t]*"

@@ -3,12 +3,13 @@
 A Policy starts an Agent per episode; the agent produces one model output per turn. The loop parses it
 with the framework, executes the call in the environment, and records a canonical Turn. Unparseable
 output is a recorded failed turn; an LLM that keeps failing ends the run with stop reason "error" and
-the turns so far, never an exception.
+the turns so far, never an exception. `Turn.seconds` is the policy's own time for the turn (the request
+latency of an LLM, zero for the offline policy and for cached responses), so offline runs are
+reproducible record for record.
 """
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,6 +29,7 @@ class PolicyOutput:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     prompt_chars: int = 0
+    seconds: float = 0.0
     injected_error: str | None = None
 
 
@@ -69,7 +71,6 @@ async def run_episode(
     final_answer: str | None = None
     failures_in_a_row = 0
     while len(turns) < max_turns:
-        started = time.perf_counter()
         try:
             step = await agent.act(turns)
         except LLMError:
@@ -86,6 +87,7 @@ async def run_episode(
             prompt_tokens=step.prompt_tokens,
             completion_tokens=step.completion_tokens,
             prompt_chars=step.prompt_chars,
+            seconds=step.seconds,
             injected_error=step.injected_error,
         )
         if parsed.tool_call is not None:
@@ -93,7 +95,6 @@ async def run_episode(
             failures_in_a_row = 0
         else:
             failures_in_a_row += 1
-        turn.seconds = time.perf_counter() - started
         turns.append(turn)
         if parsed.tool_call is not None and parsed.tool_call.name == ANSWER_TOOL and not turn.tool_error:
             turn.final_answer = final_answer = str(parsed.tool_call.arguments["text"])

@@ -55,5 +55,6 @@ class LLMAgent:
             output=ModelOutput(result.content, result.tool_calls),
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,
+            seconds=result.seconds,
             prompt_chars=len(json.dumps(messages, ensure_ascii=False)) + len(json.dumps(tools or [])),
         )

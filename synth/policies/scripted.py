@@ -173,7 +173,10 @@ class ScriptedAgent:
         return self.rng.choice(candidates)
 
     def _unsupported_claim(self, turns: list[Turn]) -> str:
+        seen = _norm(" ".join(t.observation or "" for t in turns) + " " + self.question.text)
         wrong = self._unrelated_title(turns)
+        while _norm(wrong) in seen:  # every title was seen already: claim a year nothing stated
+            wrong = str(self.rng.randint(1000, 1999))
         subject = f"the {self.relation} of {self.entity}" if self.relation else f"{self.entity}"
         return f"I also recall that {subject} is {wrong}, which fits the question."
 
