@@ -62,7 +62,7 @@ _DATE_PARAMETER_TOKENS = frozenset(
     "inception launched completed dissolved built".split()
 )
 _PARENS = re.compile(r"\(([^()]*)\)")
-_TRAILING_PUNCTUATION = " \t\n,;:."
+_KEEP_FINAL_PERIOD = re.compile(r"(?:\b[A-Z][a-z]{0,3}|\b[a-z]{1,3})\.$")  # Sr. Jr. Inc. U.S. etc.
 
 
 @dataclass
@@ -196,13 +196,21 @@ def facts_from_item(item: list, relation: str, dates_expected: bool = False) -> 
     facts = walker.facts + [Fact(relation, "", "", "entity", tail=target) for target in walker.links]
     if not facts:
         text = _PARENS.sub(" ", "".join(walker.text))
-        text = re.sub(r"\s+", " ", text).strip(_TRAILING_PUNCTUATION)
+        text = strip_trailing_punctuation(re.sub(r"\s+", " ", text))
         if text:
             facts.append(literal_fact(relation, text, dates_expected))
     notes = [("note", note) for note in walker.notes]
     for fact in facts:
         fact.qualifiers = fact.qualifiers + [q for q in notes if q not in fact.qualifiers]
     return facts
+
+
+def strip_trailing_punctuation(text: str) -> str:
+    """Separators left at the ends of a value go; the period of an abbreviation ("Sr.", "Inc.") stays."""
+    text = text.strip(" \t\n,;:")
+    while text.endswith(".") and not _KEEP_FINAL_PERIOD.search(text):
+        text = text[:-1].rstrip(" \t\n,;:")
+    return text
 
 
 def literal_fact(relation: str, text: str, dates_expected: bool) -> Fact:
