@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bz2
 import datetime as dt
+import html
 from collections import Counter
 from pathlib import Path
 
@@ -262,3 +263,20 @@ def test_tags_and_stream_headers_split_across_read_blocks(multistream, tmp_path,
     records = list(iter_dump_pages(damaged))
     assert [r for r in records if isinstance(r, Page)] == expected_kept
     assert len(expected_kept) == len(pages) - 4 and reasons(records) == expected_reasons == {"corrupt_bz2": 1}
+
+
+def test_shipped_sample_units_match_its_index_and_the_sequential_read():
+    sample = Path(__file__).resolve().parents[1] / "data" / "sample"
+    dump = sample / "enwiki-sample-pages-articles-multistream.xml.bz2"
+    index = sample / "enwiki-sample-pages-articles-multistream-index.txt.bz2"
+    sequential = list(iter_dump_pages(dump))
+    assert all(isinstance(r, Page) for r in sequential) and len(sequential) >= 150
+    units = dump_work_units(dump, index, 1)
+    by_unit = {unit.start: list(read_dump_unit(unit)) for unit in units}
+    assert [r for unit in units for r in by_unit[unit.start]] == sequential
+    with bz2.open(index, "rt", encoding="utf-8") as lines:
+        entries = [line.rstrip("\n").split(":", 2) for line in lines]
+    # Like Wikimedia's, the index writes titles XML-escaped ("AT&amp;T").
+    assert [(int(i), html.unescape(t)) for _, i, t in entries] == [(p.page_id, p.title) for p in sequential]
+    for offset, page_id, _ in entries:  # each page is in the stream its index line names
+        assert int(page_id) in {p.page_id for p in by_unit[int(offset)]}

@@ -2,7 +2,8 @@
 
 Layout as Wikimedia publishes it: stream 1 holds `<mediawiki ...>` and `<siteinfo>`, then one bz2 stream
 per `pages_per_stream` pages, then a last stream with `</mediawiki>`. The index is bz2-compressed text,
-one `offset:page_id:title` line per page, where offset is the byte offset of the page's stream.
+one `offset:page_id:title` line per page, where offset is the byte offset of the page's stream and the
+title is XML-escaped as in Wikimedia's index files.
 """
 
 from __future__ import annotations
@@ -76,6 +77,6 @@ def write_multistream(
             offsets.append(offset)
             out.write(bz2.compress("".join(page_xml(page) for page in batch).encode()))
             if index is not None:
-                index.writelines(f"{offset}:{page.page_id}:{page.title}\n" for page in batch)
+                index.writelines(f"{offset}:{page.page_id}:{escape(page.title)}\n" for page in batch)
         out.write(bz2.compress(b"</mediawiki>\n"))
     return offsets
