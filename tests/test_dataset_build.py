@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import datasets
@@ -13,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.card import parse_card_header
+from pipeline.cli import main
 from pipeline.dataset import build_dataset, load_config
 from pipeline.errors import UserError
 from pipeline.layout import CONFIGS, features, split_of
@@ -37,15 +36,12 @@ def _digests(root: Path) -> dict[str, str]:
     }
 
 
-def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-        timeout=120,
-    )
+def _cli(capfd, *args: str) -> tuple[int, str, str]:
+    """Run the real `hopsmith` CLI in-process; returns (exit status, stdout, stderr)."""
+    capfd.readouterr()
+    status = main(list(args))
+    out, err = capfd.readouterr()
+    return status, out, err
 
 
 def test_every_config_loads_with_its_declared_features(built, tmp_path):
@@ -121,10 +117,10 @@ def test_a_finished_build_is_skipped(built):
     assert (built / "manifest.json").read_text() == before
 
 
-def test_validate_accepts_the_build_and_catches_corruption(built, tmp_path):
+def test_validate_accepts_the_build_and_catches_corruption(built, tmp_path, capfd):
     assert validate_dataset(built).errors == []
-    result = _cli("validate", str(built))
-    assert result.returncode == 0 and result.stdout.startswith("ok: ")
+    status, out, _ = _cli(capfd, "validate", str(built))
+    assert status == 0 and out.startswith("ok: ")
 
     copy = tmp_path / "copy"
     subprocess.run(["cp", "-r", str(built), str(copy)], check=True)
@@ -134,8 +130,8 @@ def test_validate_accepts_the_build_and_catches_corruption(built, tmp_path):
     shard.write_bytes(bytes(data))
     report = validate_dataset(copy)
     assert any("nanbeige/train-00000-of-00003.parquet" in e for e in report.errors)
-    result = _cli("validate", str(copy))
-    assert result.returncode == 1 and "checksum mismatch" in result.stdout
+    status, out, _ = _cli(capfd, "validate", str(copy))
+    assert status == 1 and "checksum mismatch" in out
 
 
 def test_validate_catches_a_missing_shard_and_wrong_counts(built, tmp_path):
@@ -162,26 +158,28 @@ def test_validate_catches_rows_that_break_the_render(built, tmp_path):
     assert any("duplicate id" in e for e in errors)
 
 
-def test_publish_dry_run_lists_files_without_a_token(built):
+def test_publish_dry_run_lists_files_without_a_token(built, capfd, monkeypatch):
     sentinel = "hf_SENTINELtoken0123456789"
-    result = _cli("publish", str(built), "--repo-id", "org/name", "--dry-run", env={"HF_TOKEN": sentinel})
-    assert result.returncode == 0, result.stderr
-    listed = [line.split()[0] for line in result.stdout.splitlines()[1:]]
+    monkeypatch.setenv("HF_TOKEN", sentinel)
+    status, out, err = _cli(capfd, "publish", str(built), "--repo-id", "org/name", "--dry-run")
+    assert status == 0, err
+    listed = [line.split()[0] for line in out.splitlines()[1:]]
     assert "README.md" in listed and "checksums.sha256" in listed
     assert (
         "data/toolmind/train-00000-of-00003.parquet" in listed
         and "plots/hop_count_distribution.png" in listed
     )
     assert ".pending-key" not in listed
-    assert sentinel not in result.stdout + result.stderr
+    assert sentinel not in out + err
 
 
-def test_publish_without_token_stops_clearly(built, monkeypatch):
+def test_publish_without_token_stops_clearly(built, monkeypatch, capfd):
     monkeypatch.delenv("HF_TOKEN", raising=False)
     with pytest.raises(UserError, match="HF_TOKEN is not set"):
         publish(built, "org/name")
-    result = _cli("publish", str(built), "--repo-id", "org/name", env={"HF_TOKEN": ""})
-    assert result.returncode == 2 and "HF_TOKEN is not set" in result.stderr
+    monkeypatch.setenv("HF_TOKEN", "")
+    status, _, err = _cli(capfd, "publish", str(built), "--repo-id", "org/name")
+    assert status == 2 and "HF_TOKEN is not set" in err
     with pytest.raises(UserError, match="ORG/NAME"):
         publish(built, "no-slash", dry_run=True)
 

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from huggingface_hub import constants
 
+from pipeline.cli import main
 from pipeline.publish import files_to_publish
 from tests.dataset_fixtures import build_fixture_dataset
 
-ROOT = Path(__file__).resolve().parent.parent
 SENTINEL = "hf_SENTINEL_publish_token_93b1e7"
 
 
@@ -97,16 +95,20 @@ def dataset(tmp_path_factory) -> Path:
     return build_fixture_dataset(tmp_path_factory.mktemp("publish"))
 
 
-def _publish(dataset: Path, hub: FakeHub, *extra: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_TOKEN": SENTINEL, "HF_ENDPOINT": hub.endpoint, "HF_HUB_DISABLE_TELEMETRY": "1"}
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", "publish", str(dataset), "--repo-id", "org/name",
-                           *extra], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+def _publish(dataset: Path, hub: FakeHub, capfd, monkeypatch, *extra: str) -> tuple[int, str]:
+    """The real CLI in-process against the fake Hub; returns (exit status, everything written to fd 1 and 2)."""
+    monkeypatch.setenv("HF_TOKEN", SENTINEL)
+    monkeypatch.setattr(constants, "ENDPOINT", hub.endpoint)
+    capfd.readouterr()
+    status = main(["publish", str(dataset), "--repo-id", "org/name", *extra])
+    out, err = capfd.readouterr()
+    return status, out + err
 
 
-def test_publish_uploads_every_file_with_the_token_from_the_environment(dataset):
+def test_publish_uploads_every_file_with_the_token_from_the_environment(dataset, capfd, monkeypatch):
     with FakeHub() as hub:
-        result = _publish(dataset, hub, "--private")
-    assert result.returncode == 0, result.stderr
+        status, output = _publish(dataset, hub, capfd, monkeypatch, "--private")
+    assert status == 0, output
     create = next(r for r in hub.requests if r[1] == "/api/repos/create")
     assert json.loads(create[3])["visibility"] == "private"
     assert {r[2].get("Authorization") for r in hub.requests if r[0] == "POST"} == {f"Bearer {SENTINEL}"}
@@ -116,13 +118,13 @@ def test_publish_uploads_every_file_with_the_token_from_the_environment(dataset)
     assert hub.validated_cards == [(dataset / "README.md").read_text()]
     assert "README.md" in committed and any(p.startswith("data/turns/") for p in committed)
     assert ".pending-key" not in committed
-    assert SENTINEL not in result.stdout + result.stderr
+    assert SENTINEL not in output
     assert all(SENTINEL.encode() not in p.read_bytes() for p in dataset.rglob("*") if p.is_file())
 
 
-def test_a_refused_upload_is_one_clear_line_without_the_token(dataset):
+def test_a_refused_upload_is_one_clear_line_without_the_token(dataset, capfd, monkeypatch):
     with FakeHub(refuse_commit=True) as hub:
-        result = _publish(dataset, hub)
-    assert result.returncode == 2
-    assert "the Hub refused the upload" in result.stderr and "***" in result.stderr
-    assert SENTINEL not in result.stdout + result.stderr
+        status, output = _publish(dataset, hub, capfd, monkeypatch)
+    assert status == 2
+    assert "hopsmith: error: the Hub refused the upload" in output and "Bearer ***" in output
+    assert SENTINEL not in output
