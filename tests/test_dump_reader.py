@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import bz2
 import datetime as dt
 import html
@@ -15,7 +16,7 @@ from apache_beam.testing.util import assert_that, equal_to
 import pipeline.sources.dump as dump_module
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
-from pipeline.sources import source_transform
+from pipeline.sources import add_source_arguments, source_config, source_transform
 from pipeline.sources.dump import (
     ReadDump,
     dump_work_units,
@@ -280,3 +281,17 @@ def test_shipped_sample_units_match_its_index_and_the_sequential_read():
     assert [(int(i), html.unescape(t)) for _, i, t in entries] == [(p.page_id, p.title) for p in sequential]
     for offset, page_id, _ in entries:  # each page is in the stream its index line names
         assert int(page_id) in {p.page_id for p in by_unit[int(offset)]}
+
+
+def test_source_arguments_find_the_index_beside_a_multistream_dump(tmp_path):
+    parser = argparse.ArgumentParser()
+    add_source_arguments(parser)
+    dump = tmp_path / "enwiki-20260101-pages-articles-multistream.xml.bz2"
+    write_multistream(make_pages(3), dump, tmp_path / "enwiki-20260101-pages-articles-multistream-index.txt.bz2")
+    config = ExtractConfig(**source_config(parser.parse_args(["--dump", str(dump), "--streams-per-unit", "2"])))
+    assert config.index == str(tmp_path / "enwiki-20260101-pages-articles-multistream-index.txt.bz2")
+    transform = source_transform(config)
+    assert isinstance(transform, ReadDump) and (transform.index, transform.streams_per_unit) == (config.index, 2)
+    other = tmp_path / "other.xml.bz2"
+    other.write_bytes(dump.read_bytes())
+    assert source_config(parser.parse_args(["--dump", str(other)]))["index"] is None

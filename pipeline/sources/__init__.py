@@ -40,6 +40,7 @@ __all__ = [
     "dump_work_units",
     "iter_dump_pages",
     "read_multistream_index",
+    "sibling_index",
     "source_config",
     "source_transform",
 ]
@@ -67,8 +68,9 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
     dump.add_argument("--dump", metavar="PATH",
                       help="pages-articles[-multistream].xml[.bz2] dump (plain XML and bz2 both read)")
     dump.add_argument("--index", metavar="PATH",
-                      help="the multistream dump's index (…-multistream-index.txt[.bz2]); with it the dump is "
-                      "read as independent work units that a Beam runner spreads over workers")
+                      help="the multistream dump's index (…-multistream-index.txt[.bz2]; found automatically "
+                      "beside a …-multistream.xml.bz2 dump); with it the dump is read as independent work units "
+                      "that a Beam runner spreads over workers")
     dump.add_argument("--streams-per-unit", type=_positive, default=defaults.streams_per_unit, metavar="N",
                       help="bz2 streams (~100 pages each) per work unit with --index (default: %(default)s)")
     api = parser.add_argument_group(
@@ -85,6 +87,15 @@ def add_source_arguments(parser: argparse.ArgumentParser) -> None:
                      f"reaches back {RECENT_CHANGES_MAX_DAYS} days, so N is 1 to {RECENT_CHANGES_MAX_DAYS}")
     api.add_argument("--api-max-in-flight", type=_positive, default=defaults.api_max_in_flight, metavar="N",
                      help="API requests in flight at once per worker process (default: %(default)s)")
+
+
+def sibling_index(dump: str) -> str | None:
+    """`X-multistream-index.txt.bz2` beside `X-multistream.xml.bz2`, when it exists (Wikimedia's naming)."""
+    path = Path(dump)
+    if not path.name.endswith("-multistream.xml.bz2"):
+        return None
+    index = path.with_name(path.name.removesuffix(".xml.bz2") + "-index.txt.bz2")
+    return str(index) if index.is_file() else None
 
 
 def _read_titles(path: str) -> list[str]:
@@ -111,7 +122,8 @@ def source_config(args: argparse.Namespace) -> dict:
         raise UserError("--titles, --titles-file and --recent-days belong to --api")
     if api is not None and bool(titles) == (recent_days is not None):
         raise UserError("--api needs --titles/--titles-file or --recent-days (one of them)")
-    fields = {"dump": dump, "index": getattr(args, "index", None), "api_url": api, "api_titles": titles,
+    index = getattr(args, "index", None) or (sibling_index(dump) if dump else None)
+    fields = {"dump": dump, "index": index, "api_url": api, "api_titles": titles,
               "api_recent_days": recent_days}
     for name in ("streams_per_unit", "api_max_in_flight"):
         if getattr(args, name, None) is not None:
