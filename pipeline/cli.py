@@ -17,6 +17,8 @@ from pipeline.errors import UserError
 COMMAND_MODULES = (
     "pipeline.extract",
     "graph.stats",
+    "synth.environment",
+    "synth.trajectories",
     "pipeline.dataset",
     "pipeline.validate",
     "pipeline.publish",

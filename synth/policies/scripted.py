@@ -52,15 +52,20 @@ class ScriptedPolicy:
     model = None
 
     def __init__(self, env: SearchEnvironment, error_rates: dict[str, float] | None = None, top_k: int = 5):
-        rates = dict(error_rates or {})
+        rates = self.check_rates(error_rates or {})
+        self.env = env
+        self.rates = [(kind, rates.get(kind, 0.0)) for kind in ERROR_KINDS]
+        self.top_k = top_k
+
+    @staticmethod
+    def check_rates(rates: dict[str, float]) -> dict[str, float]:
+        """Per-turn error rates: known kinds only, each >= 0, summing to less than 1."""
         unknown = sorted(set(rates) - set(ERROR_KINDS))
         if unknown:
             raise ValueError(f"unknown error kinds {unknown}; known: {', '.join(ERROR_KINDS)}")
         if any(r < 0 for r in rates.values()) or sum(rates.values()) >= 1:
             raise ValueError("error rates must be >= 0 and sum to less than 1")
-        self.env = env
-        self.rates = [(kind, rates.get(kind, 0.0)) for kind in ERROR_KINDS]
-        self.top_k = top_k
+        return dict(rates)
 
     def start(self, question: Question, framework: Framework, seed: int, rollout: int) -> ScriptedAgent:
         return ScriptedAgent(self, question, framework, random.Random(seed))
