@@ -106,7 +106,8 @@ class MediaWikiServer:
         return 200, {"error": {"code": "missingparam", "info": "titles or list required"}}, {}
 
     def _revisions(self, params: dict[str, str]) -> dict[str, Any]:
-        titles = params["titles"].split("|")
+        raw = params["titles"]
+        titles = raw[1:].split("\x1f") if raw.startswith("\x1f") else raw.split("|")
         if len(titles) > 50:
             return {"error": {"code": "toomanyvalues", "info": "Too many values supplied for titles (limit 50)"}}
         normalized, pages, with_content = [], [], 0

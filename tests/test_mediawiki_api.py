@@ -148,9 +148,12 @@ def test_redirect_chains_become_redirect_pages_and_targets_are_fetched():
 
 def test_invalid_titles_are_skipped_with_their_reason():
     with MediaWikiServer(PAGES) as wiki:
-        records = by_title(client(wiki).fetch_pages(["Ulm", "Bad [title]"]))
-    assert records["Bad [title]"].reason == "invalid_title"
+        records = by_title(client(wiki).fetch_pages(["Ulm", "Bad [title]", "Pipe|title", " "]))
+    assert {title: r.reason for title, r in records.items() if isinstance(r, SkippedRecord)} == {
+        "Bad [title]": "invalid_title", "Pipe|title": "invalid_title", " ": "invalid_title"}
     assert isinstance(records["Ulm"], Page)
+    # A title holding "|" is sent with MediaWiki's \x1f separator, so it cannot split into two titles.
+    assert wiki.requests[0].params["titles"] == "\x1fUlm\x1fBad [title]\x1fPipe|title"
 
 
 def test_recent_changes_list_main_namespace_titles_within_the_window():

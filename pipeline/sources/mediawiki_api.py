@@ -117,6 +117,13 @@ def _ordered_parallel(function: Callable, items: Iterable, workers: int) -> Iter
             yield future.result()
 
 
+def _multi_value(values: list[str]) -> str:
+    """A multi-value parameter: `a|b`, or `\x1fa\x1fb` when a value holds `|` (MediaWiki's alternative)."""
+    if any("|" in value for value in values):
+        return "\x1f" + "\x1f".join(values)
+    return "|".join(values)
+
+
 def normalise_title(title: str) -> str:
     """The API's canonical form for comparison: underscores as spaces, trimmed, first letter upper-cased."""
     title = " ".join(title.replace("_", " ").split())
@@ -218,7 +225,7 @@ class MediaWikiApi:
             "prop": "revisions|info",
             "rvprop": "ids|timestamp|content",
             "rvslots": "main",
-            "titles": "|".join(titles),
+            "titles": _multi_value(titles),
         }
         pages: dict[str, dict[str, Any]] = {}
         renamed: dict[str, str] = {}
@@ -280,7 +287,12 @@ class MediaWikiApi:
     def fetch_pages(self, titles: Iterable[str]) -> Iterator[Page | SkippedRecord]:
         """Records for `titles` (each once), then for redirect targets not yet fetched, chains included."""
         seen: set[str] = set()
-        wanted = list(titles)
+        wanted = []
+        for title in titles:
+            if title.strip():
+                wanted.append(title)
+            else:
+                yield _skip("invalid_title", title, "empty title")
         for _ in range(MAX_REDIRECT_DEPTH + 1):
             wanted = [t for t in dict.fromkeys(wanted) if normalise_title(t) not in seen]
             if not wanted:
