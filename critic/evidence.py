@@ -120,6 +120,12 @@ def observation_text(turn: Turn) -> str:
     return turn.observation
 
 
+def _spellings(span: str) -> list[set[str]]:
+    """Content-token sets a name or value may appear as (an ISO date in each of its spellings)."""
+    forms = surface_forms(span.strip(), "date") if ISO_DATE.fullmatch(span.strip()) else [span]
+    return [words for words in (content_tokens(f) for f in forms) if words]
+
+
 @dataclass
 class Knowledge:
     """The question plus every observation seen so far, as normalised text, tokens and evidenced units."""
@@ -180,15 +186,21 @@ class Knowledge:
     def unrelated(self, spans: Sequence[str]) -> list[str]:
         """Spans asserted together that never appeared with any of the others in one result, page or the
         question: each name may be known, but nothing seen relates them ("X's spouse is Y" from thin air)."""
-        words = [(span, content_tokens(span)) for span in spans]
-        words = [(span, w) for span, w in words if w]
-        if len({frozenset(w) for _, w in words}) < 2:
+        spellings = {span: _spellings(span) for span in dict.fromkeys(spans)}
+        spellings = {span: forms for span, forms in spellings.items() if forms}
+        if len(spellings) < 2:
             return []
         contexts = [self.question_context, *self.contexts]
+
+        def in_context(span: str, context: set[str]) -> bool:
+            return any(forms <= context for forms in spellings[span])
+
         return [
             span
-            for span, w in words
-            if not any(w <= c and any(o <= c for other, o in words if o != w) for c in contexts)
+            for span in spellings
+            if not any(
+                in_context(span, c) and any(in_context(o, c) for o in spellings if o != span) for c in contexts
+            )
         ]
 
     def add(self, turn: Turn) -> None:
