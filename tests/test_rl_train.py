@@ -82,7 +82,7 @@ def turn_logprob_sums(policy, examples, tokenizer) -> dict[tuple[str, int], floa
 @pytest.mark.parametrize("mode", ["ppo", "offline"])
 def test_turn_level_updates_raise_high_reward_turns_relative_to_low_ones(tokenizer, examples, mode, tmp_path):
     config = RLConfig(tiny=TINY, seed=3, lr=3e-3, batch_size=4, estimator="mt_grpo", failed_turns="penalty",
-                      kl_coef=0.0, offline_steps=6, offline_objective="awr", ppo_epochs=6)
+                      kl_coef=0.0, offline_steps=4, offline_objective="awr", ppo_epochs=3)
     torch.manual_seed(0)
     accelerator = Accelerator(cpu=True)
     policy = accelerator.prepare(PolicyLogprobs(load_model(config, tokenizer), chunk=64))
