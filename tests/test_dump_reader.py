@@ -18,6 +18,7 @@ from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.sources import add_source_arguments, source_config, source_transform
 from pipeline.sources.dump import (
+    SKIP_REASONS,
     ReadDump,
     dump_work_units,
     iter_dump_pages,
@@ -56,7 +57,9 @@ def multistream(tmp_path):
 
 
 def reasons(records) -> Counter:
-    return Counter(r.reason for r in records if isinstance(r, SkippedRecord))
+    counts = Counter(r.reason for r in records if isinstance(r, SkippedRecord))
+    assert set(counts) <= set(SKIP_REASONS), counts  # every reason is a documented one
+    return counts
 
 
 def test_sequential_read_streams_every_page_with_its_fields(multistream):

@@ -14,7 +14,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from pipeline.errors import UserError
 from pipeline.sources import add_source_arguments, source_config, source_transform
-from pipeline.sources.mediawiki_api import ApiSettings, MediaWikiApi, ReadFromApi, user_agent
+from pipeline.sources.mediawiki_api import SKIP_REASONS, ApiSettings, MediaWikiApi, ReadFromApi, user_agent
 from schemas.config import ExtractConfig
 from schemas.wiki import Page, SkippedRecord
 from tests.mediawiki_server import MediaWikiServer, RecentChange, WikiPage, iso
@@ -38,6 +38,8 @@ def client(wiki: MediaWikiServer, waits: list[float] | None = None, **settings) 
 
 
 def by_title(records) -> dict[str, Page | SkippedRecord]:
+    records = list(records)
+    assert {r.reason for r in records if isinstance(r, SkippedRecord)} <= set(SKIP_REASONS)
     return {r.title: r for r in records}
 
 

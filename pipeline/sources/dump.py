@@ -26,6 +26,7 @@ from typing import NamedTuple
 import apache_beam as beam
 
 from pipeline.errors import UserError
+from schemas.config import ExtractConfig
 from schemas.wiki import Page, SkippedRecord
 
 READ_STAGE = "read"
@@ -45,7 +46,7 @@ _BZ2_HEADER_BYTES = 10
 _PAGE_TAG = re.compile(rb"<page(?:\s[^>]*)?>|</page>")
 _TAG_LOOKBACK = 256  # bytes kept at a block boundary so a tag split across blocks is still found
 _TITLE = re.compile(rb"<title>(.*?)</title>", re.S)
-DEFAULT_STREAMS_PER_UNIT = 10
+DEFAULT_STREAMS_PER_UNIT = ExtractConfig.model_fields["streams_per_unit"].default
 
 
 class DumpUnit(NamedTuple):

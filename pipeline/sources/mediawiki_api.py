@@ -37,6 +37,13 @@ from schemas.wiki import Page, SkippedRecord
 
 log = logging.getLogger(__name__)
 
+SKIP_REASONS = {
+    "missing_page": "the wiki has no page of that title",
+    "invalid_title": "the title is empty, has illegal characters or an interwiki prefix",
+    "missing_field": "no revision or no content came back (hidden revision, redirect without a target)",
+    "invalid_field": "a returned field does not validate",
+    "api_error": "the request failed for good (retries exhausted or a non-transient API error)",
+}
 TITLES_PER_REQUEST = 50
 RECENT_CHANGES_MAX_DAYS = 30
 DEFAULT_CONTACT = "https://github.com/hopsmith"
