@@ -239,9 +239,9 @@ def wl_hash(graph: CSRGraph, nodes: list[int], edges: list[int]) -> str:
     for position, node in enumerate(nodes):
         named = position in (0, len(nodes) - 1)
         label = graph.keys[node] if named else f"type:{graph.entity_type[node]}"
-        path_graph.add_node(position, label=label)
+        path_graph.add_node(position, label=stable_hash(label))  # networkx hashes ASCII labels only
     for position, edge in enumerate(edges):
-        path_graph.add_edge(position, position + 1, relation=graph.relation_names[graph.rel[edge]])
+        path_graph.add_edge(position, position + 1, relation=stable_hash(graph.relation_names[graph.rel[edge]]))
     with warnings.catch_warnings():  # networkx notes that directed hashes changed in 3.5; ours are all 3.6
         warnings.simplefilter("ignore", UserWarning)
         return nx.weisfeiler_lehman_graph_hash(path_graph, node_attr="label", edge_attr="relation", iterations=3)

@@ -23,10 +23,11 @@ class RelationPhrase:
     ask: tuple[str, ...] = ()  # final-hop question frames with {s}; empty -> built from the noun
     clue: str = ""  # clue sentence "{s} ... {o}" used by the chained style; empty -> "The {noun} of {s} is {o}."
     mutable: bool = False  # the fact can change over time: state the as-of date
+    count_ask: str = ""  # frame for a numeric answer ("How many children does {s} have?")
 
 
-def _r(noun: str, *ask: str, clue: str = "", mutable: bool = False) -> RelationPhrase:
-    return RelationPhrase(noun, tuple(ask), clue, mutable)
+def _r(noun: str, *ask: str, clue: str = "", mutable: bool = False, count_ask: str = "") -> RelationPhrase:
+    return RelationPhrase(noun, tuple(ask), clue, mutable, count_ask)
 
 
 LEXICON: dict[str, RelationPhrase] = {
@@ -37,14 +38,13 @@ LEXICON: dict[str, RelationPhrase] = {
     "resting_place": _r("resting place", "Where is {s} buried?", clue="{s} is buried in {o}."),
     "spouse": _r("spouse", "Who is the spouse of {s}?", "Who is {s} married to?", clue="{s} is married to {o}.", mutable=True),
     "partner": _r("partner", clue="{s} is the partner of {o}.", mutable=True),
-    "children": _r("child"),
+    "children": _r("child", clue="{o} is a child of {s}.", count_ask="How many children does {s} have?"),
     "child": _r("child"),
     "parents": _r("parent"),
     "father": _r("father"),
     "mother": _r("mother"),
     "relatives": _r("relative"),
     "nationality": _r("nationality"),
-    "citizenship": _r("citizenship"),
     "occupation": _r("occupation"),
     "alma_mater": _r("alma mater", "Where did {s} study?", "Which institution did {s} attend?", clue="{s} studied at {o}."),
     "education": _r("place of education", "Where was {s} educated?", clue="{s} was educated at {o}."),
@@ -81,7 +81,6 @@ LEXICON: dict[str, RelationPhrase] = {
     "city": _r("city", "In which city is {s} located?", clue="{s} is located in {o}."),
     "country": _r("country", "In which country is {s}?", clue="{s} is in {o}."),
     "state": _r("state", "In which state is {s}?", clue="{s} is in {o}."),
-    "subdivision_name": _r("region", "In which region is {s}?", clue="{s} lies in {o}."),
     "capital": _r("capital", "What is the capital of {s}?", clue="The capital of {s} is {o}."),
     "largest_city": _r("largest city", mutable=True),
     "official_languages": _r("official language"),
@@ -122,7 +121,7 @@ LEXICON: dict[str, RelationPhrase] = {
     "elevation_m": _r("elevation"),
     "num_employees": _r("number of employees", "How many people does {s} employ?", mutable=True),
     "revenue": _r("revenue", mutable=True),
-    "years_active": _r("years of activity"),
+    "years_active": _r("active period", "When was {s} active?", "During which years was {s} active?"),
     "instrument": _r("instrument"),
     "instruments": _r("instrument"),
     "religion": _r("religion"),
@@ -132,6 +131,33 @@ LEXICON: dict[str, RelationPhrase] = {
     "field": _r("field"),
     "fields": _r("field"),
     "awards": _r("award"),
+    "screenplay": _r("screenwriter", "Who wrote the screenplay of {s}?", clue="The screenplay of {s} was written by {o}."),
+    "story": _r("story writer", "Who wrote the story of {s}?", clue="The story of {s} was written by {o}."),
+    "production_companies": _r("production company", "Which company produced {s}?", clue="{s} was produced by {o}."),
+    "distributor": _r("distributor", "Which company distributed {s}?", clue="{s} was distributed by {o}."),
+    "notable_works": _r("notable work", clue="{o} is a notable work of {s}."),
+    "works": _r("work", clue="{o} is a work of {s}."),
+    "followed_by": _r("sequel", "What followed {s}?", clue="{s} was followed by {o}."),
+    "preceded_by": _r("predecessor", "What preceded {s}?", clue="{s} was preceded by {o}."),
+    "pub_date": _r("publication date", "When was {s} published?", "On what date was {s} first published?"),
+    "editor": _r("editor", "Who edited {s}?", clue="{s} was edited by {o}."),
+    "cities": _r("city on its course", "Which city lies on {s}?", clue="{s} flows through {o}."),
+    "hq_location_country": _r("headquarters country", "In which country is {s} headquartered?",
+                              clue="{s} is headquartered in {o}.", mutable=True),
+    "former_name": _r("former name", "What was {s} formerly called?"),
+    "pseudonym": _r("pen name", "Under which pen name did {s} write?"),
+    "citizenship": _r("citizenship", "Which country is {s} a citizen of?", clue="{s} is a citizen of {o}."),
+    "runtime": _r("running time", "How long does {s} run?"),
+    "budget": _r("budget"),
+    "length": _r("length", "How long is {s}?"),
+    "subdivision_name": _r("region", "In which region or country does {s} lie?", clue="{s} lies in {o}."),
+    "affiliations": _r("affiliation", clue="{s} is affiliated with {o}."),
+    "products": _r("product", clue="{s} makes {o}."),
+    "organization": _r("associated organisation", clue="{s} is associated with {o}."),
+    "campus": _r("campus setting"),
+    "religious_affiliation": _r("religious affiliation"),
+    "government_type": _r("form of government"),
+    "source1_location": _r("source location", "Where does {s} rise?", clue="{s} rises in {o}."),
 }
 
 # Fallback word fixes for unlisted parameters ("num" -> "number of", "loc" -> "location").
@@ -170,6 +196,7 @@ _TYPE_NOUNS = (
     (("scientist", "academic", "physicist", "chemist", "mathematician"), "scientist"),
     (("royalty", "monarch", "noble"), "royal"),
     (("person", "biography", "people"), "person"),
+    (("university", "college", "school", "school district"), "educational institution"),
     (("settlement", "city", "town", "village", "municipality", "commune", "hamlet"), "place"),
     (("country", "sovereign state"), "country"),
     (("river",), "river"),
@@ -177,7 +204,6 @@ _TYPE_NOUNS = (
     (("lake",), "lake"),
     (("island",), "island"),
     (("company", "corporation", "organization", "organisation", "brand"), "organisation"),
-    (("university", "college", "school", "school district"), "educational institution"),
     (("political party",), "political party"),
     (("film",), "film"),
     (("television", "tv series", "show"), "television series"),
@@ -202,6 +228,43 @@ def type_noun(entity_type: str) -> str:
         if any(k in lowered for k in keys):
             return noun
     return "entity"
+
+
+_DESCRIPTION_NOUN = re.compile(r"\b(?:is|was) (?:an?) ([^,.;:()]+)")
+_NOUN_STOP = {"directed", "written", "by", "in", "on", "from", "who", "that", "which", "based", "and", "with", "of",
+              "for", "set", "known", "best", "starring", "produced", "released", "published", "founded", "located",
+              "at", "near", "born", "created", "whose", "where", "to", "as", "about", "adapted", "the", "first"}
+
+
+def description_noun(description: str) -> str | None:
+    """The head noun phrase of a lead sentence: "Amy Adams (born 1974) is an American actress." -> "American actress".
+
+    Numbers are dropped (they would state dates exactly); None when no short phrase is found.
+    """
+    first_sentence = re.sub(r"\([^)]*\)", "", description).split(". ")[0]
+    match = _DESCRIPTION_NOUN.search(first_sentence)
+    if not match:
+        return None
+    words = []
+    for word in match.group(1).split():
+        if word in _NOUN_STOP or (words and word.endswith(("ing", "ed"))):  # "a country comprising ..."
+            break
+        if not any(ch.isdigit() for ch in word):
+            words.append(word)
+    if not 1 <= len(words) <= 5 or not words[-1].isalpha() or not words[-1].islower():
+        return None
+    return " ".join(words)
+
+
+def display_title(title: str) -> str:
+    """A page title as it reads in a sentence: "King Kong (2005 film)" -> "the 2005 film King Kong"."""
+    match = re.fullmatch(r"(.+?) \(([^()]+)\)", title)
+    if not match:
+        return title
+    bare, qualifier = match.groups()
+    if qualifier[:1].isupper():  # "Paris (Texas)", "Georgia (U.S. state)": keep as written
+        return title
+    return f"the {qualifier} {bare}"
 
 
 def with_article(noun: str) -> str:

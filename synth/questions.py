@@ -47,6 +47,8 @@ from synth.matching import normalize_answer
 from synth.phrasing import (
     PERSON_NOUNS,
     date_variants,
+    description_noun,
+    display_title,
     fuzz_year,
     is_mutable,
     month_year,
@@ -79,7 +81,6 @@ ATTRIBUTE_PHRASES = {
     "completed": "completed in {p}",
     "inception": "created in {p}",
 }
-_LOWER_FIRST = {"The", "This", "That", "What", "Where", "Who", "Which", "When", "In", "How", "On", "Name", "Whom"}
 
 
 @dataclass
@@ -126,11 +127,12 @@ def _rng(config: QuestionConfig, path: Path, purpose: str) -> random.Random:
     return random.Random(stable_hash(config.seed, path.path_id, purpose))
 
 
-def _noun_for(ctx: QuestionContext, title: str) -> tuple[str, bool]:
-    """The noun an intermediate is described by, and whether it is a type the gate can check."""
+def _noun_for(ctx: QuestionContext, title: str) -> tuple[str, str | None]:
+    """The noun an intermediate is described by (from its description, else its type) and its checkable type."""
     info = ctx.entities.get(title)
-    noun = type_noun(info.type) if info else "entity"
-    return noun, noun != "entity"
+    coarse = type_noun(info.type) if info else "entity"
+    described = description_noun(info.description) if info else None
+    return described or coarse, None if coarse == "entity" else coarse
 
 
 def _date_attributes(ctx: QuestionContext, title: str, exclude: set[str]) -> list[tuple[str, int, str]]:
@@ -169,19 +171,20 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
     for position in described:
         title = path.nodes[position]
         noun, checkable = _noun_for(ctx, title)
-        nouns[position] = noun
         options = _date_attributes(ctx, title, path_relations)
         chosen = rng.sample(options, min(ctx.config.attributes_per_entity, len(options)))
+        if style == "nested" and not chosen:
+            continue  # a bare ", a person," appositive adds nothing: the relation alone describes it
+        nouns[position] = noun
         clue_attribute, years, dates = None, None, []
         if chosen:
             relation, year, value = chosen[0]
             period, years = fuzz_year(year, rng.randrange(3))
-            who = "who" if noun in PERSON_NOUNS else "that"
+            who = "who" if checkable in PERSON_NOUNS else "that"
             attributes[position] = ATTRIBUTE_PHRASES[relation].format(p=period, who=who)
             clue_attribute = relation
             dates.append(f"date:{value}->{period}")
-        clues.append(gates.Clue(position=position, type_noun=noun if checkable else None,
-                                attribute=clue_attribute, years=years))
+        clues.append(gates.Clue(position=position, type_noun=checkable, attribute=clue_attribute, years=years))
         obfuscations += [f"entity:{title}->{_described(noun, attributes.get(position))}", *dates]
     mutable = any(is_mutable(h.relation, h.value_type, {q.key: q.value for q in h.qualifiers}) for h in path.hops)
     as_of_text = month_year(ctx.as_of) if mutable else None
@@ -209,7 +212,12 @@ def _ask(ctx: QuestionContext, path: Path, subject: str, rng: random.Random) -> 
     relation = path.hops[-1].relation
     entry = phrase(relation)
     noun = entry.noun
-    frames = list(entry.ask)
+    if path.answer_type in ("number", "quantity") and entry.count_ask:
+        return entry.count_ask.format(s=subject)
+    if entry.ask:  # the lexicon's own frames read best; "Name the ..." adds variety
+        frames = [*entry.ask, "Name the {n} of {s}."] if path.answer_type == "entity" else list(entry.ask)
+        return rng.choice(frames).format(n=noun, s=subject)
+    frames = []
     if path.answer_type == "entity":
         answer_noun = _answer_noun(ctx, path)
         if answer_noun in PERSON_NOUNS:
@@ -241,15 +249,16 @@ def write_template(ctx: QuestionContext, path: Path, plan: Plan) -> Draft:
     """The offline engine: a nested noun phrase or a chain of clue sentences, as the plan's style says."""
     rng = _rng(ctx.config, path, "template")
     hops = len(path.hops)
+    start = display_title(path.start)
     if plan.style == "nested":
-        subject = path.start
+        subject = start
         for position in range(1, hops):
             subject = f"the {phrase(path.hops[position - 1].relation).noun} of {subject}"
-        if hops > 1:
+        if hops - 1 in plan.nouns:
             subject += f", {_described(plan.nouns[hops - 1], plan.attributes.get(hops - 1))},"
         text = _ask(ctx, path, subject, rng)
     else:
-        sentences, subject, used = [], path.start, Counter()
+        sentences, subject, used = [], start, Counter()
         for position in range(1, hops):
             noun = plan.nouns[position]
             obj = _described(noun, plan.attributes.get(position))
@@ -260,8 +269,8 @@ def write_template(ctx: QuestionContext, path: Path, plan: Plan) -> Draft:
         text = " ".join(sentences)
     text = _tidy(sentence(text))
     if plan.as_of_text:
-        first, _, rest = text.partition(" ")
-        text = f"As of {plan.as_of_text}, {first.lower() if first in _LOWER_FIRST else first} {rest}"
+        lowered = text if text.startswith(start) else text[:1].lower() + text[1:]
+        text = f"As of {plan.as_of_text}, {lowered}"
     return Draft(text=text, engine=TEMPLATE_ENGINE, obfuscations=list(plan.obfuscations))
 
 

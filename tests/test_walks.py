@@ -130,6 +130,10 @@ def test_dedup_levels_each_drop_one_path():
     wl = [fact("S", "a", "B1"), fact("S", "a", "B2"), fact("B1", "b", "Z"), fact("B2", "b", "Z")]
     paths, counts = walk([entity("S"), *others("B1", "B2")], wl, walks_per_start=50)
     assert len(paths) == 1 and counts["rejected:wl_duplicate"] == 1 and counts["rejected:isomorphic"] == 0
+    # Non-ASCII titles and relations hash too.
+    accented = [fact("Zoë", "a", "B1"), fact("Zoë", "a", "B2"), fact("B1", "b–c", "Zürich"), fact("B2", "b–c", "Zürich")]
+    paths, counts = walk([entity("Zoë"), *others("B1", "B2")], accented, walks_per_start=50)
+    assert len(paths) == 1 and counts["rejected:wl_duplicate"] == 1
     # Different intermediate types keep both paths.
     typed = [entity("S"), entity("B1", "person", head=False), entity("B2", "city", head=False)]
     paths, _ = walk(typed, wl, walks_per_start=50)
