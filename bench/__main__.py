@@ -15,6 +15,7 @@ from pathlib import Path
 BENCHMARKS = (
     "bench.walks",
     "bench.dump_reader",
+    "bench.rl_logprobs",
 )
 
 
