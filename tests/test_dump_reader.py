@@ -298,3 +298,19 @@ def test_source_arguments_find_the_index_beside_a_multistream_dump(tmp_path):
     other = tmp_path / "other.xml.bz2"
     other.write_bytes(dump.read_bytes())
     assert source_config(parser.parse_args(["--dump", str(other)]))["index"] is None
+
+
+@pytest.mark.parametrize("block_bytes", [7, 1 << 18])
+def test_an_oversized_page_is_skipped_unread_whatever_the_read_blocks(tmp_path, monkeypatch, block_bytes):
+    small = make_pages(4, source="big.xml", text_repeat=2)
+    huge = make_pages(6, source="big.xml", text_repeat=200)[5]  # ~20 kB of XML
+    unclosed = page_xml(make_pages(7, text_repeat=200)[6]).replace("</page>", "")
+    body = page_xml(small[0]) + page_xml(huge) + page_xml(small[1]) + unclosed + page_xml(small[2])
+    path = tmp_path / "big.xml"
+    path.write_text(site_header() + body + page_xml(small[3]) + "</mediawiki>\n", encoding="utf-8")
+    monkeypatch.setattr(dump_module, "MAX_PAGE_XML_BYTES", 10_000)
+    monkeypatch.setattr(dump_module, "BLOCK_BYTES", block_bytes)
+    records = list(iter_dump_pages(path))
+    assert [r for r in records if isinstance(r, Page)] == small
+    skipped = [(r.title, r.reason) for r in records if isinstance(r, SkippedRecord)]
+    assert skipped == [("Page 6 & <co>", "oversized_xml"), ("Page 7 & <co>", "oversized_xml")]

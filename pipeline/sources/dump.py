@@ -37,6 +37,7 @@ SKIP_REASONS = {
     "truncated_bz2": "the compressed data ends in the middle of a bz2 stream",
     "corrupt_bz2": "the bytes are not valid bz2 data (damaged file or wrong index offset)",
     "truncated_xml": "the XML ends inside a <page> (the compressed data, if any, is complete)",
+    "oversized_xml": "one <page> element is larger than MAX_PAGE_XML_BYTES (a damaged or hostile input)",
 }
 BLOCK_BYTES = 1 << 18
 _BZ2_MAGIC = b"BZh"
@@ -46,6 +47,9 @@ _BZ2_HEADER_BYTES = 10
 _PAGE_TAG = re.compile(rb"<page(?:\s[^>]*)?>|</page>")
 _TAG_LOOKBACK = 256  # bytes kept at a block boundary so a tag split across blocks is still found
 _TITLE = re.compile(rb"<title>(.*?)</title>", re.S)
+# A memory guard against damaged input, far above real pages (article text is capped at 2 MiB).
+MAX_PAGE_XML_BYTES = 64 << 20
+_HEAD_BYTES = 4096  # bytes of an oversized page kept to name it
 DEFAULT_STREAMS_PER_UNIT = ExtractConfig.model_fields["streams_per_unit"].default
 
 
@@ -167,15 +171,23 @@ def _title_hint(data: bytes, offset: int) -> str:
     return f"<offset {offset}>"
 
 
+def _sized(kind: str, offset: int, xml: bytes) -> tuple[str, int, bytes, None]:
+    """The same verdict wherever the read blocks fall: a page over the cap is oversized, complete or not."""
+    if len(xml) > MAX_PAGE_XML_BYTES:
+        return "oversized", offset, xml[:_HEAD_BYTES], None
+    return kind, offset, xml, None
+
+
 def _split_pages(blocks: Iterable[bytes | _Damage]) -> Iterator[tuple[str, int, bytes, _Damage | None]]:
     """Yield ("page", offset, xml, None) per complete page and ("unterminated", ...) for a page cut short
-    by the next `<page>`. Where the source lost data, a page open there is ("open", offset, partial xml,
-    damage), otherwise ("damage", offset, b"", damage); a page open at the end is ("open", ..., None).
-    Offsets count decompressed bytes from the start of the range."""
+    by the next `<page>`. A page over MAX_PAGE_XML_BYTES is ("oversized", offset, its first bytes, None)
+    and the rest of it is dropped unread, so damaged input cannot grow memory. Where the source lost
+    data, a page open there is ("open", offset, partial xml, damage), otherwise ("damage", offset, b"",
+    damage); a page open at the end is ("open", ..., None). Offsets count decompressed bytes."""
     buffer = bytearray()
     base = 0  # offset of buffer[0]
     search_from = 0
-    page_start = -1
+    page_start = -1  # where the open page begins in `buffer`, or -1
     for block in blocks:
         if isinstance(block, _Damage):
             if page_start >= 0:
@@ -189,6 +201,9 @@ def _split_pages(blocks: Iterable[bytes | _Damage]) -> Iterator[tuple[str, int, 
         while True:
             match = _PAGE_TAG.search(buffer, search_from)
             if match is None:
+                if page_start >= 0 and len(buffer) - page_start > MAX_PAGE_XML_BYTES:
+                    yield "oversized", base + page_start, bytes(buffer[page_start : page_start + _HEAD_BYTES]), None
+                    page_start = -1  # its remaining bytes are skipped like any bytes between pages
                 resume = max(search_from, len(buffer) - _TAG_LOOKBACK)
                 keep_from = page_start if page_start >= 0 else max(0, resume)
                 search_from = max(0, resume - keep_from)
@@ -200,11 +215,11 @@ def _split_pages(blocks: Iterable[bytes | _Damage]) -> Iterator[tuple[str, int, 
             search_from = match.end()
             if match.group() == b"</page>":
                 if page_start >= 0:
-                    yield "page", base + page_start, bytes(buffer[page_start : match.end()]), None
+                    yield _sized("page", base + page_start, bytes(buffer[page_start : match.end()]))
                     page_start = -1
                 continue
             if page_start >= 0:
-                yield "unterminated", base + page_start, bytes(buffer[page_start : match.start()]), None
+                yield _sized("unterminated", base + page_start, bytes(buffer[page_start : match.start()]))
             page_start = match.start()
     if page_start >= 0:
         yield "open", base + page_start, bytes(buffer[page_start:]), None
@@ -274,6 +289,9 @@ def _records(blocks: Iterable[bytes | _Damage], source: str) -> Iterator[Page | 
     for kind, offset, data, damage in _split_pages(blocks):
         if kind == "page":
             yield parse_page(data, source, offset)
+        elif kind == "oversized":
+            detail = f"{source} @{offset}: <page> larger than {MAX_PAGE_XML_BYTES} bytes, dropped unread"
+            yield _skip("oversized_xml", _title_hint(data, offset), detail)
         elif kind == "unterminated":
             yield _skip("malformed_xml", _title_hint(data, offset), f"{source} @{offset}: <page> without </page>")
         elif kind == "open" and damage is None:
