@@ -17,6 +17,8 @@ from pipeline.errors import UserError
 COMMAND_MODULES = (
     "pipeline.extract",
     "graph.stats",
+    "graph.walks",
+    "synth.questions",
     "synth.environment",
     "synth.trajectories",
     "pipeline.dataset",

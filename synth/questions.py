@@ -38,7 +38,7 @@ from pipeline.io import (
 )
 from pipeline.llm import LLMClient, LLMError, run_async
 from pipeline.stage import begin_stage
-from schemas.config import BeamOptions, QuestionConfig, WalkConfig
+from schemas.config import BeamOptions, LLMRole, QuestionConfig, WalkConfig
 from schemas.manifest import Manifest
 from schemas.questions import Path, Question
 from schemas.wiki import Entity, SkippedRecord
@@ -593,3 +593,63 @@ def _run_pipeline(ctx, units, out_dir, cache_dir, stats_path, options, args) -> 
             | "Sum" >> beam.CombineGlobally(_sum_counts)
             | "Save" >> beam.Map(lambda c: atomic_write_text(stats_path, json.dumps(c, sort_keys=True)))
         )
+
+
+def register(subparsers) -> None:
+    """`hopsmith questions`: paths -> verified multi-hop questions."""
+    defaults = QuestionConfig()
+    parser = subparsers.add_parser(
+        "questions",
+        help="stage 2b: relational paths -> verified multi-hop questions",
+        description="Write one question per path (offline templates, or an LLM with --writer-base-url), gate "
+        "it (answer/alias/evidence leaks, alternative answers, fewer hops, duplicates, and a closed-book "
+        "shortcut check with --shortcut-base-url) and write OUT/questions/ and OUT/skipped/ (parquet). "
+        "Resumable per unit of paths. Unknown --options are Apache Beam pipeline options.",
+    )
+    parser.add_argument("--graph", default="out/graph", help="stage 1 output folder (default: %(default)s)")
+    parser.add_argument("--paths", default="out/paths", help="walk output folder (default: %(default)s)")
+    parser.add_argument("--out", default="out/questions", help="output folder (default: %(default)s)")
+    parser.add_argument("--cache", default="out/cache/llm", help="LLM response cache folder (default: %(default)s)")
+    for role in ("writer", "shortcut"):
+        parser.add_argument(f"--{role}-base-url", help=f"OpenAI-compatible endpoint of the {role} (offline when absent)")
+        parser.add_argument(f"--{role}-model", help=f"model name of the {role}")
+        parser.add_argument(f"--{role}-api-key-env", default="OPENAI_API_KEY",
+                            help="environment variable holding the API key (default: %(default)s)")
+        parser.add_argument(f"--{role}-concurrency", type=int, default=8, help="requests in flight (default: 8)")
+    parser.add_argument("--shortcut-attempts", type=int, default=defaults.shortcut_attempts)
+    parser.add_argument("--as-of", type=dt.date.fromisoformat, help="as-of date stated in questions (default: the walk's)")
+    parser.add_argument("--max-questions", type=int, default=None)
+    parser.add_argument("--leak-ngram", type=int, default=defaults.leak_ngram)
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--shards", type=int, default=defaults.shards)
+    parser.set_defaults(func=_command)
+
+
+def _role(args, name: str) -> LLMRole | None:
+    base_url = getattr(args, f"{name}_base_url")
+    if base_url is None:
+        return None
+    model = getattr(args, f"{name}_model")
+    if not model:
+        raise UserError(f"--{name}-base-url needs --{name}-model")
+    return LLMRole(base_url=base_url, model=model, api_key_env=getattr(args, f"{name}_api_key_env"),
+                   max_concurrency=getattr(args, f"{name}_concurrency"))
+
+
+def _command(args, beam_args) -> int:
+    for label, folder in (("graph", args.graph), ("paths", args.paths)):
+        if read_manifest(folder) is None:
+            raise UserError(f"--{label} {folder} holds no finished stage output (no manifest.json)")
+    config = QuestionConfig(
+        writer=_role(args, "writer") or LLMRole(), shortcut=_role(args, "shortcut"),
+        shortcut_attempts=args.shortcut_attempts, as_of=args.as_of, max_questions=args.max_questions,
+        leak_ngram=args.leak_ngram, seed=args.seed, shards=args.shards,
+    )
+    manifest = run_questions(args.graph, args.paths, args.out, config, args.cache, beam_args=beam_args)
+    counts = manifest.counts
+    hops = ", ".join(f"{k.split('_')[1]} hops: {v}" for k, v in counts.items() if k.startswith("questions:hops_"))
+    print(f"questions: {counts['questions:kept']} kept of {counts['paths:read']} paths ({hops}) -> {args.out}")
+    for key, value in counts.items():
+        if key.startswith("rejected:"):
+            print(f"  {key:<28} {value}")
+    return 0
