@@ -305,8 +305,10 @@ def load_tokenizer(config: RLConfig, corpus: list[str], saved: Path):
         return AutoTokenizer.from_pretrained(saved)
     tokenizer = AutoTokenizer.from_pretrained(config.model) if config.model else \
         train_tokenizer(corpus, config.tiny.vocab_size)
-    if tokenizer.pad_token_id is None:
-        raise UserError(f"the tokenizer of {config.model} has no pad token")
+    if tokenizer.pad_token_id is None:  # padding is masked out; any id will do
+        tokenizer.pad_token = tokenizer.eos_token
+    if tokenizer.convert_tokens_to_ids(IM_END) in (None, tokenizer.unk_token_id):
+        raise UserError(f"the tokenizer of {config.model} has no {IM_END} token: not a ChatML (Nanbeige/Qwen) model")
     tokenizer.save_pretrained(saved)
     return tokenizer
 
@@ -394,6 +396,8 @@ def run_rl(shards: str | Path, out_dir: str | Path, config: RLConfig, judge: Jud
     counts.update(example_counts)
     if not examples and "offline" in config.modes:
         raise UserError(f"no usable trajectories in {shards}: {dict(example_counts)}")
+    if not prompts and "online" in config.modes:
+        raise UserError(f"no rl prompts in {shards} to roll out")
     initial = load_model(config, tokenizer)
     reference = None
     if config.kl_coef > 0:  # the KL anchor is always the initial policy, also after a resume
@@ -417,9 +421,13 @@ def run_rl(shards: str | Path, out_dir: str | Path, config: RLConfig, judge: Jud
                                          metrics)
         else:
             env = environment or environment_for(config, shards)
+            stale = sum(p.environment != env.environment_id for p in prompts)
+            if stale:
+                log.warning("%d of %d prompts name another search index than %s; rolling out there anyway",
+                            stale, len(prompts), env.environment_id)
             phase_counts = train_online(accelerator, policy, reference, tokenizer, prompts, env.execute,
-                                        judge or critic_judge(shards, config), config, metrics,
-                                        getattr(env, "environment_id", ""))
+                                        judge or critic_judge(shards, config), config, metrics, env.environment_id)
+            phase_counts["prompts_other_index"] = stale
         counts.update(phase_counts)
         save_checkpoint(accelerator, policy, tokenizer, phase)
         if accelerator.is_main_process:

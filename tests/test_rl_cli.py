@@ -1,0 +1,55 @@
+"""`hopsmith rl` on the command line: train (both spellings), export-verl, and user errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+from pipeline.cli import build_parser, main  # noqa: E402
+from tests.rl_fixtures import make_dataset  # noqa: E402
+
+TINY = {"vocab_size": 300, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
+        "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 1024}
+
+
+def test_registering_the_command_does_not_import_torch():
+    probe = "import sys, pipeline.cli; pipeline.cli.build_parser(); print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_rl_flags_parse_before_and_after_train():
+    parser = build_parser()
+    args, _ = parser.parse_known_args(["rl", "--model", "/m", "--seed", "3"])
+    assert (args.rl_command, args.model, args.seed, args.func.__name__) == (None, "/m", 3, "handle_train")
+    args, _ = parser.parse_known_args(["rl", "--shards", "S", "train", "--seed", "4"])
+    assert (args.rl_command, args.shards, args.seed) == ("train", "S", 4)
+
+
+def test_train_from_the_command_line_writes_a_checkpoint(tmp_path, capsys):
+    shards = make_dataset(tmp_path / "dataset")
+    config = tmp_path / "rl.json"
+    config.write_text(json.dumps({"tiny": TINY, "offline_steps": 1, "max_len": 512}))
+    code = main(["rl", "train", "--shards", str(shards), "--out", str(tmp_path / "rl"), "--modes", "offline",
+                 "--config", str(config), "--failed-turns", "penalty"])
+    assert code == 0
+    assert (tmp_path / "rl" / "checkpoint" / "model.safetensors").is_file()
+    manifest = json.loads((tmp_path / "rl" / "manifest.json").read_text())
+    assert manifest["config"]["failed_turns"] == "penalty" and manifest["config"]["modes"] == ["offline"]
+    assert "checkpoint" in capsys.readouterr().out
+
+
+def test_user_errors_exit_with_a_message(tmp_path, capsys):
+    assert main(["rl", "train", "--shards", str(tmp_path / "nothing"), "--out", str(tmp_path / "rl")]) == 2
+    assert "make dataset" in capsys.readouterr().err
+    shards = make_dataset(tmp_path / "dataset")
+    assert main(["rl", "export-verl", "--shards", str(shards), "--out", str(tmp_path / "verl"),
+                 "--index", str(tmp_path / "no-index")]) == 2
+    assert "search index" in capsys.readouterr().err
+    assert main(["rl", "train", "--shards", str(shards), "--runner", "DirectRunner"]) == 2
+    assert "unknown options" in capsys.readouterr().err
