@@ -79,17 +79,19 @@ class MediaWikiServer:
         return f"http://{host}:{port}/w/api.php"
 
     def fail_next(self, *kinds: str) -> None:
-        """Answer the next requests with these failures, in order: "429", "maxlag", "500", or the API error
-        bodies "ratelimited" (retryable) and "readonly" (not)."""
+        """Answer the next requests with these failures, in order: "429", "maxlag", "500", "html" (a 200
+        that is not JSON), or the API error bodies "ratelimited" (retryable) and "readonly" (not)."""
         self.failures.extend(kinds)
 
-    def answer(self, params: dict[str, str]) -> tuple[int, dict[str, Any], dict[str, str]]:
+    def answer(self, params: dict[str, str]) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
         with self._lock:
             failure = self.failures.pop(0) if self.failures else None
         if failure == "429":
             return 429, {"error": {"code": "ratelimited"}}, {"Retry-After": self.retry_after}
         if failure == "500":
             return 500, {}, {}
+        if failure == "html":  # what a proxy in front of the wiki may send
+            return 200, b"<html><body>Upstream busy</body></html>", {}
         if failure in ("ratelimited", "readonly"):
             return 200, {"error": {"code": failure, "info": f"scripted {failure} error"}}, {}
         if failure == "maxlag":
@@ -193,9 +195,10 @@ class MediaWikiServer:
                 finally:
                     with server._lock:
                         server.in_flight -= 1
-                payload = json.dumps(body).encode()
+                raw = isinstance(body, bytes)
+                payload = body if raw else json.dumps(body).encode()
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Type", "text/html" if raw else "application/json; charset=utf-8")
                 self.send_header("Content-Length", str(len(payload)))
                 for name, value in headers.items():
                     self.send_header(name, value)

@@ -113,12 +113,12 @@ def test_retries_are_bounded_and_failures_become_skips():
 def test_api_error_bodies_retry_only_when_transient():
     waits: list[float] = []
     with MediaWikiServer(PAGES) as wiki:
-        wiki.fail_next("ratelimited")
+        wiki.fail_next("ratelimited", "html")
         assert [r.title for r in client(wiki, waits, backoff_s=0.3).fetch_pages(["Ulm"])] == ["Ulm"]
-        assert waits == [0.3] and len(wiki.requests) == 2
+        assert waits == [0.3, 0.6] and len(wiki.requests) == 3
         wiki.fail_next("readonly")
         (record,) = client(wiki, waits).fetch_pages(["Danube"])
-    assert (record.reason, len(wiki.requests)) == ("api_error", 3)
+    assert (record.reason, len(wiki.requests)) == ("api_error", 4)
     assert "readonly" in record.detail
 
 

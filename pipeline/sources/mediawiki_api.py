@@ -172,9 +172,11 @@ class MediaWikiApi:
                     try:
                         body = response.json()
                     except ValueError:
-                        problem, wait = "response is not JSON", backoff
+                        body = None
+                    if not isinstance(body, dict):
+                        problem, wait = "response is not a JSON object", backoff
                     else:
-                        error = body.get("error") if isinstance(body, dict) else None
+                        error = body.get("error")
                         if not error:
                             if "warnings" in body:
                                 log.warning("API warnings: %s", body["warnings"])
@@ -241,6 +243,8 @@ class MediaWikiApi:
                 query = body.get("query", {})
                 renamed.update({entry["from"]: entry["to"] for entry in query.get("normalized", [])})
                 for page in query.get("pages", []):
+                    if "title" not in page:
+                        continue  # unusable; the title it answers is reported as missing below
                     merged = pages.setdefault(page["title"], {})
                     revisions = merged.get("revisions", []) + page.get("revisions", [])
                     merged.update(page, revisions=revisions)
