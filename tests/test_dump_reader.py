@@ -11,6 +11,7 @@ from pathlib import Path
 
 import apache_beam as beam
 import pytest
+from apache_beam.io.localfilesystem import LocalFileSystem
 from apache_beam.testing.util import assert_that, equal_to
 
 import pipeline.sources.dump as dump_module
@@ -314,3 +315,37 @@ def test_an_oversized_page_is_skipped_unread_whatever_the_read_blocks(tmp_path, 
     assert [r for r in records if isinstance(r, Page)] == small
     skipped = [(r.title, r.reason) for r in records if isinstance(r, SkippedRecord)]
     assert skipped == [("Page 6 & <co>", "oversized_xml"), ("Page 7 & <co>", "oversized_xml")]
+
+
+class _PrefixedLocalFileSystem(LocalFileSystem):
+    """`hopsmithtest://PATH` is the local PATH: object storage as Beam's FileSystems sees it, for tests."""
+
+    @classmethod
+    def scheme(cls):
+        return "hopsmithtest"
+
+    @staticmethod
+    def _local(path: str) -> str:
+        return path.removeprefix("hopsmithtest://")
+
+    def open(self, path, *args, **kwargs):
+        return super().open(self._local(path), *args, **kwargs)
+
+    def exists(self, path):
+        return super().exists(self._local(path))
+
+    def match(self, patterns, limits=None):
+        return super().match([self._local(p) for p in patterns], limits)
+
+
+def test_dumps_in_object_storage_are_read_through_beam_filesystems(multistream):
+    pages, dump, index, _ = multistream
+    remote_dump, remote_index = f"hopsmithtest://{dump}", f"hopsmithtest://{index}"
+    assert list(iter_dump_pages(remote_dump)) == pages
+    units = dump_work_units(remote_dump, remote_index, 3)
+    assert units[0].path == remote_dump and [r for u in units for r in read_dump_unit(u)] == pages
+    _run_read_dump(ReadDump(remote_dump, remote_index, streams_per_unit=2), pages, BeamOptions())
+    with pytest.raises(UserError, match="not found"):
+        iter_dump_pages(f"hopsmithtest://{dump}.missing")
+    with pytest.raises(UserError, match="cannot be read"):
+        iter_dump_pages("nosuchscheme://bucket/dump.xml.bz2")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import bz2
 import datetime as dt
 import html
+import io
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -24,6 +25,8 @@ from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
 
 from pipeline.errors import UserError
 from schemas.config import ExtractConfig
@@ -68,9 +71,35 @@ class _Damage(NamedTuple):
     detail: str
 
 
+def _is_remote(path: str) -> bool:
+    return "://" in path
+
+
+def open_binary(path: str):
+    """A seekable binary handle: local files directly, `gs://`, `s3://`, ... through Beam's FileSystems
+    (so workers of a distributed runner read the same dump from object storage)."""
+    if _is_remote(path):
+        return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    return open(path, "rb")
+
+
+def _size(path: str) -> int:
+    if _is_remote(path):
+        return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+    return os.path.getsize(path)
+
+
 def check_readable(path: str | os.PathLike, what: str = "dump") -> str:
     """The path as a string, or a UserError naming the problem in one line."""
     path = os.fspath(path)
+    if _is_remote(path):
+        try:
+            found = FileSystems.exists(path)
+        except Exception as error:  # an unknown scheme or a missing filesystem extra: say which, in one line
+            raise UserError(f"{what} path {path} cannot be read: {str(error).splitlines()[0]}") from None
+        if not found:
+            raise UserError(f"{what} file not found: {path}")
+        return path
     if not os.path.exists(path):
         raise UserError(f"{what} file not found: {path}")
     if not os.path.isfile(path):
@@ -89,7 +118,7 @@ def check_multistream(path: str | os.PathLike) -> str:
 
 
 def _is_bz2(path: str) -> bool:
-    with open(path, "rb") as handle:
+    with open_binary(path) as handle:
         return handle.read(len(_BZ2_MAGIC)) == _BZ2_MAGIC
 
 
@@ -321,12 +350,12 @@ def iter_dump_pages(
 
 def _iter_file(path: str, start: int, end: int | None, compressed: bool) -> Iterator[Page | SkippedRecord]:
     source = os.path.basename(path)
-    size = os.path.getsize(path)
+    size = _size(path)
     if start >= size:  # an index that lists streams past the end: the file was cut short
         detail = f"{source}: stream at byte {start} lies past the end of the file ({size} bytes)"
         yield _skip("truncated_bz2", f"<offset {start}>", detail)
         return
-    with open(path, "rb") as handle:
+    with open_binary(path) as handle:
         raw = _raw_blocks(handle, start, end)
         yield from _records(_bz2_blocks(raw) if compressed else raw, source)
 
@@ -334,10 +363,12 @@ def _iter_file(path: str, start: int, end: int | None, compressed: bool) -> Iter
 def read_multistream_index(index_path: str | os.PathLike) -> list[int]:
     """Sorted distinct stream offsets from a multistream index (`offset:page_id:title` lines, bz2 or plain)."""
     index_path = check_readable(index_path, "index")
-    opener = bz2.open if _is_bz2(index_path) else open
+    compressed = _is_bz2(index_path)
     offsets: set[int] = set()
     try:
-        with opener(index_path, "rt", encoding="utf-8") as lines:
+        with open_binary(index_path) as handle, (
+            bz2.open(handle, "rt", encoding="utf-8") if compressed else io.TextIOWrapper(handle, encoding="utf-8")
+        ) as lines:
             for number, line in enumerate(lines, 1):
                 if not line.strip():
                     continue
