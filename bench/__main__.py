@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 BENCHMARKS = (
+    "bench.extract",
     "bench.walks",
     "bench.dump_reader",
     "bench.rl_logprobs",

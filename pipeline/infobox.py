@@ -107,7 +107,11 @@ def is_box_name(name: str) -> bool:
 
 def parse_infoboxes(span_text: str) -> list[Infobox]:
     """Every infobox in a span (the top-level one first, then nested ones) with its facts."""
-    code = mwparserfromhell.parse(span_text)
+    return boxes_in(mwparserfromhell.parse(span_text))
+
+
+def boxes_in(code: Wikicode) -> list[Infobox]:
+    """The infoboxes among the top-level templates of parsed wikitext (a span, or a whole page)."""
     boxes: list[Infobox] = []
     for template in code.filter_templates(recursive=False):
         name = normalize_template_name(str(template.name))
@@ -270,8 +274,7 @@ class _ItemWalker:
                     continue
                 if self.depth == 0:
                     self.links.append(normalize_title(target))
-                label = str(node.text) if node.text is not None else target
-                self.emit(mwparserfromhell.parse(label).strip_code())
+                self.emit(node.text.strip_code() if node.text is not None else target)
             elif isinstance(node, ExternalLink):
                 self.emit(str(node.title or ""))
             elif isinstance(node, Tag):
@@ -287,12 +290,12 @@ class _ItemWalker:
 def template_value(template: Template, relation: str) -> tuple[list[Fact], str]:
     """Facts a value template stands for (date, quantity, flag country, spouse) and text it renders."""
     name = normalize_template_name(str(template.name))
-    positional = [str(p.value).strip() for p in template.params if not p.showkey]
+    positional = [p.value for p in template.params if not p.showkey]
     date_match = _DATE_TEMPLATE.match(name)
     if date_match and positional:
         return date_facts(relation, date_match, positional), ""
     if name in CONVERT_TEMPLATES and positional:
-        return convert_fact(relation, positional), ""
+        return convert_fact(relation, [str(p).strip() for p in positional]), ""
     if name in FLAG_TEMPLATES and positional:
         if name in DECORATIVE_FLAGS:
             return [], ""
@@ -308,11 +311,11 @@ def template_value(template: Template, relation: str) -> tuple[list[Fact], str]:
     return [], ""
 
 
-def _plain(wikitext: str) -> str:
-    return mwparserfromhell.parse(wikitext).strip_code().strip()
+def _plain(code: Wikicode) -> str:
+    return code.strip_code().strip()
 
 
-def date_facts(relation: str, match: re.Match, positional: list[str]) -> list[Fact]:
+def date_facts(relation: str, match: re.Match, positional: list[Wikicode]) -> list[Fact]:
     """{{birth date|1961|8|4}}, {{death date and age|2016|4|21|1958|6|7}}, {{film date|2010|7|16|US|...}},
     {{start date|2009}}, {{birth-date|4 August 1961}} -> ISO dates (a film date may list several)."""
     values = [_plain(p) for p in positional]
@@ -356,9 +359,9 @@ def _is_number(text: str) -> bool:
     return parse_quantity(text) is not None and parse_quantity(text)[1] is None
 
 
-def marriage_fact(relation: str, template: Template, positional: list[str]) -> Fact:
+def marriage_fact(relation: str, template: Template, positional: list[Wikicode]) -> Fact:
     """{{marriage|[[Michelle Obama]]|1992|end=div}} -> a spouse with start/end/end_reason qualifiers."""
-    spouse_code = mwparserfromhell.parse(positional[0])
+    spouse_code = positional[0]
     linked = [str(link.title) for link in spouse_code.filter_wikilinks() if is_entity_link(str(link.title))]
     if linked:
         fact = Fact(relation, "", "", "entity", tail=normalize_title(linked[0]))
@@ -369,18 +372,17 @@ def marriage_fact(relation: str, template: Template, positional: list[str]) -> F
         if iso:
             fact.qualifiers.append((key, iso))
     if template.has("end"):
-        reason = _plain(str(template.get("end").value)).lower().strip(" .")
+        reason = _plain(template.get("end").value).lower().strip(" .")
         if reason:
             fact.qualifiers.append(("end_reason", _END_REASONS.get(reason, reason)))
     return fact
 
 
-def _date_of(raw: str) -> str | None:
-    code = mwparserfromhell.parse(raw)
+def _date_of(code: Wikicode) -> str | None:
     for template in code.filter_templates(recursive=False):
         match = _DATE_TEMPLATE.match(normalize_template_name(str(template.name)))
         if match:
-            positional = [str(p.value).strip() for p in template.params if not p.showkey]
+            positional = [p.value for p in template.params if not p.showkey]
             facts = date_facts("", match, positional) if positional else []
             return facts[0].value if facts else None
     return parse_text_date(code.strip_code())

@@ -365,44 +365,43 @@ def _file_links(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def split_top_level(inner: str, separator: str = "|") -> list[str]:
+_SPLIT_TOKENS = re.compile(r"\{\{|\}\}|\[\[|\]\]|\|")
+
+
+def split_top_level(inner: str) -> list[str]:
     """Split a template body on `|` outside nested templates and links."""
-    parts, depth, current = [], 0, []
-    index = 0
-    while index < len(inner):
-        pair = inner[index : index + 2]
-        if pair in ("{{", "[["):
+    parts, depth, start = [], 0, 0
+    for match in _SPLIT_TOKENS.finditer(inner):
+        token = match.group(0)
+        if token in ("{{", "[["):
             depth += 1
-            current.append(pair)
-            index += 2
-            continue
-        if pair in ("}}", "]]") and depth > 0:
-            depth -= 1
-            current.append(pair)
-            index += 2
-            continue
-        char = inner[index]
-        if char == separator and depth == 0:
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(char)
-        index += 1
-    parts.append("".join(current))
+        elif token in ("}}", "]]"):
+            depth = max(depth - 1, 0)
+        elif depth == 0:
+            parts.append(inner[start : match.start()])
+            start = match.end()
+    parts.append(inner[start:])
     return parts
 
 
+_TEMPLATE_NAME = re.compile(r"\{\{\s*([^|{}]*)")
 _INLINE_DATE_TEMPLATES = re.compile(r"^(birth|death|start|end|film|release)[ _-]?date|^(dob|bda|dda|dts)$")
 _SYMBOL_TEMPLATES = {"snd": " – ", "spaced ndash": " – ", "spnd": " – ", "ndash": "–", "mdash": "—", "nbsp": " ",
                      "sndash": " – ", "dash": " – "}
 _KEEP_ARGUMENT_TEMPLATES = {"nowrap", "nobr", "small", "big", "lang", "langx", "transl", "ill", "interlanguage link"}
 
 
+_RENDERED_TEMPLATES = frozenset({"convert", "cvt"}) | _KEEP_ARGUMENT_TEMPLATES | frozenset(_SYMBOL_TEMPLATES)
+
+
 def render_inline_template(source: str) -> str:
     """A lead-section template as the text a reader sees: dates, convert and language templates keep their
     value; hatnotes, infoboxes, citations and everything else disappear."""
+    match = _TEMPLATE_NAME.match(source)
+    name = normalize_template_name(match.group(1)) if match else ""
+    if not (_INLINE_DATE_TEMPLATES.match(name) or name in _RENDERED_TEMPLATES or name.startswith("lang-")):
+        return ""
     parts = split_top_level(source[2:-2])
-    name = normalize_template_name(parts[0])
     positional = [p.strip() for p in parts[1:] if "=" not in p.split("[[", 1)[0].split("{{", 1)[0]]
     if _INLINE_DATE_TEMPLATES.match(name) and positional:
         iso = iso_date(*positional[:3]) if positional[0].isdigit() else parse_text_date(positional[0])
