@@ -147,50 +147,51 @@ class MediaWikiApi:
         self.session = session or requests.Session()
         self.session.headers["User-Agent"] = user_agent()
         self.sleep = sleep
-        self.requests_sent = 0
 
     def get(self, params: dict[str, Any]) -> dict[str, Any]:
         """One API call with etiquette parameters and bounded retries; the decoded JSON body."""
         params = {"format": "json", "formatversion": "2", "maxlag": str(self.settings.maxlag), **params}
-        problem = "no attempt made"
+        problem = ""
         for attempt in range(self.settings.max_retries + 1):
-            backoff = self.settings.backoff_s * 2**attempt
-            try:
-                with _slots(self.settings):
-                    self.requests_sent += 1
-                    response = self.session.get(self.settings.url, params=params, timeout=self.settings.timeout_s)
-            except requests.RequestException as error:
-                problem, wait = f"{type(error).__name__}: {error}", backoff
-            else:
-                if response.status_code in (429, 503) or response.status_code >= 500:
-                    problem = f"HTTP {response.status_code}"
-                    wait = _retry_after(response) if response.status_code in (429, 503) else None
-                    wait = backoff if wait is None else wait
-                elif response.status_code >= 400:
-                    raise ApiError(f"HTTP {response.status_code} from {self.settings.url}")
-                else:
-                    try:
-                        body = response.json()
-                    except ValueError:
-                        body = None
-                    if not isinstance(body, dict):
-                        problem, wait = "response is not a JSON object", backoff
-                    else:
-                        error = body.get("error")
-                        if not error:
-                            if "warnings" in body:
-                                log.warning("API warnings: %s", body["warnings"])
-                            return body
-                        if error.get("code") not in RETRYABLE_API_ERRORS:
-                            raise ApiError(f"API error {error.get('code')}: {error.get('info', '')}")
-                        problem = f"{error.get('code')}: {error.get('info', '')}"
-                        wait = _retry_after(response)
-                        wait = float(error.get("lag") or backoff) if wait is None else wait
-            if attempt == self.settings.max_retries:
-                break
-            log.info("API request failed (%s); retrying in %.1f s", problem, wait)
-            self.sleep(min(wait, self.settings.max_wait_s))
+            outcome = self._attempt(params, backoff=self.settings.backoff_s * 2**attempt)
+            if isinstance(outcome, dict):
+                return outcome
+            problem, wait = outcome
+            if attempt < self.settings.max_retries:
+                log.info("API request failed (%s); retrying in %.1f s", problem, wait)
+                self.sleep(min(wait, self.settings.max_wait_s))
         raise ApiError(f"gave up after {self.settings.max_retries + 1} attempts: {problem}")
+
+    def _attempt(self, params: dict[str, Any], backoff: float) -> dict[str, Any] | tuple[str, float]:
+        """One request: the body, or (problem, seconds to wait) when worth retrying; ApiError otherwise."""
+        try:
+            with _slots(self.settings):
+                response = self.session.get(self.settings.url, params=params, timeout=self.settings.timeout_s)
+        except requests.RequestException as error:
+            return f"{type(error).__name__}: {error}", backoff
+        retry_after = _retry_after(response)
+        status = response.status_code
+        if status in (429, 503):
+            return f"HTTP {status}", backoff if retry_after is None else retry_after
+        if status >= 500:
+            return f"HTTP {status}", backoff
+        if status >= 400:
+            raise ApiError(f"HTTP {status} from {self.settings.url}")
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return "response is not a JSON object", backoff
+        error = body.get("error")
+        if not error:
+            if "warnings" in body:
+                log.warning("API warnings: %s", body["warnings"])
+            return body
+        code, info = error.get("code"), error.get("info", "")
+        if code not in RETRYABLE_API_ERRORS:
+            raise ApiError(f"API error {code}: {info}")
+        return f"{code}: {info}", retry_after if retry_after is not None else float(error.get("lag") or backoff)
 
     def query(self, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """Every response of an `action=query`, following continuation to the end."""
