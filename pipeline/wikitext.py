@@ -61,7 +61,12 @@ DISAMBIGUATION_TEMPLATES = frozenset(
         "letter-number combination disambiguation", "disambiguation cleanup", "dmbox",
     }
 )
-_DAB_TEMPLATE = re.compile(r"\{\{\s*(?:template\s*:\s*)?([^{}|\n]{2,60}?)\s*(?:\||\}\})", re.IGNORECASE)
+_DAB_TEMPLATE = re.compile(
+    r"\{\{\s*(?:template\s*:\s*)?(?:"
+    + "|".join(re.escape(name).replace(r"\ ", r"[\s_]+") for name in sorted(DISAMBIGUATION_TEMPLATES, key=len, reverse=True))
+    + r"|[^{}|\n]{0,40}?[\s_]disambiguation)\s*(?:\||\}\})",
+    re.IGNORECASE,
+)
 _DAB_MAGIC = "__DISAMBIG__"
 
 
@@ -76,11 +81,7 @@ def is_disambiguation(title: str, text: str) -> bool:
     or any "... disambiguation" template) or the __DISAMBIG__ magic word."""
     if title.rstrip().lower().endswith("(disambiguation)") or _DAB_MAGIC in text:
         return True
-    for match in _DAB_TEMPLATE.finditer(text):
-        name = _SPACES.sub(" ", match.group(1)).strip().lower()
-        if name in DISAMBIGUATION_TEMPLATES or name.endswith(" disambiguation"):
-            return True
-    return False
+    return _DAB_TEMPLATE.search(text) is not None
 
 
 def is_list_page(title: str) -> bool:
