@@ -388,16 +388,15 @@ def dump_work_units(
 ) -> list[DumpUnit]:
     """Split a multistream dump into units of `streams_per_unit` page streams covering the whole file.
 
-    The first unit starts at byte 0 (the `<siteinfo>` stream); the last runs to the end of the file (the
-    stream holding `</mediawiki>`), so the units together read exactly what a sequential read does. Units
-    past the end of a truncated file each report one `truncated_bz2` skip when read.
+    The first unit starts at byte 0 (the `<siteinfo>` stream before its page streams); the last runs to
+    the end of the file (the stream holding `</mediawiki>`), so the units together read exactly what a
+    sequential read does. Units past the end of a truncated file each report one `truncated_bz2` skip.
     """
     if streams_per_unit < 1:
         raise UserError(f"streams per unit must be at least 1, got {streams_per_unit}")
     path = check_multistream(path)
     offsets = read_multistream_index(index_path)
-    starts = [0] + [offset for offset in offsets[::streams_per_unit] if offset > 0]
-    starts = sorted(set(starts))
+    starts = [0, *offsets[streams_per_unit::streams_per_unit]]
     ends: list[int | None] = [*starts[1:], None]
     return [DumpUnit(path, start, end) for start, end in zip(starts, ends, strict=True)]
 
