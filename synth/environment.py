@@ -19,6 +19,7 @@ from typing import Any
 
 import bm25s
 import numpy as np
+from bm25s.stopwords import STOPWORDS_EN
 
 from pipeline.errors import UserError
 from pipeline.io import read_manifest, read_records, shard_files, write_records
@@ -37,6 +38,7 @@ TITLE_INDEX = "bm25_title"
 SNIPPET_CHARS = 240
 MAX_FIND_MATCHES = 8
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
+_STOPWORDS = frozenset(STOPWORDS_EN)
 
 
 def _title_key(title: str) -> str:
@@ -44,8 +46,9 @@ def _title_key(title: str) -> str:
 
 
 def tokenize(texts: list[str]) -> list[list[str]]:
-    """Lower-cased word tokens without English stopwords: one tokenizer for documents and queries."""
-    return bm25s.tokenize(texts, stopwords="en", return_ids=False, show_progress=False)
+    """Lower-cased word tokens without English stopwords (bm25s's pattern and list): one tokenizer for
+    documents and queries, cheap enough to run on every search call."""
+    return [[token for token in _TOKEN.findall(text.lower()) if token not in _STOPWORDS] for text in texts]
 
 
 def _build_bm25(texts: list[str], folder: Path) -> None:
@@ -202,6 +205,9 @@ class SearchEnvironment:
         if exact is not None:
             scores[exact] = scores.max() + 1.0
         candidates = np.flatnonzero(scores > 0)
+        if len(candidates) > top_k:  # keep every page tied with the k-th score, then order exactly
+            kth = np.partition(scores[candidates], len(candidates) - top_k)[len(candidates) - top_k]
+            candidates = candidates[scores[candidates] >= kth]
         order = candidates[np.lexsort((candidates, -scores[candidates]))][:top_k]
         query_tokens = set(tokens)
         return [SearchHit(self.pages[i].title, float(scores[i]), self._snippet(self.pages[i], query_tokens)) for i in order]

@@ -1,5 +1,6 @@
 """Quality gates for written questions; each failing gate is a counted rejection reason.
 
+- `vague_answer`: a one-word lower-case string answer, an infobox keyword rather than a fact;
 - `answer_leak`: the answer or one of its aliases appears in the question text;
 - `evidence_leak`: the question copies a long n-gram of a hop's evidence sentence;
 - `intermediate_leak`: an obfuscated intermediate entity is named anyway (the question loses a hop);
@@ -25,8 +26,8 @@ from schemas.questions import Path
 from synth.matching import match_answer, normalize_answer
 from synth.phrasing import parse_date, type_noun
 
-GATES = ("answer_leak", "evidence_leak", "intermediate_leak", "fewer_hops", "alternative_answer", "shortcut",
-         "duplicate")
+GATES = ("vague_answer", "fewer_hops", "alternative_answer", "answer_leak", "evidence_leak", "intermediate_leak",
+         "shortcut", "duplicate")
 MAX_FRONTIER = 100_000
 
 
@@ -36,8 +37,9 @@ class Clue:
 
     position: int  # index into path.nodes
     type_noun: str | None = None
-    attribute: str | None = None  # relation of a date fact of the node, e.g. "birth_date"
-    years: tuple[int, int] | None = None  # inclusive year range the fuzzed date stands for
+    attribute: str | None = None  # relation of a fact of the node stated in the text, e.g. "birth_date"
+    years: tuple[int, int] | None = None  # a date fact: the inclusive year range the fuzzed date stands for
+    object: str | None = None  # an entity fact: the object named in the text ("a city in Ireland")
 
 
 def _tokens(text: str) -> list[str]:
@@ -80,6 +82,14 @@ def intermediate_leak(text: str, names: Iterable[str]) -> str | None:
     return None
 
 
+def vague_answer(path: Path) -> str | None:
+    """A literal string answer that is one lower-case word ("capital", "yes") is an infobox keyword."""
+    answer = path.answer.strip()
+    if path.answer_type == "string" and answer.isalpha() and answer.islower():
+        return f"keyword-like answer {answer!r}"
+    return None
+
+
 def _years_of(graph: CSRGraph, node: int, relation: int) -> list[int]:
     years = []
     for obj in graph.objects(node, relation):
@@ -95,17 +105,23 @@ def _satisfies(graph: CSRGraph, node: int, clue: Clue) -> bool:
     """Conservative: a candidate is excluded only when the graph states something contradicting the clue."""
     if clue.type_noun and graph.entity_type[node] and type_noun(graph.entity_type[node]) != clue.type_noun:
         return False
-    if clue.attribute and clue.years:
-        relation = graph.relation_id(clue.attribute)
-        years = _years_of(graph, node, relation) if relation is not None else []
+    relation = graph.relation_id(clue.attribute) if clue.attribute else None
+    if relation is not None and clue.years:
+        years = _years_of(graph, node, relation)
         if years and not any(clue.years[0] <= y <= clue.years[1] for y in years):
+            return False
+    if relation is not None and clue.object:
+        objects = [graph.label(o) for o in graph.objects(node, relation)]
+        if objects and clue.object not in objects:
             return False
     return True
 
 
 def chain_answers(graph: CSRGraph, path: Path, clues: Iterable[Clue]) -> set[int]:
     """Every node that satisfies the question's constraint chain, starting from the named start entity."""
-    by_position = {c.position: c for c in clues}
+    by_position: dict[int, list[Clue]] = {}
+    for clue in clues:
+        by_position.setdefault(clue.position, []).append(clue)
     start = graph.node_id(path.start)
     current = {start} if start is not None else set()
     for index, hop in enumerate(path.hops):
@@ -115,9 +131,9 @@ def chain_answers(graph: CSRGraph, path: Path, clues: Iterable[Clue]) -> set[int
         following: set[int] = set()
         for node in current:
             following.update(graph.objects(node, relation).tolist())
-        clue = by_position.get(index + 1)
-        if clue is not None and index + 1 < len(path.nodes) - 1:
-            following = {n for n in following if _satisfies(graph, n, clue)}
+        if index + 1 < len(path.nodes) - 1:
+            for clue in by_position.get(index + 1, []):
+                following = {n for n in following if _satisfies(graph, n, clue)}
         current = following
     return current
 

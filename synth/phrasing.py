@@ -256,11 +256,24 @@ def description_noun(description: str) -> str | None:
     return " ".join(words)
 
 
+_THE_PREFIXES = ("United ", "University of ", "River ", "Republic of ", "Kingdom of ", "State of ", "City of ",
+                 "Museum of ", "Bank of ", "Church of ", "Commonwealth of ", "Federation of ", "Isle of ")
+_THE_SUFFIXES = (" Islands", " Mountains", " States", " Kingdom", " Republic", " Emirates", " River", " Ocean", " Sea")
+_THE_NAMES = {"Netherlands", "Philippines", "Bahamas", "Gambia", "Maldives", "Vatican City", "Congo"}
+
+
+def proper_name(name: str) -> str:
+    """A name as it reads mid-sentence, with "the" where English wants it ("the United States")."""
+    if name in _THE_NAMES or name.startswith(_THE_PREFIXES) or name.endswith(_THE_SUFFIXES):
+        return f"the {name}"
+    return name
+
+
 def display_title(title: str) -> str:
     """A page title as it reads in a sentence: "King Kong (2005 film)" -> "the 2005 film King Kong"."""
     match = re.fullmatch(r"(.+?) \(([^()]+)\)", title)
     if not match:
-        return title
+        return proper_name(title)
     bare, qualifier = match.groups()
     if qualifier[:1].isupper():  # "Paris (Texas)", "Georgia (U.S. state)": keep as written
         return title

@@ -55,6 +55,7 @@ from synth.phrasing import (
     number_variants,
     parse_date,
     phrase,
+    proper_name,
     sentence,
     type_noun,
     with_article,
@@ -80,6 +81,18 @@ ATTRIBUTE_PHRASES = {
     "built": "built in {p}",
     "completed": "completed in {p}",
     "inception": "created in {p}",
+}
+
+
+# Entity facts that place an intermediate without naming it ("a city in Ireland").
+PLACE_ATTRIBUTE_PHRASES = {
+    "country": "in {o}",
+    "subdivision_name": "in {o}",
+    "state": "in {o}",
+    "location": "in {o}",
+    "hq_location_city": "based in {o}",
+    "hq_location_country": "based in {o}",
+    "headquarters": "based in {o}",
 }
 
 
@@ -135,22 +148,44 @@ def _noun_for(ctx: QuestionContext, title: str) -> tuple[str, str | None]:
     return described or coarse, None if coarse == "entity" else coarse
 
 
-def _date_attributes(ctx: QuestionContext, title: str, exclude: set[str]) -> list[tuple[str, int, str]]:
-    """(relation, year, iso value) of the node's date facts with a phrase, excluding path relations."""
+@dataclass(frozen=True)
+class Attribute:
+    """A fact of an intermediate that the question may state in vague form."""
+
+    relation: str
+    text: str  # "born in the early 1950s", "in Ireland"
+    clue_years: tuple[int, int] | None = None
+    clue_object: str | None = None
+    obfuscation: str | None = None
+
+
+def _attributes(ctx: QuestionContext, path: Path, position: int, rng: random.Random, who: str) -> list[Attribute]:
+    """Facts of the node usable as attributes: fuzzed dates, and places it lies in or is based in.
+
+    Relations on the path are excluded (they would give a hop away), and so are objects on the path.
+    """
     graph = ctx.graph
-    node = graph.node_id(title)
+    node = graph.node_id(path.nodes[position])
     if node is None:
         return []
+    on_path = {h.relation for h in path.hops}
     found = []
     for edge in range(graph.indptr[node], graph.indptr[node + 1]):
         relation = graph.relation_names[graph.rel[edge]]
         obj = graph.dst[edge]
-        if relation in exclude or relation not in ATTRIBUTE_PHRASES or graph.kind[obj] != LITERAL:
+        if relation in on_path or graph.label(obj) in path.nodes:
             continue
-        value_type, value, _ = split_literal_key(graph.keys[obj])
-        parsed = parse_date(value) if value_type == "date" else None
-        if parsed and parsed[0] > 0:
-            found.append((relation, parsed[0], value))
+        if relation in ATTRIBUTE_PHRASES and graph.kind[obj] == LITERAL:
+            value_type, value, _ = split_literal_key(graph.keys[obj])
+            parsed = parse_date(value) if value_type == "date" else None
+            if parsed and parsed[0] > 0:
+                period, years = fuzz_year(parsed[0], rng.randrange(3))
+                found.append(Attribute(relation, ATTRIBUTE_PHRASES[relation].format(p=period, who=who),
+                                       clue_years=years, obfuscation=f"date:{value}->{period}"))
+        elif relation in PLACE_ATTRIBUTE_PHRASES and graph.kind[obj] != LITERAL:
+            label = graph.label(obj)
+            found.append(Attribute(relation, PLACE_ATTRIBUTE_PHRASES[relation].format(o=proper_name(label)),
+                                   clue_object=label))
     return found
 
 
@@ -166,26 +201,23 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
     if style is None:
         style = "nested" if hops == 1 or rng.random() < {2: 0.5, 3: 0.25}.get(hops, 0.0) else "clues"
     described = range(1, hops) if style == "clues" else range(max(hops - 1, 1), hops)
-    path_relations = {h.relation for h in path.hops}
     nouns, attributes, clues, obfuscations = {}, {}, [], []
     for position in described:
         title = path.nodes[position]
         noun, checkable = _noun_for(ctx, title)
-        options = _date_attributes(ctx, title, path_relations)
+        options = _attributes(ctx, path, position, rng, "who" if checkable in PERSON_NOUNS else "that")
         chosen = rng.sample(options, min(ctx.config.attributes_per_entity, len(options)))
         if style == "nested" and not chosen:
             continue  # a bare ", a person," appositive adds nothing: the relation alone describes it
         nouns[position] = noun
-        clue_attribute, years, dates = None, None, []
         if chosen:
-            relation, year, value = chosen[0]
-            period, years = fuzz_year(year, rng.randrange(3))
-            who = "who" if checkable in PERSON_NOUNS else "that"
-            attributes[position] = ATTRIBUTE_PHRASES[relation].format(p=period, who=who)
-            clue_attribute = relation
-            dates.append(f"date:{value}->{period}")
-        clues.append(gates.Clue(position=position, type_noun=checkable, attribute=clue_attribute, years=years))
-        obfuscations += [f"entity:{title}->{_described(noun, attributes.get(position))}", *dates]
+            attributes[position] = " and ".join(a.text for a in chosen)
+        clues += [gates.Clue(position=position, type_noun=checkable)] + [
+            gates.Clue(position=position, attribute=a.relation, years=a.clue_years, object=a.clue_object)
+            for a in chosen
+        ]
+        obfuscations += [f"entity:{title}->{_described(noun, attributes.get(position))}",
+                         *(a.obfuscation for a in chosen if a.obfuscation)]
     mutable = any(is_mutable(h.relation, h.value_type, {q.key: q.value for q in h.qualifiers}) for h in path.hops)
     as_of_text = month_year(ctx.as_of) if mutable else None
     if as_of_text:
@@ -216,7 +248,7 @@ def _ask(ctx: QuestionContext, path: Path, subject: str, rng: random.Random) -> 
         return entry.count_ask.format(s=subject)
     if entry.ask:  # the lexicon's own frames read best; "Name the ..." adds variety
         frames = [*entry.ask, "Name the {n} of {s}."] if path.answer_type == "entity" else list(entry.ask)
-        return rng.choice(frames).format(n=noun, s=subject)
+        return rng.choice(_fit_precision(frames, path) or frames).format(n=noun, s=subject)
     frames = []
     if path.answer_type == "entity":
         answer_noun = _answer_noun(ctx, path)
@@ -232,6 +264,15 @@ def _ask(ctx: QuestionContext, path: Path, subject: str, rng: random.Random) -> 
     else:
         frames += ["What is the {n} of {s}?"]
     return rng.choice(frames).format(n=noun, s=subject)
+
+
+def _fit_precision(frames: list[str], path: Path) -> list[str]:
+    """Ask for a year only when the answer is a bare year, and for a date only when it is more than one."""
+    parsed = parse_date(path.hops[-1].value or "") if path.answer_type == "date" else None
+    if parsed is None:
+        return frames
+    year_only = parsed[1] is None
+    return [f for f in frames if ("what year" in f) == year_only or ("what date" not in f and "what year" not in f)]
 
 
 def _clue_sentence(relation: str, subject: str, obj: str) -> str:
@@ -351,6 +392,8 @@ def answer_aliases(ctx: QuestionContext, path: Path) -> list[str]:
 
 def structural_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] | None:
     """Gates that need no text: checked before a writer spends an LLM call."""
+    if (detail := gates.vague_answer(path)) is not None:
+        return "vague_answer", detail
     if (detail := gates.fewer_hops(ctx.graph, path)) is not None:
         return "fewer_hops", detail
     if (detail := gates.alternative_answer(ctx.graph, path, plan.clues)) is not None:

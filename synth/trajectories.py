@@ -2,7 +2,7 @@
 
 Questions are grouped into work units (a fixed number of questions, named by a hash of their ids). A Beam
 transform runs each unit: every (question, framework, rollout) episode of the unit concurrently on one
-event loop, so LLM requests of many questions share each policy's concurrency bound, and writes the
+event loop, so LLM requests of many questions share each endpoint's concurrency bound, and writes the
 unit's trajectories as one resumable part. A rerun skips finished units; the final shards are the parts
 concatenated in unit order, so an interrupted and an uninterrupted run write the same records.
 """
@@ -70,16 +70,18 @@ async def solve_questions(
 ) -> list[Trajectory]:
     """All episodes of these questions, concurrently; the result is in (question, framework, rollout) order."""
     window = ContextWindow(config.keep_last_observations, config.keep_last_turns)
-    clients: list[LLMClient] = []
+    clients: dict[str, LLMClient] = {}  # frameworks sharing one endpoint share its concurrency bound
     policies: dict[str, Policy] = {}
     for framework in config.frameworks:
         role = config.policies.get(framework)
         if role is None or role.offline:
             policies[framework] = ScriptedPolicy(env, config.error_rates, config.search_top_k)
-        else:
-            cache = Path(cache_dir) / "llm" / f"policy-{framework}" if cache_dir else None
-            clients.append(LLMClient(role, cache, name=f"policy-{framework}"))
-            policies[framework] = LLMPolicy(clients[-1], window)
+            continue
+        key = role.model_dump_json()
+        if key not in clients:
+            cache = Path(cache_dir) / "llm" / "policy" if cache_dir else None
+            clients[key] = LLMClient(role, cache, name=f"policy-{role.model}")
+        policies[framework] = LLMPolicy(clients[key], window)
     try:
         episodes = [
             run_episode(
@@ -98,7 +100,7 @@ async def solve_questions(
         ]
         return list(await asyncio.gather(*episodes))
     finally:
-        for client in clients:
+        for client in clients.values():
             await client.aclose()
 
 
