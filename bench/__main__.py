@@ -15,6 +15,7 @@ from pathlib import Path
 BENCHMARKS = (
     "bench.extract",
     "bench.walks",
+    "bench.trajectories",
     "bench.dump_reader",
     "bench.rl_logprobs",
 )

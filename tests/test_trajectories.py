@@ -169,7 +169,8 @@ def _scripted_model(body: dict) -> Reply:
         return _broken(name)
     tool, arguments = plan[step]
     output = get_framework(name).render(f"Step {step}.", tool, json.dumps(arguments), f"call_srv_{step}")
-    return Reply(content=output.content, tool_calls=output.tool_calls or None, prompt_tokens=len(json.dumps(body)) // 4)
+    return Reply(content=output.content, tool_calls=output.tool_calls or None, prompt_tokens=len(json.dumps(body)) // 4,
+                 delay_s=0.02)
 
 
 def _without_seconds(trajectory: Trajectory) -> dict:
@@ -187,7 +188,7 @@ def test_llm_policies_speak_each_protocol(snapshot):
         config = TrajectoryConfig(policies={name: role for name in FRAMEWORKS}, rollouts=1, questions_per_unit=4)
         manifest = run_trajectories(snapshot / "questions", snapshot / "index", out, config, snapshot / "cache")
         requests = len(server.requests)
-        assert server.in_flight_peak <= 4 * len(FRAMEWORKS)
+        assert 1 < server.in_flight_peak <= 4  # one endpoint: its bound holds across questions and frameworks
         trajectories = list(read_records(Trajectory, out / "trajectories"))
         # killed before any unit was written: the rerun is served from the LLM cache, zero new requests
         (out / ".pending-key").write_text(manifest.key)
