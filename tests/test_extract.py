@@ -152,11 +152,12 @@ def test_records_reconcile_with_duplicates_aliases_and_read_errors():
         page("Loop B", "#REDIRECT [[Loop A]]", page_id=6),
         page("Category:Films", "", ns=14, page_id=7),
         page("Nolan (disambiguation)", "Nolan may refer to:", page_id=8),
+        page("List of films by Christopher Nolan", "These are the films of [[Christopher Nolan]].", page_id=9),
         SkippedRecord(title="<offset 99>", stage="read", reason="truncated_bz2"),
     ]
     result = extract_records(records, ExtractConfig())
     counts = result.counts()
-    assert counts["pages_in"] == 10 == counts["kept"] + counts["skipped"]
+    assert counts["pages_in"] == 11 == counts["kept"] + counts["skipped"]
     assert {k: v for k, v in counts.items() if k.startswith("skipped:")} == {
         "skipped:duplicate": 1, "skipped:redirect": 2, "skipped:redirect_cycle": 2, "skipped:non_article": 1,
         "skipped:disambiguation": 1, "skipped:truncated_bz2": 1,
@@ -166,6 +167,8 @@ def test_records_reconcile_with_duplicates_aliases_and_read_errors():
     assert by_title["Christopher Nolan"].aliases == ["Chris Nolan", "Nolan"]
     assert by_title["Christopher Nolan"].is_head is False and by_title["Inception"].is_head is True
     assert by_title["Inception"].revision_id == 99  # the later duplicate wins
+    listing = by_title["List of films by Christopher Nolan"]
+    assert listing.is_list and listing.type == "thing" and not by_title["Inception"].is_list
     director = next(r for r in result.relations if r.relation == "director")
     assert director.tail == "Christopher Nolan"
 
