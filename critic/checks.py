@@ -11,10 +11,11 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
+from critic.text import normalize
 from schemas.critic import FailureKind
 from schemas.trajectory import ToolCall, Turn
-from synth.matching import normalize_answer
 from synth.tools import TOOL_ARGS, validate_call
 
 ANSWER_TOOL = "answer"
@@ -36,12 +37,19 @@ class CheckResult:
 
 def normalized_call(call: ToolCall) -> str:
     """A call's identity after normalisation: defaults filled, strings normalised, search words as a set."""
+    return _call_identity(json.dumps([call.name, call.arguments], sort_keys=True, default=str))
+
+
+@lru_cache(maxsize=16384)
+def _call_identity(raw: str) -> str:
+    name, raw_arguments = json.loads(raw)
+    call = ToolCall(call_id="", name=name, arguments=raw_arguments)
     parsed, _ = validate_call(call.name, call.arguments)
     arguments = parsed.model_dump() if parsed is not None else dict(call.arguments)
     canonical = {}
     for key, value in sorted(arguments.items()):
         if isinstance(value, str):
-            words = normalize_answer(value).split()
+            words = normalize(value).split()
             value = " ".join(sorted(set(words))) if call.name == "search" and key == "query" else " ".join(words)
         canonical[key] = value
     return json.dumps([call.name, canonical], sort_keys=True, default=str)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from critic.checks import is_empty_result
-from critic.text import ISO_DATE, content_tokens, mentions_any, surface_forms
+from critic.text import content_tokens, mentions_any, normalize, surface_forms, value_forms
 from schemas.questions import Question
 from schemas.trajectory import Turn
-from synth.matching import normalize_answer
 
 
 @dataclass(frozen=True)
@@ -62,16 +62,17 @@ _RESULT_START = re.compile(r"^\d+\.\s", re.MULTILINE)
 _RESULT_TITLE = re.compile(r"^\d+\.\s+(.+?)\s*$", re.MULTILINE)
 
 
-def _passages(observation: str) -> list[str]:
+@lru_cache(maxsize=1024)
+def _passages(observation: str) -> tuple[str, ...]:
     """Normalised passages of an observation: search results (title and snippet) and paragraphs."""
     passages = []
     for block in re.split(r"\n\s*\n", observation):
         passages += [p for p in _RESULT_START.split(block) if p.strip()]
-    return [normalize_answer(p) for p in passages if normalize_answer(p)]
+    return tuple(normalize(p) for p in passages if normalize(p))
 
 
 def _is_named(title: str | None, forms: Sequence[str]) -> bool:
-    return title is not None and normalize_answer(title) in {normalize_answer(f) for f in forms}
+    return title is not None and normalize(title) in {normalize(f) for f in forms}
 
 
 def unit_in_observation(unit: EvidenceUnit, observation: str, page_title: str | None) -> bool:
@@ -84,12 +85,12 @@ def unit_in_observation(unit: EvidenceUnit, observation: str, page_title: str | 
         return any(_is_named(title, unit.forms) for title in _RESULT_TITLE.findall(observation))
     if unit.kind == "read":
         return _is_named(page_title, unit.forms)
-    whole = normalize_answer(observation)
+    whole = normalize(observation)
     if not mentions_any(whole, unit.forms):
         return False
     if unit.kind == "entity":
         return True
-    if page_title and mentions_any(normalize_answer(page_title), unit.head_forms):
+    if page_title and mentions_any(normalize(page_title), unit.head_forms):
         return True
     return any(mentions_any(p, unit.forms) and mentions_any(p, unit.head_forms) for p in _passages(observation))
 
@@ -122,8 +123,7 @@ def observation_text(turn: Turn) -> str:
 
 def _spellings(span: str) -> list[set[str]]:
     """Content-token sets a name or value may appear as (an ISO date in each of its spellings)."""
-    forms = surface_forms(span.strip(), "date") if ISO_DATE.fullmatch(span.strip()) else [span]
-    return [words for words in (content_tokens(f) for f in forms) if words]
+    return [words for words in (content_tokens(f) for f in value_forms(span)) if words]
 
 
 @dataclass
@@ -138,6 +138,8 @@ class Knowledge:
     contexts: list[set[str]] = field(default_factory=list)
     question_context: set[str] = field(default_factory=set)
     _normalized: str = ""
+    _padded: str = " "
+    _last_evidence: tuple[int, set[EvidenceUnit]] | None = None
 
     @classmethod
     def start(
@@ -146,7 +148,8 @@ class Knowledge:
         knowledge = cls(question_text=question_text, units=gold_units(question, aliases))
         knowledge.tokens = content_tokens(question_text)
         knowledge.question_context = set(knowledge.tokens)
-        knowledge._normalized = normalize_answer(question_text)
+        knowledge._normalized = normalize(question_text)
+        knowledge._padded = f" {knowledge._normalized} "
         knowledge.evidenced = {u for u in knowledge.units if u.kind == "entity" and mentions_any(knowledge._normalized, u.forms)}
         return knowledge
 
@@ -156,31 +159,36 @@ class Knowledge:
         return self._normalized
 
     def evidenced_by(self, turn: Turn) -> set[EvidenceUnit]:
+        """Gold units this turn's observation shows (remembered for the turn: gain asks, then `add`)."""
+        if self._last_evidence is not None and self._last_evidence[0] == id(turn):
+            return self._last_evidence[1]
         text = observation_text(turn)
-        if not text:
-            return set()
         page = target_page(turn)
-        return {u for u in self.units if unit_in_observation(u, text, page)}
+        found = {u for u in self.units if unit_in_observation(u, text, page)} if text else set()
+        self._last_evidence = (id(turn), found)
+        return found
 
     def supports(self, phrase: str) -> bool:
         """Is a name or value known from the question or an earlier observation (phrase or all its tokens)?
 
-        An ISO date is known when any of its spellings is ("1971-12-09" as "9 December 1971").
+        A date or number is known when any of its spellings is ("1971-12-09" as "9 December 1971",
+        "8799800" as "8,799,800").
         """
-        if ISO_DATE.fullmatch(phrase.strip()):
-            return any(self.knows_phrase(form) for form in surface_forms(phrase.strip(), "date"))
+        forms = value_forms(phrase)
+        if len(forms) > 1:
+            return any(self.knows_phrase(form) for form in forms)
         if self.knows_phrase(phrase):
             return True
         words = content_tokens(phrase)
         return bool(words) and words <= self.tokens
 
     def knows_phrase(self, phrase: str) -> bool:
-        needle = normalize_answer(phrase)
-        return not needle or f" {needle} " in f" {self._normalized} "
+        needle = normalize(phrase)
+        return not needle or f" {needle} " in self._padded
 
     def supports_quote(self, quote: str) -> bool:
         """Is a quoted excerpt verbatim in what is known? (Excerpts may cut words at either end.)"""
-        needle = normalize_answer(quote)
+        needle = normalize(quote)
         return not needle or needle in self._normalized
 
     def unrelated(self, spans: Sequence[str]) -> list[str]:
@@ -211,4 +219,5 @@ class Knowledge:
         if text:
             self.observations.append(text)
             self.tokens |= content_tokens(text)
-            self._normalized += "\n" + normalize_answer(text)
+            self._normalized += "\n" + normalize(text)
+            self._padded = f" {self._normalized} "

@@ -12,12 +12,12 @@ Two sources, the larger wins:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from critic.checks import is_answer_turn
-from critic.evidence import Knowledge, observation_text
-from critic.text import content_tokens, mentions_any, named_spans
+from critic.evidence import EvidenceUnit, Knowledge, observation_text
+from critic.text import content_tokens, mentions_any, named_spans, normalize
 from schemas.trajectory import Turn
-from synth.matching import normalize_answer
 
 FACT_WEIGHT = 0.6
 ENTITY_WEIGHT = 0.3
@@ -33,11 +33,16 @@ class GainResult:
     relevance: float = 0.0
 
 
-def question_anchors(knowledge: Knowledge) -> list[str]:
+def question_anchors(knowledge: Knowledge) -> tuple[str, ...]:
     """Names an on-topic observation is expected to mention: path entities and names in the question."""
-    anchors = [form for unit in knowledge.units if unit.kind == "entity" for form in unit.forms]
-    anchors += named_spans(knowledge.question_text)
-    return [a for a in anchors if normalize_answer(a)]
+    return _anchors(knowledge.question_text, tuple(knowledge.units))
+
+
+@lru_cache(maxsize=256)
+def _anchors(question_text: str, units: tuple[EvidenceUnit, ...]) -> tuple[str, ...]:
+    anchors = [form for unit in units if unit.kind == "entity" for form in unit.forms]
+    anchors += named_spans(question_text)
+    return tuple(a for a in anchors if normalize(a))
 
 
 def call_target(turn: Turn) -> str | None:
@@ -53,14 +58,14 @@ def target_is_related(target: str, knowledge: Knowledge) -> bool:
     words with the question; anything else is a jump to an unrelated page or topic."""
     return (
         knowledge.knows_phrase(target)
-        or mentions_any(normalize_answer(target), question_anchors(knowledge))
+        or mentions_any(normalize(target), question_anchors(knowledge))
         or bool(content_tokens(target) & content_tokens(knowledge.question_text))
     )
 
 
 def relevance(observation: str, knowledge: Knowledge) -> float:
     """1 when the observation names a path entity or a name from the question, else the share of question words."""
-    text = normalize_answer(observation)
+    text = normalize(observation)
     if mentions_any(text, question_anchors(knowledge)):
         return 1.0
     question_words = content_tokens(knowledge.question_text)

@@ -10,8 +10,12 @@ import calendar
 import datetime as dt
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 from synth.matching import normalize_answer
+
+# Observations recur turn after turn (and in every check): normalise each distinct text once.
+normalize = lru_cache(maxsize=16384)(normalize_answer)
 
 STOPWORDS = frozenset(
     """a about above after again against all also am an and any are as at be because been before being below
@@ -43,6 +47,7 @@ HEDGE_MARKERS = re.compile(
     re.IGNORECASE,
 )
 ISO_DATE = re.compile(r"\d{4}-\d{2}(?:-\d{2})?")
+NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])|\n+")
 _CLAUSE = re.compile(r";\s+|:\s+|,\s*(?:so|then|and then|therefore|thus|hence)\s+|\s+so\s+(?=(?:i|let|next)\b)", re.I)
 _CONNECTORS = r"(?:of|the|de|del|der|den|da|di|du|la|le|les|von|van|and|for|upon|on|in|y|&)"
@@ -54,7 +59,7 @@ _QUOTED = re.compile(r"[\"“]([^\"”]{2,400})[\"”]")
 
 
 def tokens(text: str) -> list[str]:
-    return normalize_answer(text).split()
+    return normalize(text).split()
 
 
 def content_tokens(text: str) -> set[str]:
@@ -64,7 +69,7 @@ def content_tokens(text: str) -> set[str]:
 
 def contains_phrase(normalized_haystack: str, phrase: str) -> bool:
     """True when `phrase` occurs in the (already normalised) haystack on word boundaries."""
-    needle = normalize_answer(phrase)
+    needle = normalize(phrase)
     return bool(needle) and f" {needle} " in f" {normalized_haystack} "
 
 
@@ -106,7 +111,21 @@ def surface_forms(value: str, value_type: str = "entity") -> list[str]:
     bare = re.sub(r"\s*\([^)]*\)\s*$", "", value).strip()
     if bare and bare != value:
         forms.append(bare)
+    place, _, region = value.partition(",")  # "Cheadle, Greater Manchester" is often just "Cheadle"
+    if region.strip() and place.strip():
+        forms.append(place.strip())
     return forms
+
+
+def value_forms(span: str) -> list[str]:
+    """The spellings of a value asserted in text: an ISO date's English forms, a number with or without
+    thousands separators; anything else as written."""
+    span = span.strip()
+    if ISO_DATE.fullmatch(span):
+        return surface_forms(span, "date")
+    if NUMBER.fullmatch(span):
+        return list(dict.fromkeys([span, *surface_forms(span.replace(",", ""), "number")]))
+    return [span]
 
 
 def mentions_any(normalized_haystack: str, forms: Iterable[str]) -> bool:
@@ -142,6 +161,6 @@ def named_spans(clause: str) -> list[str]:
     spans = []
     for match in _NAME.finditer(_QUOTED.sub(" ", clause)):
         span = _strip_discourse(match.group(0))
-        if span and normalize_answer(span):
+        if span and normalize(span):
             spans.append(span)
     return spans
