@@ -305,6 +305,10 @@ def walk_task(graph: CSRGraph, params: WalkParams, task_index: int, starts: np.n
         rng = np.random.default_rng([config.seed, task_index, hops])
         nodes, edges, step_counts = sample_walks(graph, params, starts, hops, rng)
         counts.update(step_counts)
+        # Exact repeats are dropped here, before records are built; repeats across tasks go in `deduplicate`.
+        unique = np.unique(np.hstack([nodes, edges]), axis=0) if len(nodes) else np.hstack([nodes, edges])
+        counts["rejected:duplicate"] += len(nodes) - len(unique)
+        nodes, edges = unique[:, : hops + 1], unique[:, hops + 1 :]
         for row_nodes, row_edges in zip(nodes.tolist(), edges.tolist(), strict=True):
             paths.append(to_path(graph, row_nodes, row_edges, config.seed, conditions))
     return paths, counts
