@@ -140,6 +140,20 @@ def test_rerun_is_skipped(in_process, damaged_dump):
     assert again.finished_at == manifest.finished_at == read_manifest(out).finished_at
 
 
+def test_cli_as_of_and_window(damaged_dump, tmp_path, capsys):
+    out = tmp_path / "graph"
+    code = main(["extract", "--dump", str(damaged_dump), "--out", str(out), "--as-of", "2024-01-01",
+                 "--window", "30", "--max-page-bytes", "20000", "--shards", "1"])
+    assert code == 0
+    assert "12 pages in, 4 entities (2 head)" in capsys.readouterr().out
+    manifest = read_manifest(out)
+    assert manifest.as_of == dt.datetime(2024, 1, 1, tzinfo=dt.UTC) and manifest.window_days == 30
+    heads = [e.title for e in read_records(TABLES["entities"], out / "entities") if e.is_head]
+    # 19 and 1 day(s) before the given as-of; England is older than 30 days, Ada Lovelace newer than as-of.
+    assert heads == ["London", "William King"]
+    assert manifest.outputs["entities"] == ["entities/part-00000-of-00001.parquet"]
+
+
 def test_cli_missing_dump_is_one_error_line(tmp_path, capsys):
     code = main(["extract", "--dump", str(tmp_path / "missing.xml.bz2"), "--out", str(tmp_path / "out")])
     err = capsys.readouterr().err.strip()
