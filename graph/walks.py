@@ -442,22 +442,18 @@ class WalkTransform(beam.PTransform):
         for level in DEDUP_LEVELS:
             paths, dropped = paths | _DedupLevel(level)
             count_parts.append(dropped)
-        limited = (
-            paths
-            | "All" >> beam.combiners.ToList()
-            | "Limit" >> beam.ParDo(_LimitFn(config)).with_outputs("counts", main="paths")
-        )
+        kept, limit_counts = paths | _Limit(config.max_paths)
         folder = str(self.out_dir / "paths")
         shards = config.shards
         written = (
-            limited.paths
+            kept
             | "Shard" >> beam.Map(lambda p: (int(p.path_id, 16) % shards, p))
             | "GroupShard" >> beam.GroupByKey()
             | "Write" >> beam.Map(_write_shard, folder=folder, shards=shards)
         )
         counts_path = str(self.out_dir / "counts.json")
         (
-            count_parts + [limited.counts]
+            count_parts + [limit_counts]
             | "FlattenCounts" >> beam.Flatten()
             | "SumCounts" >> beam.CombineGlobally(_merge_counts)
             | "WriteCounts" >> beam.Map(lambda c: atomic_write_text(counts_path, json.dumps(c, sort_keys=True)))
@@ -465,15 +461,29 @@ class WalkTransform(beam.PTransform):
         return written
 
 
-class _LimitFn(beam.DoFn):
-    def __init__(self, config: WalkConfig):
-        self.config = config
+class _Limit(beam.PTransform):
+    """Keep the `max_paths` smallest path ids (all paths when None); count kept and dropped paths."""
 
-    def process(self, paths: list[Path]) -> Iterator:
-        counts: Counter = Counter()
-        kept = _limit(paths, self.config, counts)
-        yield beam.pvalue.TaggedOutput("counts", dict(counts))
-        yield from kept
+    def __init__(self, max_paths: int | None):
+        super().__init__()
+        self.max_paths = max_paths
+
+    def expand(self, paths):
+        if self.max_paths is None:
+            kept = paths
+        else:
+            kept = (
+                paths
+                | "Smallest" >> beam.combiners.Top.Smallest(self.max_paths, key=lambda p: p.path_id)
+                | "Flatten" >> beam.FlatMap(lambda chosen: chosen)
+            )
+        total = paths | "CountAll" >> beam.combiners.Count.Globally()
+        kept_count = kept | "CountKept" >> beam.combiners.Count.Globally()
+        counts = total | "Counts" >> beam.Map(
+            lambda all_, kept_: {"paths:kept": kept_, "rejected:max_paths": all_ - kept_},
+            kept_=beam.pvalue.AsSingleton(kept_count),
+        )
+        return kept, counts
 
 
 def resolve_window(graph_dir: FsPath, config: WalkConfig) -> tuple[dt.date, int]:

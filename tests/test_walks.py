@@ -214,3 +214,7 @@ def test_run_walks_through_beam_matches_the_plain_function_and_resumes(tmp_path)
     assert all(f"rejected:{c}" in manifest.counts for c in ("hub", "revisit", "no_recent_fact", "wl_duplicate"))
     again = run_walks(graph_dir, tmp_path / "paths", config)
     assert again.key == manifest.key and again.finished_at == manifest.finished_at
+    limited = run_walks(graph_dir, tmp_path / "limited", config.model_copy(update={"max_paths": 5}))
+    kept = sorted(p.path_id for p in read_records(Path, tmp_path / "limited" / "paths"))
+    assert kept == [p.path_id for p in expected[:5]]
+    assert limited.counts["paths:kept"] == 5 and limited.counts["rejected:max_paths"] == len(expected) - 5
