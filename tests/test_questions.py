@@ -226,6 +226,10 @@ def test_every_path_is_accounted_for_and_rerun_skips(tmp_path):
     assert manifest.engines == {"writer": "template"}
     again = run_questions(graph_dir, tmp_path / "paths", tmp_path / "q", config, cache_dir=None)
     assert again.finished_at == manifest.finished_at
+    run_questions(graph_dir, tmp_path / "paths", tmp_path / "q2", config, cache_dir=None)
+    assert [q.model_dump() for q in read_records(Question, tmp_path / "q2" / "questions")] == [
+        q.model_dump() for q in questions
+    ]
 
 
 @pytest.mark.parametrize("answer_type", ["entity", "date", "number"])
