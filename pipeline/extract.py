@@ -650,16 +650,16 @@ def register(subparsers) -> None:
     )
     add_source_arguments(parser)
     defaults = ExtractConfig()
-    parser.add_argument("--out", default="out/graph", help="output folder (default: %(default)s)")
-    parser.add_argument("--as-of", type=_as_of, help="snapshot time (default: newest revision in the input)")
-    parser.add_argument("--window", type=int, default=defaults.window_days, dest="window_days",
+    parser.add_argument("--out", default="out/graph", metavar="DIR", help="output folder (default: %(default)s)")
+    parser.add_argument("--as-of", type=_as_of, metavar="ISO", help="snapshot time (default: newest revision in the input)")
+    parser.add_argument("--window", type=int, default=defaults.window_days, dest="window_days", metavar="DAYS",
                         help="head entities: latest revision at most this many days before --as-of "
                         "(default: %(default)s)")
-    parser.add_argument("--max-page-bytes", type=int, default=defaults.max_page_bytes,
+    parser.add_argument("--max-page-bytes", type=int, default=defaults.max_page_bytes, metavar="N",
                         help="skip larger pages as 'oversized' (default: %(default)s)")
-    parser.add_argument("--page-timeout", type=float, default=defaults.page_timeout_s, dest="page_timeout_s",
+    parser.add_argument("--page-timeout", type=float, default=defaults.page_timeout_s, dest="page_timeout_s", metavar="SECONDS",
                         help="skip pages whose extraction takes longer, in seconds (default: %(default)s)")
-    parser.add_argument("--shards", type=int, default=defaults.output_shards, dest="output_shards",
+    parser.add_argument("--shards", type=int, default=defaults.output_shards, dest="output_shards", metavar="N",
                         help="parquet shards per output table (default: %(default)s)")
     parser.set_defaults(func=_command)
 
