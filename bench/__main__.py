@@ -18,6 +18,7 @@ BENCHMARKS = (
     "bench.trajectories",
     "bench.dump_reader",
     "bench.rl_logprobs",
+    "bench.critic",
 )
 
 
