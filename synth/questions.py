@@ -487,6 +487,8 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
             stats[f"llm:{client.name}:requests"] += client.stats.requests
             stats[f"llm:{client.name}:cache_hits"] += client.stats.cache_hits
             stats[f"llm:{client.name}:retries"] += client.stats.retries
+            stats[f"llm:{client.name}:prompt_tokens"] += client.stats.prompt_tokens
+            stats[f"llm:{client.name}:completion_tokens"] += client.stats.completion_tokens
     questions = [r for r in results if isinstance(r, Question)]
     skipped = [r for r in results if isinstance(r, SkippedRecord)]
     return questions, skipped, stats

@@ -97,6 +97,8 @@ def test_llm_writer_recovers_and_records_engine(tmp_path, graph_and_paths, case,
     expected = len(paths) if first is None else 2 * len(paths)  # one failed attempt, then the valid reply
     assert len(writer_requests) == stats["llm:question-writer:requests"] == expected
     assert stats["llm:question-writer:retries"] == expected - len(paths)
+    answered = expected if case == "invalid_then_valid" else len(paths)  # a 429 or a timeout reports no usage
+    assert stats["llm:question-writer:prompt_tokens"] == 10 * answered  # the test server reports 10 per reply
     prompt = json.loads(writer_requests[0]["messages"][1]["content"])
     assert prompt["as_of"] == "March 2026" and prompt["start"] == "Angela Merkel"
     assert writer_requests[0]["response_format"] == {"type": "json_object"}
