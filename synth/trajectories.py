@@ -79,7 +79,7 @@ async def solve_questions(
             continue
         key = role.model_dump_json()
         if key not in clients:
-            cache = Path(cache_dir) / "llm" / "policy" if cache_dir else None
+            cache = Path(cache_dir) / "policy" if cache_dir else None
             clients[key] = LLMClient(role, cache, name=f"policy-{role.model}")
         policies[framework] = LLMPolicy(clients[key], window)
     try:
@@ -212,7 +212,7 @@ def register(subparsers) -> None:
     parser.add_argument("--questions", default="out/questions", help="stage 2 output folder (default: %(default)s)")
     parser.add_argument("--index", default="out/index", help="search index folder (default: %(default)s)")
     parser.add_argument("--out", default="out/trajectories", help="output folder (default: %(default)s)")
-    parser.add_argument("--cache", default="out/cache", help="LLM response cache root (default: %(default)s)")
+    parser.add_argument("--cache", default="out/cache/llm", help="LLM response cache (default: %(default)s)")
     parser.add_argument("--config", help="a JSON file holding a TrajectoryConfig; flags given override it")
     parser.add_argument("--frameworks", nargs="+", choices=list(FRAMEWORKS), help="default: all")
     parser.add_argument("--rollouts", type=int, help=f"runs per question and framework (default: {defaults.rollouts})")

@@ -1,0 +1,96 @@
+"""Stage 3 on the shipped sample: the index over stage 1's pages, and offline runs over stage 2's questions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from graph.walks import run_walks
+from pipeline.extract import run_extract
+from pipeline.io import read_records
+from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, TrajectoryConfig, WalkConfig
+from schemas.environment import IndexedPage
+from schemas.trajectory import Trajectory
+from synth.environment import SearchEnvironment, build_index
+from synth.frameworks import FRAMEWORKS, get_framework
+from synth.matching import match_answer
+from synth.policies import ERROR_KINDS
+from synth.questions import run_questions
+from synth.trajectories import run_trajectories
+from tests.test_trajectories import HIGH_RATES
+
+ROOT = Path(__file__).resolve().parents[1]
+DUMP = ROOT / "data" / "sample" / "enwiki-sample-pages-articles-multistream.xml.bz2"
+INDEX = ROOT / "data" / "sample" / "enwiki-sample-pages-articles-multistream-index.txt.bz2"
+FACTS = json.loads((ROOT / "tests" / "data" / "sample_facts.json").read_text())
+QUESTIONS = 12
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    if not DUMP.is_file():
+        pytest.skip("the shipped sample is missing")
+    out = tmp_path_factory.mktemp("sample3")
+    run_extract(ExtractConfig(dump=str(DUMP), index=str(INDEX)), out / "graph")
+    run_walks(out / "graph", out / "paths", WalkConfig(hops=[2, 3], walks_per_start=4))
+    run_questions(out / "graph", out / "paths", out / "questions", QuestionConfig(max_questions=40), cache_dir=None)
+    build_index(out / "graph", out / "index", IndexConfig(chunk_chars=300))
+    config = TrajectoryConfig(rollouts=1, error_rates=HIGH_RATES, max_questions=QUESTIONS, questions_per_unit=6)
+    run_trajectories(out / "questions", out / "index", out / "trajectories", config, cache_dir=None)
+    return out
+
+
+@pytest.fixture(scope="module")
+def env(sample):
+    return SearchEnvironment.load(sample / "index")
+
+
+def test_every_title_query_ranks_its_page_first(env):
+    assert len(env.pages) > 150
+    misses = [page.title for page in env.pages if env.search(page.title, 5)[0].title != page.title]
+    assert misses == []
+
+
+def test_pagination_covers_the_whole_page(env):
+    page = env.resolve("Christopher Nolan")
+    assert len(page.chunks) > 2
+    texts = [env.execute("open_page", {"title": "Christopher Nolan", "page": n})[0] for n in range(1, len(page.chunks) + 1)]
+    assert all(text.startswith(f"Christopher Nolan - page {n} of {len(page.chunks)}.") for n, text in enumerate(texts, 1))
+    body = " ".join(text.split("\n\n", 1)[1] for text in texts)
+    assert "Birth date: 30 July 1970" in body and "Emma Thomas" in body
+    assert env.execute("open_page", {"title": "Christopher Nolan", "page": len(page.chunks) + 1})[1] is True
+
+
+@pytest.mark.parametrize(("redirect", "target"), sorted(FACTS["redirects"].items()))
+def test_redirects_are_followed(env, redirect, target):
+    text, error = env.execute("open_page", {"title": redirect})
+    assert not error and text.startswith(f"{target} (redirected from {redirect!r}) - page 1 of ")
+
+
+def test_excluded_pages_are_not_in_the_index_and_errors_are_results(env, sample):
+    indexed = {page.title for page in read_records(IndexedPage, sample / "index" / "pages")}
+    assert not indexed & {title for title in FACTS["excluded"] if title not in FACTS["redirects"]}
+    assert not indexed & set(FACTS["skipped"])
+    text, error = env.execute("open_page", {"title": "Heath Ledger"})
+    assert error and "no page titled 'Heath Ledger'" in text
+    assert env.execute("search", {"query": ""})[1] is True
+
+
+def test_offline_runs_on_the_sample_are_real_and_graded(sample, env):
+    trajectories = list(read_records(Trajectory, sample / "trajectories" / "trajectories"))
+    assert len(trajectories) == QUESTIONS * len(FRAMEWORKS)
+    kinds = set()
+    for trajectory in trajectories:
+        framework = get_framework(trajectory.framework)
+        assert trajectory.outcome == match_answer(trajectory.final_answer, trajectory.answer, trajectory.aliases)
+        injected = {turn.injected_error for turn in trajectory.turns} - {None}
+        kinds |= injected
+        if "premature_answer" not in injected:
+            assert trajectory.outcome.correct, (trajectory.question, trajectory.final_answer)
+        for turn in trajectory.turns:
+            assert framework.parse(framework.output_of(turn), f"call_{turn.index}").tool_call == turn.tool_call
+            if turn.tool_call is not None:
+                assert (turn.observation, turn.tool_error) == env.execute(turn.tool_call.name, turn.tool_call.arguments)
+    assert kinds == set(ERROR_KINDS)
