@@ -218,7 +218,6 @@ _TYPE_NOUNS = (
     (("sports team", "football club", "club"), "sports club"),
 )
 PERSON_NOUNS = {"politician", "athlete", "musician", "actor", "writer", "scientist", "royal", "person"}
-PLACE_NOUNS = {"place", "country", "river", "mountain", "lake", "island", "structure", "airport"}
 
 
 def type_noun(entity_type: str) -> str:
@@ -356,15 +355,6 @@ def number_variants(value: str, unit: str | None = None) -> list[str]:
     if unit:
         forms = [f"{f} {unit}" for f in forms] + forms
     return list(dict.fromkeys(forms))
-
-
-def literal_display(value: str, value_type: str, unit: str | None) -> str:
-    """How a literal reads in a sentence."""
-    if value_type == "date":
-        return date_variants(value)[1] if len(date_variants(value)) > 1 else value
-    if value_type in ("number", "quantity"):
-        return number_variants(value, unit)[1 if len(number_variants(value)) > 1 else 0]
-    return value
 
 
 def sentence(text: str) -> str:
