@@ -26,6 +26,7 @@ from critic.text import (
     named_spans,
     quoted_spans,
     surface_forms,
+    value_forms,
 )
 from schemas.questions import Question
 from schemas.trajectory import Trajectory, Turn
@@ -97,11 +98,12 @@ def action_part(turn: Turn, knowledge: Knowledge) -> SoundnessPart:
 
 
 def answer_is_correct(answer: str, trajectory: Trajectory, question: Question | None) -> bool:
-    if answer == trajectory.final_answer:
-        return trajectory.outcome.correct
+    """The trajectory's graded outcome, or a match with any spelling of the gold answer ("8,799,800")."""
+    if answer == trajectory.final_answer and trajectory.outcome.correct:
+        return True
     answer_type = question.path.answer_type if question else "string"
     golds = [*surface_forms(trajectory.answer, answer_type), *trajectory.aliases]
-    return match_answer(answer, golds[0], golds[1:]).correct
+    return any(match_answer(form, golds[0], golds[1:]).correct for form in value_forms(answer))
 
 
 def answer_part(turn: Turn, trajectory: Trajectory, question: Question | None, knowledge: Knowledge) -> SoundnessPart:

@@ -149,6 +149,22 @@ PAGES = {
         "Fran Walsh, Philippa Boyens and Jackson, based on the novel by J. R. R. Tolkien. It was shot in New Zealand."),
 }
 
+PAGES |= {
+    "Bloomsbury Publishing": page("Bloomsbury Publishing", "Name: Bloomsbury Publishing plc\nType: Public limited "
+        "company\nIndustry: Publishing\nFounded: 1986\nFounder: Nigel Newton\nHq location city: London\nHq location "
+        "country: United Kingdom\n\nBloomsbury Publishing plc is a British publishing house based in London, founded in "
+        "1986. It published J. K. Rowling's Harry Potter novels, beginning with Harry Potter and the Philosopher's Stone "
+        "in 1997."),
+    "London": page("London", "Name: London\nSettlement type: Capital city\nSubdivision type: Country\nSubdivision "
+        "name: United Kingdom\nSubdivision type1: Constituent country\nSubdivision name1: England\nPopulation total: "
+        "8,799,800\nPopulation as of: 2021 census\nTimezone: GMT\n\nLondon is the capital and largest city of both "
+        "England and the United Kingdom. It stands on the River Thames in south-east England. It is home to University "
+        "College London and to many film studios and publishers, including Bloomsbury Publishing."),
+    "University of Exeter": page("University of Exeter", "Name: University of Exeter\nEstablished: 1955\nType: Public "
+        "research university\nCity: Exeter\nCountry: United Kingdom\n\nThe University of Exeter is a public research "
+        "university in Exeter, Devon, England. J. K. Rowling graduated from it."),
+}
+
 NO_PAGE = "Error: no page titled {title!r}. Use search to find the exact title."
 
 
@@ -417,6 +433,60 @@ def _scenarios():
              search(("J. K. Rowling", "Joanne Rowling (born 31 July 1965), known as J. K. Rowling, is a British "
                      "author. She studied French and Classics at the University of Exeter.")), ["redundant_turn"]),
         answer("Rowling studied French and Classics at the University of Exeter.", "University of Exeter", []),
+    ]
+
+
+    # Written in the offline scripted policy's own words (synth.policies.scripted), observations verbatim from
+    # the sample's search index.
+    q10 = question("q-bloomsbury-city-population", "As of October 2026, what figure is recorded as the population "
+                   "of the headquarters city of Bloomsbury Publishing?",
+                   [hop("Bloomsbury Publishing", "hq_location_city", tail="London"),
+                    hop("London", "population_total", value="8799800", value_type="number")],
+                   "8799800", answer_type="number")
+    s10_search = turn("I need the hq location city of Bloomsbury Publishing. I will search for 'Bloomsbury Publishing "
+                      "headquarters city population'.", "search",
+                      {"query": "Bloomsbury Publishing headquarters city population", "top_k": 3},
+                      search(("Bloomsbury Publishing", "Name: Bloomsbury Publishing plc"),
+                             ("London", "It is home to University College London and to many film studios and "
+                              "publishers, including Bloomsbury Publishing."),
+                             ("Mexico City", "Name: Mexico City")), [])
+    s10_open = turn("The search results list Bloomsbury Publishing. I will open Bloomsbury Publishing to find its hq "
+                    "location city.", "open_page", {"title": "Bloomsbury Publishing", "page": 1},
+                    PAGES["Bloomsbury Publishing"], [])
+    from_page = ('Bloomsbury Publishing states: "Hq location city: London". So the hq location city of Bloomsbury '
+                 'Publishing is London.')
+    yield q10, [
+        s10_search,
+        s10_open,
+        turn(f"{from_page} I will open London to find its population total. I also recall that the population total "
+             "of London is Mexico City, which fits the question.", "open_page", {"title": "London", "page": 1},
+             PAGES["London"], ["unsupported_claim"]),
+        answer('London states: "Population total: 8,799,800". So the population total of London is 8,799,800. The '
+               "answer to the question is 8799800.", "8799800", []),
+    ]
+    yield q10, [
+        {**s10_search, "label": None},
+        {**s10_open, "label": None},
+        turn("I will check whether Bloomsbury Publishing mentions Penguin.", "find_in_page",
+             {"title": "Bloomsbury Publishing", "text": "Penguin"}, matches("Bloomsbury Publishing", "Penguin"),
+             ["empty_result"]),
+        turn("Bloomsbury Publishing is owned by Penguin Random House. I will open London.", "open_page",
+             {"title": "London"}, PAGES["London"], ["unsupported_claim"]),
+        turn("I will find the population in the London page.", "find_in_page", {"title": "London", "text": "population"},
+             matches("London", "population", "Population total: 8,799,800", "Population as of: 2021 census"),
+             ["redundant_turn"]),
+        answer('London states: "Population as of: 2021 census". So the population of London is 2021.', "2021",
+               ["wrong_answer"]),
+    ]
+    yield q10, [
+        {**s10_search, "label": None},
+        turn("Perhaps University of Exeter is connected to Bloomsbury Publishing; let me open it.", "open_page",
+             {"title": "University of Exeter"}, PAGES["University of Exeter"], ["off_path_detour"]),
+        {**s10_open, "label": None},
+        turn(f"{from_page} I will open London to find its population total.", "open_page",
+             {"title": "London", "page": 1}, PAGES["London"], []),
+        answer('London states: "Population total: 8,799,800". The answer to the question is 8,799,800.', "8,799,800",
+               []),
     ]
 
 
