@@ -251,6 +251,8 @@ class SearchEnvironment:
         if page is None:
             return self._unknown_page(title)
         needle = " ".join(text.split()).casefold()
+        if not needle:
+            return "Error: invalid arguments for find_in_page: text: is blank", True
         matches = []
         for number, chunk in enumerate(page.chunks, 1):
             for sentence in split_sentences(chunk):

@@ -104,6 +104,7 @@ def test_find_in_page(env):
         ("open_page", ["Chicago"], "must be a JSON object"),
         ("browse", {"url": "http://x"}, "unknown tool 'browse'"),
         ("answer", {}, "invalid arguments for answer"),
+        ("find_in_page", {"title": "Chicago", "text": "  "}, "text: is blank"),
     ],
 )
 def test_errors_are_results(env, name, arguments, message):

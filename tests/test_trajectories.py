@@ -269,3 +269,31 @@ def test_a_600_turn_run_keeps_the_prompt_bounded(snapshot, framework_name):
     assert max(sizes[-300:]) < 1.1 * max(sizes[60:120])  # no growth once the window is full
     assert max(turn.prompt_chars for turn in trajectory.turns) < 24_000
     assert all(not turn.tool_error and "Results for" in turn.observation for turn in trajectory.turns)
+
+
+def test_commands(snapshot, tmp_path, capsys):
+    from pipeline.cli import build_parser, main
+    from synth.trajectories import config_from_args
+
+    common = ["--questions", str(snapshot / "questions"), "--index", str(snapshot / "index")]
+    out = tmp_path / "cli"
+    assert main(["trajectories", *common, "--out", str(out), "--frameworks", "react", "--rollouts", "1",
+                 "--error-rate", "premature_answer=0.5", "--cache", str(tmp_path / "cache")]) == 0
+    assert "trajectories: 4 runs of 4 questions" in capsys.readouterr().out
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["config"]["error_rates"]["premature_answer"] == 0.5
+    assert manifest["config"]["error_rates"]["repeated_search"] == TrajectoryConfig().error_rates["repeated_search"]
+
+    assert main(["trajectories", *common, "--out", str(tmp_path / "x"), "--error-rate", "typo=0.1"]) == 2
+    assert "unknown error kinds ['typo']" in capsys.readouterr().err
+    assert main(["trajectories", *common, "--out", str(tmp_path / "x"), "--llm-base-url", "http://127.0.0.1:9/v1"]) == 2
+    assert "--llm-base-url needs --llm-model" in capsys.readouterr().err
+    assert main(["index", "--graph", str(tmp_path / "missing"), "--out", str(tmp_path / "i")]) == 2
+    assert "no finished stage 1 output" in capsys.readouterr().err
+
+    args, _ = build_parser().parse_known_args(
+        ["trajectories", "--llm-base-url", "http://127.0.0.1:9/v1", "--llm-model", "m", "--llm-frameworks", "tagged",
+         "--llm-api-key-env", "MY_KEY", "--max-turns", "600", "--keep-last", "3"])
+    config = config_from_args(args)
+    assert set(config.policies) == {"tagged"} and config.policies["tagged"].api_key_env == "MY_KEY"
+    assert (config.max_turns, config.keep_last_observations) == (600, 3)
