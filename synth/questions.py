@@ -404,7 +404,10 @@ def structural_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, 
 def text_gate(ctx: QuestionContext, path: Path, text: str, aliases: list[str]) -> tuple[str, str] | None:
     if (form := gates.answer_leak(text, path.answer, aliases)) is not None:
         return "answer_leak", form
+    # Evidence sentences of the hops, and the lead sentences of the intermediates (a writer that copies
+    # a long stretch of either hands the searcher a direct hit).
     evidence = [ctx.graph.relations["evidence"][int(i)].as_py() for i in _edge_rows(ctx, path)]
+    evidence += [ctx.entities[t].description for t in path.nodes[1:-1] if t in ctx.entities]
     if (gram := gates.evidence_leak(text, evidence, ctx.config.leak_ngram)) is not None:
         return "evidence_leak", gram
     if (name := gates.intermediate_leak(text, path.nodes[1:-1])) is not None:

@@ -146,6 +146,26 @@ def test_leaking_llm_question_is_rejected(tmp_path, graph_and_paths):
     assert manifest.counts["rejected:answer_leak"] == manifest.counts["paths:read"]
 
 
+def test_llm_question_copying_an_intermediate_description_is_rejected(tmp_path, graph_and_paths):
+    graph_dir, paths_dir = graph_and_paths
+    path = next(p for p in read_records(Path, paths_dir / "paths") if p.nodes[1] == "Joachim Sauer")
+
+    lead = "Joachim Sauer is a German quantum chemist and professor emeritus at a university in Berlin."
+
+    def copies(body: dict) -> Reply:
+        assert lead in body["messages"][1]["content"]  # the writer sees the intermediate's description
+        text = "As of March 2026, where was the German quantum chemist and professor emeritus at a university married to Angela Merkel born?"
+        return Reply(content=json.dumps({"question": text}))
+
+    with OpenAIServer(copies) as server:
+        config = QuestionConfig(writer=role(server))
+        ctx = questions_module._load_context(graph_dir, paths_dir, config)
+        ctx.entities["Joachim Sauer"] = questions_module.EntityInfo("Infobox scientist", lead, [])
+        kept, skipped, _ = run_async(lambda: questions_module.process_unit(ctx, [path], None))
+    assert kept == [] and skipped[0].reason == "evidence_leak"
+    assert "german quantum chemist and professor emeritus at" in skipped[0].detail
+
+
 def test_killed_run_resumes_without_repeating_requests(tmp_path, graph_and_paths, monkeypatch):
     graph_dir, paths_dir = graph_and_paths
     with OpenAIServer(Script()) as server:
