@@ -13,13 +13,14 @@ from critic.report import judged_report
 from critic.scoring import judge_trajectory
 from pipeline.cli import main
 from pipeline.io import WorkUnits, read_manifest, read_records
-from schemas.config import IndexConfig, JudgeConfig, TrajectoryConfig
+from schemas.config import IndexConfig, JudgeConfig, LLMRole, TrajectoryConfig
 from schemas.critic import JudgedTrajectory
 from schemas.questions import Question
 from schemas.trajectory import Trajectory
 from schemas.wiki import SkippedRecord
 from synth.environment import build_index
 from synth.trajectories import run_trajectories
+from tests.servers import OpenAIServer, Reply
 from tests.trajectory_fixtures import make_graph, make_questions
 
 ERROR_RATES = {"repeated_search": 0.08, "malformed_arguments": 0.08, "off_path_detour": 0.08,
@@ -122,3 +123,27 @@ def test_judge_and_critic_report_commands(snapshot, tmp_path, capsys):
     assert "injected errors" in printed and "repeated_call" in printed
     assert main(["judge", "--trajectories", str(tmp_path / "nothing"), "--out", str(tmp_path / "x")]) == 2
     assert main([*args[:-2], "--judge-base-url", "http://127.0.0.1:9/v1"]) == 2
+
+
+def test_the_llm_judge_runs_in_the_stage_and_its_cache_makes_a_rerun_free(snapshot, tmp_path, monkeypatch):
+    monkeypatch.setenv("HOPSMITH_TEST_KEY", "sk-secret-sentinel")
+    honest = Reply(content='{"sensible_next_step": 0.8, "sensible_rationale": "on track", '
+                           '"logical_soundness": 0.9, "soundness_rationale": "grounded"}')
+    with OpenAIServer(lambda body: honest) as server:
+        role = LLMRole(base_url=server.base_url, model="judge-model", api_key_env="HOPSMITH_TEST_KEY",
+                       max_concurrency=4, backoff_s=0.01)
+        config = JudgeConfig(judge=role, batch_size=8)
+        first = run_judge(snapshot / "trajectories", snapshot / "questions", snapshot / "index", tmp_path / "a",
+                          config, tmp_path / "cache")
+        requests = len(server.requests)
+        second = run_judge(snapshot / "trajectories", snapshot / "questions", snapshot / "index", tmp_path / "b",
+                           config, tmp_path / "cache")
+        assert len(server.requests) == requests <= first.counts["turns"]  # identical prompts share the cache
+    assert first.engines == {"judge": "offline+openai:judge-model"} and second.counts == first.counts
+    records = list(read_records(JudgedTrajectory, tmp_path / "a" / "judged"))
+    passed = [j for r in records for j in r.judgements if j.verdict]
+    assert passed and all(j.tool_accuracy.score == 0.8 and "on track" in j.tool_accuracy.rationale for j in passed)
+    assert all(j.logical_soundness.score <= 0.9 for r in records for j in r.judgements)
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert b"sk-secret-sentinel" not in path.read_bytes()
