@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import apache_beam as beam
+from mwparserfromhell.parser import ParserError
 
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
@@ -240,7 +241,9 @@ def extract_article(
         return _skip(page, "broken_markup", str(error))
     except RecursionError as error:
         return _skip(page, "parse_error", f"RecursionError: {error}")
-    except Exception as error:  # mwparserfromhell.ParserError and anything a parser trips over
+    except Exception as error:  # mwparserfromhell.ParserError and anything else a page trips over
+        if not isinstance(error, ParserError):  # counted, but loud: it may be a bug rather than bad markup
+            log.warning("extract: %r skipped as parse_error", page.title, exc_info=True)
         return _skip(page, "parse_error", f"{type(error).__name__}: {error}")
 
 
