@@ -225,9 +225,9 @@ def _provenance(manifests: dict[str, Manifest], seed: int) -> list[list[Any]]:
     rows: list[list[Any]] = []
     if extract is not None:
         for item in extract.inputs:
-            rows.append(
-                ["dump", f"`{Path(item.path).name}` ({item.bytes:,} bytes, sha256 `{item.sha256[:16]}…`)"]
-            )
+            name = Path(item.path).name
+            label = "dump index" if "-index" in name else "dump"
+            rows.append([label, f"`{name}` ({item.bytes:,} bytes, sha256 `{item.sha256[:16]}…`)"])
         rows.append(["as-of", extract.as_of.date().isoformat() if extract.as_of else "newest revision"])
         rows.append(["recency window", f"{extract.window_days} days" if extract.window_days else "-"])
     rows.append(["seed", seed])
@@ -272,7 +272,7 @@ def render_card(
         f'`datasets.load_dataset("parquet", data_files={{"train": "{shard_pattern("toolmind", "train")}"}})` '
         "or by config name from the Hub.\n",
         "## Provenance\n",
-        _table(["", ""], _provenance(manifests, seed)) + "\n",
+        _table(["item", "value"], _provenance(manifests, seed)) + "\n",
         f"RL prompts roll out in the search environment `{environment}` (the `index` stage output of the same "
         "run: `synth.environment.SearchEnvironment.load(<out>/index)`).\n",
         "## Statistics\n",

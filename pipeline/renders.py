@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any, Literal
 
 from schemas.critic import JudgedTrajectory
@@ -132,9 +133,14 @@ def turn_rewards(judged: JudgedTrajectory) -> list[float]:
     return [float(by_index.get(turn.index, 0.0)) for turn in judged.trajectory.turns]
 
 
+@cache
+def _render_tools_json() -> str:
+    return json.dumps([spec for spec in tool_specs() if spec["function"]["name"] != ANSWER_TOOL])
+
+
 def render_tools() -> list[dict[str, Any]]:
     """The tools the renders declare: the search tools; the answer is the final reply, not a call."""
-    return [spec for spec in tool_specs() if spec["function"]["name"] != ANSWER_TOOL]
+    return json.loads(_render_tools_json())
 
 
 def _arguments_json(arguments: dict[str, Any]) -> str:
@@ -152,6 +158,7 @@ def boxed(answer: str) -> str:
 # ---------------------------------------------------------------- toolmind (ToolMind-Web-QA, MCP calls)
 
 
+@cache
 def toolmind_system_prompt(as_of: str) -> str:
     """The ToolMind/MiroThinker-style system prompt: MCP tool-use instructions, the tools, today's date."""
     lines = [
@@ -312,6 +319,7 @@ def parse_toolmind(conversations: list[dict[str, Any]]) -> ParsedConversation:
 # ---------------------------------------------------------------- nanbeige (Qwen3 ChatML tool template)
 
 
+@cache
 def nanbeige_system_prompt(as_of: str) -> str:
     """The system turn of the Nanbeige4.1/Qwen3 tool template: instructions, date, tools in `<tools>`."""
     tools = "\n".join(json.dumps(spec, ensure_ascii=False) for spec in render_tools())
