@@ -70,7 +70,9 @@ class RLConfig(BaseModel):
 
 
 PRESETS: dict[str, dict] = {
-    "tiny-cpu": {},
+    # A random tiny policy fails every turn it writes; with `penalty` those turns still train (reward -1),
+    # so the CPU check exercises the PPO/KL path. Real runs mask failed turns (ToolMind's better choice).
+    "tiny-cpu": {"failed_turns": "penalty"},
     "gpu": {"bf16": True, "gradient_checkpointing": True, "lr": 1e-6, "max_len": 32768, "logprob_chunk": 2048, "batch_size": 8,
             "offline_steps": 200, "online_steps": 100, "prompts_per_step": 8, "group_size": 8, "max_turns": 60,
             "max_new_tokens": 4096, "temperature": 0.7, "ppo_epochs": 2, "kl_coef": 0.001},

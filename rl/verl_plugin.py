@@ -3,8 +3,9 @@
 Imported only inside a verl environment (it imports verl); `hopsmith rl export-verl` writes the YAML that
 points verl here. Written against verl's agent-loop API (verl.experimental.agent_loop, verl 0.8-0.9).
 
-Flow per rollout: the agent loop samples turns from verl's inference servers in the Nanbeige template,
-executes each tool call in the stage 3 `SearchEnvironment`, judges every turn with the stage 4 critic,
+Flow per rollout: the agent loop runs `rl.rollout.run_episode` (the rl/ trainer's own turn loop) with
+verl's inference servers as the sampler, executes each tool call in the stage 3 `SearchEnvironment`,
+judges every turn with the stage 4 critic,
 masks failed turns (policy `mask`) or keeps their penalty reward (`penalty`), and returns the turn
 rewards; the reward manager lays them on the tokens (`rl.verl_layout`); `turn_grpo` computes turn-level
 advantages with the same functions as the rl/ trainer.
@@ -27,15 +28,12 @@ from verl.workers.reward_manager.abstract import AbstractRewardManager
 
 from critic.scoring import judge_trajectory
 from pipeline.io import read_records
-from pipeline.renders import ANSWER_TOOL, nanbeige_tool_response, parse_nanbeige_assistant
-from rl.chat import IM_END, message_header, render_text
-from rl.rollout import FRAMEWORK, PARSE_ERROR
+from rl.rollout import episode_trajectory, mask_failed_turns, prompt_ids, run_episode
 from rl.verl_layout import place_turn_rewards, turn_grpo
 from schemas.config import JudgeConfig
+from schemas.dataset import RLPrompt
 from schemas.questions import Question
-from schemas.trajectory import ToolCall, Trajectory, Turn
 from synth.environment import SearchEnvironment
-from synth.matching import match_answer
 
 AGENT_NAME = "hopsmith_turn_agent"
 
@@ -67,97 +65,39 @@ class HopsmithTurnAgentLoop(AgentLoopBase):
         self.max_turns = max_turns
         self.judge_config = JudgeConfig(failed_turns=failed_turns, failed_turn_reward=failed_turn_reward)
 
-    def _encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False)
-
-    def _observe(self, view) -> tuple[str, bool, str | None]:
-        if view.kind == "unparsed":
-            return PARSE_ERROR, True, PARSE_ERROR
-        text, error = self.environment.execute(view.name, view.arguments)
-        if len(text) > self.max_observation_chars:
-            text = text[: self.max_observation_chars] + "...(truncated)"
-        return text, error, None
-
     async def run(self, sampling_params: dict[str, Any], **kwargs) -> AgentLoopOutput:
-        messages = list(kwargs["raw_prompt"])
+        messages = [{"role": m["role"], "content": m["content"]} for m in kwargs["raw_prompt"]]
         extra_info = kwargs.get("extra_info") or {}
-        prompt_ids = await self.apply_chat_template(messages)
         request_id = uuid4().hex
-        response_ids: list[int] = []
-        response_mask: list[int] = []
-        logprobs: list[float] = []
-        spans: list[tuple[int, int]] = []
-        turns: list[Turn] = []
-        final_answer, stop_reason, ended = None, "max_turns", True
-        started = time.perf_counter()
-        for index in range(self.max_turns):
-            budget = self.response_length - len(response_ids) - 2  # room for the closing <|im_end|>\n
-            if budget <= 0:
-                break
-            output = await self.server_manager.generate(request_id=request_id, prompt_ids=prompt_ids + response_ids,
-                                                        sampling_params=sampling_params)
-            tokens = list(output.token_ids[:budget])
-            start = len(response_ids)
-            response_ids += tokens
-            response_mask += [1] * len(tokens)
-            logprobs += list(output.log_probs[:budget]) if output.log_probs else [0.0] * len(tokens)
-            spans.append((start, len(response_ids)))
-            text = self.tokenizer.decode(tokens, skip_special_tokens=False)
-            ended = text.endswith(IM_END)
-            content = text.removesuffix(IM_END)
-            view = parse_nanbeige_assistant(content)
-            turn = Turn(index=index, reasoning=view.reasoning, raw_output=content, completion_tokens=len(tokens))
-            if view.kind == "final" or (view.kind == "call" and view.name == ANSWER_TOOL):
-                final_answer = view.answer if view.kind == "final" else str(view.arguments.get("text", ""))
-                if view.kind == "call":
-                    turn.tool_call = ToolCall(call_id=f"call_{index}", name=view.name, arguments=view.arguments)
-                turn.final_answer, stop_reason = final_answer, "answered"
-                turns.append(turn)
-                break
-            if view.kind == "call":
-                turn.tool_call = ToolCall(call_id=f"call_{index}", name=view.name, arguments=view.arguments)
-            turn.observation, turn.tool_error, turn.parse_error = self._observe(view)
-            turns.append(turn)
-            closing = ("" if ended else IM_END) + "\n"
-            feedback = self._encode(closing + render_text([{"role": "user", "content": nanbeige_tool_response(
-                turn.observation)}]) + message_header("assistant"))
-            if len(response_ids) + len(feedback) + 2 > self.response_length:
-                break
-            response_ids += feedback
-            response_mask += [0] * len(feedback)
-            logprobs += [0.0] * len(feedback)
-            ended = True
-        closing = self._encode(("" if ended else IM_END) + "\n")  # the outcome reward's mask-0 token
-        response_ids += closing
-        response_mask += [0] * len(closing)
-        logprobs += [0.0] * len(closing)
 
-        trajectory = Trajectory(
-            trajectory_id=request_id, question_id=str(extra_info.get("question_id", "")),
-            question=messages[-1]["content"], answer=kwargs["reward_model"]["ground_truth"],
-            aliases=list(extra_info.get("aliases", [])), as_of=extra_info["as_of"], framework=FRAMEWORK,
-            policy="verl", engine="verl-rollout", seed=0, turns=turns, final_answer=final_answer,
-            stop_reason=stop_reason, environment=self.environment.environment_id,
-            outcome=match_answer(final_answer, kwargs["reward_model"]["ground_truth"], extra_info.get("aliases", [])),
-        )
-        judged = judge_trajectory(trajectory, self.questions.get(trajectory.question_id), self.judge_config)
-        turn_rewards = []
-        for (start, end), judgement in zip(spans, judged.judgements, strict=False):
-            if end == start:
-                continue
-            if self.judge_config.failed_turns == "mask" and not judgement.verdict:
-                response_mask[start:end] = [0] * (end - start)  # context only: out of the loss and the stats
-            else:
-                turn_rewards.append(judgement.reward)
+        async def sample(context: list[int]) -> tuple[list[int], list[float] | None]:
+            output = await self.server_manager.generate(request_id=request_id, prompt_ids=context,
+                                                        sampling_params=sampling_params)
+            return list(output.token_ids), output.log_probs
+
+        started = time.perf_counter()
+        episode = await run_episode(sample, self.tokenizer, self.environment.execute, prompt_ids(self.tokenizer, messages),
+                                    max_turns=self.max_turns, max_response_tokens=self.response_length,
+                                    max_observation_chars=self.max_observation_chars)
+        prompt = RLPrompt(prompt_id=str(extra_info.get("prompt_id", request_id)),
+                          question_id=str(extra_info.get("question_id", "")), prompt=messages,
+                          answer=kwargs["reward_model"]["ground_truth"], aliases=list(extra_info.get("aliases", [])),
+                          as_of=extra_info["as_of"], hops=int(extra_info.get("hops", 0)),
+                          environment=self.environment.environment_id)
+        trajectory = episode_trajectory(episode, messages, prompt, trajectory_id=request_id, policy="verl",
+                                        engine="verl-rollout", seed=0, rollout_index=0,
+                                        environment=self.environment.environment_id)
+        judged = judge_trajectory(trajectory, self.questions.get(prompt.question_id), self.judge_config)
+        response_mask, turn_rewards = mask_failed_turns(episode, judged, self.judge_config.failed_turns)
         passed = [j.verdict for j in judged.judgements]
         return AgentLoopOutput(
-            prompt_ids=prompt_ids, response_ids=response_ids, response_mask=response_mask,
-            response_logprobs=logprobs, num_turns=2 * len(turns) + 1,
+            prompt_ids=episode.prompt_ids, response_ids=episode.response_ids, response_mask=response_mask,
+            response_logprobs=episode.logprobs, num_turns=2 * len(episode.turns) + 1,
             metrics=AgentLoopMetrics(generate_sequences=time.perf_counter() - started),
             extra_fields={
                 "turn_rewards": turn_rewards, "outcome_reward": judged.outcome_reward,
-                "outcome_position": len(response_ids) - 1, "turn_pass_rate": sum(passed) / max(len(passed), 1),
-                "correct": trajectory.outcome.correct,
+                "outcome_position": len(episode.response_ids) - 1,
+                "turn_pass_rate": sum(passed) / max(len(passed), 1), "correct": trajectory.outcome.correct,
             },
         )
 
