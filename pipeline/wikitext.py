@@ -388,8 +388,11 @@ def split_top_level(inner: str) -> list[str]:
 _TEMPLATE_NAME = re.compile(r"\{\{\s*([^|{}]*)")
 _INLINE_DATE_TEMPLATES = re.compile(r"^(birth|death|start|end|film|release)[ _-]?date|^(dob|bda|dda|dts)$")
 _SYMBOL_TEMPLATES = {"snd": " – ", "spaced ndash": " – ", "spnd": " – ", "ndash": "–", "mdash": "—", "nbsp": " ",
-                     "sndash": " – ", "dash": " – "}
-_KEEP_ARGUMENT_TEMPLATES = {"nowrap", "nobr", "small", "big", "lang", "langx", "transl", "ill", "interlanguage link"}
+                     "sndash": " – ", "dash": " – ", "pi": "π", "'": "'"}
+_FIRST_ARGUMENT_TEMPLATES = frozenset(
+    {"nowrap", "nobr", "small", "big", "ill", "interlanguage link", "nihongo", "nihongo2", "nihongo3", "korean"}
+)
+_KEEP_ARGUMENT_TEMPLATES = _FIRST_ARGUMENT_TEMPLATES | {"lang", "langx", "transl"}
 
 
 _RENDERED_TEMPLATES = frozenset({"convert", "cvt"}) | _KEEP_ARGUMENT_TEMPLATES | frozenset(_SYMBOL_TEMPLATES)
@@ -410,8 +413,7 @@ def render_inline_template(source: str) -> str:
     if name in ("convert", "cvt") and len(positional) >= 2:
         return f"{positional[0]} {positional[1]}"
     if name in _KEEP_ARGUMENT_TEMPLATES and positional:
-        keep = positional[0] if name in ("nowrap", "nobr", "small", "big", "ill", "interlanguage link") else positional[-1]
-        return keep
+        return positional[0] if name in _FIRST_ARGUMENT_TEMPLATES else positional[-1]
     if name.startswith("lang-") and positional:
         return positional[-1]
     return _SYMBOL_TEMPLATES.get(name, "")
