@@ -229,7 +229,8 @@ def _criterion_values(pairs: list[str], flag: str) -> dict[str, float]:
 
 def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags that build a JudgeConfig; shared by `judge` and `critic-report`."""
-    parser.add_argument("--config", help="TOML file: a JudgeConfig, at top level or in a [judge] table")
+    parser.add_argument("--config", help="TOML file: a JudgeConfig at top level, or the [judge] table of a "
+                        "`hopsmith dataset` config; flags override it")
     parser.add_argument("--judge-base-url", help="OpenAI-compatible endpoint of the LLM judge (default: offline only)")
     parser.add_argument("--judge-model", help="model name at the judge endpoint")
     parser.add_argument("--judge-api-key-env", help="environment variable holding the judge's API key")
@@ -251,7 +252,9 @@ def judge_config_from_args(args: argparse.Namespace) -> JudgeConfig:
             data = tomllib.loads(Path(args.config).read_text())
         except (OSError, tomllib.TOMLDecodeError) as error:
             raise UserError(f"cannot read config {args.config}: {error}") from error
-        values = dict(data.get("judge", data))
+        section = data.get("judge")
+        dataset_style = isinstance(section, dict) and set(section) <= set(JudgeConfig.model_fields)
+        values = dict(section if dataset_style else data)
     role = dict(values.get("judge", {}))
     for flag, key in (("judge_base_url", "base_url"), ("judge_model", "model"), ("judge_api_key_env", "api_key_env"),
                       ("judge_concurrency", "max_concurrency")):

@@ -293,3 +293,26 @@ def test_thresholds_decide_the_verdict_and_are_validated():
     assert judge_turns(trajectory(_run()), QUESTION, lenient)[2].verdict
     with pytest.raises(ValueError):
         JudgeConfig(thresholds={"tool_accuracy": 0.5})
+
+
+def test_judge_config_comes_from_a_toml_file_and_flags(tmp_path):
+    import argparse
+
+    from critic.judge import add_judge_arguments, judge_config_from_args
+    from pipeline.errors import UserError
+
+    parser = argparse.ArgumentParser()
+    add_judge_arguments(parser)
+    dataset_style = tmp_path / "dataset.toml"
+    dataset_style.write_text('[judge]\nfailed_turns = "penalty"\n[judge.thresholds]\ninformation_gain = 0.3\n'
+                             '[judge.judge]\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "m"\n')
+    config = judge_config_from_args(parser.parse_args(["--config", str(dataset_style), "--threshold",
+                                                       "tool_accuracy=0.7"]))
+    assert config.failed_turns == "penalty" and config.judge.model == "m"
+    assert config.thresholds == {"tool_accuracy": 0.7, "information_gain": 0.3, "logical_soundness": 0.5}
+    top_level = tmp_path / "judge.toml"
+    top_level.write_text('failed_turn_reward = -2.0\n[judge]\nbase_url = "http://127.0.0.1:1/v1"\nmodel = "n"\n')
+    config = judge_config_from_args(parser.parse_args(["--config", str(top_level), "--judge-concurrency", "3"]))
+    assert config.failed_turn_reward == -2.0 and config.judge.model == "n" and config.judge.max_concurrency == 3
+    with pytest.raises(UserError):
+        judge_config_from_args(parser.parse_args(["--weight", "tool_accuracy=heavy"]))
