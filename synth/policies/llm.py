@@ -7,7 +7,6 @@ turn by the framework with a bounded ContextWindow, so its size does not grow wi
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from pipeline.llm import LLMClient
@@ -16,6 +15,16 @@ from schemas.trajectory import Turn
 from synth.frameworks import ContextWindow, Framework
 from synth.frameworks.base import ModelOutput
 from synth.policies.base import PolicyOutput
+
+
+def prompt_chars(messages: list[dict]) -> int:
+    """Characters of message text and tool-call arguments: the prompt's size without re-serialising it."""
+    total = 0
+    for message in messages:
+        total += len(message.get("content") or "")
+        for call in message.get("tool_calls") or ():
+            total += len(call["function"]["arguments"]) + len(call["function"]["name"])
+    return total
 
 
 class LLMPolicy:
@@ -56,5 +65,5 @@ class LLMAgent:
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,
             seconds=result.seconds,
-            prompt_chars=len(json.dumps(messages, ensure_ascii=False)) + len(json.dumps(tools or [])),
+            prompt_chars=prompt_chars(messages),
         )
