@@ -32,10 +32,12 @@ from pipeline.wikitext import (
 )
 
 _GROUP_INDEX = re.compile(r"^(?P<base>.*?[a-z_\-)])(?P<index>\d+)$")
+_SQUARE_UNIT = re.compile(r"(?:^|_)(?:km|mi|m|ft|sq_mi|sq_km)2$")  # area_total_km2 is a unit, not a group
 _SKIP_TOKENS = frozenset(
     "image img images caption captions map mapsize coordinates coordinate coord coords alt signature logo logos "
-    "pushpin upright imagesize image_size seal flag_image locator relief".split()
+    "pushpin upright imagesize image_size seal shield flag_image locator relief".split()
 )
+_SKIP_SUFFIXES = ("_size", "_width", "_upright", "_alt")
 _SKIP_PREFIXES = ("image", "img", "caption", "map", "logo", "signature", "coord", "pushpin", "blank_emblem")
 
 LIST_TEMPLATES = frozenset(
@@ -91,14 +93,15 @@ def normalize_parameter(raw: str) -> tuple[str, int | None]:
     """`Spouse2` -> ("spouse", 2); `birth date` -> ("birth_date", None)."""
     name = re.sub(r"[\s_]+", "_", raw.strip().lower()).strip("_")
     match = _GROUP_INDEX.match(name)
-    if match:
+    if match and not _SQUARE_UNIT.search(name):
         return match.group("base").rstrip("_-"), int(match.group("index"))
     return name, None
 
 
 def is_skipped_parameter(name: str) -> bool:
     """Image, caption, map, coordinate, alt text, signature and logo parameters carry no facts."""
-    return name.startswith(_SKIP_PREFIXES) or any(token in _SKIP_TOKENS for token in name.split("_"))
+    return (name.startswith(_SKIP_PREFIXES) or name.endswith(_SKIP_SUFFIXES)
+            or any(token in _SKIP_TOKENS for token in name.split("_")))
 
 
 def is_box_name(name: str) -> bool:
@@ -200,7 +203,7 @@ def facts_from_item(item: list, relation: str, dates_expected: bool = False) -> 
     facts = walker.facts + [Fact(relation, "", "", "entity", tail=target) for target in walker.links]
     if not facts:
         text = _PARENS.sub(" ", "".join(walker.text))
-        text = strip_trailing_punctuation(re.sub(r"\s+", " ", text))
+        text = strip_trailing_punctuation(re.sub(r"\s+([,;:.])", r"\1", re.sub(r"\s+", " ", text)))
         if text:
             facts.append(literal_fact(relation, text, dates_expected))
     notes = [("note", note) for note in walker.notes]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.infobox import normalize_parameter, parse_infoboxes
+from pipeline.infobox import is_skipped_parameter, normalize_parameter, parse_infoboxes
 from pipeline.wikitext import (
     BrokenMarkup,
     infobox_spans,
@@ -42,6 +42,7 @@ PERSON = """{{Short description|American politician}}
 | height = {{convert|1.87|m|ftin|abbr=on}}
 | nationality = {{flag|United States}}
 | population = 1,234,567 (2010 est.)
+| demonym = Berliner (m), Berlinerin (f)
 | founded = 1998
 | awards = {{ubl|[[Nobel Peace Prize]]|Grammy Award}}
 | genre = {{hlist|[[Memoir]]|[[Politics]]}}
@@ -130,6 +131,7 @@ def test_typed_literals(facts):
     assert relation(facts, "population") == [("number", "1234567", None, (("note", "2010 est."),))]
     assert relation(facts, "nationality") == [("entity", "United States", None, ())]
     assert relation(facts, "name") == [("string", "Barack Obama", None, ())]
+    assert relation(facts, "demonym") == [("string", "Berliner, Berlinerin", None, (("note", "m"), ("note", "f")))]
     assert relation(facts, "website") == [("string", "barackobama.com", None, ())]
 
 
@@ -150,6 +152,9 @@ def test_parameter_names():
     assert normalize_parameter(" birth date ") == ("birth_date", None)
     assert normalize_parameter("years3") == ("years", 3)
     assert normalize_parameter("clubs_12") == ("clubs", 12)
+    assert normalize_parameter("area_total_km2") == ("area_total_km2", None)  # a unit, not a group index
+    assert is_skipped_parameter("shield_size") and is_skipped_parameter("image_caption")
+    assert not is_skipped_parameter("size") and not is_skipped_parameter("altitude")
 
 
 def test_lead_sentences_links_and_description():
