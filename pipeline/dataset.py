@@ -27,7 +27,7 @@ from pipeline.card import DatasetStats, render_card, write_plots
 from pipeline.errors import UserError
 from pipeline.io import atomic_write_text, read_manifest, read_records, shard_files
 from pipeline.layout import CONFIGS, SPLITS, SplitWriter, split_of, write_checksums
-from pipeline.progress import console, print_summary, track
+from pipeline.progress import console, print_summary, track, watch_units
 from pipeline.stage import begin_stage
 from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
@@ -49,7 +49,8 @@ STAGE_FOLDERS = {
     "judge": "judged",
     STAGE: "dataset",
 }
-SFT_CONFIGS = ("toolmind", "nanbeige", "openai", "turns")
+# stages that write resumable work units, and the parts table whose files count finished units
+UNIT_TABLES = {"questions": "questions", "trajectories": "trajectories", "judge": "judged"}
 
 
 def stage_dirs(out: str | Path) -> dict[str, Path]:
@@ -119,7 +120,12 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     for position, (name, step) in enumerate(steps, start=1):
         before = read_manifest(dirs[name])
         out.print(f"[bold][{position}/{len(steps)}][/bold] {name} -> {dirs[name]}")
-        manifest = step()
+        units = UNIT_TABLES.get(name)
+        if units is None:
+            manifest = step()
+        else:
+            with watch_units(dirs[name] / "parts" / units, planned_units(name, config, dirs), f"{name} units"):
+                manifest = step()
         if before is not None and before.key == manifest.key and before.finished_at == manifest.finished_at:
             reused.append(name)
             out.print(f"      finished by an earlier run (key {manifest.key[:12]}), skipped")
@@ -129,6 +135,19 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
 
 def _count_rows(folder: Path) -> int:
     return sum(pq.ParquetFile(f).metadata.num_rows for f in shard_files(folder))
+
+
+def planned_units(stage: str, config: DatasetConfig, dirs: dict[str, Path]) -> int:
+    """How many resumable work units an LLM stage will write (for its progress bar), from row counts."""
+    if stage == "questions":
+        rows, size = _count_rows(dirs["walk"] / "paths"), config.questions.paths_per_unit
+    elif stage == "trajectories":
+        rows, size = _count_rows(dirs["questions"] / "questions"), config.trajectories.questions_per_unit
+        if config.trajectories.max_questions is not None:
+            rows = min(rows, config.trajectories.max_questions)
+    else:
+        rows, size = _count_rows(dirs["trajectories"] / "trajectories"), config.judge.batch_size
+    return -(-rows // size)
 
 
 def _unique(records: Iterator, key: Callable[[Any], str], skipped: Counter, reason: str) -> Iterator:

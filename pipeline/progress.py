@@ -6,7 +6,10 @@ The summary is built only from the stages' `manifest.json` files: what it shows 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import threading
+import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -22,6 +25,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from pipeline.io import read_manifest
 from schemas.manifest import Manifest
@@ -33,35 +37,115 @@ def console() -> Console:
     return Console(stderr=True)
 
 
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
 class RateColumn(TextColumn):
     """Items per second of a task."""
 
     def __init__(self) -> None:
         super().__init__("")
 
-    def render(self, task):  # noqa: D102 - rich column protocol
+    def render(self, task):
         speed = task.finished_speed or task.speed
-        return f"{speed:,.1f}/s" if speed else "-/s"
+        return Text(f"{speed:,.1f}/s" if speed else "-/s")
+
+
+class Reporter:
+    """done/total, rate and time left for one task: a live bar on a terminal, a line every `every_s` in logs.
+
+    Only progress made while it runs counts towards the rate, so work resumed from an earlier run does not
+    make the estimate optimistic.
+    """
+
+    def __init__(self, description: str, total: int | None, completed: int = 0, every_s: float = 10.0):
+        self.description, self.total, self.completed = description, total, completed
+        self.every_s = every_s
+        self._console = console()
+        self._started = time.monotonic()
+        self._resumed_from = completed
+        self._last_line = self._started
+        self._rich: Progress | None = None
+
+    def __enter__(self) -> Reporter:
+        if self._console.is_terminal:
+            self._rich = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TaskProgressColumn(),
+                RateColumn(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=self._console,
+            )
+            self._rich.start()
+            self._task = self._rich.add_task(self.description, total=self.total, completed=self.completed)
+        return self
+
+    def update(self, completed: int) -> None:
+        if completed == self.completed:
+            return
+        self.completed = completed
+        if self._rich is not None:
+            self._rich.update(self._task, completed=completed)
+        elif time.monotonic() - self._last_line >= self.every_s:
+            self._console.print(self.line(), highlight=False)
+            self._last_line = time.monotonic()
+
+    def line(self) -> str:
+        """`<description>: done/total (pct), rate/s, elapsed, ~time left`."""
+        elapsed = time.monotonic() - self._started
+        rate = (self.completed - self._resumed_from) / elapsed if elapsed > 0 else 0.0
+        parts = [f"{self.description}: {self.completed:,}" + (f"/{self.total:,}" if self.total else "")]
+        if self.total:
+            parts[0] += f" ({self.completed / self.total:.0%})"
+        parts.append(f"{rate:,.1f}/s")
+        parts.append(f"elapsed {_duration(elapsed)}")
+        if self.total and rate > 0:
+            parts.append(f"~{_duration((self.total - self.completed) / rate)} left")
+        return ", ".join(parts)
+
+    def __exit__(self, *exc) -> None:
+        if self._rich is not None:
+            self._rich.stop()
+        else:
+            self._console.print(self.line(), highlight=False)
 
 
 def track(items: Iterable[T], total: int | None, description: str) -> Iterator[T]:
-    """Iterate `items`, showing done/total, rate and estimated time left on stderr."""
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TaskProgressColumn(),
-        RateColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=console(),
-        transient=False,
-    )
-    with progress:
-        task = progress.add_task(description, total=total)
-        for item in items:
+    """Iterate `items`, reporting done/total, rate and estimated time left on stderr."""
+    with Reporter(description, total) as reporter:
+        for done, item in enumerate(items, start=1):
             yield item
-            progress.advance(task)
+            reporter.update(done)
+
+
+@contextlib.contextmanager
+def watch_units(folder: Path, total: int, description: str, poll_s: float = 0.5):
+    """Report a running stage's progress by counting the work-unit parts it has written to `folder`.
+
+    Stages that run inside Beam cannot report per element to the driver; their resumable parts can.
+    """
+    def done() -> int:
+        return sum(1 for _ in folder.glob("*.parquet")) if folder.is_dir() else 0
+
+    stop = threading.Event()
+    with Reporter(description, total, completed=done()) as reporter:
+        def poll() -> None:
+            while not stop.wait(poll_s):
+                reporter.update(done())
+
+        thread = threading.Thread(target=poll, name=f"progress-{description}", daemon=True)
+        thread.start()
+        try:
+            yield reporter
+        finally:
+            stop.set()
+            thread.join()
+            reporter.update(done())
 
 
 def _seconds(manifest: Manifest) -> str:
