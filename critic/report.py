@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import defaultdict
 from pathlib import Path
 
 from critic.calibration import INJECTED_KINDS, CalibrationReport, calibrate, injected_labels, load_labelled
@@ -37,12 +38,33 @@ def labelled_report(path: str | Path, config: JudgeConfig, cache_dir: str | Path
     return calibrate(pairs, f"{path} (hand-labelled), critic {engine}")
 
 
-def judged_report(folder: str | Path) -> CalibrationReport:
-    """Compare judged pipeline output with the offline policy's injected errors."""
+def read_judged(folder: str | Path) -> list[JudgedTrajectory]:
     folder = Path(folder)
     records = list(read_records(JudgedTrajectory, folder / "judged" if (folder / "judged").is_dir() else folder))
     if not records:
         raise UserError(f"no judged trajectories in {folder}")
+    return records
+
+
+def judged_summary(records: list[JudgedTrajectory]) -> str:
+    """Per framework and policy: turns, share passing each criterion and the verdict, mean reward."""
+    groups: dict[str, list] = defaultdict(list)
+    for record in records:
+        groups[f"{record.trajectory.framework}/{record.trajectory.policy}"].extend(record.judgements)
+    lines = [f"{'framework/policy':28} {'turns':>7} {'tool':>6} {'gain':>6} {'sound':>6} {'pass':>6} {'reward':>7}"]
+    for name, judgements in sorted(groups.items()):
+        count = max(1, len(judgements))
+        shares = [sum(flag(j) for j in judgements) / count for flag in (
+            lambda j: j.tool_accuracy.passed, lambda j: j.information_gain.passed,
+            lambda j: j.logical_soundness.passed, lambda j: j.verdict)]
+        mean_reward = sum(j.reward for j in judgements) / count
+        lines.append(f"{name:28} {len(judgements):>7} " + " ".join(f"{v:6.2f}" for v in shares) + f" {mean_reward:7.3f}")
+    return "\n".join(lines) + "\n"
+
+
+def judged_report(folder: str | Path) -> CalibrationReport:
+    """Compare judged pipeline output with the offline policy's injected errors."""
+    records = read_judged(folder)
     pairs = [pair for record in records for pair in injected_labels(record)]
     report = calibrate(pairs, f"{folder} (injected errors of the offline policy)")
     injectable = set(INJECTED_KINDS.values())
@@ -73,6 +95,7 @@ def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
         report = labelled_report(args.labelled, judge_config_from_args(args), args.cache)
     else:
         report = judged_report(args.judged)
+        print(judged_summary(read_judged(args.judged)))
     print(report.format())
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(report.to_dict(), indent=2) + "\n")

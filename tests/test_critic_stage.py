@@ -120,7 +120,7 @@ def test_judge_and_critic_report_commands(snapshot, tmp_path, capsys):
     assert failed and all(j.loss_mask == 1 and j.reward == -0.5 for j in failed)
     assert main(["critic-report", "--judged", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "injected errors" in printed and "repeated_call" in printed
+    assert "injected errors" in printed and "repeated_call" in printed and "tagged/scripted" in printed
     assert main(["judge", "--trajectories", str(tmp_path / "nothing"), "--out", str(tmp_path / "x")]) == 2
     assert main([*args[:-2], "--judge-base-url", "http://127.0.0.1:9/v1"]) == 2
 
