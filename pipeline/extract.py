@@ -18,6 +18,12 @@ holds and is checked before the manifest is written.
 Speed: a full mwparserfromhell parse runs at ~2 MB/s. Here only the infobox spans, found by brace matching
 on the raw text (`pipeline.wikitext.infobox_spans`), are parsed; the lead is read with regexes.
 
+Scale: the resolved redirect map and the duplicate-title winners are side inputs (memory grows with the
+number of redirects, ~10M for enwiki); `as_of` is a global combine. Each table is written as
+`part-NNNNN-of-NNNNN.parquet` shards keyed by a hash of the title and sorted inside, so the files are the
+same bytes whatever the runner or worker count. The stage is resumable as a whole: a rerun with the same
+inputs and config is skipped, an interrupted one runs again and overwrites the same shard names.
+
 Time limit per page: mwparserfromhell's C tokenizer holds the GIL, so no thread can interrupt it and an
 alarm only fires between Python bytecodes. The guard is therefore layered: (1) the size cap and the
 brace/bracket balance check keep pathological input (the usual cause of parser blow-ups) away from the
