@@ -18,7 +18,7 @@ from critic.llm_judge import TurnAssessment
 from critic.signals import loss_mask, outcome_reward, turn_reward
 from critic.soundness import logical_soundness
 from schemas.config import JudgeConfig
-from schemas.critic import CRITERIA, KIND_CRITERION, CriterionScore, JudgedTrajectory, TurnJudgement
+from schemas.critic import CRITERIA, CriterionScore, JudgedTrajectory, TurnJudgement
 from schemas.questions import Question
 from schemas.trajectory import Trajectory, Turn
 
@@ -87,7 +87,7 @@ def judge_turns(
                 information_gain=CriterionScore(score=gain.score, passed=passed["information_gain"], rationale=gain.rationale),
                 logical_soundness=CriterionScore(score=sound_score, passed=passed["logical_soundness"], rationale=sound_why),
                 failed_checks=[c.name for c in failed_checks] + [c for c in CRITERIA if not passed[c]],
-                failure_kinds=[k for k in dict.fromkeys(kinds) if KIND_CRITERION[k] in {c for c in CRITERIA if not passed[c]}],
+                failure_kinds=list(dict.fromkeys(kinds)),
                 verdict=verdict,
                 reward=turn_reward(scores, verdict, config),
                 loss_mask=loss_mask(verdict, config),
