@@ -596,7 +596,7 @@ def run_extract(
 ) -> Manifest:
     """Run stage 1 over the configured source into `out_dir`; a finished identical run is skipped."""
     out_dir = Path(out_dir)
-    run = begin_stage(STAGE, out_dir, config, input_files=_input_files(config))
+    run = begin_stage(STAGE, out_dir, _stage_config(config), input_files=_input_files(config))
     if run.done:
         log.info("extract: %s is up to date", out_dir)
         return run.finished
@@ -606,6 +606,15 @@ def run_extract(
     with _pipeline(beam, beam_args) as pipeline:
         pipeline | "Read" >> source_transform(config) | "ExtractGraph" >> ExtractGraph(config, out_dir)
     return _finish(run, config, out_dir)
+
+
+def _stage_config(config: ExtractConfig) -> dict:
+    """The config the stage is keyed by. A dump is pinned by its checksum; a live wiki is not, so an API run
+    is keyed by the UTC day it fetches on: rerun the same day, it is skipped; the next day, it fetches anew."""
+    keyed = config.model_dump(mode="json")
+    if config.api_url is not None:
+        keyed["api_fetch_day"] = dt.datetime.now(dt.UTC).date().isoformat()
+    return keyed
 
 
 def _input_files(config: ExtractConfig) -> list[str]:

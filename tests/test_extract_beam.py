@@ -160,3 +160,24 @@ def test_cli_missing_dump_is_one_error_line(tmp_path, capsys):
     assert code == 2
     assert err.count("\n") == 0 and err.startswith("hopsmith: error:") and "missing.xml.bz2" in err
     assert not (tmp_path / "out").exists()
+
+
+def test_api_source(tmp_path):
+    """The same stage over the Action API reader (a real HTTP server on 127.0.0.1)."""
+    from tests.mediawiki_server import MediaWikiServer, WikiPage, iso
+
+    pages = [
+        WikiPage("Ada Lovelace", _person("Ada Lovelace", "William King", "London"), 1, 11, iso(NEWEST)),
+        WikiPage("Lovelace", "#REDIRECT [[Ada Lovelace]]", 2, 12, iso(NEWEST - dt.timedelta(days=3))),
+        WikiPage("London", "'''London''' is a city in [[England]].", 3, 13, iso(NEWEST - dt.timedelta(days=300))),
+    ]
+    with MediaWikiServer(pages) as wiki:
+        config = ExtractConfig(api_url=wiki.url, api_titles=["Ada Lovelace", "Lovelace", "London"])
+        manifest = run_extract(config, tmp_path)
+    assert manifest.inputs == [] and manifest.config["api_fetch_day"] == dt.datetime.now(dt.UTC).date().isoformat()
+    assert (manifest.counts["pages_in"], manifest.counts["kept"], manifest.counts["skipped:redirect"]) == (3, 2, 1)
+    entities = {e.title: e for e in read_records(TABLES["entities"], tmp_path / "entities")}
+    assert entities["Ada Lovelace"].aliases == ["Lovelace"] and entities["Ada Lovelace"].is_head
+    assert not entities["London"].is_head and manifest.as_of == NEWEST
+    relations = {(r.head, r.relation, r.tail) for r in read_records(TABLES["relations"], tmp_path / "relations")}
+    assert {("Ada Lovelace", "spouse", "William King"), ("London", "links_to", "England")} <= relations
