@@ -6,11 +6,14 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 BASE_STAMP := $(VENV)/.installed-base
 RL_STAMP := $(VENV)/.installed-rl
 
-# make dataset knobs (see README "Configuration"); CONFIG wins when given.
+# make dataset knobs (see README "Configuration"): a TOML CONFIG, and flags that override it when set.
 CONFIG ?=
 OUT ?= out
-SEED ?= 0
-WORKERS ?= 1
+SEED ?=
+DUMP ?=
+INDEX ?=
+AS_OF ?=
+WORKERS ?=
 PYTEST_ARGS ?=
 
 .PHONY: dataset test bench lint rl clean venv
@@ -28,7 +31,7 @@ $(RL_STAMP): $(BASE_STAMP)
 venv: $(RL_STAMP)
 
 dataset: $(BASE_STAMP)
-	$(BIN)/hopsmith dataset $(if $(CONFIG),--config $(CONFIG),--out $(OUT) --seed $(SEED) --direct_num_workers $(WORKERS))
+	$(BIN)/hopsmith dataset $(if $(CONFIG),--config $(CONFIG)) --out $(OUT) $(if $(SEED),--seed $(SEED)) $(if $(DUMP),--dump $(DUMP)) $(if $(INDEX),--index $(INDEX)) $(if $(AS_OF),--as-of $(AS_OF)) $(if $(WORKERS),--direct_num_workers $(WORKERS))
 
 test: $(RL_STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
