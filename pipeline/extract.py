@@ -59,6 +59,7 @@ from pipeline.sources import add_source_arguments, check_readable, source_config
 from pipeline.stage import begin_stage
 from pipeline.wikitext import (
     BrokenMarkup,
+    TooDeep,
     infobox_spans,
     infobox_type,
     is_disambiguation,
@@ -245,6 +246,8 @@ def extract_article(
         return _skip(page, "timeout", str(error))
     except BrokenMarkup as error:
         return _skip(page, "broken_markup", str(error))
+    except TooDeep as error:
+        return _skip(page, "parse_error", str(error))
     except RecursionError as error:
         return _skip(page, "parse_error", f"RecursionError: {error}")
     except Exception as error:  # mwparserfromhell.ParserError and anything else a page trips over

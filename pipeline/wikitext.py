@@ -108,6 +108,14 @@ class BrokenMarkup(ValueError):
     """An infobox template that never closes, or a span whose link brackets do not balance."""
 
 
+class TooDeep(ValueError):
+    """Template nesting deeper than mwparserfromhell handles (past its limit it silently yields text)."""
+
+
+# mwparserfromhell stops recursing at 100 tokenizer contexts; a template level costs two (template, parameter).
+MAX_TEMPLATE_DEPTH = 40
+
+
 @dataclass(frozen=True)
 class Span:
     start: int
@@ -115,18 +123,20 @@ class Span:
     name: str
 
 
-def matching_braces(text: str, start: int) -> int:
-    """The end offset (exclusive) of the `{{...}}` template opening at `start`; -1 when it never closes."""
-    depth = 0
+def matching_braces(text: str, start: int) -> tuple[int, int]:
+    """The end offset (exclusive) of the `{{...}}` template opening at `start` (-1 when it never closes) and
+    the deepest template nesting inside it."""
+    depth = deepest = 0
     for match in _BRACES.finditer(text, start):
         token = match.group(0)
         if token == "{{":
             depth += 1
+            deepest = max(deepest, depth)
         elif token == "}}":
             depth -= 1
             if depth == 0:
-                return match.end()
-    return -1
+                return match.end(), deepest
+    return -1, deepest
 
 
 def brackets_balanced(span: str) -> bool:
@@ -155,7 +165,8 @@ def infobox_spans(text: str) -> list[Span]:
     """Top-level infobox templates of a page, found by brace matching on the raw text.
 
     Infoboxes nested inside an earlier span are left to the parser of that span. Raises BrokenMarkup when
-    an infobox never closes or its link brackets do not balance: its facts cannot be read reliably.
+    an infobox never closes or its link brackets do not balance (its facts cannot be read reliably), and
+    TooDeep when its templates nest deeper than the parser can follow.
     """
     spans: list[Span] = []
     position = 0
@@ -164,10 +175,12 @@ def infobox_spans(text: str) -> list[Span]:
         if _inside_comment(text, start):
             position = match.end()
             continue
-        end = matching_braces(text, start)
+        end, deepest = matching_braces(text, start)
         name = normalize_template_name(match.group("name"))
         if end < 0:
             raise BrokenMarkup(f"template {{{{{name}}}}} at offset {start} never closes")
+        if deepest > MAX_TEMPLATE_DEPTH:
+            raise TooDeep(f"templates nested {deepest} deep inside {{{{{name}}}}} (limit {MAX_TEMPLATE_DEPTH})")
         if not brackets_balanced(text[start:end]):
             raise BrokenMarkup(f"unbalanced [[ ]] inside {{{{{name}}}}} at offset {start}")
         spans.append(Span(start, end, name))

@@ -106,6 +106,9 @@ def test_guards_skip_with_reasons(monkeypatch):
     assert (oversized.reason, oversized.stage) == ("oversized", "extract")
     broken = extract_article(page("Broken", "{{Infobox person\n| name = [[X\n"), resolve, AS_OF, config)
     assert broken.reason == "broken_markup"
+    nested = "{{Infobox person\n| name = " + "{{nowrap|" * 45 + "X" + "}}" * 45 + "\n}}\nLead."
+    too_deep = extract_article(page("Deep", nested), resolve, AS_OF, config)
+    assert too_deep.reason == "parse_error" and "nested 46 deep" in too_deep.detail
 
     def fails(_):
         raise mwparserfromhell.parser.ParserError("tokenizer exited unexpectedly")
