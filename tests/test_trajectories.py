@@ -14,7 +14,7 @@ from schemas.trajectory import Trajectory
 from synth.environment import SearchEnvironment, build_index
 from synth.frameworks import FRAMEWORKS, ContextWindow, get_framework
 from synth.matching import match_answer
-from synth.policies import ERROR_KINDS, LLMPolicy, run_episode
+from synth.policies import ERROR_KINDS, LLMPolicy, ScriptedPolicy, run_episode
 from synth.trajectories import run_trajectories
 from tests.servers import OpenAIServer, Reply
 from tests.trajectory_fixtures import QUESTIONS, make_graph, make_questions
@@ -297,3 +297,26 @@ def test_commands(snapshot, tmp_path, capsys):
     config = config_from_args(args)
     assert set(config.policies) == {"tagged"} and config.policies["tagged"].api_key_env == "MY_KEY"
     assert (config.max_turns, config.keep_last_observations) == (600, 3)
+
+
+def test_the_scripted_searcher_reformulates_and_paginates(snapshot):
+    """A fact deep in a long page: a missed search is reformulated, the fact found and its page opened."""
+    from tests.trajectory_fixtures import _hop, _question
+
+    question = _question("q-deep", "Which numbered xyzzy did the quux approve?",
+                         [_hop("Chicago", "council_plan", value="plan number 42", value_type="string")], "plan number 42")
+    env = SearchEnvironment.load(snapshot / "index")
+    policy = ScriptedPolicy(env, {})
+    for name in sorted(FRAMEWORKS):
+        trajectory = asyncio.run(run_episode(question, get_framework(name), policy, env, max_turns=20))
+        calls = [(t.tool_call.name, t.tool_call.arguments) for t in trajectory.turns]
+        assert calls[0] == ("search", {"query": "which numbered xyzzy did quux approve", "top_k": 5})
+        assert trajectory.turns[0].observation.startswith("No results")
+        assert "reformulate the query as 'Chicago'" in trajectory.turns[1].reasoning
+        assert calls[1:4] == [("search", {"query": "Chicago", "top_k": 5}), ("open_page", {"title": "Chicago", "page": 1}),
+                              ("find_in_page", {"title": "Chicago", "text": "council plan"})]
+        assert calls[4] == ("find_in_page", {"title": "Chicago", "text": "plan number 42"})
+        deep_page = calls[5][1]["page"]
+        assert calls[5][0] == "open_page" and deep_page > 1 and "plan number 42" in trajectory.turns[5].observation
+        assert 'states: "In 1892 the city council of Chicago approved plan number 42' in trajectory.turns[6].reasoning
+        assert trajectory.final_answer == "plan number 42" and trajectory.outcome.correct and len(calls) == 7

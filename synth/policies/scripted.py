@@ -27,7 +27,7 @@ from synth.environment import SearchEnvironment, tokenize
 from synth.frameworks import Framework
 from synth.frameworks.base import ANSWER_TOOL
 from synth.policies.base import PolicyOutput
-from synth.wikitext import format_date
+from synth.wikitext import format_date, split_sentences
 
 ERROR_KINDS = ("repeated_search", "malformed_arguments", "off_path_detour", "unsupported_claim", "premature_answer")
 _RESULT_TITLE = re.compile(r"^\d+\. (.+)$", re.MULTILINE)
@@ -79,20 +79,29 @@ def result_titles(observation: str) -> list[str]:
     return [t.strip() for t in _RESULT_TITLE.findall(observation)]
 
 
+def _sentence_with(text: str, surface: str) -> str:
+    """The sentence of a line that states the surface, cut around it when very long."""
+    sentence = next((s for s in split_sentences(text) if _norm(surface) in _norm(s)), text)
+    if len(sentence) <= EVIDENCE_CHARS:
+        return sentence
+    position = sentence.casefold().find(surface.casefold())
+    start = max(0, position - EVIDENCE_CHARS // 2)
+    return sentence[start : start + EVIDENCE_CHARS].strip()
+
+
 def evidence_line(observation: str, surfaces: list[str], relation: str = "") -> tuple[str, int | None] | None:
-    """The observation line stating a surface (preferring one naming the relation) and its page number."""
+    """The observed sentence stating a surface (preferring one naming the relation), and its page number."""
     candidates = []
-    for line in observation.split("\n"):
+    for line in observation.split("\n")[1:]:  # the first line is the tool's header, never evidence
         page = _PAGE_PREFIX.match(line)
         text = line[page.end():] if page else line
         surface = next((s for s in surfaces if s and _norm(s) in _norm(text)), None)
-        if surface is not None:
-            position = _norm(text).find(_norm(surface))
-            start = max(0, position - EVIDENCE_CHARS // 2)
-            found = (text[start : start + EVIDENCE_CHARS].strip(), int(page.group(1)) if page else None)
-            if relation and _norm(relation) in _norm(text):
-                return found
-            candidates.append(found)
+        if surface is None:
+            continue
+        found = (_sentence_with(text, surface), int(page.group(1)) if page else None)
+        if relation and _norm(relation) in _norm(text):
+            return found
+        candidates.append(found)
     return candidates[0] if candidates else None
 
 
@@ -267,12 +276,14 @@ class ScriptedAgent:
         observation = yield Step(f"{self.note} I will open {title} to find its {self.relation}.".strip(), "open_page",
                                  {"title": title, "page": 1})
         found = evidence_line(observation, surfaces, self.relation)
-        lookups = [self.relation, *surfaces]
-        for lookup in lookups:
+        for lookup in [self.relation, *surfaces]:
             if found is not None:
                 break
-            observation = yield Step(f"The first page of {title} does not state its {self.relation} clearly. "
-                                     f"I will look for {lookup!r} in it.", "find_in_page", {"title": title, "text": lookup})
+            if lookup == self.relation:
+                reasoning = f"The first page of {title} does not state its {self.relation}. I will look for {lookup!r} in it."
+            else:
+                reasoning = f"I will check whether {title} mentions {lookup!r} anywhere."
+            observation = yield Step(reasoning, "find_in_page", {"title": title, "text": lookup})
             found = evidence_line(observation, surfaces, self.relation)
         if found is None:
             self.note = f"I could not find the {self.relation} of {hop.head} in its page; I will follow the next lead."
