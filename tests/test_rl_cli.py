@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -10,7 +11,8 @@ import pytest
 
 pytest.importorskip("torch")
 
-from pipeline.cli import build_parser, main  # noqa: E402
+from pipeline.cli import main  # noqa: E402
+from rl.cli import register  # noqa: E402
 from tests.rl_fixtures import make_dataset  # noqa: E402
 
 TINY = {"vocab_size": 300, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
@@ -18,13 +20,15 @@ TINY = {"vocab_size": 300, "hidden_size": 16, "intermediate_size": 32, "num_hidd
 
 
 def test_registering_the_command_does_not_import_torch():
-    probe = "import sys, pipeline.cli; pipeline.cli.build_parser(); print('torch' in sys.modules)"
+    probe = ("import argparse, sys, rl.cli; rl.cli.register(argparse.ArgumentParser().add_subparsers()); "
+             "print('torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
 
 
 def test_rl_flags_parse_before_and_after_train():
-    parser = build_parser()
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
     args, _ = parser.parse_known_args(["rl", "--model", "/m", "--seed", "3"])
     assert (args.rl_command, args.model, args.seed, args.func.__name__) == (None, "/m", 3, "handle_train")
     args, _ = parser.parse_known_args(["rl", "--shards", "S", "train", "--seed", "4"])
