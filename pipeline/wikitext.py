@@ -309,7 +309,7 @@ _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 _QUOTES = re.compile(r"'{2,}")
 _MAGIC = re.compile(r"__[A-Z]+__")
 _EMPTY_PARENS = re.compile(r"\(\s*(?:[,;:]\s*)*\)")
-_PARENS_LEADING_PUNCT = re.compile(r"\(\s*(?:[,;]\s*)+")
+_PARENS_LEADING_PUNCT = re.compile(r"\(\s*(?:[,;]\s*)*")
 _SPACE_BEFORE_PUNCT = re.compile(r"\s+([,.;:!?)])")
 _SENTENCE_BOUNDARY = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
 _ABBREVIATION_END = re.compile(
@@ -426,10 +426,18 @@ def render_inline_template(source: str) -> str:
     if name in ("convert", "cvt") and len(positional) >= 2:
         return f"{positional[0]} {positional[1]}"
     if name in _KEEP_ARGUMENT_TEMPLATES and positional:
-        return positional[0] if name in _FIRST_ARGUMENT_TEMPLATES else positional[-1]
+        return render_templates(positional[0] if name in _FIRST_ARGUMENT_TEMPLATES else positional[-1])
     if name.startswith("lang-") and positional:
-        return positional[-1]
+        return render_templates(positional[-1])
     return _SYMBOL_TEMPLATES.get(name, "")
+
+
+def render_templates(text: str) -> str:
+    """Every top-level template of `text` rendered (or dropped) by `render_inline_template`; an argument a
+    template keeps goes through the same function, so nested templates never leak into plain text."""
+    if "{{" not in text:
+        return text
+    return _remove_spans(text, _top_level_templates(text), render_inline_template)
 
 
 def format_iso_date(iso: str) -> str:
@@ -449,10 +457,11 @@ def lead_sentences(text: str, max_chars: int = 20_000) -> list[Sentence]:
     Regex-only: references, comments, tables, files and templates are removed (a few inline templates are
     rendered: dates, convert, nowrap, lang), links become their labels, bold/italic quotes disappear.
     """
-    lead = _OPAQUE_BLOCK.sub("", lead_section(text)[:max_chars])
-    lead = _REF.sub("", lead)
-    templates = _top_level_templates(lead)
-    lead = _remove_spans(lead, templates, render_inline_template)
+    lead = lead_section(text)
+    if len(lead) > max_chars:  # a lead without headings: keep whole lines only
+        lead = lead[: lead.rfind("\n", 0, max_chars) + 1 or max_chars]
+    lead = _REF.sub("", _OPAQUE_BLOCK.sub("", lead))
+    lead = render_templates(lead)
     lead = _TABLE.sub("", lead)
     lead = _remove_spans(lead, _file_links(lead), lambda _: "")
     lead = _EXTERNAL.sub(lambda m: m.group(1) or "", lead)

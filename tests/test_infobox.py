@@ -229,3 +229,12 @@ def test_real_infoboxes_parse():
     freddie = (WIKITEXT / "infobox-parser" / "freddie-mercury.txt").read_text()
     facts = facts_of(freddie)
     assert ("birth_date", None, "date", "1946-09-05", None, (), "infobox person") in facts
+
+
+def test_lead_templates_render_recursively_and_long_leads_cut_at_lines():
+    text = "'''Islamabad''' ({{lang-ur|{{Nastaliq|x}} {{nowrap|[[Urdu]] name}}}}) is the [[capital city|capital]]."
+    sentence = lead_sentences(text)[0]
+    assert sentence.text == "Islamabad (Urdu name) is the capital."
+    assert [link.target for link in sentence.links] == ["Urdu", "Capital city"]
+    long_lead = "First line is whole.\n" + "More [[words]] here. " * 10
+    assert [s.text for s in lead_sentences(long_lead, max_chars=40)] == ["First line is whole."]
