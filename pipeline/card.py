@@ -113,7 +113,10 @@ def _bar(
     axes.set_ylabel(ylabel)
     if ylim:
         axes.set_ylim(*ylim)
-    for x, value in enumerate(values):
+    crowded = len(labels) > 15
+    if crowded:
+        axes.tick_params(axis="x", labelrotation=60, labelsize=7)
+    for x, value in enumerate([] if crowded else values):
         axes.annotate(
             f"{value:.2f}" if isinstance(value, float) else f"{value}",
             (x, value),
@@ -125,6 +128,18 @@ def _bar(
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, format="png", metadata={"Software": None})
     plt.close(figure)
+
+
+def binned(values: list[int], max_bins: int = 30) -> tuple[list[str], list[int]]:
+    """Counts of integer values in at most `max_bins` equal-width bins (one per value when few)."""
+    if not values:
+        return [], []
+    low, high = min(values), max(values)
+    width = -(-(high - low + 1) // max_bins)
+    starts = range(low, high + 1, width)
+    counts = Counter((v - low) // width for v in values)
+    labels = [str(start) if width == 1 else f"{start}-{start + width - 1}" for start in starts]
+    return labels, [counts[i] for i in range(len(labels))]
 
 
 def write_plots(stats: DatasetStats, root: Path) -> dict[str, str]:
@@ -139,12 +154,11 @@ def write_plots(stats: DatasetStats, root: Path) -> dict[str, str]:
         "hops",
         "questions",
     )
-    calls = Counter(stats.tool_calls)
-    edges = sorted(calls)
+    labels, counts = binned(stats.tool_calls)
     _bar(
         folder / PLOTS["tool_calls"],
-        [str(c) for c in edges],
-        [calls[c] for c in edges],
+        labels,
+        counts,
         "Tool calls per trajectory",
         "tool calls",
         "trajectories",

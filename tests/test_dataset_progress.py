@@ -44,3 +44,12 @@ def test_summary_table_shows_every_count_and_unfinished_stages(tmp_path):
     assert "reused" in text and "skipped:oversized" in text and "not finished" in text
     lines = [line for line in text.splitlines() if "│" in line]
     assert [line.split("│")[4].strip() for line in lines[:3]] == ["kept", "pages_in", "skipped:oversized"]
+
+
+def test_binned_tool_call_counts():
+    from pipeline.card import binned
+
+    assert binned([5, 5, 7]) == (["5", "6", "7"], [2, 0, 1])
+    labels, counts = binned(list(range(1, 601)))
+    assert len(labels) == 30 and labels[0] == "1-20" and labels[-1] == "581-600" and sum(counts) == 600
+    assert binned([]) == ([], [])
