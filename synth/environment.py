@@ -164,10 +164,6 @@ class SearchEnvironment:
         title_weight = float(manifest.config.get("title_weight", IndexConfig().title_weight))
         return cls(pages, body, titles, title_weight=title_weight, environment_id=manifest.key)
 
-    @property
-    def titles(self) -> list[str]:
-        return [p.title for p in self.pages]
-
     def resolve(self, title: str) -> IndexedPage | None:
         """The page a title names, following redirects (aliases) and ignoring case and underscores."""
         index = self._by_key.get(_title_key(title))

@@ -180,11 +180,18 @@ class ScriptedAgent:
                 return turn.tool_call.arguments
         return None
 
-    def _unrelated_title(self, turns: list[Turn]) -> str:
+    def _unrelated_title(self, turns: list[Turn], draws: int = 64) -> str:
+        """A random page off the path, preferably one no observation mentioned (sampled: cheap on any index)."""
         seen = _norm(" ".join(t.observation or "" for t in turns))
-        candidates = [t for t in self.env.titles if _norm(t) not in self.path_titles and _norm(t) not in seen]
-        candidates = candidates or [t for t in self.env.titles if _norm(t) not in self.path_titles] or ["Atlantis"]
-        return self.rng.choice(candidates)
+        off_path = None
+        for _ in range(draws if self.env.pages else 0):
+            title = self.env.pages[self.rng.randrange(len(self.env.pages))].title
+            if _norm(title) in self.path_titles:
+                continue
+            if _norm(title) not in seen:
+                return title
+            off_path = off_path or title
+        return off_path or "Atlantis"
 
     def _unsupported_claim(self, turns: list[Turn]) -> str:
         seen = _norm(" ".join(t.observation or "" for t in turns) + " " + self.question.text)
