@@ -82,3 +82,12 @@ def test_a_stricter_threshold_flags_more_turns():
     strict = labelled_report(LABELLED, JudgeConfig(thresholds={
         "tool_accuracy": 0.5, "information_gain": 0.9, "logical_soundness": 0.5}))
     assert strict.criteria["information_gain"].false_positive > 0
+
+
+def test_every_error_the_offline_policy_injects_maps_to_a_failure_kind():
+    from critic.calibration import INJECTED_KINDS
+    from schemas.critic import FAILURE_KINDS
+    from synth.policies.scripted import ERROR_KINDS
+
+    assert set(INJECTED_KINDS) == set(ERROR_KINDS)
+    assert set(INJECTED_KINDS.values()) <= set(FAILURE_KINDS)
