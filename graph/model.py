@@ -70,7 +70,3 @@ def build_graph(entities: list[dict], relations: list[dict], literals: bool = Tr
             parameter=provenance["parameter"],
         )
     return graph
-
-
-def entity_nodes(graph: nx.MultiDiGraph, kind: str = ENTITY) -> list[str]:
-    return [node for node, data in graph.nodes(data=True) if data.get("kind") == kind]

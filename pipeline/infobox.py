@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import mwparserfromhell
@@ -389,8 +388,3 @@ def _date_of(code: Wikicode) -> str | None:
             facts = date_facts("", match, positional) if positional else []
             return facts[0].value if facts else None
     return parse_text_date(code.strip_code())
-
-
-def iter_facts(boxes: list[Infobox]) -> Iterator[Fact]:
-    for box in boxes:
-        yield from box.facts

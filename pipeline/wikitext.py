@@ -269,7 +269,6 @@ def complete_date(iso: str | None) -> dt.date | None:
     return None
 
 
-_NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
 _SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
 _QUANTITY = re.compile(
     r"^(?P<number>[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)\s*(?P<scale>thousand|million|billion|trillion)?"
