@@ -91,3 +91,10 @@ def test_every_error_the_offline_policy_injects_maps_to_a_failure_kind():
 
     assert set(INJECTED_KINDS) == set(ERROR_KINDS)
     assert set(INJECTED_KINDS.values()) <= set(FAILURE_KINDS)
+
+
+def test_the_labelled_file_is_what_its_authoring_script_writes():
+    from tests.data.build_critic_labelled import rows
+
+    written = [json.loads(line) for line in LABELLED.read_text().splitlines() if line.strip()]
+    assert written == [json.loads(json.dumps(row, sort_keys=True)) for row in rows()]
