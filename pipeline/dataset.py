@@ -162,6 +162,12 @@ def _unique(records: Iterator, key: Callable[[Any], str], skipped: Counter, reas
         yield record
 
 
+def trajectory_chars(judged: JudgedTrajectory) -> int:
+    """The text a trajectory carries: the size hint that keeps shards (and memory) bounded."""
+    turns = judged.trajectory.turns
+    return sum(len(t.raw_output) + len(t.reasoning) + len(t.observation or "") for t in turns)
+
+
 def sft_skip_reason(judged: JudgedTrajectory, only_correct: bool) -> str | None:
     """Why a trajectory is left out of the training renders (it stays in `trajectories`), or None."""
     if only_correct and not judged.trajectory.outcome.correct:
@@ -178,6 +184,7 @@ def layout_config(config: DatasetConfig) -> dict[str, Any]:
         "seed": config.seed,
         "test_fraction": config.test_fraction,
         "max_rows_per_shard": config.max_rows_per_shard,
+        "max_shard_mb": config.max_shard_mb,
         "sft_only_correct": config.sft_only_correct,
     }
 
@@ -196,7 +203,10 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
     for leftover in ("data", "plots"):  # an interrupted build of the same key: rebuild it whole
         shutil.rmtree(root / leftover, ignore_errors=True)
     environment = read_manifest(dirs["index"]).key
-    writers = {(c, s): SplitWriter(root, c, s, config.max_rows_per_shard) for c in CONFIGS for s in SPLITS}
+    max_chars = config.max_shard_mb * 1_000_000
+    writers = {
+        (c, s): SplitWriter(root, c, s, config.max_rows_per_shard, max_chars) for c in CONFIGS for s in SPLITS
+    }
     stats = DatasetStats()
     counts: Counter = Counter()
 
@@ -219,17 +229,18 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
     )
     for judged in track(unique, _count_rows(judged_folder), "trajectories"):
         split = split_of(judged.trajectory.question_id, config.test_fraction)
-        writers["trajectories", split].add(judged)
+        chars = trajectory_chars(judged)
+        writers["trajectories", split].add(judged, chars)
         stats.add_trajectory(judged)
         reason = sft_skip_reason(judged, config.sft_only_correct)
         if reason is not None:
             stats.skipped[reason] += 1
             continue
-        writers["toolmind", split].add(renders.render_toolmind(judged))
-        writers["nanbeige", split].add(renders.render_nanbeige(judged))
-        writers["openai", split].add(renders.render_openai(judged))
+        writers["toolmind", split].add(renders.render_toolmind(judged), chars)
+        writers["nanbeige", split].add(renders.render_nanbeige(judged), chars)
+        writers["openai", split].add(renders.render_openai(judged), chars)
         for row in renders.render_turns(judged):
-            writers["turns", split].add(row)
+            writers["turns", split].add(row, sum(len(m.content) for m in row.conversations))
 
     outputs: dict[str, list[str]] = {}
     split_rows: dict[str, dict[str, int]] = {c: {} for c in CONFIGS}

@@ -66,22 +66,27 @@ def shard_pattern(config: str, split: str) -> str:
 
 
 class SplitWriter:
-    """Streams one split of one config into numbered shards of at most `max_rows` rows.
+    """Streams one split of one config into numbered shards of at most `max_rows` rows and about
+    `max_chars` characters of text (the caller's `chars` hint per row), so memory stays bounded when
+    trajectories run to hundreds of turns.
 
     Shards are written atomically under provisional names and renamed to `<split>-i-of-n` by `close`, when
     `n` is known; an interrupted build leaves no file a `<split>-*` pattern would load.
     """
 
-    def __init__(self, root: Path, config: str, split: str, max_rows: int):
-        self.root, self.config, self.split, self.max_rows = root, config, split, max_rows
+    def __init__(self, root: Path, config: str, split: str, max_rows: int, max_chars: int = 200_000_000):
+        self.root, self.config, self.split = root, config, split
+        self.max_rows, self.max_chars = max_rows, max_chars
         self.rows: list[BaseModel] = []
+        self.chars = 0
         self.provisional: list[Path] = []
         self.count = 0
 
-    def add(self, row: BaseModel) -> None:
+    def add(self, row: BaseModel, chars: int = 0) -> None:
         self.rows.append(row)
+        self.chars += chars
         self.count += 1
-        if len(self.rows) >= self.max_rows:
+        if len(self.rows) >= self.max_rows or self.chars >= self.max_chars:
             self._flush()
 
     def _flush(self) -> None:
@@ -96,7 +101,7 @@ class SplitWriter:
         )
         write_table(table, path)
         self.provisional.append(path)
-        self.rows = []
+        self.rows, self.chars = [], 0
 
     def close(self) -> list[str]:
         """Write what is buffered and give every shard its final name; returns paths relative to root."""

@@ -197,6 +197,7 @@ class DatasetConfig(_Config):
     name: str = Field(default="hopsmith-wiki-deepsearch", description="dataset name shown on the card")
     test_fraction: float = Field(default=0.1, ge=0.0, lt=1.0, description="share of questions in the test split")
     max_rows_per_shard: int = Field(default=2000, ge=1)
+    max_shard_mb: int = Field(default=200, ge=1, description="about this many MB of text per shard at most")
     sft_only_correct: bool = Field(default=True, description="training renders only from correctly answered runs")
     extract: ExtractConfig = Field(default_factory=ExtractConfig)
     walk: WalkConfig = Field(default_factory=WalkConfig)

@@ -197,3 +197,15 @@ def test_config_file_and_overrides(tmp_path):
         load_config(str(tmp_path / "missing.toml"), {})
     shipped = load_config(str(ROOT / "configs/sample.toml"), {})
     assert shipped.out == "out"
+
+
+def test_shards_are_also_bounded_by_text_size(tmp_path):
+    from pipeline.layout import SplitWriter
+    from tests.dataset_fixtures import make_question
+
+    writer = SplitWriter(tmp_path, "questions", "train", max_rows=100, max_chars=1000)
+    for index in range(5):
+        writer.add(make_question(index), chars=400)
+    files = writer.close()
+    assert files == ["data/questions/train-00000-of-00002.parquet", "data/questions/train-00001-of-00002.parquet"]
+    assert [pq.read_metadata(tmp_path / f).num_rows for f in files] == [3, 2]
