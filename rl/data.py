@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import TypeVar
 
@@ -35,8 +36,10 @@ def read_config_shards(model: type[M], dataset_dir: str | Path, config: str, spl
         yield from read_records(model, file)
 
 
-def read_trajectories(dataset_dir: str | Path, split: str | None = None) -> list[JudgedTrajectory]:
-    return list(read_config_shards(JudgedTrajectory, dataset_dir, "trajectories", split))
+def read_trajectories(dataset_dir: str | Path, split: str | None = None,
+                      limit: int | None = None) -> list[JudgedTrajectory]:
+    """The judged trajectories, the first `limit` of them when given (reading stops there)."""
+    return list(islice(read_config_shards(JudgedTrajectory, dataset_dir, "trajectories", split), limit))
 
 
 def read_prompts(dataset_dir: str | Path, split: str | None = None) -> list[RLPrompt]:

@@ -379,7 +379,7 @@ def run_rl(shards: str | Path, out_dir: str | Path, config: RLConfig, judge: Jud
     from accelerate import Accelerator
 
     shards, out_dir = Path(shards), Path(out_dir)
-    judged = read_trajectories(shards, config.split)[: config.max_trajectories]
+    judged = read_trajectories(shards, config.split, config.max_trajectories)
     prompts = read_prompts(shards, config.split) if "online" in config.modes else []
     shard_inputs = sorted((shards / "data" / "trajectories").glob("*.parquet")) + \
         sorted((shards / "data" / "rl").glob("*.parquet"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,8 @@ from tests.rl_fixtures import fixture_trajectories, make_dataset  # noqa: E402
 
 TINY = TinyModelConfig(vocab_size=400, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048)
-REPO_DATASET = Path(__file__).resolve().parent.parent / "out" / "dataset"
+# `make dataset` output; HOPSMITH_DATASET_DIR points the test at another run's dataset folder
+REPO_DATASET = Path(os.environ.get("HOPSMITH_DATASET_DIR", Path(__file__).resolve().parent.parent / "out" / "dataset"))
 
 
 @pytest.fixture(scope="module")
