@@ -13,7 +13,6 @@ imports nothing of verl. Output folder:
 
 from __future__ import annotations
 
-import stat
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -69,7 +68,8 @@ def verl_row(prompt: RLPrompt, index: int, index_dir: str) -> dict[str, Any]:
     }
 
 
-def trainer_config(out_dir: Path, model: str, splits: list[str], n_gpus: int) -> dict[str, Any]:
+def trainer_config(out_dir: Path, model: str, splits: list[str], n_gpus: int, estimator: str,
+                   turn_coef: float) -> dict[str, Any]:
     """A Hydra config over verl's `ppo_trainer`: multi-turn vLLM rollouts, our agent loop and estimator."""
     train = str(out_dir / "data" / "train.parquet") if "train" in splits else str(out_dir / "data" / f"{splits[0]}.parquet")
     val = str(out_dir / "data" / "test.parquet") if "test" in splits else train
@@ -95,7 +95,7 @@ def trainer_config(out_dir: Path, model: str, splits: list[str], n_gpus: int) ->
             "ref": {"log_prob_micro_batch_size_per_gpu": 1},
         },
         "algorithm": {"adv_estimator": "turn_grpo", "use_kl_in_reward": False, "norm_adv_by_std_in_grpo": True,
-                      "gamma": 1.0},
+                      "gamma": 1.0, "turn_grpo": {"estimator": estimator, "turn_coef": turn_coef}},
         "reward_model": {"use_reward_loop": False},
         "reward_manager": {"source": "importlib", "name": "TurnRewardManager",
                            "module": {"path": "pkg://rl.verl_plugin"}},
@@ -108,12 +108,10 @@ def trainer_config(out_dir: Path, model: str, splits: list[str], n_gpus: int) ->
 LAUNCH = """#!/usr/bin/env bash
 # Turn-level GRPO for hopsmith on verl. Run inside the verl environment (GPUs, vLLM, verl importable)
 # with hopsmith's source on PYTHONPATH: the plugin imports rl/, critic/, synth/ (needs bm25s, pydantic).
-# Extra Hydra overrides pass through, e.g. ./run_verl.sh trainer.n_gpus_per_node=4 actor_rollout_ref.rollout.n=16
+# Extra Hydra overrides pass through, e.g. ./run_verl.sh trainer.n_gpus_per_node=4 algorithm.turn_grpo.turn_coef=0.5
 set -euo pipefail
 HERE="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
 export PYTHONPATH="${{HOPSMITH_ROOT:-{root}}}:${{PYTHONPATH:-}}"
-export HOPSMITH_TURN_ESTIMATOR="${{HOPSMITH_TURN_ESTIMATOR:-{estimator}}}"
-export HOPSMITH_TURN_COEF="${{HOPSMITH_TURN_COEF:-{turn_coef}}}"
 python3 -c "import verl, rl.verl_plugin" || {{ echo "run_verl.sh: verl or the hopsmith plugin is not importable" >&2; exit 2; }}
 exec python3 -m verl.trainer.main_ppo --config-path "$HERE" --config-name hopsmith_turn_grpo "$@"
 """
@@ -157,14 +155,14 @@ def export_verl(shards: str | Path, out_dir: str | Path, *, model: str = "Nanbei
     tools = {"tools": [{"class_name": "rl.verl_plugin.HopsmithSearchTool",
                         "config": {"type": "native", "index_dir": settings["index_dir"]}, "tool_schema": spec}
                        for spec in render_tools()]}
-    config = trainer_config(out_dir, model, sorted(by_split), n_gpus)
+    config = trainer_config(out_dir, model, sorted(by_split), n_gpus, estimator, turn_coef)
     config["actor_rollout_ref"]["rollout"]["multi_turn"]["max_assistant_turns"] = max_turns
     atomic_write_text(out_dir / "agent_loops.yaml", yaml.safe_dump(agent_loops, sort_keys=False))
     atomic_write_text(out_dir / "tool_config.yaml", yaml.safe_dump(tools, sort_keys=False))
     atomic_write_text(out_dir / "hopsmith_turn_grpo.yaml", yaml.safe_dump(config, sort_keys=False))
     launch = out_dir / "run_verl.sh"
-    atomic_write_text(launch, LAUNCH.format(root=REPO_ROOT, estimator=estimator, turn_coef=turn_coef))
-    launch.chmod(launch.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    atomic_write_text(launch, LAUNCH.format(root=REPO_ROOT))
+    launch.chmod(0o755)
     outputs["config"] = ["agent_loops.yaml", "tool_config.yaml", "hopsmith_turn_grpo.yaml", "run_verl.sh",
                          "questions.parquet"]
     return run.finish(counts, outputs)

@@ -13,7 +13,6 @@ advantages with the same functions as the rl/ trainer.
 
 from __future__ import annotations
 
-import os
 import time
 from functools import cache
 from typing import Any
@@ -122,11 +121,15 @@ class TurnRewardManager(AbstractRewardManager):
 
 def compute_turn_grpo_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index=None,
                                 config=None, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
-    """verl estimator `turn_grpo`: rl.advantages on the turn rewards read back from the token tensor."""
+    """verl estimator `turn_grpo`: rl.advantages on the turn rewards read back from the token tensor.
+
+    Settings come from `algorithm.turn_grpo.{estimator, turn_coef}` of the trainer config.
+    """
+    settings = (config.get("turn_grpo") if hasattr(config, "get") else None) or {}
     return turn_grpo(
         token_level_rewards, response_mask, index,
-        estimator=os.environ.get("HOPSMITH_TURN_ESTIMATOR", "mt_grpo"),
-        turn_coef=float(os.environ.get("HOPSMITH_TURN_COEF", "1.0")),
+        estimator=settings.get("estimator", "mt_grpo"),
+        turn_coef=float(settings.get("turn_coef", 1.0)),
         gamma=float(config.gamma) if config is not None else 1.0,
         scale=bool(config.norm_adv_by_std_in_grpo) if config is not None else True,
     )

@@ -103,6 +103,7 @@ def test_export_writes_configs_and_launch_script(exported):
     config = yaml.safe_load((out / "hopsmith_turn_grpo.yaml").read_text())
     assert config["defaults"] == ["ppo_trainer", "_self_"]
     assert config["algorithm"]["adv_estimator"] == "turn_grpo"
+    assert config["algorithm"]["turn_grpo"] == {"estimator": "mt_grpo", "turn_coef": 1.0}
     assert config["reward_manager"] == {"source": "importlib", "name": "TurnRewardManager",
                                         "module": {"path": "pkg://rl.verl_plugin"}}
     rollout = config["actor_rollout_ref"]["rollout"]
