@@ -16,14 +16,16 @@ from schemas.trajectory import Outcome
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = str.maketrans({c: " " for c in string.punctuation + "\u2013\u2014\u2018\u2019\u201c\u201d"})
 _BOXED = re.compile(r"\\boxed\{(.*)\}", re.DOTALL)
+_THOUSANDS = re.compile(r"(?<=\d)[,\u00a0\u202f](?=\d{3}(?!\d))")
 F1_THRESHOLD = 0.8
 
 
 def normalize_answer(text: str) -> str:
-    """Lower case, strip accents, punctuation, articles and extra spaces (SQuAD-style, accent-insensitive)."""
+    """Lower case, strip accents, punctuation, articles, thousands separators and extra spaces (SQuAD-style)."""
     boxed = _BOXED.search(text)
     if boxed:
         text = boxed.group(1)
+    text = _THOUSANDS.sub("", text)
     text = unicodedata.normalize("NFKD", text)
     text = "".join(c for c in text if not unicodedata.combining(c)).lower()
     text = text.translate(_PUNCT)

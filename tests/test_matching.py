@@ -6,6 +6,8 @@ from synth.matching import exact_match, match_answer, normalize_answer, token_f1
 def test_normalisation_ignores_case_accents_articles_and_punctuation():
     assert normalize_answer("The Río Grande!") == "rio grande"
     assert normalize_answer(r"\boxed{Christopher Nolan}") == "christopher nolan"
+    assert normalize_answer("8,799,800") == normalize_answer("8799800") == "8799800"
+    assert normalize_answer("1,5") == "1 5"
 
 
 def test_exact_match_uses_aliases():
