@@ -19,7 +19,7 @@ from typing import Any
 from uuid import uuid4
 
 import torch
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput
 from verl.tools.base_tool import BaseTool
 from verl.tools.schemas import ToolResponse
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
@@ -34,8 +34,6 @@ from schemas.dataset import RLPrompt
 from schemas.questions import Question
 from synth.environment import SearchEnvironment
 
-AGENT_NAME = "hopsmith_turn_agent"
-
 
 @cache
 def search_environment(index_dir: str) -> SearchEnvironment:
@@ -48,9 +46,12 @@ def questions_by_id(path: str | None) -> dict[str, Question]:
     return {q.question_id: q for q in read_records(Question, path)} if path else {}
 
 
-@register(AGENT_NAME)
 class HopsmithTurnAgentLoop(AgentLoopBase):
-    """Multi-turn search agent whose every turn is judged; returns per-turn rewards in `extra_fields`."""
+    """Multi-turn search agent whose every turn is judged; returns per-turn rewards in `extra_fields`.
+
+    Registered through `agent_loops.yaml` (which carries its settings), not with verl's `@register`: a
+    decorator entry has no settings and would replace the YAML one when this module is first imported.
+    """
 
     def __init__(self, trainer_config, server_manager, tokenizer, processor, dataset_cls, dataset_config, *,
                  index_dir: str, questions_path: str | None = None, max_turns: int = 60,

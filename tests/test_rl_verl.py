@@ -128,14 +128,18 @@ def test_export_without_an_index_is_a_clear_error(tmp_path):
         export_verl(shards, tmp_path / "verl", index_dir=tmp_path / "missing")
 
 
-def test_verl_plugin_registers_the_agent_loop_and_the_estimator():
+def test_verl_plugin_registers_the_agent_loop_and_the_estimator(exported):
     pytest.importorskip("verl")
-    from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+    import hydra.utils
+    from verl.experimental.agent_loop.agent_loop import AgentLoopBase
     from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 
     import rl.verl_plugin as plugin
 
-    assert AGENT_NAME in _agent_loop_registry
+    root, _ = exported
+    (loop,) = yaml.safe_load((root / "verl" / "agent_loops.yaml").read_text())
+    assert hydra.utils.get_class(loop["_target_"]) is plugin.HopsmithTurnAgentLoop
+    assert issubclass(plugin.HopsmithTurnAgentLoop, AgentLoopBase)
     estimator = get_adv_estimator_fn("turn_grpo")
     rewards = place_turn_rewards(MASK, TURN_REWARDS, OUTCOMES, [8, 8])
     advantages, _ = estimator(token_level_rewards=rewards, response_mask=MASK, index=["a", "a"], config=None)
