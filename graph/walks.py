@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import json
 import random
 import warnings
@@ -27,6 +28,7 @@ from pathlib import Path as FsPath
 import apache_beam as beam
 import networkx as nx
 import numpy as np
+import pyarrow as pa
 from pydantic import ValidationError
 
 from graph.csr import LITERAL, PAGE, CSRGraph, load_csr, split_literal_key
@@ -34,11 +36,9 @@ from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.io import atomic_write_text, read_manifest, stable_hash, write_records
 from pipeline.stage import begin_stage
-from schemas.base import from_row
 from schemas.config import BeamOptions, WalkConfig
 from schemas.manifest import Manifest
 from schemas.questions import Path, PathHop
-from schemas.wiki import Relation
 
 STAGE = "walk"
 DEFAULT_WINDOW_DAYS = 182
@@ -231,6 +231,12 @@ def annotated_networkx(graph: CSRGraph, params: WalkParams) -> nx.MultiDiGraph:
     return nx_graph
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _ascii_label(text: str) -> str:
+    """networkx hashes ASCII labels only: titles and relation names go in as short digests."""
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
 def wl_hash(graph: CSRGraph, nodes: list[int], edges: list[int]) -> str:
     """Weisfeiler-Leman hash of a path with start and answer labelled by name, intermediates by type.
 
@@ -241,26 +247,23 @@ def wl_hash(graph: CSRGraph, nodes: list[int], edges: list[int]) -> str:
     for position, node in enumerate(nodes):
         named = position in (0, len(nodes) - 1)
         label = graph.keys[node] if named else f"type:{graph.entity_type[node]}"
-        path_graph.add_node(position, label=stable_hash(label))  # networkx hashes ASCII labels only
+        path_graph.add_node(position, label=_ascii_label(label))
     for position, edge in enumerate(edges):
-        path_graph.add_edge(position, position + 1, relation=stable_hash(graph.relation_names[graph.rel[edge]]))
+        path_graph.add_edge(position, position + 1, relation=_ascii_label(graph.relation_names[graph.rel[edge]]))
     with warnings.catch_warnings():  # networkx notes that directed hashes changed in 3.5; ours are all 3.6
         warnings.simplefilter("ignore", UserWarning)
         return nx.weisfeiler_lehman_graph_hash(path_graph, node_attr="label", edge_attr="relation", iterations=3)
 
 
-def _hop(graph: CSRGraph, edge: int) -> PathHop:
-    relation = from_row(Relation, graph.relations.slice(int(graph.edge_row[edge]), 1).to_pylist()[0])
-    return PathHop(
-        head=relation.head,
-        relation=relation.relation,
-        tail=relation.tail,
-        value=relation.value,
-        value_type=relation.value_type,
-        qualifiers=relation.qualifiers,
-        provenance=relation.provenance,
-        in_window=bool(graph.in_window[edge]),
-    )
+def path_hops(graph: CSRGraph, edges: Iterable[int]) -> dict[int, PathHop]:
+    """PathHop records of CSR edges, read from the relation rows in one batch."""
+    unique = sorted(set(int(e) for e in edges))
+    rows = graph.relations.take(pa.array(graph.edge_row[unique], pa.int64())).to_pylist() if unique else []
+    fields = [name for name in PathHop.model_fields if name != "in_window"]
+    return {
+        edge: PathHop.model_validate({**{name: row[name] for name in fields}, "in_window": bool(graph.in_window[edge])})
+        for edge, row in zip(unique, rows, strict=True)
+    }
 
 
 def held_conditions(config: WalkConfig) -> list[str]:
@@ -277,7 +280,10 @@ def held_conditions(config: WalkConfig) -> list[str]:
     return held
 
 
-def to_path(graph: CSRGraph, nodes: list[int], edges: list[int], seed: int, conditions: list[str]) -> Path:
+def to_path(graph: CSRGraph, nodes: list[int], edges: list[int], seed: int, conditions: list[str],
+            hops: dict[int, PathHop] | None = None) -> Path:
+    """The Path record of a walk; `hops` may hold the PathHops of its edges, read in a batch beforehand."""
+    hops = hops if hops is not None else path_hops(graph, edges)
     titles = [graph.label(n) for n in nodes]
     relations = [graph.relation_names[graph.rel[e]] for e in edges]
     answer = nodes[-1]
@@ -286,7 +292,7 @@ def to_path(graph: CSRGraph, nodes: list[int], edges: list[int], seed: int, cond
         path_id=stable_hash(titles, relations),
         start=titles[0],
         nodes=titles,
-        hops=[_hop(graph, e) for e in edges],
+        hops=[hops[e] for e in edges],
         answer=titles[-1],
         answer_type=answer_type,
         seed=seed,
@@ -309,8 +315,9 @@ def walk_task(graph: CSRGraph, params: WalkParams, task_index: int, starts: np.n
         unique = np.unique(np.hstack([nodes, edges]), axis=0) if len(nodes) else np.hstack([nodes, edges])
         counts["rejected:duplicate"] += len(nodes) - len(unique)
         nodes, edges = unique[:, : hops + 1], unique[:, hops + 1 :]
+        records = path_hops(graph, edges.ravel())
         for row_nodes, row_edges in zip(nodes.tolist(), edges.tolist(), strict=True):
-            paths.append(to_path(graph, row_nodes, row_edges, config.seed, conditions))
+            paths.append(to_path(graph, row_nodes, row_edges, config.seed, conditions, records))
     return paths, counts
 
 
@@ -371,6 +378,12 @@ def _chunks(array: np.ndarray, size: int) -> Iterator[np.ndarray]:
         yield array[offset : offset + size]
 
 
+def _tasks(graph: CSRGraph, size: int) -> Iterator[tuple[int, list[int]]]:
+    """Start nodes in fixed-size slices; the slice index seeds the slice's RNG."""
+    for index, chunk in enumerate(_chunks(start_nodes(graph), size)):
+        yield index, chunk.tolist()
+
+
 class _SampleTask(beam.DoFn):
     """Beam step: sample one task's walks against the graph side input; counts go to a tagged output."""
 
@@ -382,7 +395,13 @@ class _SampleTask(beam.DoFn):
         params = WalkParams.build(graph, self.config)
         paths, counts = walk_task(graph, params, index, np.asarray(starts, np.int64))
         yield beam.pvalue.TaggedOutput("counts", dict(counts))
-        yield from paths
+        for path in paths:
+            keys = dedup_keys(path)
+            yield path.path_id, tuple(keys[level] for level in DEDUP_LEVELS), path.model_dump_json().encode()
+
+
+# Between Beam steps a path travels as (path_id, dedup keys, JSON bytes): cheap to encode and group.
+PathItem = tuple[str, tuple[str, ...], bytes]
 
 
 class _DedupLevel(beam.PTransform):
@@ -393,13 +412,13 @@ class _DedupLevel(beam.PTransform):
         self.level = level
 
     def expand(self, paths):
-        level = self.level
+        level, position = self.level, DEDUP_LEVELS.index(self.level)
         grouped = (
             paths
-            | "Key" >> beam.Map(lambda p: (dedup_keys(p)[level], p))
+            | "Key" >> beam.Map(lambda item: (item[1][position], item))
             | "Group" >> beam.GroupByKey()
         )
-        kept = grouped | "First" >> beam.Map(lambda kv: min(kv[1], key=lambda p: p.path_id))
+        kept = grouped | "First" >> beam.Map(lambda kv: min(kv[1]))
         dropped = grouped | "Dropped" >> beam.Map(lambda kv: {f"rejected:{level}": len(list(kv[1])) - 1})
         return kept, dropped
 
@@ -411,34 +430,42 @@ def _merge_counts(dicts: Iterable[dict[str, int]]) -> dict[str, int]:
     return dict(total)
 
 
-def _write_shard(item: tuple[int, Iterable[Path]], folder: str, shards: int) -> str:
-    index, paths = item
+def _write_shard(shard: tuple[int, Iterable[PathItem]], folder: str, shards: int) -> str:
+    index, items = shard
     path = FsPath(folder) / f"paths-{index:05d}-of-{shards:05d}.parquet"
-    write_records(Path, sorted(paths, key=lambda p: p.path_id), path)
+    write_records(Path, [Path.model_validate_json(payload) for _, _, payload in sorted(items)], path)
     return path.name
 
 
 class WalkTransform(beam.PTransform):
-    """Start-node tasks -> sampled, deduplicated paths written as shards; counts written as JSON."""
+    """Graph folder -> CSR graph (a side input) -> start-node tasks -> sampled, deduplicated paths written
+    as shards; counts written as JSON. The graph is built by a pipeline step from the parquet files, so it
+    is never part of the pipeline's definition."""
 
-    def __init__(self, graph: CSRGraph, config: WalkConfig, out_dir: FsPath):
+    def __init__(self, graph_dir: FsPath, config: WalkConfig, out_dir: FsPath):
         super().__init__()
-        self.graph, self.config, self.out_dir = graph, config, out_dir
+        self.graph_dir, self.config, self.out_dir = str(graph_dir), config, out_dir
 
     def expand(self, pipeline):
         config = self.config
-        starts = start_nodes(self.graph).tolist()
-        tasks = [(i, starts[o : o + config.starts_per_task]) for i, o in enumerate(range(0, len(starts), config.starts_per_task))]
-        graph_side = pipeline | "Graph" >> beam.Create([self.graph])
-        sampled = (
+        graph = (
             pipeline
-            | "Tasks" >> beam.Create(tasks)
+            | "GraphDir" >> beam.Create([self.graph_dir])
+            | "LoadGraph" >> beam.Map(load_csr, as_of=config.as_of, window_days=config.window_days,
+                                      exclude_relations=config.exclude_relations)
+        )
+        sampled = (
+            graph
+            | "Tasks" >> beam.FlatMap(_tasks, config.starts_per_task)
             | "Reshuffle" >> beam.Reshuffle()
-            | "Sample" >> beam.ParDo(_SampleTask(config), graph=beam.pvalue.AsSingleton(graph_side)).with_outputs(
+            | "Sample" >> beam.ParDo(_SampleTask(config), graph=beam.pvalue.AsSingleton(graph)).with_outputs(
                 "counts", main="paths"
             )
         )
-        paths, count_parts = sampled.paths, [sampled.counts]
+        build_counts = graph | "GraphCounts" >> beam.Map(
+            lambda g: {**g.build_counts, "starts:eligible": len(start_nodes(g))}
+        )
+        paths, count_parts = sampled.paths, [sampled.counts, build_counts]
         for level in DEDUP_LEVELS:
             paths, dropped = paths | _DedupLevel(level)
             count_parts.append(dropped)
@@ -447,7 +474,7 @@ class WalkTransform(beam.PTransform):
         shards = config.shards
         written = (
             kept
-            | "Shard" >> beam.Map(lambda p: (int(p.path_id, 16) % shards, p))
+            | "Shard" >> beam.Map(lambda item: (int(item[0], 16) % shards, item))
             | "GroupShard" >> beam.GroupByKey()
             | "Write" >> beam.Map(_write_shard, folder=folder, shards=shards)
         )
@@ -474,7 +501,7 @@ class _Limit(beam.PTransform):
         else:
             kept = (
                 paths
-                | "Smallest" >> beam.combiners.Top.Smallest(self.max_paths, key=lambda p: p.path_id)
+                | "Smallest" >> beam.combiners.Top.Smallest(self.max_paths)
                 | "Flatten" >> beam.FlatMap(lambda chosen: chosen)
             )
         total = paths | "CountAll" >> beam.combiners.Count.Globally()
@@ -508,12 +535,9 @@ def run_walks(
     run = begin_stage(STAGE, out_dir, resolved, upstream_dirs={"extract": graph_dir})
     if run.done:
         return run.finished
-    graph = load_csr(graph_dir, as_of=as_of, window_days=window_days, exclude_relations=config.exclude_relations)
-    _run_pipeline(graph, resolved, out_dir, beam, list(beam_args))
+    _run_pipeline(graph_dir, resolved, out_dir, beam, list(beam_args))
     counts = Counter({f"rejected:{name}": 0 for name in STEP_CONDITIONS + PATH_CONDITIONS + DEDUP_LEVELS})
-    counts.update(graph.build_counts)
     counts.update(json.loads((out_dir / "counts.json").read_text()))
-    counts["starts:eligible"] = len(start_nodes(graph))
     (out_dir / "counts.json").unlink()
     shards = sorted(p.name for p in (out_dir / "paths").glob("*.parquet"))
     return run.finish(
@@ -525,9 +549,9 @@ def run_walks(
     )
 
 
-def _run_pipeline(graph: CSRGraph, config: WalkConfig, out_dir: FsPath, options: BeamOptions | None, args: list[str]) -> None:
+def _run_pipeline(graph_dir: FsPath, config: WalkConfig, out_dir: FsPath, options: BeamOptions | None, args: list[str]) -> None:
     with beam.Pipeline(options=pipeline_options(options, args)) as pipeline:
-        _ = pipeline | "Walk" >> WalkTransform(graph, config, out_dir)
+        _ = pipeline | "Walk" >> WalkTransform(graph_dir, config, out_dir)
 
 
 def register(subparsers) -> None:
