@@ -23,7 +23,7 @@ import numpy as np
 
 from pipeline.io import write_manifest, write_records
 from pipeline.version import code_version
-from schemas.config import IndexConfig, LLMRole, TrajectoryConfig
+from schemas.config import BeamOptions, IndexConfig, LLMRole, TrajectoryConfig
 from schemas.environment import IndexedPage
 from schemas.manifest import Manifest
 from schemas.questions import Path as QPath
@@ -133,7 +133,8 @@ def _serve(model: _SlowModel, address, stop) -> None:
         address.send((server.base_url, server.in_flight_peak))
 
 
-def collection_throughput(concurrency: int, episodes: int, turns: int, folder: Path) -> dict[str, float]:
+def collection_throughput(concurrency: int, episodes: int, turns: int, folder: Path, workers: int = 1) -> dict[str, float]:
+    """`workers` Beam worker processes share the C requests in flight (C / workers each)."""
     pages = generated_pages(500, seed=2)
     build_environment(pages, folder / "index")
     frameworks = sorted(FRAMEWORKS)
@@ -149,12 +150,13 @@ def collection_throughput(concurrency: int, episodes: int, turns: int, folder: P
     server.start()
     try:
         base_url, _ = parent.recv()
-        role = LLMRole(base_url=base_url, model="bench", max_concurrency=concurrency, max_retries=3,
+        role = LLMRole(base_url=base_url, model="bench", max_concurrency=concurrency // workers, max_retries=3,
                        timeout_s=30)
         config = TrajectoryConfig(policies={name: role for name in frameworks}, frameworks=frameworks, rollouts=1,
-                                  max_turns=turns, questions_per_unit=len(questions))
+                                  max_turns=turns, questions_per_unit=-(-len(questions) // workers))
         started, cpu_started = time.perf_counter(), time.process_time()
-        manifest = run_trajectories(folder / "questions", folder / "index", folder / "out", config, cache_dir=None)
+        manifest = run_trajectories(folder / "questions", folder / "index", folder / "out", config, cache_dir=None,
+                                    beam=BeamOptions(direct_num_workers=workers))
         stage_seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
         steady_seconds = stats[2] - stats[1]
         stop.set()
@@ -165,6 +167,7 @@ def collection_throughput(concurrency: int, episodes: int, turns: int, folder: P
     ideal = concurrency / LATENCY_S
     return {
         "concurrency": concurrency,
+        "workers": workers,
         "requests": requests,
         "in_flight_peak": peak,
         "trajectories": manifest.counts["trajectories"],
@@ -180,17 +183,24 @@ def collection_throughput(concurrency: int, episodes: int, turns: int, folder: P
     }
 
 
+def _report(result: dict) -> None:
+    print(f"   collection: C={result['concurrency']} over {result['workers']} worker(s), {result['requests']} requests, "
+          f"peak in flight {result['in_flight_peak']}: {result['steady_requests_per_s']}/s steady "
+          f"({result['steady_ratio_to_ideal']:.0%} of ideal {result['ideal_requests_per_s']:.0f}/s; target >= 90%), "
+          f"{result['stage_ratio_to_ideal']:.0%} over the whole stage; collector CPU "
+          f"{result['collector_cpu_ms_per_request']} ms a request", flush=True)
+
+
 def run(quick: bool = False) -> dict[str, float]:
+    results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         concurrency, episodes, turns = (8, 24, 8) if quick else (16, 96, 12)
-        collection = collection_throughput(concurrency, episodes, turns, root / "collect")
-        print(f"   collection: C={concurrency}, {collection['requests']} requests, peak in flight "
-              f"{collection['in_flight_peak']}: {collection['steady_requests_per_s']}/s steady "
-              f"({collection['steady_ratio_to_ideal']:.0%} of ideal {collection['ideal_requests_per_s']:.0f}/s), "
-              f"{collection['stage_ratio_to_ideal']:.0%} over the whole stage (target >= 90%); collector CPU "
-              f"{collection['collector_cpu_ms_per_request']} ms a request", flush=True)
+        for workers in (1,) if quick else (1, 2):
+            collection = collection_throughput(concurrency, episodes, turns, root / f"collect{workers}", workers)
+            _report(collection)
+            results.update({f"{key}@{workers}w": value for key, value in collection.items()})
         search = search_latency(10_000 if quick else 100_000, root / "search")
         print(f"   search over {search['search_docs']} docs: median {search['search_median_ms']} ms, "
               f"p99 {search['search_p99_ms']} ms (index built in {search['index_build_s']} s)", flush=True)
-    return {**collection, **search}
+    return {**results, **search}
