@@ -105,12 +105,13 @@ class EntityInfo:
 
 @dataclass
 class QuestionContext:
-    """Everything a unit needs, shipped to workers once as a Beam side input."""
+    """Everything a unit needs; in the Beam pipeline it is built by a step and shared as a side input."""
 
     graph: CSRGraph
     entities: dict[str, EntityInfo]
     as_of: dt.date
     config: QuestionConfig
+    paths: dict[str, Path] = field(default_factory=dict)  # path_id -> Path, filled for the pipeline
 
 
 @dataclass
@@ -514,11 +515,12 @@ def deduplicate(questions: Iterable[Question]) -> tuple[list[Question], list[Ski
     return kept, skipped
 
 
-def _units(paths: list[Path], config: QuestionConfig) -> list[tuple[str, list[Path]]]:
+def _units(path_ids: list[str], config: QuestionConfig) -> list[tuple[str, list[str]]]:
+    """Consecutive path ids (sorted) in units named by a hash of their ids and the writer."""
     engine = config.writer.model if not config.writer.offline else TEMPLATE_ENGINE
     size = config.paths_per_unit
-    chunks = [paths[i : i + size] for i in range(0, len(paths), size)]
-    return [(stable_hash(engine, [p.path_id for p in chunk]), chunk) for chunk in chunks]
+    chunks = [path_ids[i : i + size] for i in range(0, len(path_ids), size)]
+    return [(stable_hash(engine, chunk), chunk) for chunk in chunks]
 
 
 class _WriteUnit(beam.DoFn):
@@ -527,11 +529,12 @@ class _WriteUnit(beam.DoFn):
     def __init__(self, out_dir: str, cache_dir: str | None):
         self.out_dir, self.cache_dir = out_dir, cache_dir
 
-    def process(self, unit: tuple[str, list[Path]], ctx: QuestionContext) -> Iterator[dict[str, int]]:
-        unit_id, paths = unit
+    def process(self, unit: tuple[str, list[str]], ctx: QuestionContext) -> Iterator[dict[str, int]]:
+        unit_id, path_ids = unit
         work = WorkUnits(self.out_dir, TABLES)
         if work.is_done(unit_id):
             return
+        paths = [ctx.paths[path_id] for path_id in path_ids]
         cache = FsPath(self.cache_dir) if self.cache_dir else None
         questions, skipped, stats = run_async(lambda: process_unit(ctx, paths, cache))
         work.write(unit_id, {"questions": (Question, questions), "skipped": (SkippedRecord, skipped)})
@@ -598,14 +601,13 @@ def run_questions(
     run = begin_stage(STAGE, out_dir, resolved, upstream_dirs={"extract": graph_dir, "walk": paths_dir})
     if run.done:
         return run.finished
-    ctx = _load_context(graph_dir, paths_dir, resolved)
-    paths = sorted(read_records(Path, paths_dir / "paths"), key=lambda p: p.path_id)
-    units = _units(paths, config)
+    path_ids = sorted(read_table(Path, paths_dir / "paths").column("path_id").to_pylist())
+    units = _units(path_ids, config)
     work = WorkUnits(out_dir, TABLES)
     pending = [unit for unit in units if not work.is_done(unit[0])]
     stats_path = out_dir / "llm_stats.json"
     if pending:
-        _run_pipeline(ctx, pending, out_dir, cache_dir, stats_path, beam, list(beam_args))
+        _run_pipeline((graph_dir, paths_dir, resolved), pending, out_dir, cache_dir, stats_path, beam, list(beam_args))
     written = [uid for uid, _ in units]
     questions = [q for uid in written for q in read_records(Question, work.part_path("questions", uid))]
     skipped = [s for uid in written for s in read_records(SkippedRecord, work.part_path("skipped", uid))]
@@ -616,7 +618,7 @@ def run_questions(
         kept = kept[: config.max_questions]
     outputs = _write_outputs(out_dir, kept, skipped, config.shards)
     counts: Counter = Counter({f"rejected:{gate}": 0 for gate in gates.GATES})
-    counts["paths:read"] = len(paths)
+    counts["paths:read"] = len(path_ids)
     counts["questions:kept"] = len(kept)
     counts.update(f"rejected:{s.reason}" for s in skipped)
     counts.update(f"questions:hops_{q.hops}" for q in kept)
@@ -626,13 +628,21 @@ def run_questions(
     if config.shortcut is not None and not config.shortcut.offline:
         engines["shortcut"] = f"openai:{config.shortcut.model}"
     return run.finish(dict(counts), outputs, engines=engines, seed=config.seed,
-                      as_of=dt.datetime.combine(ctx.as_of, dt.time(), dt.UTC))
+                      as_of=dt.datetime.combine(resolved.as_of, dt.time(), dt.UTC))
 
 
-def _run_pipeline(ctx, units, out_dir, cache_dir, stats_path, options, args) -> None:
+def _pipeline_context(source: tuple[FsPath, FsPath, QuestionConfig]) -> QuestionContext:
+    """The context with every path, built once inside the pipeline (never pickled into its definition)."""
+    graph_dir, paths_dir, config = source
+    ctx = _load_context(graph_dir, paths_dir, config)
+    ctx.paths = {p.path_id: p for p in read_records(Path, paths_dir / "paths")}
+    return ctx
+
+
+def _run_pipeline(source, units, out_dir, cache_dir, stats_path, options, args) -> None:
     cache = str(cache_dir) if cache_dir else None
     with beam.Pipeline(options=pipeline_options(options, args)) as pipeline:
-        context = pipeline | "Context" >> beam.Create([ctx])
+        context = pipeline | "Source" >> beam.Create([source]) | "Context" >> beam.Map(_pipeline_context)
         (
             pipeline
             | "Units" >> beam.Create(units)
