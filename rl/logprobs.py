@@ -24,7 +24,7 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
 
     Works for any causal LM exposing `base_model` (the decoder) and `get_output_embeddings()` (the head).
     """
-    hidden = model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state[:, :-1]
+    hidden = model.base_model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).last_hidden_state[:, :-1]
     targets = input_ids[:, 1:]
     head = model.get_output_embeddings()
     pieces = []

@@ -66,6 +66,16 @@ def test_chunked_logprobs_equal_the_full_log_softmax_with_gradients(tokenizer, e
     assert torch.allclose(model.lm_head.weight.grad, full_grad, atol=1e-5)
 
 
+def test_gradient_checkpointing_gives_the_same_gradients(tokenizer, examples):
+    ids = torch.tensor([examples[0].input_ids[:40]])
+    grads = []
+    for checkpointing in (False, True):
+        model = load_model(RLConfig(tiny=TINY, seed=2, gradient_checkpointing=checkpointing), tokenizer).train()
+        token_logprobs(model, ids, torch.ones_like(ids), chunk=16).sum().backward()
+        grads.append({name: p.grad for name, p in model.named_parameters()})
+    assert all(torch.allclose(grads[0][name], grads[1][name], atol=1e-5) for name in grads[0])
+
+
 def turn_logprob_sums(policy, examples, tokenizer) -> dict[tuple[str, int], float]:
     """Summed log-prob of each (trajectory, turn)'s trained tokens under the policy."""
     turn_adv, trains = example_turn_advantages(examples, RLConfig())
