@@ -150,6 +150,7 @@ class TrajectoryConfig(_Config):
         default_factory=lambda: dict(OFFLINE_ERROR_RATES), description="offline policy error kind -> rate"
     )
     questions_per_unit: int = Field(default=8, ge=1, description="questions in one resumable work unit")
+    units_in_flight: int = Field(default=4, ge=1, description="work units a worker runs at once on one event loop")
     max_questions: int | None = None
     seed: int = 0
 

@@ -65,12 +65,15 @@ def policy_engines(config: TrajectoryConfig) -> dict[str, str]:
     return engines
 
 
-async def solve_questions(
-    questions: Iterable[Question], env: SearchEnvironment, config: TrajectoryConfig, cache_dir: str | Path | None
-) -> list[Trajectory]:
-    """All episodes of these questions, concurrently; the result is in (question, framework, rollout) order."""
+def make_policies(
+    config: TrajectoryConfig, env: SearchEnvironment, cache_dir: str | Path | None
+) -> tuple[dict[str, Policy], list[LLMClient]]:
+    """framework -> policy. Frameworks on one endpoint share one client, hence its concurrency bound.
+
+    Call inside the event loop that uses the clients, and close them (`aclose`) when done.
+    """
     window = ContextWindow(config.keep_last_observations, config.keep_last_turns)
-    clients: dict[str, LLMClient] = {}  # frameworks sharing one endpoint share its concurrency bound
+    clients: dict[str, LLMClient] = {}
     policies: dict[str, Policy] = {}
     for framework in config.frameworks:
         role = config.policies.get(framework)
@@ -82,30 +85,53 @@ async def solve_questions(
             cache = Path(cache_dir) / "policy" if cache_dir else None
             clients[key] = LLMClient(role, cache, name=f"policy-{role.model}")
         policies[framework] = LLMPolicy(clients[key], window)
+    return policies, list(clients.values())
+
+
+async def solve_questions(
+    questions: Iterable[Question], env: SearchEnvironment, config: TrajectoryConfig, policies: dict[str, Policy]
+) -> list[Trajectory]:
+    """All episodes of these questions, concurrently; the result is in (question, framework, rollout) order."""
+    episodes = [
+        run_episode(
+            question,
+            get_framework(framework),
+            policies[framework],
+            env,
+            max_turns=config.max_turns,
+            max_parse_failures=config.max_parse_failures,
+            seed=episode_seed(config.seed, question.question_id, framework, rollout),
+            rollout=rollout,
+        )
+        for question in questions
+        for framework in config.frameworks
+        for rollout in range(config.rollouts)
+    ]
+    return list(await asyncio.gather(*episodes))
+
+
+async def solve_units(
+    units: list[Unit], env: SearchEnvironment, config: TrajectoryConfig, cache_dir: str | Path | None, parts: WorkUnits
+) -> None:
+    """Several units on one event loop, each written as soon as its own episodes finish.
+
+    Running units side by side keeps the endpoint busy while one unit waits for its longest episode.
+    """
+    policies, clients = make_policies(config, env, cache_dir)
+
+    async def solve(unit: Unit) -> None:
+        trajectories = await solve_questions(unit.questions, env, config, policies)
+        parts.write(unit.unit_id, {TABLE: (Trajectory, trajectories)})
+
     try:
-        episodes = [
-            run_episode(
-                question,
-                get_framework(framework),
-                policies[framework],
-                env,
-                max_turns=config.max_turns,
-                max_parse_failures=config.max_parse_failures,
-                seed=episode_seed(config.seed, question.question_id, framework, rollout),
-                rollout=rollout,
-            )
-            for question in questions
-            for framework in config.frameworks
-            for rollout in range(config.rollouts)
-        ]
-        return list(await asyncio.gather(*episodes))
+        await asyncio.gather(*(solve(unit) for unit in units))
     finally:
-        for client in clients.values():
+        for client in clients:
             await client.aclose()
 
 
-class _SolveUnit(apache_beam.DoFn):
-    """Runs one work unit unless its part exists; the environment is loaded once per worker."""
+class _SolveUnits(apache_beam.DoFn):
+    """Runs a batch of work units, skipping those whose part exists; the environment loads once per worker."""
 
     def __init__(self, index_dir: str, out_dir: str, config: TrajectoryConfig, cache_dir: str | None):
         self.index_dir, self.out_dir, self.config, self.cache_dir = index_dir, out_dir, config, cache_dir
@@ -114,27 +140,34 @@ class _SolveUnit(apache_beam.DoFn):
     def setup(self):
         self.env = SearchEnvironment.load(self.index_dir)
 
-    def process(self, unit: Unit):
+    def process(self, batch: list[Unit]):
         parts = WorkUnits(self.out_dir, [TABLE])
-        if parts.is_done(unit.unit_id):
-            apache_beam.metrics.Metrics.counter(STAGE, "units_resumed").inc()
-            yield unit.unit_id
-            return
-        trajectories = run_async(lambda: solve_questions(unit.questions, self.env, self.config, self.cache_dir))
-        parts.write(unit.unit_id, {TABLE: (Trajectory, trajectories)})
-        apache_beam.metrics.Metrics.counter(STAGE, "units_solved").inc()
-        yield unit.unit_id
+        pending = [unit for unit in batch if not parts.is_done(unit.unit_id)]
+        apache_beam.metrics.Metrics.counter(STAGE, "units_resumed").inc(len(batch) - len(pending))
+        if pending:
+            run_async(lambda: solve_units(pending, self.env, self.config, self.cache_dir, parts))
+            apache_beam.metrics.Metrics.counter(STAGE, "units_solved").inc(len(pending))
+        yield from (unit.unit_id for unit in batch)
 
 
 class SolveUnits(apache_beam.PTransform):
-    """PCollection[Unit] -> PCollection[unit id], each unit's trajectories written as a resumable part."""
+    """PCollection[Unit] -> PCollection[unit id], each unit's trajectories written as a resumable part.
+
+    Units are spread over workers, and each worker runs `units_in_flight` of them at a time.
+    """
 
     def __init__(self, index_dir: str | Path, out_dir: str | Path, config: TrajectoryConfig, cache_dir: str | Path | None):
         super().__init__()
-        self.fn = _SolveUnit(str(index_dir), str(out_dir), config, str(cache_dir) if cache_dir else None)
+        self.batch = config.units_in_flight
+        self.fn = _SolveUnits(str(index_dir), str(out_dir), config, str(cache_dir) if cache_dir else None)
 
     def expand(self, units):
-        return units | "Reshuffle" >> apache_beam.Reshuffle() | "Solve" >> apache_beam.ParDo(self.fn)
+        return (
+            units
+            | "Reshuffle" >> apache_beam.Reshuffle()
+            | "Batch" >> apache_beam.BatchElements(min_batch_size=self.batch, max_batch_size=self.batch)
+            | "Solve" >> apache_beam.ParDo(self.fn)
+        )
 
 
 def trajectory_counts(trajectories: list[Trajectory]) -> dict[str, int]:
