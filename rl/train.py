@@ -303,8 +303,11 @@ def load_tokenizer(config: RLConfig, corpus: list[str], saved: Path):
 
     if (saved / "tokenizer_config.json").is_file():
         return AutoTokenizer.from_pretrained(saved)
-    tokenizer = AutoTokenizer.from_pretrained(config.model) if config.model else \
-        train_tokenizer(corpus, config.tiny.vocab_size)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(config.model) if config.model else \
+            train_tokenizer(corpus, config.tiny.vocab_size)
+    except OSError as error:
+        raise UserError(f"cannot load the tokenizer of {config.model}: {error}") from error
     if tokenizer.pad_token_id is None:  # padding is masked out; any id will do
         tokenizer.pad_token = tokenizer.eos_token
     if tokenizer.convert_tokens_to_ids(IM_END) in (None, tokenizer.unk_token_id):
