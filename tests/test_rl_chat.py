@@ -114,3 +114,8 @@ def test_examples_carry_the_critic_signals_per_turn(tokenizer):
 
     short, counts = build_examples(fixture_trajectories()[:1], tokenizer, max_len=100, prefix_check_samples=0)
     assert counts == {"kept": 1, "truncated": 1, "prefix_checked": 0} and len(short[0].input_ids) == 100
+
+
+def test_tokenizer_training_is_deterministic(tokenizer):
+    corpus = [render_text(trajectory_messages(j)) for j in fixture_trajectories()] + [render_text(MESSAGES)]
+    assert train_tokenizer(corpus, vocab_size=600).backend_tokenizer.to_str() == tokenizer.backend_tokenizer.to_str()
