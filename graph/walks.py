@@ -67,24 +67,23 @@ class WalkParams:
 
     is_hub: np.ndarray
     hub_threshold: float
+    too_long: np.ndarray  # literal nodes whose label exceeds max_literal_chars
     config: WalkConfig
 
     @classmethod
     def build(cls, graph: CSRGraph, config: WalkConfig) -> WalkParams:
         pages = graph.degree[graph.kind == PAGE]
         threshold = float(np.quantile(pages, config.hub_quantile)) if len(pages) else 0.0
-        return cls(is_hub=graph.degree > threshold, hub_threshold=threshold, config=config)
+        too_long = np.zeros(graph.num_nodes, bool)
+        for node in np.flatnonzero(graph.kind == LITERAL):
+            too_long[node] = len(graph.label(node)) > config.max_literal_chars
+        return cls(is_hub=graph.degree > threshold, hub_threshold=threshold, too_long=too_long, config=config)
 
 
 def start_nodes(graph: CSRGraph) -> np.ndarray:
     """Head entities with a page that are not list or disambiguation pages and have an out-edge."""
     eligible = (graph.kind == PAGE) & graph.is_head & ~graph.is_list & ~graph.is_disambiguation
     return np.flatnonzero(eligible & (graph.out_degree > 0))
-
-
-def _literal_too_long(graph: CSRGraph, max_chars: int) -> np.ndarray:
-    lengths = np.array([len(graph.label(i)) if graph.kind[i] == LITERAL else 0 for i in range(graph.num_nodes)])
-    return lengths > max_chars
 
 
 def _reject(reason: np.ndarray, name: str, mask: np.ndarray) -> None:
@@ -106,7 +105,6 @@ def sample_walks(
     edges = np.full((len(walks), hops), -1, np.int64)
     nodes[:, 0] = walks
     alive = np.ones(len(walks), bool)
-    too_long = _literal_too_long(graph, config.max_literal_chars) if config.allow_literal_answers else None
     out_degree = graph.out_degree
     counts["walks:attempted"] += len(walks)
     for step in range(hops):
@@ -136,7 +134,7 @@ def sample_walks(
                 if config.require_single_answer:
                     reject("multiple_objects", ~graph.single_object[choice])
                 if config.allow_literal_answers:
-                    reject("long_literal", too_long[nxt])
+                    reject("long_literal", params.too_long[nxt])
                 else:
                     reject("literal_answer", graph.kind[nxt] == LITERAL)
             ok = reason == 0
@@ -221,13 +219,12 @@ def reference_walks(
 def annotated_networkx(graph: CSRGraph, params: WalkParams) -> nx.MultiDiGraph:
     """The CSR graph as networkx with the attributes `reference_walks` reads."""
     nx_graph = graph.to_networkx()
-    too_long = _literal_too_long(graph, params.config.max_literal_chars)
     for node, data in nx_graph.nodes(data=True):
         data.update(is_list=bool(graph.is_list[node]), is_disambiguation=bool(graph.is_disambiguation[node]),
                     degree=int(graph.degree[node]))
     for _, dst, key, data in nx_graph.edges(keys=True, data=True):
         data.update(in_window=bool(graph.in_window[key]), single_object=bool(graph.single_object[key]),
-                    too_long=bool(too_long[dst]))
+                    too_long=bool(params.too_long[dst]))
     return nx_graph
 
 
@@ -389,10 +386,13 @@ class _SampleTask(beam.DoFn):
 
     def __init__(self, config: WalkConfig):
         self.config = config
+        self._params: tuple[CSRGraph, WalkParams] | None = None
 
     def process(self, task: tuple[int, list[int]], graph: CSRGraph) -> Iterator:
         index, starts = task
-        params = WalkParams.build(graph, self.config)
+        if self._params is None or self._params[0] is not graph:  # derive once per graph, not per task
+            self._params = (graph, WalkParams.build(graph, self.config))
+        params = self._params[1]
         paths, counts = walk_task(graph, params, index, np.asarray(starts, np.int64))
         yield beam.pvalue.TaggedOutput("counts", dict(counts))
         for path in paths:
