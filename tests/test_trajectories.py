@@ -185,7 +185,8 @@ def test_llm_policies_speak_each_protocol(snapshot):
     out = snapshot / "llm"
     with OpenAIServer(_scripted_model) as server:
         role = LLMRole(base_url=server.base_url, model="test-model", max_concurrency=4, max_retries=0)
-        config = TrajectoryConfig(policies={name: role for name in FRAMEWORKS}, rollouts=1, questions_per_unit=4)
+        config = TrajectoryConfig(policies={name: role for name in FRAMEWORKS}, rollouts=1, questions_per_unit=1,
+                                  units_in_flight=4)
         manifest = run_trajectories(snapshot / "questions", snapshot / "index", out, config, snapshot / "cache")
         requests = len(server.requests)
         assert 1 < server.in_flight_peak <= 4  # one endpoint: its bound holds across questions and frameworks
