@@ -1,20 +1,23 @@
 """`hopsmith dataset` end to end on the shipped sample: every config, resumption after a kill, determinism.
 
-One uninterrupted run (a module fixture) is the reference; a second run in another folder, starting from
-copies of the reference's finished early stages, is killed in the middle of the trajectory (or judge)
-stage and rerun, and must produce byte-identical shards. Runs are subprocesses of the real CLI
-with a small config (tests/data/dataset_small.toml) and offline engines.
+One uninterrupted run (a module fixture) is the reference: the small config (tests/data/dataset_small.toml)
+with offline engines, except the judge, an LLM judge served by a real OpenAI-compatible HTTP server on
+127.0.0.1. A second run in another folder, starting from copies of the reference's finished stages up to
+the trajectories, is killed in the middle of the LLM judge stage and rerun: it must produce byte-identical
+shards without sending again the requests whose answers it already had. Runs are subprocesses of the CLI.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import datasets
@@ -27,6 +30,7 @@ from pipeline.io import read_manifest, read_records
 from pipeline.layout import CONFIGS, features
 from pipeline.validate import validate_dataset
 from schemas.critic import JudgedTrajectory
+from tests.servers import OpenAIServer, Reply
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "tests/data/dataset_small.toml"
@@ -34,16 +38,44 @@ SENTINEL = "hf_SENTINEL_e2e_token_5f3a9c"
 pytestmark = pytest.mark.skipif(not SAMPLE_DUMP.is_file(), reason="the shipped sample dump is not built yet")
 
 
-def _command(out: Path) -> list[str]:
-    return [sys.executable, "-m", "pipeline.cli", "dataset", "--config", str(CONFIG), "--out", str(out)]
+JUDGE_CONCURRENCY = 2
+ASSESSMENT = {"sensible_next_step": 0.9, "sensible_rationale": "a sensible step", "logical_soundness": 0.8,
+              "soundness_rationale": "supported by the observations"}
+
+
+@pytest.fixture(scope="module")
+def judge_server():
+    with OpenAIServer(lambda body: Reply(content=json.dumps(ASSESSMENT), delay_s=0.02)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def config_file(judge_server, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("config") / "run.toml"
+    path.write_text(CONFIG.read_text() + f"""
+[judge]
+batch_size = 8
+
+[judge.judge]
+base_url = "{judge_server.base_url}"
+model = "judge-test"
+api_key_env = "HOPSMITH_TEST_JUDGE_KEY"
+max_concurrency = {JUDGE_CONCURRENCY}
+""")
+    return path
+
+
+def _command(config: Path, out: Path) -> list[str]:
+    return [sys.executable, "-m", "pipeline.cli", "dataset", "--config", str(config), "--out", str(out)]
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "HF_TOKEN": SENTINEL}
+    return {**os.environ, "HF_TOKEN": SENTINEL, "HOPSMITH_TEST_JUDGE_KEY": "sk-local"}
 
 
-def _run(out: Path) -> subprocess.CompletedProcess:
-    result = subprocess.run(_command(out), capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=600)
+def _run(config: Path, out: Path) -> subprocess.CompletedProcess:
+    result = subprocess.run(_command(config, out), capture_output=True, text=True, cwd=ROOT, env=_env(),
+                            timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return result
 
@@ -59,9 +91,11 @@ def _published(out: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+def reference(config_file, judge_server, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
     out = tmp_path_factory.mktemp("reference") / "out"
-    return out, _run(out)
+    result = _run(config_file, out)
+    assert judge_server.requests, "the judge stage used the LLM judge"
+    return out, result
 
 
 def test_every_config_is_produced_and_loads_with_declared_features(reference, tmp_path):
@@ -106,41 +140,52 @@ def test_no_token_anywhere(reference):
     assert leaks == []
 
 
-def test_rerun_reuses_every_stage(reference):
+def test_rerun_reuses_every_stage(reference, config_file, judge_server):
     out, _ = reference
     before = (out / "dataset/manifest.json").read_text()
     code_version = read_manifest(out / "dataset").code_version
-    result = _run(out)
+    requests = len(judge_server.requests)
+    result = _run(config_file, out)
     if read_manifest(out / "dataset").code_version != code_version:
         pytest.skip("the source changed since the reference run (a shared working tree)")
     assert result.stderr.count("finished by an earlier run") == len(STAGE_FOLDERS)
     assert (out / "dataset/manifest.json").read_text() == before
+    assert len(judge_server.requests) == requests
 
 
-def _mid_stage(out: Path) -> bool:
-    """True once the trajectory stage has written a work unit (or, if it is too quick, the judge has begun)."""
-    units = list((out / "trajectories/parts").rglob("*.parquet"))
-    return bool(units) or (out / "judged/.pending-key").is_file()
+def _mid_judge(out: Path) -> bool:
+    """True once the LLM judge stage has finished a work unit (and has more to do)."""
+    return any((out / "judged/parts/judged").glob("*.parquet"))
 
 
-def test_killed_run_resumes_to_identical_shards(reference, tmp_path):
+def _bodies(requests: list[dict]) -> list[str]:
+    return [json.dumps(body, sort_keys=True) for body in requests]
+
+
+def test_killed_run_resumes_to_identical_shards(reference, config_file, judge_server, tmp_path):
     reference_out, _ = reference
+    reference_requests = _bodies(judge_server.requests)
     out = tmp_path / "out"
-    for stage in ("extract", "walk", "questions", "index"):  # reuse the finished early stages: keeps it quick
+    for stage in ("extract", "walk", "questions", "index", "trajectories"):  # reuse finished stages: quick
         shutil.copytree(reference_out / STAGE_FOLDERS[stage], out / STAGE_FOLDERS[stage])
-    process = subprocess.Popen(_command(out), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
+    first = len(judge_server.requests)
+    process = subprocess.Popen(_command(config_file, out), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 300
-        while not _mid_stage(out) and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while not _mid_judge(out) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
         assert process.poll() is None, "the run finished before it could be interrupted"
     finally:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
-    assert not (out / "dataset/manifest.json").is_file()
-    _run(out)
+    assert not (out / "judged/manifest.json").is_file()
+    _run(config_file, out)
     if read_manifest(out / "dataset").code_version != read_manifest(reference_out / "dataset").code_version:
         pytest.skip("the source changed between the reference run and this one (a shared working tree)")
     assert _published(out) == _published(reference_out)
     assert validate_dataset(out / "dataset").errors == []
+    # the same requests as the uninterrupted run; only those in flight at the kill may be sent again
+    resumed = Counter(_bodies(judge_server.requests[first:]))
+    assert set(resumed) == set(reference_requests)
+    assert sum((resumed - Counter(reference_requests)).values()) <= JUDGE_CONCURRENCY
