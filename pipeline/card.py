@@ -284,7 +284,8 @@ def render_card(
         "share a split. In `toolmind`, `nanbeige` and `turns`, `loss` is 1 only on assistant turns the "
         "critic passed; failed turns stay in context with loss 0. Load a config with "
         f'`datasets.load_dataset("parquet", data_files={{"train": "{shard_pattern("toolmind", "train")}"}})` '
-        "or by config name from the Hub.\n",
+        "or by config name from the Hub. Free-form objects (tool-call arguments, tool declarations) are "
+        "stored as JSON strings.\n",
         "## Provenance\n",
         _table(["item", "value"], _provenance(manifests, seed)) + "\n",
         f"RL prompts roll out in the search environment `{environment}` (the `index` stage output of the same "

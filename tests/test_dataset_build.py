@@ -209,3 +209,11 @@ def test_shards_are_also_bounded_by_text_size(tmp_path):
     files = writer.close()
     assert files == ["data/questions/train-00000-of-00002.parquet", "data/questions/train-00001-of-00002.parquet"]
     assert [pq.read_metadata(tmp_path / f).num_rows for f in files] == [3, 2]
+
+
+def test_dataset_command_reports_a_missing_dump_in_one_line(tmp_path, capfd):
+    status, out, err = _cli(capfd, "dataset", "--dump", str(tmp_path / "missing.xml.bz2"), "--out", str(tmp_path))
+    assert status == 2
+    assert err.strip().splitlines()[-1] == f"hopsmith: error: dump not found: {tmp_path / 'missing.xml.bz2'}"
+    status, _, err = _cli(capfd, "validate", str(tmp_path / "nothing"))
+    assert status == 2 and "has no README.md dataset card" in err
