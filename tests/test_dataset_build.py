@@ -217,3 +217,21 @@ def test_dataset_command_reports_a_missing_dump_in_one_line(tmp_path, capfd):
     assert err.strip().splitlines()[-1] == f"hopsmith: error: dump not found: {tmp_path / 'missing.xml.bz2'}"
     status, _, err = _cli(capfd, "validate", str(tmp_path / "nothing"))
     assert status == 2 and "has no README.md dataset card" in err
+
+
+def test_an_interrupted_build_is_rebuilt_whole(tmp_path):
+    """A build killed after writing some files (same key, no manifest) leaves no stale shard behind."""
+    out = tmp_path / "out"
+    dataset = build_fixture_dataset(out)
+    expected = _digests(dataset)
+    key = (dataset / "manifest.json").read_text().split('"key": "')[1].split('"')[0]
+    (dataset / "manifest.json").unlink()
+    (dataset / ".pending-key").write_text(key)
+    for junk in ("data/toolmind/_provisional-train-00000.parquet", "data/toolmind/train-00000-of-00009.parquet"):
+        (dataset / junk).write_bytes(b"partial")
+    (dataset / "README.md").write_text("half a card")
+    rebuilt = build_fixture_dataset(out)
+    digests = _digests(rebuilt)
+    expected.pop("manifest.json"), digests.pop("manifest.json")
+    assert digests == expected
+    assert validate_dataset(rebuilt).errors == []
