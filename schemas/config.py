@@ -121,6 +121,7 @@ class IndexConfig(_Config):
     chunk_chars: int = Field(default=1500, ge=200, description="most characters of one open_page chunk")
     title_weight: float = Field(default=2.0, ge=0.0, description="weight of the title/alias field in ranking")
     shard_pages: int = Field(default=5000, ge=1, description="pages per parquet shard of the index")
+    page_timeout_s: float = Field(default=10.0, gt=0, description="cleaning a page longer than this skips it")
 
 
 OFFLINE_ERROR_RATES = {

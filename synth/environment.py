@@ -22,6 +22,7 @@ import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
 from pipeline.errors import UserError
+from pipeline.extract import Deadline, PageTimeout
 from pipeline.io import read_manifest, read_records, shard_files, write_records
 from pipeline.stage import begin_stage
 from pipeline.wikitext import normalize_title
@@ -59,7 +60,10 @@ def _build_bm25(texts: list[str], folder: Path) -> None:
 
 def _clean_page(page: Page, config: IndexConfig, aliases: list[str]) -> IndexedPage | SkippedRecord:
     try:
-        text = clean_wikitext(page.text)
+        with Deadline(config.page_timeout_s).alarm():
+            text = clean_wikitext(page.text)
+    except PageTimeout as error:
+        return SkippedRecord(title=page.title, stage=STAGE, reason="timeout", detail=str(error), page_id=page.page_id)
     except Exception as error:  # mwparserfromhell raises several types on broken markup
         return SkippedRecord(title=page.title, stage=STAGE, reason="parse_error", detail=str(error)[:200], page_id=page.page_id)
     chunks = split_chunks(text, config.chunk_chars)

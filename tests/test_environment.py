@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
+import synth.environment as environment
 from pipeline.io import read_records
 from schemas.config import IndexConfig
-from schemas.wiki import SkippedRecord
+from schemas.wiki import Entity, SkippedRecord
 from synth.environment import SearchEnvironment, build_index
 from synth.wikitext import clean_wikitext, format_date, split_chunks
-from tests.trajectory_fixtures import ARTICLES, make_graph
+from tests.trajectory_fixtures import ARTICLES, _page, make_graph
 
 
 @pytest.fixture(scope="module")
@@ -118,3 +121,16 @@ def test_answer_and_determinism(env, index_dir):
     assert again.environment_id == env.environment_id
     for call in [("search", {"query": "university New York"}), ("open_page", {"title": "Obama", "page": 1})]:
         assert again.execute(*call) == env.execute(*call)
+
+
+def test_a_page_that_cleans_too_slowly_is_a_counted_skip(monkeypatch):
+    def slow(text):
+        time.sleep(0.5)
+        return text
+
+    monkeypatch.setattr(environment, "clean_wikitext", slow)
+    page = _page(1, "Honolulu", ARTICLES["Honolulu"][0])
+    entity = Entity(title="Honolulu", type="city", description="", last_modified=page.timestamp, is_head=True,
+                    page_id=1, revision_id=1)
+    kept, skipped = environment.index_pages([page], [entity], IndexConfig(page_timeout_s=0.05))
+    assert kept == [] and [(s.title, s.reason) for s in skipped] == [("Honolulu", "timeout")]
