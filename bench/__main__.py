@@ -19,6 +19,7 @@ BENCHMARKS = (
     "bench.dump_reader",
     "bench.rl_logprobs",
     "bench.critic",
+    "bench.dataset",
 )
 
 
