@@ -22,7 +22,7 @@ def _train_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     parser.add_argument("--config", default=default(None), help="JSON file of RLConfig fields (overrides the preset)")
     parser.add_argument("--modes", default=default(None), help="comma-separated: offline,online")
     parser.add_argument("--index", default=default(None), help="search index folder for online mode")
-    parser.add_argument("--split", default=default(None), help="dataset split to read (default: all)")
+    parser.add_argument("--split", default=default(None), help="dataset split to train on (default: train)")
     parser.add_argument("--seed", type=int, default=default(None))
     parser.add_argument("--offline-steps", type=int, default=default(None))
     parser.add_argument("--online-steps", type=int, default=default(None))

@@ -30,7 +30,8 @@ class RLConfig(BaseModel):
     model: str | None = Field(None, description="pretrained model folder; None trains a tiny random LLaMA")
     tiny: TinyModelConfig = Field(default_factory=TinyModelConfig)
     modes: list[Mode] = ["offline", "online"]
-    split: str | None = Field(None, description="dataset split to read (file prefix); None reads every split")
+    split: str | None = Field("train", description="dataset split to train on (file prefix); None reads every "
+                                                  "split (the test split is held out by default)")
     seed: int = 0
     max_len: int = 2048
     logprob_chunk: int = 512
