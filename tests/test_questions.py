@@ -240,3 +240,22 @@ def test_answers_follow_the_path_in_the_graph(answer_type):
     path = path_of(ctx, *titles)
     assert path.answer_type == answer_type
     assert gates.chain_answers(ctx.graph, path, []) == {gates.answer_node(ctx.graph, path)}
+
+
+def test_cli_walk_then_questions(tmp_path, capsys):
+    from pipeline.cli import main
+
+    graph_dir = write_graph(tmp_path / "graph", MERKEL, MERKEL_FACTS)
+    paths_dir, out = tmp_path / "paths", tmp_path / "questions"
+    assert main(["walk", "--graph", str(graph_dir), "--out", str(paths_dir), "--hops", "2", "3",
+                 "--hub-quantile", "1.0", "--walks-per-start", "20"]) == 0
+    assert main(["questions", "--graph", str(graph_dir), "--paths", str(paths_dir), "--out", str(out),
+                 "--cache", str(tmp_path / "cache")]) == 0
+    printed = capsys.readouterr().out
+    assert "walk: " in printed and "rejected:hub" in printed and "questions: " in printed
+    assert list(read_records(Question, out / "questions"))
+    assert main(["walk", "--graph", str(tmp_path / "missing"), "--out", str(paths_dir)]) == 2
+    assert main(["walk", "--graph", str(graph_dir), "--out", str(tmp_path / "p9"), "--hops", "9"]) == 2
+    assert main(["questions", "--graph", str(graph_dir), "--paths", str(paths_dir), "--out", str(out),
+                 "--writer-base-url", "http://127.0.0.1:9/v1"]) == 2  # a base URL without a model
+    assert "needs --writer-model" in capsys.readouterr().err
