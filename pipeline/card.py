@@ -25,6 +25,7 @@ from schemas.manifest import Manifest  # noqa: E402
 from schemas.questions import Question  # noqa: E402
 
 PLOTS_DIR = "plots"
+DEFAULT_CONFIG = "toolmind"  # what `load_dataset(<repo>)` without a config name returns
 PLOTS = {
     "hops": "hop_count_distribution.png",
     "tool_calls": "tool_calls_per_trajectory.png",
@@ -200,12 +201,13 @@ def card_header(name: str, split_rows: dict[str, dict[str, int]]) -> dict[str, A
         splits = {s: n for s, n in split_rows.get(config, {}).items() if n}
         if not splits:
             continue
-        configs.append(
-            {
-                "config_name": config,
-                "data_files": [{"split": s, "path": shard_pattern(config, s)} for s in splits],
-            }
-        )
+        entry = {
+            "config_name": config,
+            "data_files": [{"split": s, "path": shard_pattern(config, s)} for s in splits],
+        }
+        if config == DEFAULT_CONFIG:
+            entry["default"] = True
+        configs.append(entry)
         infos.append(dataset_info_yaml(config, splits))
     largest = max((sum(s.values()) for s in split_rows.values()), default=0)
     return {

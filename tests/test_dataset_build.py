@@ -60,6 +60,10 @@ def test_every_config_loads_with_its_declared_features(built, tmp_path):
 def test_load_the_folder_by_config_name(built, tmp_path):
     toolmind = datasets.load_dataset(str(built), "toolmind", cache_dir=str(tmp_path / "hf"))
     assert set(toolmind) == {"train", "test"}
+    default = datasets.load_dataset(str(built), cache_dir=str(tmp_path / "hf"))
+    assert default["train"].features == toolmind["train"].features
+    rl = datasets.load_dataset(str(built), "rl", cache_dir=str(tmp_path / "hf"))
+    assert rl["train"].features == features("rl")
     row = toolmind["train"][0]
     assert set(row) == {"key", "id", "conversations"}
     assert {m["role"] for m in row["conversations"]} == {"system", "user", "assistant"}
