@@ -7,6 +7,7 @@
 - `fewer_hops`: the answer is reachable from the start entity in fewer hops than the question asks;
 - `alternative_answer`: following the question's constraint chain over the graph (relations, plus the
   type and attribute clues given for each intermediate) reaches more than one answer;
+- `missing_as_of`: a fact on the path can change, but the text states no as-of date;
 - `shortcut`: a model answers correctly without tools in any of n attempts (async, LLM configured);
 - `duplicate`: applied across the whole run by the stage (same text, or same start/relations/answer).
 """
@@ -27,7 +28,7 @@ from synth.matching import match_answer, normalize_answer
 from synth.phrasing import parse_date, type_noun
 
 GATES = ("vague_answer", "fewer_hops", "alternative_answer", "answer_leak", "evidence_leak", "intermediate_leak",
-         "shortcut", "duplicate")
+         "missing_as_of", "shortcut", "duplicate")
 MAX_FRONTIER = 100_000
 
 

@@ -402,7 +402,8 @@ def structural_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, 
     return None
 
 
-def text_gate(ctx: QuestionContext, path: Path, text: str, aliases: list[str]) -> tuple[str, str] | None:
+def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: list[str]) -> tuple[str, str] | None:
+    """Gates on the written text: leaks, and the as-of date a changeable fact needs."""
     if (form := gates.answer_leak(text, path.answer, aliases)) is not None:
         return "answer_leak", form
     # Evidence sentences of the hops, and the lead sentences of the intermediates (a writer that copies
@@ -413,6 +414,8 @@ def text_gate(ctx: QuestionContext, path: Path, text: str, aliases: list[str]) -
         return "evidence_leak", gram
     if (name := gates.intermediate_leak(text, path.nodes[1:-1])) is not None:
         return "intermediate_leak", name
+    if plan.as_of_text and f"as of {plan.as_of_text}".lower() not in text.lower():
+        return "missing_as_of", f"a fact can change but the text does not say 'As of {plan.as_of_text}'"
     return None
 
 
@@ -468,7 +471,7 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
         except LLMError as error:
             return _skip(path, "writer_failed", str(error))
         aliases = answer_aliases(ctx, path)
-        if (failed := text_gate(ctx, path, draft.text, aliases)) is not None:
+        if (failed := text_gate(ctx, path, plan, draft.text, aliases)) is not None:
             return _skip(path, failed[0], f"{failed[1]} | {draft.text}")
         if checker is not None:
             try:

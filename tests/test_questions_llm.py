@@ -166,6 +166,15 @@ def test_llm_question_copying_an_intermediate_description_is_rejected(tmp_path, 
     assert "german quantum chemist and professor emeritus at" in skipped[0].detail
 
 
+def test_llm_question_without_the_as_of_date_is_rejected(tmp_path, graph_and_paths):
+    def undated(body: dict) -> Reply:
+        return Reply(content=json.dumps({"question": "Where was the spouse of Angela Merkel born?"}))
+
+    with OpenAIServer(undated) as server:
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, QuestionConfig(writer=role(server)))
+    assert kept == [] and {s.reason for s in skipped} == {"missing_as_of"}  # a spouse can change
+
+
 def test_killed_run_resumes_without_repeating_requests(tmp_path, graph_and_paths, monkeypatch):
     graph_dir, paths_dir = graph_and_paths
     with OpenAIServer(Script()) as server:
