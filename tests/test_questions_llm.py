@@ -104,6 +104,24 @@ def test_llm_writer_recovers_and_records_engine(tmp_path, graph_and_paths, case,
     assert writer_requests[0]["response_format"] == {"type": "json_object"}
 
 
+@pytest.mark.parametrize("bound", [1, 2])
+def test_llm_requests_in_flight_stay_within_the_role_bound(tmp_path, graph_and_paths, bound):
+    graph_dir, paths_dir = graph_and_paths
+    paths = list(read_records(Path, paths_dir / "paths"))
+    assert len(paths) > bound
+
+    def slow(body: dict) -> Reply:
+        reply = written(body)
+        reply.delay_s = 0.2
+        return reply
+
+    with OpenAIServer(slow) as server:
+        config = QuestionConfig(writer=role(server, max_concurrency=bound))
+        ctx = questions_module._load_context(graph_dir, paths_dir, config)
+        kept, _, _ = run_async(lambda: questions_module.process_unit(ctx, paths, None))
+    assert server.in_flight_peak == bound and len(server.requests) == len(paths)
+
+
 def test_rerun_is_served_from_the_cache(tmp_path, graph_and_paths):
     with OpenAIServer(Script()) as server:
         config = QuestionConfig(writer=role(server))
