@@ -185,7 +185,7 @@ def test_llm_policies_speak_each_protocol(snapshot):
     out = snapshot / "llm"
     with OpenAIServer(_scripted_model) as server:
         role = LLMRole(base_url=server.base_url, model="test-model", max_concurrency=4, max_retries=0)
-        config = TrajectoryConfig(policies={name: role for name in FRAMEWORKS}, rollouts=1, questions_per_unit=1,
+        config = TrajectoryConfig(policies={name: role for name in FRAMEWORKS}, rollouts=2, questions_per_unit=1,
                                   units_in_flight=4)
         manifest = run_trajectories(snapshot / "questions", snapshot / "index", out, config, snapshot / "cache")
         requests = len(server.requests)
@@ -200,7 +200,8 @@ def test_llm_policies_speak_each_protocol(snapshot):
         assert len(server.requests) == requests
         rerun = list(read_records(Trajectory, out / "trajectories"))
         assert [_without_seconds(t) for t in rerun] == [_without_seconds(t) for t in trajectories]
-    assert len(trajectories) == len(QUESTIONS) * len(FRAMEWORKS) and requests == 4 * len(trajectories)
+    assert len(trajectories) == len(QUESTIONS) * len(FRAMEWORKS) * 2 and requests == 4 * len(trajectories)
+    assert {t.rollout for t in trajectories} == {0, 1}  # rollouts are separate requests, never one cached reply
     assert manifest.engines == {f"policy:{name}": "openai:test-model" for name in config.frameworks}
     env = SearchEnvironment.load(snapshot / "index")
     for trajectory in trajectories:
