@@ -239,3 +239,22 @@ def test_an_interrupted_build_is_rebuilt_whole(tmp_path):
     expected.pop("manifest.json"), digests.pop("manifest.json")
     assert digests == expected
     assert validate_dataset(rebuilt).errors == []
+
+
+def test_fast_row_conversion_agrees_with_the_schema_contract():
+    from pipeline import renders
+    from pipeline.layout import PLAIN_CONFIGS, rows_table
+    from schemas.base import to_table
+    from tests.dataset_fixtures import make_judged, make_question
+
+    question = make_question(3, hops=4)
+    judged = make_judged(question)
+    samples = {
+        "questions": [question],
+        "toolmind": [renders.render_toolmind(judged)],
+        "nanbeige": [renders.render_nanbeige(judged)],
+        "turns": renders.render_turns(judged),
+    }
+    assert set(samples) == PLAIN_CONFIGS
+    for config, rows in samples.items():
+        assert rows_table(config, rows).equals(to_table(CONFIGS[config], rows).cast(rows_table(config, rows).schema))
