@@ -339,7 +339,7 @@ def load_model(config: RLConfig, tokenizer, checkpoint: Path | None = None):
         ))
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     if config.gradient_checkpointing:
-        model.gradient_checkpointing_enable()
+        model.activation_checkpointing_enable()
     return model
 
 
@@ -389,11 +389,11 @@ def run_rl(shards: str | Path, out_dir: str | Path, config: RLConfig, judge: Jud
     run = begin_stage("rl", out_dir, config, input_files=shard_inputs)
     if run.done:
         return run.finished
-    accelerator = Accelerator(mixed_precision="bf16" if config.bf16 else "no")
     finished = [m for m in config.modes if (out_dir / "phases" / m / DONE).is_file()]
     corpus = [render_text(trajectory_messages(j)) for j in judged] + \
         [render_text([m.model_dump() for m in p.prompt]) for p in prompts]
     tokenizer = load_tokenizer(config, corpus, out_dir / "tokenizer")
+    accelerator = Accelerator(mixed_precision="bf16" if config.bf16 else "no")
     counts: Counter = Counter(trajectories_in=len(judged), prompts_in=len(prompts))
     examples, example_counts = build_examples(judged, tokenizer, config.max_len, config.prefix_check_samples)
     counts.update(example_counts)

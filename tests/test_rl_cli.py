@@ -58,5 +58,5 @@ def test_user_errors_exit_with_a_message(tmp_path, capsys):
     assert main(["rl", "train", "--shards", str(shards), "--runner", "DirectRunner"]) == 2
     assert "unknown options" in capsys.readouterr().err
     assert main(["rl", "--shards", str(shards), "--out", str(tmp_path / "rl"), "--model", str(tmp_path / "none"),
-                 "--modes", "offline"]) == 2
+                 "--modes", "offline", "--preset", "tiny-cpu"]) == 2
     assert "cannot load the tokenizer" in capsys.readouterr().err
