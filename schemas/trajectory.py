@@ -71,3 +71,4 @@ class Trajectory(Record):
     stop_reason: StopReason
     outcome: Outcome
     environment: str = ""
+    error: str | None = None

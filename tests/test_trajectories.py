@@ -236,6 +236,7 @@ def test_an_endpoint_that_refuses_ends_the_run_with_error(snapshot):
 
         trajectory = asyncio.run(episode())
     assert trajectory.stop_reason == "error" and trajectory.turns == [] and not trajectory.outcome.correct
+    assert trajectory.error.startswith("LLMError: ") and "(400)" in trajectory.error
 
 
 @pytest.mark.parametrize("framework_name", ["tagged"])

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+import openai
+
 from pipeline.io import stable_hash
 from pipeline.llm import LLMError
 from schemas.questions import Question
@@ -69,12 +71,13 @@ async def run_episode(
     turns: list[Turn] = []
     stop: StopReason = "max_turns"
     final_answer: str | None = None
+    error: str | None = None
     failures_in_a_row = 0
     while len(turns) < max_turns:
         try:
             step = await agent.act(turns)
-        except LLMError:
-            stop = "error"
+        except (LLMError, openai.APIError) as failure:  # retries exhausted, or a reply the SDK cannot read
+            stop, error = "error", f"{type(failure).__name__}: {failure}"[:500]
             break
         call_id = f"call_{len(turns)}"
         parsed = framework.parse(step.output, call_id)
@@ -122,4 +125,5 @@ async def run_episode(
         stop_reason=stop,
         outcome=match_answer(final_answer, question.answer, question.aliases),
         environment=env.environment_id,
+        error=error,
     )
