@@ -3,8 +3,9 @@
 Questions are grouped into work units (a fixed number of questions, named by a hash of their ids). A Beam
 transform runs each unit: every (question, framework, rollout) episode of the unit concurrently on one
 event loop, so LLM requests of many questions share each endpoint's concurrency bound, and writes the
-unit's trajectories as one resumable part. A rerun skips finished units; the final shards are the parts
-concatenated in unit order, so an interrupted and an uninterrupted run write the same records.
+unit's trajectories as one resumable part. A worker runs `units_in_flight` units side by side, so one
+unit's longest episode does not leave the endpoint idle. A rerun skips finished units; the final shards
+are the parts streamed in unit order, so an interrupted and an uninterrupted run write the same records.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import apache_beam
+import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from pipeline.beam import pipeline_options
@@ -170,19 +172,43 @@ class SolveUnits(apache_beam.PTransform):
         )
 
 
-def trajectory_counts(trajectories: list[Trajectory]) -> dict[str, int]:
-    counts = Counter({"trajectories": len(trajectories), "correct": 0})
-    for trajectory in trajectories:
-        counts[f"framework:{trajectory.framework}"] += 1
-        counts[f"stop:{trajectory.stop_reason}"] += 1
-        counts["correct"] += trajectory.outcome.correct
-        counts["turns"] += len(trajectory.turns)
-        for turn in trajectory.turns:
-            counts["tool_errors"] += turn.tool_error
-            counts["parse_errors"] += turn.parse_error is not None
-            if turn.injected_error:
-                counts[f"injected:{turn.injected_error}"] += 1
-    return dict(counts)
+def merge_parts(units: list[Unit], parts: WorkUnits, out_dir: Path) -> tuple[list[str], dict[str, int]]:
+    """The units' parts, in plan order, as shards of SHARD_RECORDS trajectories; streamed, with counts."""
+    files = [parts.part_path(TABLE, unit.unit_id) for unit in units]
+    shard_count = max(1, -(-sum(pq.ParquetFile(f).metadata.num_rows for f in files) // SHARD_RECORDS))
+    outputs: list[str] = []
+    counts: Counter = Counter({"trajectories": 0, "correct": 0})
+    buffer: list[Trajectory] = []
+
+    def flush() -> None:
+        path = out_dir / TABLE / f"{TABLE}-{len(outputs):05d}-of-{shard_count:05d}.parquet"
+        write_records(Trajectory, buffer, path)
+        outputs.append(str(path.relative_to(out_dir)))
+        buffer.clear()
+
+    for file in files:
+        for trajectory in read_records(Trajectory, file):
+            count_trajectory(counts, trajectory)
+            buffer.append(trajectory)
+            if len(buffer) == SHARD_RECORDS:
+                flush()
+    if buffer or not outputs:
+        flush()
+    return outputs, dict(counts)
+
+
+def count_trajectory(counts: Counter, trajectory: Trajectory) -> None:
+    """Add one trajectory to the stage counts (per framework, stop reason, injected error kind, ...)."""
+    counts["trajectories"] += 1
+    counts[f"framework:{trajectory.framework}"] += 1
+    counts[f"stop:{trajectory.stop_reason}"] += 1
+    counts["correct"] += trajectory.outcome.correct
+    counts["turns"] += len(trajectory.turns)
+    for turn in trajectory.turns:
+        counts["tool_errors"] += turn.tool_error
+        counts["parse_errors"] += turn.parse_error is not None
+        if turn.injected_error:
+            counts[f"injected:{turn.injected_error}"] += 1
 
 
 def run_trajectories(
@@ -208,15 +234,7 @@ def run_trajectories(
             | "Units" >> apache_beam.Create(units, reshuffle=False)
             | "SolveUnits" >> SolveUnits(index_dir, out_dir, config, cache_dir)
         )
-    parts = WorkUnits(out_dir, [TABLE])
-    trajectories = [t for unit in units for t in read_records(Trajectory, parts.part_path(TABLE, unit.unit_id))]
-    outputs = []
-    shard_count = max(1, -(-len(trajectories) // SHARD_RECORDS))
-    for shard in range(shard_count):
-        path = out_dir / TABLE / f"{TABLE}-{shard:05d}-of-{shard_count:05d}.parquet"
-        write_records(Trajectory, trajectories[shard * SHARD_RECORDS : (shard + 1) * SHARD_RECORDS], path)
-        outputs.append(str(path.relative_to(out_dir)))
-    counts = trajectory_counts(trajectories)
+    outputs, counts = merge_parts(units, WorkUnits(out_dir, [TABLE]), out_dir)
     counts["questions_in"] = len(questions)
     counts["questions_used"] = sum(len(unit.questions) for unit in units)
     engines = {f"policy:{fw}": engine for fw, engine in policy_engines(config).items()}

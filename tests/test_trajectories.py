@@ -10,6 +10,7 @@ import pytest
 from pipeline.io import read_records
 from pipeline.llm import LLMClient
 from schemas.config import IndexConfig, LLMRole, TrajectoryConfig
+from schemas.questions import Question
 from schemas.trajectory import Trajectory
 from synth.environment import SearchEnvironment, build_index
 from synth.frameworks import FRAMEWORKS, ContextWindow, get_framework
@@ -323,3 +324,17 @@ def test_the_scripted_searcher_reformulates_and_paginates(snapshot):
         assert calls[5][0] == "open_page" and deep_page > 1 and "plan number 42" in trajectory.turns[5].observation
         assert 'states: "In 1892 the city council of Chicago approved plan number 42' in trajectory.turns[6].reasoning
         assert trajectory.final_answer == "plan number 42" and trajectory.outcome.correct and len(calls) == 7
+
+
+def test_parts_are_streamed_into_numbered_shards(offline_run, snapshot, tmp_path, monkeypatch):
+    import synth.trajectories as stage
+    from pipeline.io import WorkUnits
+
+    manifest, trajectories, config = offline_run
+    units = stage.plan_units(read_records(Question, snapshot / "questions" / "questions"), config)
+    monkeypatch.setattr(stage, "SHARD_RECORDS", 10)
+    outputs, counts = stage.merge_parts(units, WorkUnits(snapshot / "offline", ["trajectories"]), tmp_path)
+    shards = -(-len(trajectories) // 10)
+    assert outputs == [f"trajectories/trajectories-{i:05d}-of-{shards:05d}.parquet" for i in range(shards)]
+    assert list(read_records(Trajectory, tmp_path / "trajectories")) == trajectories
+    assert counts == {k: v for k, v in manifest.counts.items() if not k.startswith("questions_")}
