@@ -86,7 +86,7 @@ class WalkConfig(_Config):
     )
     as_of: dt.date | None = None
     window_days: int | None = Field(default=None, description="recency window; default: the graph's manifest")
-    step_retries: int = Field(default=4, ge=1, description="candidate edges tried per step before a walk dies")
+    step_retries: int = Field(default=8, ge=1, description="candidate edges tried per step before a walk dies")
     forbid_inverse_hop: bool = True
     forbid_repeated_relation: bool = True
     require_single_answer: bool = True

@@ -85,25 +85,26 @@ def test_questions_read_as_english_and_state_the_as_of_date(sample):
 
 # Read and checked by hand against the sample's pages (facts, fuzzed periods, grammar) when written.
 CHECKED = {
-    ("Steven Spielberg", ("education", "country"), "United States"):
-        "Name the country of the place of education of Steven Spielberg, a public university established in the 1940s.",
     ("It (novel)", ("publisher", "founded"), "1925"):
         "When was the publisher of the novel It, an organisation based in New York City, founded?",
-    ("The Lord of the Rings: The Return of the King", ("starring", "years_active"), "1989–present"):
-        "During which years was the lead actor of The Lord of the Rings: The Return of the King, an American actor "
-        "born in the early 1980s, active?",
+    ("The Prestige (novel)", ("author", "birth_place"), "Cheadle, Greater Manchester"):
+        "The novel The Prestige was written by an English novelist who died in the mid-2020s. Name the birthplace "
+        "of this English novelist.",
+    ("Jaws (film)", ("starring", "birth_date"), "1932-11-10"):
+        "The lead actor of the film Jaws is an American actor who died in the late 2000s. On what date was this "
+        "American actor born?",
     ("Cillian Murphy", ("birth_place", "subdivision_name", "capital"), "Dublin"):
         "Cillian Murphy was born in a place. This place lies in a country. Name the capital of this country.",
     ("The Silmarillion", ("author", "death_place", "subdivision_name"), "United Kingdom"):
         "The Silmarillion was written by an English writer who died in the 1970s. This English writer died in a "
         "coastal resort town. In which region or country does this coastal resort town lie?",
-    ("It (novel)", ("author", "alma_mater", "established"), "1865"):
-        "The novel It was written by an American author born in the mid-20th century. This American author studied "
-        "at a public research university in the United States. When was this public research university established?",
-    ("Inception", ("starring", "alma_mater", "country", "capital"), "Dublin"):
-        "The lead actor of Inception is an Irish actor born in the late 20th century. This Irish actor studied at a "
-        "public research university established in the 1840s. This public research university is in a country. "
-        "Name the capital of this country.",
+    ("Dune (2021 film)", ("screenplay", "alma_mater", "country"), "Canada"):
+        "The screenplay of the 2021 film Dune was written by a Canadian filmmaker born in the late 1960s. This "
+        "Canadian filmmaker studied at a French-language public university established in the late 20th century. "
+        "Name the country of this French-language public university.",
+    ("Roma (2018 film)", ("director", "birth_place", "subdivision_name", "currency"), "Mexican peso"):
+        "The 2018 film Roma was directed by a Mexican filmmaker born in the early 1960s. This Mexican filmmaker was "
+        "born in a place. This place lies in a country. What is the currency of this country?",
     ("The Lord of the Rings", ("author", "death_place", "subdivision_name", "currency"), "Pound sterling"):
         "The Lord of the Rings was written by an English writer born in the early 1890s. This English writer died in "
         "a coastal resort town. This coastal resort town lies in a country. What is the currency of this country?",
