@@ -117,19 +117,21 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     out = console()
     reused = []
     manifest = None
-    for position, (name, step) in enumerate(steps, start=1):
-        before = read_manifest(dirs[name])
-        out.print(f"[bold][{position}/{len(steps)}][/bold] {name} -> {dirs[name]}")
-        units = UNIT_TABLES.get(name)
-        if units is None:
-            manifest = step()
-        else:
-            with watch_units(dirs[name] / "parts" / units, planned_units(name, config, dirs), f"{name} units"):
+    try:
+        for position, (name, step) in enumerate(steps, start=1):
+            before = read_manifest(dirs[name])
+            out.print(f"[bold][{position}/{len(steps)}][/bold] {name} -> {dirs[name]}")
+            units = UNIT_TABLES.get(name)
+            if units is None:
                 manifest = step()
-        if before is not None and before.key == manifest.key and before.finished_at == manifest.finished_at:
-            reused.append(name)
-            out.print(f"      finished by an earlier run (key {manifest.key[:12]}), skipped")
-    print_summary(dirs, reused)
+            else:
+                with watch_units(dirs[name] / "parts" / units, planned_units(name, config, dirs), f"{name} units"):
+                    manifest = step()
+            if before is not None and before.key == manifest.key and before.finished_at == manifest.finished_at:
+                reused.append(name)
+                out.print(f"      finished by an earlier run (key {manifest.key[:12]}), skipped")
+    finally:  # also after a failure or an interrupt: what is finished, and its counts
+        print_summary(dirs, reused)
     return manifest
 
 
