@@ -1,7 +1,8 @@
 """The local search environment: a BM25 index over a snapshot's kept pages and the four agent tools.
 
-`build_index` cleans every kept article once per snapshot, splits it into numbered chunks and saves two
-bm25s indexes beside them (page bodies; titles with their redirect aliases). `SearchEnvironment` loads
+`build_index` cleans every kept article once per snapshot (a Beam transform, one resumable part per stage 1
+page shard), splits it into numbered chunks and saves two bm25s indexes beside them (page bodies; titles
+with their redirect aliases). `SearchEnvironment` loads
 that folder and executes tool calls. Synthesis, the critic and RL share it, and the critic re-executes
 recorded calls, so every observation is a pure function of (index, call): ranking ties break by page
 order, and nothing depends on time or randomness. Errors (unknown tool or page, bad arguments) come back
@@ -13,20 +14,24 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import apache_beam
 import bm25s
 import numpy as np
+import pyarrow.parquet as pq
 from bm25s.stopwords import STOPWORDS_EN
 
+from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.extract import Deadline, PageTimeout
-from pipeline.io import read_manifest, read_records, shard_files, write_records
+from pipeline.io import WorkUnits, read_manifest, read_records, shard_files, write_records
 from pipeline.stage import begin_stage
 from pipeline.wikitext import normalize_title
-from schemas.config import IndexConfig
+from schemas.config import BeamOptions, IndexConfig
 from schemas.environment import IndexedPage
 from schemas.manifest import Manifest
 from schemas.wiki import Entity, Page, SkippedRecord
@@ -74,13 +79,12 @@ def _clean_page(page: Page, config: IndexConfig, aliases: list[str]) -> IndexedP
     )
 
 
-def index_pages(pages: list[Page], entities: list[Entity], config: IndexConfig) -> tuple[list[IndexedPage], list[SkippedRecord]]:
-    """Keep the articles stage 1 kept as entities; everything else is a skip with a reason."""
-    entity_aliases = {e.title: sorted(set(e.aliases)) for e in entities}
+def clean_pages(pages: Iterable[Page], entity_aliases: dict[str, list[str]], config: IndexConfig
+                ) -> tuple[list[IndexedPage], list[SkippedRecord]]:
+    """Clean the articles stage 1 kept as entities (one shard's worth); everything else is a skip with a reason."""
     kept: list[IndexedPage] = []
     skipped: list[SkippedRecord] = []
-    seen: set[str] = set()
-    for page in sorted(pages, key=lambda p: (p.title, p.page_id)):
+    for page in pages:
         reason = None
         if page.ns != 0:
             reason = "not_article"
@@ -88,15 +92,58 @@ def index_pages(pages: list[Page], entities: list[Entity], config: IndexConfig) 
             reason = "redirect"
         elif page.title not in entity_aliases:
             reason = "not_entity"
-        elif page.title in seen:
-            reason = "duplicate"
         if reason:
             skipped.append(SkippedRecord(title=page.title, stage=STAGE, reason=reason, page_id=page.page_id))
             continue
-        seen.add(page.title)
         result = _clean_page(page, config, entity_aliases[page.title])
         (kept if isinstance(result, IndexedPage) else skipped).append(result)
     return kept, skipped
+
+
+def deduplicate(pages: Iterable[IndexedPage]) -> tuple[list[IndexedPage], list[SkippedRecord]]:
+    """Pages in index order (title, then page id); a title seen again is a `duplicate` skip."""
+    unique: list[IndexedPage] = []
+    duplicates: list[SkippedRecord] = []
+    for page in sorted(pages, key=lambda p: (p.title, p.page_id)):
+        if unique and unique[-1].title == page.title:
+            duplicates.append(SkippedRecord(title=page.title, stage=STAGE, reason="duplicate", page_id=page.page_id))
+        else:
+            unique.append(page)
+    return unique, duplicates
+
+
+def entity_aliases(entities: Iterable[Entity]) -> dict[str, list[str]]:
+    return {e.title: sorted(set(e.aliases)) for e in entities}
+
+
+def index_pages(pages: list[Page], entities: list[Entity], config: IndexConfig) -> tuple[list[IndexedPage], list[SkippedRecord]]:
+    """The whole index selection without Beam: clean, then deduplicate; skips in a stable order."""
+    kept, skipped = clean_pages(pages, entity_aliases(entities), config)
+    unique, duplicates = deduplicate(kept)
+    return unique, sorted(skipped + duplicates, key=_skip_order)
+
+
+def _skip_order(record: SkippedRecord) -> tuple:
+    return (record.title, record.page_id or 0, record.reason)
+
+
+class _CleanShard(apache_beam.DoFn):
+    """Cleans one stage 1 page shard into a resumable part; entity aliases are read once per worker."""
+
+    def __init__(self, graph_dir: str, out_dir: str, config: IndexConfig):
+        self.graph_dir, self.out_dir, self.config = graph_dir, out_dir, config
+        self.aliases: dict[str, list[str]] = {}
+
+    def setup(self):
+        self.aliases = entity_aliases(read_records(Entity, Path(self.graph_dir) / "entities"))
+
+    def process(self, shard: str):
+        parts = WorkUnits(self.out_dir, ["pages", "skipped"])
+        unit_id = Path(shard).stem
+        if not parts.is_done(unit_id):
+            kept, skipped = clean_pages(read_records(Page, shard), self.aliases, self.config)
+            parts.write(unit_id, {"pages": (IndexedPage, kept), "skipped": (SkippedRecord, skipped)})
+        yield unit_id
 
 
 def write_index(pages: list[IndexedPage], out_dir: Path, config: IndexConfig) -> dict[str, list[str]]:
@@ -112,20 +159,41 @@ def write_index(pages: list[IndexedPage], out_dir: Path, config: IndexConfig) ->
     return {"pages": outputs, "bm25": [BODY_INDEX, TITLE_INDEX] if pages else []}
 
 
-def build_index(graph_dir: str | Path, out_dir: str | Path, config: IndexConfig | None = None) -> Manifest:
-    """Build the search index of a snapshot once: `out_dir` gets page chunks, bm25s indexes and a manifest."""
+def build_index(
+    graph_dir: str | Path,
+    out_dir: str | Path,
+    config: IndexConfig | None = None,
+    beam: BeamOptions | None = None,
+    beam_args: Iterable[str] = (),
+) -> Manifest:
+    """Build the search index of a snapshot once: `out_dir` gets page chunks, bm25s indexes and a manifest.
+
+    Cleaning runs as a Beam transform, one resumable part per stage 1 page shard; the BM25 indexes are
+    then built in this process from the cleaned pages.
+    """
     config = config or IndexConfig()
     graph_dir, out_dir = Path(graph_dir), Path(out_dir)
     run = begin_stage(STAGE, out_dir, config, upstream_dirs={"extract": graph_dir})
     if run.done:
         return run.finished
-    pages = list(read_records(Page, graph_dir / "pages"))
-    entities = list(read_records(Entity, graph_dir / "entities"))
-    kept, skipped = index_pages(pages, entities, config)
+    shards = shard_files(graph_dir / "pages")
+    with apache_beam.Pipeline(options=pipeline_options(beam, list(beam_args))) as pipeline:
+        _ = (
+            pipeline
+            | "Shards" >> apache_beam.Create([str(s) for s in shards], reshuffle=False)
+            | "Reshuffle" >> apache_beam.Reshuffle()
+            | "Clean" >> apache_beam.ParDo(_CleanShard(str(graph_dir), str(out_dir), config))
+        )
+    parts = WorkUnits(out_dir, ["pages", "skipped"])
+    cleaned = [page for s in shards for page in read_records(IndexedPage, parts.part_path("pages", s.stem))]
+    skipped = [record for s in shards for record in read_records(SkippedRecord, parts.part_path("skipped", s.stem))]
+    kept, duplicates = deduplicate(cleaned)
+    skipped = sorted(skipped + duplicates, key=_skip_order)
     outputs = write_index(kept, out_dir, config)
     write_records(SkippedRecord, skipped, out_dir / "skipped" / "skipped-00000.parquet")
     outputs["skipped"] = ["skipped/skipped-00000.parquet"]
-    counts = Counter({"pages_in": len(pages), "kept": len(kept), "chunks": sum(len(p.chunks) for p in kept)})
+    pages_in = sum(pq.ParquetFile(s).metadata.num_rows for s in shards)
+    counts = Counter({"pages_in": pages_in, "kept": len(kept), "chunks": sum(len(p.chunks) for p in kept)})
     counts.update(f"skipped:{s.reason}" for s in skipped)
     return run.finish(dict(counts), outputs)
 
@@ -286,7 +354,7 @@ def _command(args, beam_args) -> int:
     if read_manifest(args.graph) is None:
         raise UserError(f"no finished stage 1 output in {args.graph} (run `hopsmith extract` first)")
     config = IndexConfig(chunk_chars=args.chunk_chars, title_weight=args.title_weight)
-    manifest = build_index(args.graph, args.out, config)
+    manifest = build_index(args.graph, args.out, config, beam_args=beam_args)
     counts = manifest.counts
     print(f"index: {counts['pages_in']} pages in, {counts['kept']} indexed in {counts['chunks']} chunks -> {args.out}")
     for key, value in counts.items():

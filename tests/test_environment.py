@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import time
 
 import pytest
@@ -134,3 +136,18 @@ def test_a_page_that_cleans_too_slowly_is_a_counted_skip(monkeypatch):
                     page_id=1, revision_id=1)
     kept, skipped = environment.index_pages([page], [entity], IndexConfig(page_timeout_s=0.05))
     assert kept == [] and [(s.title, s.reason) for s in skipped] == [("Honolulu", "timeout")]
+
+
+def test_an_interrupted_index_build_resumes_from_its_cleaned_parts(index_dir, tmp_path):
+    copy = tmp_path / "index"
+    shutil.copytree(index_dir, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    (copy / "manifest.json").unlink()  # killed after cleaning, before the BM25 build finished
+    (copy / ".pending-key").write_text(manifest["key"])
+    shutil.rmtree(copy / "bm25_body")
+    part = next((copy / "parts" / "pages").glob("*.parquet"))
+    cleaned_at = part.stat().st_mtime_ns
+    again = build_index(index_dir.parent / "graph", copy, IndexConfig(chunk_chars=400))
+    assert part.stat().st_mtime_ns == cleaned_at and again.counts == manifest["counts"]
+    assert SearchEnvironment.load(copy).execute("search", {"query": "Honolulu"}) == \
+        SearchEnvironment.load(index_dir).execute("search", {"query": "Honolulu"})
