@@ -43,13 +43,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Libraries that set their own loggers to DEBUG or warn at import about optional extras.
+QUIET_LOGGERS = ("bm25s",)
+
+
+def _configure_logging(verbose: bool) -> None:
+    level = logging.INFO if verbose else logging.WARNING
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(level)
+
+
 def main(argv: list[str] | None = None) -> int:
+    # Importing Beam warns on the root logger about optional GCP clients; only errors matter until the
+    # user's verbosity is known.
+    logging.basicConfig(level=logging.ERROR, force=True)
     parser = build_parser()
     args, beam_args = parser.parse_known_args(argv)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    _configure_logging(args.verbose)
     try:
         return int(args.func(args, beam_args) or 0)
     except UserError as error:

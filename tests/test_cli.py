@@ -1,0 +1,27 @@
+"""The `hopsmith` entry point as a user meets it: one clear line for a user error, no import noise."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _hopsmith(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_missing_input_is_one_error_line_and_exit_2(tmp_path):
+    result = _hopsmith("extract", "--dump", str(tmp_path / "missing.xml.bz2"), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [f"hopsmith: error: dump file not found: {tmp_path / 'missing.xml.bz2'}"]
+    assert not (tmp_path / "out" / "manifest.json").exists()
+
+
+def test_help_lists_every_stage_without_library_noise():
+    result = _hopsmith("--help")
+    assert result.returncode == 0 and result.stderr == ""
+    for command in ("extract", "graph-stats", "walk", "questions", "index", "trajectories", "judge",
+                    "critic-report", "dataset", "validate", "publish", "rl"):
+        assert f"    {command}" in result.stdout
