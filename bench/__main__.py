@@ -12,6 +12,8 @@ import json
 import time
 from pathlib import Path
 
+from pipeline.cli import configure_logging
+
 BENCHMARKS = (
     "bench.extract",
     "bench.walks",
@@ -28,6 +30,7 @@ def main() -> None:
     parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
     parser.add_argument("--quick", action="store_true", help="small inputs, for a smoke run")
     args = parser.parse_args()
+    configure_logging(verbose=False)
     results = {}
     for module_name in BENCHMARKS:
         short = module_name.rsplit(".", 1)[-1]

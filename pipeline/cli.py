@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 QUIET_LOGGERS = ("bm25s",)
 
 
-def _configure_logging(verbose: bool) -> None:
+def configure_logging(verbose: bool) -> None:
     level = logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
     for name in QUIET_LOGGERS:
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.ERROR, force=True)
     parser = build_parser()
     args, beam_args = parser.parse_known_args(argv)
-    _configure_logging(args.verbose)
+    configure_logging(args.verbose)
     try:
         return int(args.func(args, beam_args) or 0)
     except UserError as error:
