@@ -16,7 +16,6 @@ import logging
 import tomllib
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import apache_beam
@@ -26,7 +25,15 @@ from critic.llm_judge import TurnAssessment, assess_trajectory
 from critic.scoring import OFFLINE_ENGINE, judge_trajectory
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
-from pipeline.io import WorkUnits, read_manifest, read_records, shard_files, stable_hash, write_records
+from pipeline.io import (
+    WorkUnit,
+    WorkUnits,
+    plan_work_units,
+    read_manifest,
+    read_records,
+    shard_files,
+    write_records,
+)
 from pipeline.llm import LLMClient, LLMError, run_async
 from pipeline.stage import begin_stage
 from schemas.config import BeamOptions, JudgeConfig, LLMRole
@@ -42,16 +49,8 @@ TABLES = ("judged", "skipped")
 SHARD_RECORDS = 1000
 
 
-@dataclass(frozen=True)
-class Unit:
-    unit_id: str
-    trajectories: tuple[Trajectory, ...]
-
-
-def plan_units(trajectories: Iterable[Trajectory], batch_size: int) -> list[Unit]:
-    ordered = sorted(trajectories, key=lambda t: t.trajectory_id)
-    batches = [tuple(ordered[i : i + batch_size]) for i in range(0, len(ordered), batch_size)]
-    return [Unit(stable_hash([t.trajectory_id for t in batch]), batch) for batch in batches]
+def plan_units(trajectories: Iterable[Trajectory], batch_size: int) -> list[WorkUnit[Trajectory]]:
+    return plan_work_units(trajectories, lambda t: t.trajectory_id, batch_size)
 
 
 def judge_engine(config: JudgeConfig) -> str:
@@ -120,14 +119,14 @@ class _JudgeUnit(apache_beam.DoFn):
         self.questions = load_questions(self.questions_dir)
         self.aliases = load_aliases(self.index_dir)
 
-    def process(self, unit: Unit):
+    def process(self, unit: WorkUnit[Trajectory]):
         parts = WorkUnits(self.out_dir, TABLES)
         if parts.is_done(unit.unit_id):
             apache_beam.metrics.Metrics.counter(STAGE, "units_resumed").inc()
             yield unit.unit_id
             return
         judged, skipped = run_async(
-            lambda: judge_batch(unit.trajectories, self.questions, self.config, self.cache_dir, self.aliases)
+            lambda: judge_batch(unit.items, self.questions, self.config, self.cache_dir, self.aliases)
         )
         parts.write(unit.unit_id, {"judged": (JudgedTrajectory, judged), "skipped": (SkippedRecord, skipped)})
         apache_beam.metrics.Metrics.counter(STAGE, "units_judged").inc()

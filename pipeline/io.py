@@ -12,9 +12,10 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,6 +25,7 @@ from schemas.base import arrow_schema, from_row, to_table
 from schemas.manifest import InputFile, Manifest
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 MANIFEST = "manifest.json"
 
 
@@ -162,3 +164,21 @@ class WorkUnits:
 
     def table_folder(self, table: str) -> Path:
         return self.folder / table
+
+
+@dataclass(frozen=True)
+class WorkUnit(Generic[T]):
+    """A batch of input records processed and written together; `unit_id` names its part files."""
+
+    unit_id: str
+    items: tuple[T, ...]
+
+
+def plan_work_units(items: Iterable[T], key: Callable[[T], str], size: int) -> list[WorkUnit[T]]:
+    """Deterministic work units: items sorted by key, `size` at a time, each named by a hash of its keys.
+
+    The same inputs always give the same unit ids, so a rerun finds the parts an earlier run finished.
+    """
+    ordered = sorted(items, key=key)
+    batches = [tuple(ordered[i : i + size]) for i in range(0, len(ordered), size)]
+    return [WorkUnit(stable_hash([key(item) for item in batch]), batch) for batch in batches]

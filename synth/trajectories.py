@@ -16,7 +16,6 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import apache_beam
@@ -25,7 +24,7 @@ from pydantic import ValidationError
 
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
-from pipeline.io import WorkUnits, read_manifest, read_records, stable_hash, write_records
+from pipeline.io import WorkUnit, WorkUnits, plan_work_units, read_manifest, read_records, write_records
 from pipeline.llm import LLMClient, run_async
 from pipeline.stage import begin_stage
 from schemas.config import BeamOptions, LLMRole, TrajectoryConfig
@@ -42,20 +41,12 @@ TABLE = "trajectories"
 SHARD_RECORDS = 1000
 
 
-@dataclass(frozen=True)
-class Unit:
-    unit_id: str
-    questions: tuple[Question, ...]
-
-
-def plan_units(questions: Iterable[Question], config: TrajectoryConfig) -> list[Unit]:
+def plan_units(questions: Iterable[Question], config: TrajectoryConfig) -> list[WorkUnit[Question]]:
     """Deterministic work units: questions sorted by id, `questions_per_unit` at a time."""
     ordered = sorted(questions, key=lambda q: q.question_id)
     if config.max_questions is not None:
         ordered = ordered[: config.max_questions]
-    size = config.questions_per_unit
-    batches = [tuple(ordered[i : i + size]) for i in range(0, len(ordered), size)]
-    return [Unit(stable_hash([q.question_id for q in batch]), batch) for batch in batches]
+    return plan_work_units(ordered, lambda q: q.question_id, config.questions_per_unit)
 
 
 def policy_engines(config: TrajectoryConfig) -> dict[str, str]:
@@ -113,7 +104,7 @@ async def solve_questions(
 
 
 async def solve_units(
-    units: list[Unit], env: SearchEnvironment, config: TrajectoryConfig, cache_dir: str | Path | None, parts: WorkUnits
+    units: list[WorkUnit[Question]], env: SearchEnvironment, config: TrajectoryConfig, cache_dir: str | Path | None, parts: WorkUnits
 ) -> None:
     """Several units on one event loop, each written as soon as its own episodes finish.
 
@@ -121,8 +112,8 @@ async def solve_units(
     """
     policies, clients = make_policies(config, env, cache_dir)
 
-    async def solve(unit: Unit) -> None:
-        trajectories = await solve_questions(unit.questions, env, config, policies)
+    async def solve(unit: WorkUnit[Question]) -> None:
+        trajectories = await solve_questions(unit.items, env, config, policies)
         parts.write(unit.unit_id, {TABLE: (Trajectory, trajectories)})
 
     try:
@@ -142,7 +133,7 @@ class _SolveUnits(apache_beam.DoFn):
     def setup(self):
         self.env = SearchEnvironment.load(self.index_dir)
 
-    def process(self, batch: list[Unit]):
+    def process(self, batch: list[WorkUnit[Question]]):
         parts = WorkUnits(self.out_dir, [TABLE])
         pending = [unit for unit in batch if not parts.is_done(unit.unit_id)]
         apache_beam.metrics.Metrics.counter(STAGE, "units_resumed").inc(len(batch) - len(pending))
@@ -153,7 +144,7 @@ class _SolveUnits(apache_beam.DoFn):
 
 
 class SolveUnits(apache_beam.PTransform):
-    """PCollection[Unit] -> PCollection[unit id], each unit's trajectories written as a resumable part.
+    """PCollection[WorkUnit] -> PCollection[unit id], each unit's trajectories written as a resumable part.
 
     Units are spread over workers, and each worker runs `units_in_flight` of them at a time.
     """
@@ -172,7 +163,7 @@ class SolveUnits(apache_beam.PTransform):
         )
 
 
-def merge_parts(units: list[Unit], parts: WorkUnits, out_dir: Path) -> tuple[list[str], dict[str, int]]:
+def merge_parts(units: list[WorkUnit[Question]], parts: WorkUnits, out_dir: Path) -> tuple[list[str], dict[str, int]]:
     """The units' parts, in plan order, as shards of SHARD_RECORDS trajectories; streamed, with counts."""
     files = [parts.part_path(TABLE, unit.unit_id) for unit in units]
     shard_count = max(1, -(-sum(pq.ParquetFile(f).metadata.num_rows for f in files) // SHARD_RECORDS))
@@ -236,7 +227,7 @@ def run_trajectories(
         )
     outputs, counts = merge_parts(units, WorkUnits(out_dir, [TABLE]), out_dir)
     counts["questions_in"] = len(questions)
-    counts["questions_used"] = sum(len(unit.questions) for unit in units)
+    counts["questions_used"] = sum(len(unit.items) for unit in units)
     engines = {f"policy:{fw}": engine for fw, engine in policy_engines(config).items()}
     return run.finish(counts, {TABLE: outputs}, engines=engines, seed=config.seed)
 

@@ -70,3 +70,13 @@ def test_stage_key_follows_input_content(tmp_path):
     first.finish({}, {})
     data.write_text("two")
     assert not begin_stage("demo", tmp_path / "o", {}, input_files=[data]).done
+
+
+def test_work_units_are_planned_deterministically():
+    from pipeline.io import plan_work_units
+
+    units = plan_work_units(["c", "a", "e", "b", "d"], key=str, size=2)
+    assert [u.items for u in units] == [("a", "b"), ("c", "d"), ("e",)]
+    again = plan_work_units(["e", "d", "c", "b", "a"], key=str, size=2)
+    assert [u.unit_id for u in units] == [u.unit_id for u in again]
+    assert len({u.unit_id for u in units}) == 3
