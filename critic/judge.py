@@ -35,6 +35,7 @@ from pipeline.io import (
     write_records,
 )
 from pipeline.llm import LLMClient, LLMError, run_async
+from pipeline.roles import add_role_arguments, role_from_args
 from pipeline.stage import begin_stage
 from schemas.config import BeamOptions, JudgeConfig, LLMRole
 from schemas.critic import CRITERIA, JudgedTrajectory
@@ -230,10 +231,7 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags that build a JudgeConfig; shared by `judge` and `critic-report`."""
     parser.add_argument("--config", help="TOML file: a JudgeConfig at top level, or the [judge] table of a "
                         "`hopsmith dataset` config; flags override it")
-    parser.add_argument("--judge-base-url", help="OpenAI-compatible endpoint of the LLM judge (default: offline only)")
-    parser.add_argument("--judge-model", help="model name at the judge endpoint")
-    parser.add_argument("--judge-api-key-env", help="environment variable holding the judge's API key")
-    parser.add_argument("--judge-concurrency", type=int, help="judge requests in flight at most")
+    add_role_arguments(parser, "judge", "the LLM judge")
     parser.add_argument("--threshold", action="append", default=[], metavar="CRITERION=VALUE",
                         help=f"pass threshold of a criterion ({', '.join(CRITERIA)}); repeatable")
     parser.add_argument("--weight", action="append", default=[], metavar="CRITERION=VALUE",
@@ -254,12 +252,7 @@ def judge_config_from_args(args: argparse.Namespace) -> JudgeConfig:
         section = data.get("judge")
         dataset_style = isinstance(section, dict) and set(section) <= set(JudgeConfig.model_fields)
         values = dict(section if dataset_style else data)
-    role = dict(values.get("judge", {}))
-    for flag, key in (("judge_base_url", "base_url"), ("judge_model", "model"), ("judge_api_key_env", "api_key_env"),
-                      ("judge_concurrency", "max_concurrency")):
-        if getattr(args, flag) is not None:
-            role[key] = getattr(args, flag)
-    values["judge"] = LLMRole.model_validate(role).model_dump()
+    values["judge"] = (role_from_args(args, "judge", values.get("judge")) or LLMRole()).model_dump()
     values["thresholds"] = {**JudgeConfig().thresholds, **values.get("thresholds", {}),
                             **_criterion_values(args.threshold, "--threshold")}
     values["weights"] = {**JudgeConfig().weights, **values.get("weights", {}), **_criterion_values(args.weight, "--weight")}
@@ -270,8 +263,6 @@ def judge_config_from_args(args: argparse.Namespace) -> JudgeConfig:
         config = JudgeConfig.model_validate(values)
     except ValueError as error:
         raise UserError(f"invalid judge config: {error}") from error
-    if not config.judge.offline and not config.judge.model:
-        raise UserError("--judge-base-url needs --judge-model")
     return config
 
 

@@ -37,6 +37,7 @@ from pipeline.io import (
     write_records,
 )
 from pipeline.llm import LLMClient, LLMError, run_async
+from pipeline.roles import add_role_arguments, role_from_args
 from pipeline.stage import begin_stage
 from schemas.config import BeamOptions, LLMRole, QuestionConfig, WalkConfig
 from schemas.manifest import Manifest
@@ -671,12 +672,8 @@ def register(subparsers) -> None:
     parser.add_argument("--paths", default="out/paths", help="walk output folder (default: %(default)s)")
     parser.add_argument("--out", default="out/questions", help="output folder (default: %(default)s)")
     parser.add_argument("--cache", default="out/cache/llm", help="LLM response cache folder (default: %(default)s)")
-    for role in ("writer", "shortcut"):
-        parser.add_argument(f"--{role}-base-url", help=f"OpenAI-compatible endpoint of the {role} (offline when absent)")
-        parser.add_argument(f"--{role}-model", help=f"model name of the {role}")
-        parser.add_argument(f"--{role}-api-key-env", default="OPENAI_API_KEY",
-                            help="environment variable holding the API key (default: %(default)s)")
-        parser.add_argument(f"--{role}-concurrency", type=int, default=8, help="requests in flight (default: 8)")
+    add_role_arguments(parser, "writer", "the question writer")
+    add_role_arguments(parser, "shortcut", "the closed-book shortcut checker")
     parser.add_argument("--shortcut-attempts", type=int, default=defaults.shortcut_attempts)
     parser.add_argument("--as-of", type=dt.date.fromisoformat, help="as-of date stated in questions (default: the walk's)")
     parser.add_argument("--max-questions", type=int, default=None)
@@ -686,23 +683,12 @@ def register(subparsers) -> None:
     parser.set_defaults(func=_command)
 
 
-def _role(args, name: str) -> LLMRole | None:
-    base_url = getattr(args, f"{name}_base_url")
-    if base_url is None:
-        return None
-    model = getattr(args, f"{name}_model")
-    if not model:
-        raise UserError(f"--{name}-base-url needs --{name}-model")
-    return LLMRole(base_url=base_url, model=model, api_key_env=getattr(args, f"{name}_api_key_env"),
-                   max_concurrency=getattr(args, f"{name}_concurrency"))
-
-
 def _command(args, beam_args) -> int:
     for label, folder in (("graph", args.graph), ("paths", args.paths)):
         if read_manifest(folder) is None:
             raise UserError(f"--{label} {folder} holds no finished stage output (no manifest.json)")
     config = QuestionConfig(
-        writer=_role(args, "writer") or LLMRole(), shortcut=_role(args, "shortcut"),
+        writer=role_from_args(args, "writer") or LLMRole(), shortcut=role_from_args(args, "shortcut"),
         shortcut_attempts=args.shortcut_attempts, as_of=args.as_of, max_questions=args.max_questions,
         leak_ngram=args.leak_ngram, seed=args.seed, shards=args.shards,
     )

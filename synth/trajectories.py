@@ -26,8 +26,9 @@ from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.io import WorkUnit, WorkUnits, plan_work_units, read_manifest, read_records, write_records
 from pipeline.llm import LLMClient, run_async
+from pipeline.roles import add_role_arguments, role_from_args
 from pipeline.stage import begin_stage
-from schemas.config import BeamOptions, LLMRole, TrajectoryConfig
+from schemas.config import BeamOptions, TrajectoryConfig
 from schemas.manifest import Manifest
 from schemas.questions import Question
 from schemas.trajectory import Trajectory
@@ -269,10 +270,7 @@ def register(subparsers) -> None:
     parser.add_argument("--seed", type=int)
     parser.add_argument("--error-rate", type=_error_rate, action="append", dest="error_rates", metavar="KIND=RATE",
                         help=f"per-turn rate of an offline error kind ({', '.join(ERROR_KINDS)}); repeatable")
-    parser.add_argument("--llm-base-url", help="OpenAI-compatible endpoint for the LLM policy")
-    parser.add_argument("--llm-model", help="model name for the LLM policy")
-    parser.add_argument("--llm-api-key-env", default="OPENAI_API_KEY", help="env var holding the key (default: %(default)s)")
-    parser.add_argument("--llm-concurrency", type=int, default=8, help="requests in flight per framework (default: %(default)s)")
+    add_role_arguments(parser, "llm", "the LLM policy (per framework)")
     parser.add_argument("--llm-frameworks", nargs="+", choices=list(FRAMEWORKS),
                         help="frameworks driven by the LLM (default: all selected); the others run offline")
     parser.set_defaults(func=_command)
@@ -291,11 +289,8 @@ def config_from_args(args) -> TrajectoryConfig:
     base.update({name: getattr(args, name) for name in fields if getattr(args, name) is not None})
     if args.error_rates:
         base["error_rates"] = {**TrajectoryConfig().error_rates, **base.get("error_rates", {}), **dict(args.error_rates)}
-    if args.llm_base_url:
-        if not args.llm_model:
-            raise UserError("--llm-base-url needs --llm-model")
-        role = LLMRole(base_url=args.llm_base_url, model=args.llm_model, api_key_env=args.llm_api_key_env,
-                       max_concurrency=args.llm_concurrency)
+    role = role_from_args(args, "llm")
+    if role is not None:
         frameworks = args.llm_frameworks or base.get("frameworks") or TrajectoryConfig().frameworks
         base["policies"] = {**base.get("policies", {}), **{name: role.model_dump() for name in frameworks}}
     try:
