@@ -18,18 +18,21 @@ Layout of the dump, as in Wikimedia's ``pages-articles-multistream`` files: stre
 order; a last stream holds ``</mediawiki>``. The index file names, for every page, the byte offset of
 the stream that holds it. Titles in the index are XML-escaped as in the real index (``&amp;``).
 
-Run: ``python data/sample/build_sample.py [--out DIR]`` (stdlib only).
+Run: ``.venv/bin/python data/sample/build_sample.py [--out DIR]`` (writes through
+``pipeline.sources.dump_writer``, the same writer tests and benchmarks use).
 """
 
 from __future__ import annotations
 
 import argparse
-import bz2
-import hashlib
+import datetime as dt
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from xml.sax.saxutils import escape, quoteattr
+
+from pipeline.sources.dump_writer import ENWIKI_NAMESPACES as NAMESPACES
+from pipeline.sources.dump_writer import write_multistream
+from schemas.wiki import Page
 
 HERE = Path(__file__).resolve().parent
 SOURCE_DIR = HERE / "source"
@@ -39,13 +42,6 @@ PAGES_PER_STREAM = 25
 HEADER_PREFIX = "@@PAGE "
 OVERSIZED_ROWS = 32_000
 
-NAMESPACES = [
-    (-2, "Media"), (-1, "Special"), (0, ""), (1, "Talk"), (2, "User"), (3, "User talk"),
-    (4, "Wikipedia"), (5, "Wikipedia talk"), (6, "File"), (7, "File talk"), (8, "MediaWiki"),
-    (9, "MediaWiki talk"), (10, "Template"), (11, "Template talk"), (12, "Help"), (13, "Help talk"),
-    (14, "Category"), (15, "Category talk"), (100, "Portal"), (101, "Portal talk"),
-    (118, "Draft"), (119, "Draft talk"), (828, "Module"), (829, "Module talk"),
-]
 REDIRECT_RE = re.compile(r"^#redirect\s*\[\[([^\]|]+)(?:\|[^\]]*)?\]\]", re.IGNORECASE)
 
 
@@ -87,27 +83,26 @@ def generate_square_numbers(rows: int = OVERSIZED_ROWS) -> str:
 GENERATORS = {"square_numbers": generate_square_numbers}
 
 
+def _blocks(path: Path) -> list[tuple[str, list[str]]]:
+    """The (header line, body lines) blocks of one source file."""
+    blocks: list[tuple[str, list[str]]] = []
+    for line in path.read_text(encoding="utf-8").split("\n"):
+        if line.startswith(HEADER_PREFIX):
+            blocks.append((line, []))
+        elif blocks:
+            blocks[-1][1].append(line)
+        elif line.strip():
+            raise ValueError(f"{path.name}: text before the first {HEADER_PREFIX!r} header")
+    return blocks
+
+
 def read_sources(source_dir: Path = SOURCE_DIR, require_ids: bool = True) -> list[SourcePage]:
     """Parse every ``*.wiki`` source file into pages, in file then block order."""
-    pages: list[SourcePage] = []
-    for path in sorted(source_dir.glob("*.wiki")):
-        header: dict[str, str] | None = None
-        body: list[str] = []
-
-        def flush() -> None:
-            if header is not None:
-                pages.append(_make_page(header, "\n".join(body), path.name, require_ids))
-
-        for line in path.read_text(encoding="utf-8").split("\n"):
-            if line.startswith(HEADER_PREFIX):
-                flush()
-                header, body = _parse_header(line, path.name), []
-            elif header is None:
-                if line.strip():
-                    raise ValueError(f"{path.name}: text before the first {HEADER_PREFIX!r} header")
-            else:
-                body.append(line)
-        flush()
+    pages = [
+        _make_page(_parse_header(header, path.name), "\n".join(body), path.name, require_ids)
+        for path in sorted(source_dir.glob("*.wiki"))
+        for header, body in _blocks(path)
+    ]
     _check_unique(pages)
     return pages
 
@@ -146,84 +141,18 @@ def _check_unique(pages: list[SourcePage]) -> None:
             seen.add(value)
 
 
-def mediawiki_sha1(text: str) -> str:
-    """SHA-1 of the text in base 36, 31 digits, as MediaWiki stores it."""
-    number = int(hashlib.sha1(text.encode("utf-8")).hexdigest(), 16)
-    digits = ""
-    while number:
-        number, remainder = divmod(number, 36)
-        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[remainder] + digits
-    return digits.rjust(31, "0")
-
-
-def siteinfo_xml() -> str:
-    namespaces = []
-    for key, name in NAMESPACES:
-        if name:
-            namespaces.append(f'      <namespace key="{key}" case="first-letter">{escape(name)}</namespace>')
-        else:
-            namespaces.append(f'      <namespace key="{key}" case="first-letter" />')
-    return (
-        '<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/" '
-        'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" '
-        'xsi:schemaLocation="http://www.mediawiki.org/xml/export-0.11/ '
-        'http://www.mediawiki.org/xml/export-0.11.xsd" version="0.11" xml:lang="en">\n'
-        "  <siteinfo>\n"
-        "    <sitename>Wikipedia</sitename>\n"
-        "    <dbname>enwiki</dbname>\n"
-        "    <base>https://en.wikipedia.org/wiki/Main_Page</base>\n"
-        "    <generator>MediaWiki 1.45.0-wmf.1</generator>\n"
-        "    <case>first-letter</case>\n"
-        "    <namespaces>\n" + "\n".join(namespaces) + "\n    </namespaces>\n"
-        "  </siteinfo>\n"
-    )
-
-
-def page_xml(page: SourcePage) -> str:
-    """One ``<page>`` element in the export-0.11 layout of Wikimedia's dumps."""
-    sha1 = mediawiki_sha1(page.text)
-    redirect = f"    <redirect title={quoteattr(page.redirect)} />\n" if page.redirect else ""
-    return (
-        "  <page>\n"
-        f"    <title>{escape(page.title)}</title>\n"
-        f"    <ns>{page.ns}</ns>\n"
-        f"    <id>{page.page_id}</id>\n"
-        f"{redirect}"
-        "    <revision>\n"
-        f"      <id>{page.revision_id}</id>\n"
-        f"      <parentid>{page.revision_id - 1000 - page.page_id % 977}</parentid>\n"
-        f"      <timestamp>{page.timestamp}</timestamp>\n"
-        "      <contributor>\n"
-        "        <username>Hopsmith sample</username>\n"
-        "        <id>1</id>\n"
-        "      </contributor>\n"
-        "      <comment>hopsmith sample revision</comment>\n"
-        f"      <origin>{page.revision_id}</origin>\n"
-        "      <model>wikitext</model>\n"
-        "      <format>text/x-wiki</format>\n"
-        f'      <text bytes="{len(page.text.encode("utf-8"))}" sha1="{sha1}" xml:space="preserve">'
-        f"{escape(page.text)}</text>\n"
-        f"      <sha1>{sha1}</sha1>\n"
-        "    </revision>\n"
-        "  </page>\n"
-    )
+def to_page(source: SourcePage) -> Page:
+    return Page(page_id=source.page_id, title=source.title, ns=source.ns, revision_id=source.revision_id,
+                timestamp=dt.datetime.fromisoformat(source.timestamp.replace("Z", "+00:00")), text=source.text,
+                redirect_to=source.redirect)
 
 
 def build(out_dir: Path = HERE, source_dir: Path = SOURCE_DIR) -> tuple[Path, Path]:
     """Write the multistream dump and its index into ``out_dir``; return their paths."""
     pages = sorted(read_sources(source_dir), key=lambda page: page.page_id)
-    dump_bytes = bytearray(bz2.compress(siteinfo_xml().encode("utf-8"), 9))
-    index_lines = []
-    for start in range(0, len(pages), PAGES_PER_STREAM):
-        chunk = pages[start:start + PAGES_PER_STREAM]
-        offset = len(dump_bytes)
-        dump_bytes += bz2.compress("".join(page_xml(page) for page in chunk).encode("utf-8"), 9)
-        index_lines += [f"{offset}:{page.page_id}:{escape(page.title)}\n" for page in chunk]
-    dump_bytes += bz2.compress(b"</mediawiki>\n", 9)
     out_dir.mkdir(parents=True, exist_ok=True)
     dump_path, index_path = out_dir / DUMP_NAME, out_dir / INDEX_NAME
-    dump_path.write_bytes(bytes(dump_bytes))
-    index_path.write_bytes(bz2.compress("".join(index_lines).encode("utf-8"), 9))
+    write_multistream((to_page(page) for page in pages), dump_path, index_path, pages_per_stream=PAGES_PER_STREAM)
     return dump_path, index_path
 
 
