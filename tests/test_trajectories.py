@@ -304,26 +304,28 @@ def test_commands(snapshot, tmp_path, capsys):
 
 
 def test_the_scripted_searcher_reformulates_and_paginates(snapshot):
-    """A fact deep in a long page: a missed search is reformulated, the fact found and its page opened."""
+    """A fact deep in a long page that no lookup shows: a missed search is reformulated, then the page is read
+    on in order until a page states the fact, and only then does the reasoning name the value."""
     from tests.trajectory_fixtures import _hop, _question
 
-    question = _question("q-deep", "Which numbered xyzzy did the quux approve?",
+    question = _question("q-deep", "Which numbered xyzzy did the Hawaii quux approve?",
                          [_hop("Chicago", "council_plan", value="plan number 42", value_type="string")], "plan number 42")
     env = SearchEnvironment.load(snapshot / "index")
     policy = ScriptedPolicy(env, {})
+    fact_page = next(n for n, chunk in enumerate(env.resolve("Chicago").chunks, 1) if "plan number 42 " in chunk)
+    assert fact_page > 2
     for name in sorted(FRAMEWORKS):
-        trajectory = asyncio.run(run_episode(question, get_framework(name), policy, env, max_turns=20))
+        trajectory = asyncio.run(run_episode(question, get_framework(name), policy, env, max_turns=30))
         calls = [(t.tool_call.name, t.tool_call.arguments) for t in trajectory.turns]
-        assert calls[0] == ("search", {"query": "which numbered xyzzy did quux approve", "top_k": 5})
-        assert trajectory.turns[0].observation.startswith("No results")
+        assert calls[0] == ("search", {"query": "which numbered xyzzy did hawaii quux approve", "top_k": 5})
+        assert "Chicago" not in trajectory.turns[0].observation and "1. Hawaii" in trajectory.turns[0].observation
         assert "reformulate the query as 'Chicago'" in trajectory.turns[1].reasoning
-        assert calls[1:4] == [("search", {"query": "Chicago", "top_k": 5}), ("open_page", {"title": "Chicago", "page": 1}),
-                              ("find_in_page", {"title": "Chicago", "text": "council plan"})]
-        assert calls[4] == ("find_in_page", {"title": "Chicago", "text": "plan number 42"})
-        deep_page = calls[5][1]["page"]
-        assert calls[5][0] == "open_page" and deep_page > 1 and "plan number 42" in trajectory.turns[5].observation
-        assert 'states: "In 1892 the city council of Chicago approved plan number 42' in trajectory.turns[6].reasoning
-        assert trajectory.final_answer == "plan number 42" and trajectory.outcome.correct and len(calls) == 7
+        assert calls[1:3] == [("search", {"query": "Chicago", "top_k": 5}), ("open_page", {"title": "Chicago", "page": 1})]
+        assert calls[3:-1] == [("open_page", {"title": "Chicago", "page": n}) for n in range(2, fact_page + 1)]
+        assert "plan number 42 " in trajectory.turns[-2].observation
+        assert not any("plan number 42" in t.reasoning for t in trajectory.turns[:-1])
+        assert 'states: "In 1892 the city council of Chicago approved plan number 42' in trajectory.turns[-1].reasoning
+        assert trajectory.final_answer == "plan number 42" and trajectory.outcome.correct
 
 
 def test_parts_are_streamed_into_numbered_shards(offline_run, snapshot, tmp_path, monkeypatch):

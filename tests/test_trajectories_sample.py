@@ -13,10 +13,13 @@ from pipeline.io import read_records
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, TrajectoryConfig, WalkConfig
 from schemas.environment import IndexedPage
 from schemas.trajectory import Trajectory
+from critic.text import contains_phrase, normalize, surface_forms
+from schemas.questions import Question
 from synth.environment import SearchEnvironment, build_index
 from synth.frameworks import FRAMEWORKS, get_framework
 from synth.matching import match_answer
 from synth.policies import ERROR_KINDS
+from synth.policies.scripted import result_titles
 from synth.questions import run_questions
 from synth.trajectories import run_trajectories
 from tests.test_trajectories import HIGH_RATES
@@ -94,3 +97,36 @@ def test_offline_runs_on_the_sample_are_real_and_graded(sample, env):
             if turn.tool_call is not None:
                 assert (turn.observation, turn.tool_error) == env.execute(turn.tool_call.name, turn.tool_call.arguments)
     assert kinds == set(ERROR_KINDS)
+
+
+def test_honest_turns_reuse_listed_pages_look_up_what_exists_and_name_only_what_was_seen(sample):
+    """What the turn critic asks of an honest turn: a search never asks for a page an earlier search listed
+    (that page is opened directly) and lists a page none listed, find_in_page finds something, and no reasoning names the gold
+    answer before an observation (or the question) contained it."""
+    trajectories = list(read_records(Trajectory, sample / "trajectories" / "trajectories"))
+    answer_types = {q.question_id: q.path.answer_type for q in read_records(Question, sample / "questions" / "questions")}
+    searches = lookups = answers = 0
+    for trajectory in trajectories:
+        listed: set[str] = set()
+        seen = normalize(trajectory.question)
+        for turn in trajectory.turns:
+            call = turn.tool_call
+            if turn.injected_error is None:
+                if not contains_phrase(seen, trajectory.answer):
+                    assert not contains_phrase(normalize(turn.reasoning), trajectory.answer), turn.reasoning
+                if call is not None and call.name == "search":
+                    assert normalize(call.arguments["query"]) not in {normalize(t) for t in listed}, call.arguments
+                    assert set(result_titles(turn.observation)) - listed, (trajectory.question, call.arguments)
+                    searches += 1
+                elif call is not None and call.name == "find_in_page":
+                    assert not turn.observation.startswith("No occurrence"), (trajectory.question, call.arguments)
+                    lookups += 1
+                elif call is not None and call.name == "answer" and trajectory.outcome.correct:
+                    forms = surface_forms(trajectory.answer, answer_types[trajectory.question_id])
+                    assert any(contains_phrase(seen, form) for form in forms), turn.reasoning
+                    answers += 1
+            if call is not None and call.name == "search" and not turn.tool_error:
+                listed |= set(result_titles(turn.observation))
+            if turn.observation and not turn.tool_error:
+                seen += " " + normalize(turn.observation)
+    assert searches > 30 and lookups > 0 and answers > 20

@@ -1,10 +1,12 @@
 """The offline scripted searcher: a privileged plan (the question's gold path), found with real tool calls.
 
-It knows which hops to follow, but not where the facts are: each hop's page is located with `search`
-(reformulating the query when the page is not listed), read with `open_page`, and the fact located with
-`find_in_page` and pagination when the first chunk does not state it. Its reasoning only asserts what an
-earlier observation showed. A seeded error model then injects realistic imperfect turns at per-turn
-rates, each tagged in `Turn.injected_error`:
+It knows which hops to follow, but not where the facts are: each hop's page is opened directly when an
+earlier search already listed it, else located with `search` (reformulating the query when the page is
+not listed, never spending a search that would only re-list pages already seen), read with `open_page`,
+and the fact located with `find_in_page` (only for a text the page contains and whose matches show the
+fact) or by reading on page by page when the first chunk does not state it. Its reasoning names what it
+looks for by relation and only asserts what an earlier observation showed. A seeded error model then
+injects realistic imperfect turns at per-turn rates, each tagged in `Turn.injected_error`:
 
 - repeated_search: the latest search again, verbatim;
 - malformed_arguments: broken JSON or arguments that fail the tool schema;
@@ -120,13 +122,17 @@ class ScriptedAgent:
         self._pending: Step | None = None
         self._honest_turn: int | None = None
         self._started = False
+        self._turns: list[Turn] = []
 
     # --- the loop's side -------------------------------------------------------------------------------
 
     async def act(self, turns: list[Turn]) -> PolicyOutput:
-        if self._pending is None:
-            self._pending = self._next_honest(turns)
+        self._turns = turns
         kind = self._draw_error(turns)
+        # The honest step is planned only when this turn needs it, so it sees every earlier turn (an injected
+        # search's results included); planning draws nothing from the error model's random stream.
+        if self._pending is None and kind in (None, "malformed_arguments", "unsupported_claim"):
+            self._pending = self._next_honest(turns)
         if kind == "unsupported_claim":
             step = self._pending
             claim = self._unsupported_claim(turns)
@@ -181,17 +187,21 @@ class ScriptedAgent:
         return None
 
     def _unrelated_title(self, turns: list[Turn], draws: int = 64) -> str:
-        """A random page off the path, preferably one no observation mentioned (sampled: cheap on any index)."""
+        """A random page off the path, preferably one no observation mentioned and whose text names no path
+        entity, so the detour is a real one (sampled: cheap on any index)."""
         seen = _norm(" ".join(t.observation or "" for t in turns))
-        off_path = None
+        unseen = off_path = None
         for _ in range(draws if self.env.pages else 0):
-            title = self.env.pages[self.rng.randrange(len(self.env.pages))].title
-            if _norm(title) in self.path_titles:
+            page = self.env.pages[self.rng.randrange(len(self.env.pages))]
+            if _norm(page.title) in self.path_titles:
                 continue
-            if _norm(title) not in seen:
-                return title
-            off_path = off_path or title
-        return off_path or "Atlantis"
+            if _norm(page.title) not in seen:
+                text = _norm(" ".join(page.chunks))
+                if not any(title in text for title in self.path_titles):
+                    return page.title
+                unseen = unseen or page.title
+            off_path = off_path or page.title
+        return unseen or off_path or "Atlantis"
 
     def _unsupported_claim(self, turns: list[Turn]) -> str:
         seen = _norm(" ".join(t.observation or "" for t in turns) + " " + self.question.text)
@@ -229,13 +239,16 @@ class ScriptedAgent:
 
     def _steps(self) -> Generator[Step, str, None]:
         hops = self.question.path.hops
+        found = False
         for number, hop in enumerate(hops):
             self.entity, self.relation = hop.head, hop.relation.replace("_", " ")
             first_query = " ".join(tokenize([self.question.text])[0][:QUERY_WORDS]) if number == 0 else None
             title = yield from self._locate(hop.head, first_query)
-            yield from self._read(title, hop)
-        answer = self.question.answer
-        yield Step(f"{self.note} The answer to the question is {answer}.".strip(), ANSWER_TOOL, {"text": answer})
+            found = yield from self._read(title, hop)
+        # The answer is stated only as the last observation showed it (the note); the call submits the gold
+        # spelling, which the observed one matches.
+        closing = "That answers the question." if found else "I will give my best answer."
+        yield Step(f"{self.note} {closing}".strip(), ANSWER_TOOL, {"text": self.question.answer})
 
     def _is_entity(self, title: str, entity: str) -> bool:
         if _norm(title) == _norm(entity):
@@ -243,12 +256,30 @@ class ScriptedAgent:
         page, target = self.env.resolve(title), self.env.resolve(entity)
         return page is not None and page is target
 
+    def _listed_titles(self) -> list[str]:
+        """Titles every earlier search of this episode listed (its own turns and injected ones alike)."""
+        return [title for turn in self._turns if turn.tool_call is not None and turn.tool_call.name == "search"
+                and not turn.tool_error for title in result_titles(turn.observation or "")]
+
+    def _lists_something_new(self, query: str, entity: str) -> bool:
+        """Would this search list the entity or a page not listed before? (A re-listing adds nothing.)"""
+        observation, _ = self.env.execute("search", {"query": query, "top_k": self.policy.top_k})
+        seen = {_norm(t) for t in self._listed_titles()}
+        titles = result_titles(observation)
+        return any(self._is_entity(t, entity) for t in titles) or any(_norm(t) not in seen for t in titles)
+
     def _locate(self, entity: str, first_query: str | None) -> Generator[Step, str, str]:
+        listed = next((t for t in self._listed_titles() if self._is_entity(t, entity)), None)
+        if listed is not None:
+            self.note = f"{self.note} An earlier search listed {listed}.".strip()
+            return listed
         queries = [first_query] if first_query else []
         queries += [entity, _PARENTHETICAL.sub("", entity), f"{entity} {self.relation}"]
         queries = list(dict.fromkeys(q for q in queries if q and q.strip()))
         previous = None
         for query in queries:
+            if not self._lists_something_new(query, entity):
+                continue
             if previous is None:
                 reasoning = f"{self.note} I need the {self.relation} of {entity}. I will search for {query!r}."
             else:
@@ -278,23 +309,35 @@ class ScriptedAgent:
                 return [value]
         return [value]
 
-    def _read(self, title: str, hop: PathHop) -> Generator[Step, str, None]:
+    def _lookup(self, title: str, surfaces: list[str]) -> str | None:
+        """The first find_in_page text worth a call (the relation, its words, a value spelling an earlier
+        observation already showed) whose matches in the page show the fact; None when no text does."""
+        words = [w for w in tokenize([self.relation])[0] if len(w) > 2]
+        seen = _norm(" ".join([self.question.text, *(t.observation or "" for t in self._turns)]))
+        candidates = [self.relation, *words, *(s for s in surfaces if _norm(s) in seen)]
+        for text in dict.fromkeys(c for c in candidates if c.strip()):
+            observation, error = self.env.execute("find_in_page", {"title": title, "text": text})
+            if not error and evidence_line(observation, surfaces, self.relation) is not None:
+                return text
+        return None
+
+    def _read(self, title: str, hop: PathHop) -> Generator[Step, str, bool]:
+        """Read the hop's page until an observation states the fact; True when one did."""
         surfaces = self._surfaces(hop)
         observation = yield Step(f"{self.note} I will open {title} to find its {self.relation}.".strip(), "open_page",
                                  {"title": title, "page": 1})
         found = evidence_line(observation, surfaces, self.relation)
-        for lookup in [self.relation, *surfaces]:
-            if found is not None:
-                break
-            if lookup == self.relation:
+        if found is None:
+            lookup = self._lookup(title, surfaces)
+            if lookup is not None:
                 reasoning = f"The first page of {title} does not state its {self.relation}. I will look for {lookup!r} in it."
+                observation = yield Step(reasoning, "find_in_page", {"title": title, "text": lookup})
+                found = evidence_line(observation, surfaces, self.relation)
             else:
-                reasoning = f"I will check whether {title} mentions {lookup!r} anywhere."
-            observation = yield Step(reasoning, "find_in_page", {"title": title, "text": lookup})
-            found = evidence_line(observation, surfaces, self.relation)
+                found = yield from self._read_on(title, surfaces)
         if found is None:
             self.note = f"I could not find the {self.relation} of {hop.head} in its page; I will follow the next lead."
-            return
+            return False
         line, page_number = found
         if page_number is not None and page_number > 1:
             observation = yield Step(f"The match is on page {page_number} of {title}; I will read it.", "open_page",
@@ -303,6 +346,21 @@ class ScriptedAgent:
             line = found[0]
         target = next(s for s in surfaces if _norm(s) in _norm(line))
         self.note = f'{title} states: "{line}". So the {self.relation} of {hop.head} is {target}.'
+        return True
+
+    def _read_on(self, title: str, surfaces: list[str]) -> Generator[Step, str, tuple[str, int | None] | None]:
+        """No lookup shows the fact: read the following pages in order while a later page states it."""
+        page = self.env.resolve(title)
+        chunks = page.chunks if page is not None else []
+        if not any(_norm(s) in _norm(chunk) for chunk in chunks[1:] for s in surfaces):
+            return None
+        for number in range(2, len(chunks) + 1):
+            reasoning = f"Page {number - 1} of {title} does not state its {self.relation}; I will read page {number}."
+            observation = yield Step(reasoning, "open_page", {"title": title, "page": number})
+            found = evidence_line(observation, surfaces, self.relation)
+            if found is not None:
+                return found[0], None
+        return None
 
 
 def _schema_violation(step: Step) -> dict:
