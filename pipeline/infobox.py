@@ -50,7 +50,7 @@ FLAG_TEMPLATES = frozenset({"flag", "flagcountry", "flag country", "flagu", "fla
 DECORATIVE_FLAGS = frozenset({"flagicon", "flagdeco", "flag icon"})
 MARRIAGE_TEMPLATES = frozenset({"marriage", "married"})
 CONVERT_TEMPLATES = frozenset({"convert", "cvt"})
-_DATE_TEMPLATE = re.compile(
+DATE_TEMPLATE = re.compile(
     r"^(?:(?P<kind>birth|death|start|end|film|release|founded|dissolved)[ _-]?date(?P<age> and age| and years)?"
     r"(?P<two>2)?|(?P<short>dob|bda|dda|dts|date|start date and years)|(?P<yearonly>(?:birth|death) year(?: and age)?))$"
 )
@@ -293,7 +293,7 @@ def template_value(template: Template, relation: str) -> tuple[list[Fact], str]:
     """Facts a value template stands for (date, quantity, flag country, spouse) and text it renders."""
     name = normalize_template_name(str(template.name))
     positional = [p.value for p in template.params if not p.showkey]
-    date_match = _DATE_TEMPLATE.match(name)
+    date_match = DATE_TEMPLATE.match(name)
     if date_match and positional:
         return date_facts(relation, date_match, positional), ""
     if name in CONVERT_TEMPLATES and positional:
@@ -382,7 +382,7 @@ def marriage_fact(relation: str, template: Template, positional: list[Wikicode])
 
 def _date_of(code: Wikicode) -> str | None:
     for template in code.filter_templates(recursive=False):
-        match = _DATE_TEMPLATE.match(normalize_template_name(str(template.name)))
+        match = DATE_TEMPLATE.match(normalize_template_name(str(template.name)))
         if match:
             positional = [p.value for p in template.params if not p.showkey]
             facts = date_facts("", match, positional) if positional else []

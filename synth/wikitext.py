@@ -15,16 +15,25 @@ import mwparserfromhell
 from mwparserfromhell.nodes import Comment, ExternalLink, Heading, HTMLEntity, Tag, Template, Text, Wikilink
 from mwparserfromhell.wikicode import Wikicode
 
+from pipeline.infobox import (
+    CONVERT_TEMPLATES,
+    DATE_TEMPLATE,
+    DECORATIVE_FLAGS,
+    FLAG_TEMPLATES,
+    KEEP_LAST_TEMPLATES,
+    LIST_TEMPLATES,
+    MARRIAGE_TEMPLATES,
+    UNWRAP_TEMPLATES,
+    is_box_name,
+    is_skipped_parameter,
+    normalize_parameter,
+)
 from pipeline.wikitext import format_iso_date
 
 _DROP_LINK_NAMESPACES = ("file:", "image:", "category:", "media:")
-_SKIP_PARAMETERS = re.compile(r"^(image|img|logo|caption|alt|map|pushpin|coord|signature|module|embed|footnotes)")
-_DATE_TEMPLATES = re.compile(
-    r"^(birth|death|start|end|film|release|founded|dissolved)[ _-]?date( and age| and years)?$|^dts$|^date$"
-)
-_LIST_TEMPLATES = {"plainlist", "plain list", "ubl", "unbulleted list", "hlist", "flatlist", "flat list", "bulleted list"}
-_KEEP_LAST_TEMPLATES = {"lang", "nowrap", "nobr", "small", "nobold", "noitalic", "transl", "lang-fr", "lang-de"}
-_FLAG_TEMPLATES = {"flag", "flagcountry", "flagu", "flag country"}
+# Template families shared with fact extraction, so the text an agent reads shows what the graph says.
+_SHOWN_FLAGS = FLAG_TEMPLATES - DECORATIVE_FLAGS
+_KEEP_LAST = KEEP_LAST_TEMPLATES | UNWRAP_TEMPLATES
 _DROP_TAGS = {"ref", "references", "gallery", "math", "score", "timeline", "syntaxhighlight"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n+")
 _ABBREVIATION_END = re.compile(r"(\b[A-Z]|\b(m|b|d|c|ca|St|Dr|Mr|Mrs|Ms|Jr|Sr|Inc|Co|No|vs|Mt|Ft|Gen|Col|Lt|Gov|Sen|Rep|U\.S|U\.K|e\.g|i\.e))\.$")
@@ -89,7 +98,7 @@ def _render_infobox(template: Template) -> str:
         if not param.showkey:
             continue
         name = str(param.name).strip()
-        if _SKIP_PARAMETERS.match(name.lower()):
+        if is_skipped_parameter(normalize_parameter(name)[0]):
             continue
         items = [line.strip().lstrip("*#:").strip() for line in _render(param.value).split("\n")]
         value = ", ".join(" ".join(item.split()) for item in items if item)
@@ -100,21 +109,21 @@ def _render_infobox(template: Template) -> str:
 
 def _render_template(template: Template) -> str:
     name = _template_name(template)
-    if name.startswith("infobox"):
+    if is_box_name(name):
         return _render_infobox(template)
-    if _DATE_TEMPLATES.match(name):
+    if DATE_TEMPLATE.match(name):
         return _render_date(template)
-    if name == "marriage":
+    if name in MARRIAGE_TEMPLATES:
         return _render_marriage(template)
-    if name in _LIST_TEMPLATES:
+    if name in LIST_TEMPLATES:
         return _render_list(template)
-    if name in {"convert", "cvt"}:
+    if name in CONVERT_TEMPLATES:
         positional = _positional(template)
         return " ".join(positional[:2])
-    if name in _FLAG_TEMPLATES:
+    if name in _SHOWN_FLAGS:
         positional = _positional(template)
         return positional[0] if positional else ""
-    if name in _KEEP_LAST_TEMPLATES or name.startswith("lang-"):
+    if name in _KEEP_LAST or name.startswith("lang-"):
         positional = [p for p in template.params if not p.showkey]
         return _render(positional[-1].value) if positional else ""
     return ""
