@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
@@ -15,6 +13,7 @@ pytest.importorskip("accelerate")
 from accelerate import Accelerator  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
+from pipeline.cli import main  # noqa: E402
 from pipeline.io import read_manifest  # noqa: E402
 from rl.chat import render_text  # noqa: E402
 from rl.config import RLConfig, TinyModelConfig, preset_config  # noqa: E402
@@ -34,8 +33,6 @@ from tests.rl_fixtures import fixture_trajectories, make_dataset  # noqa: E402
 
 TINY = TinyModelConfig(vocab_size=400, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                        num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048)
-# `make dataset` output; HOPSMITH_DATASET_DIR points the test at another run's dataset folder
-REPO_DATASET = Path(os.environ.get("HOPSMITH_DATASET_DIR", Path(__file__).resolve().parent.parent / "out" / "dataset"))
 
 
 @pytest.fixture(scope="module")
@@ -185,10 +182,14 @@ def test_rerun_skips_and_a_run_killed_after_a_phase_resumes_to_the_same_weights(
     assert all(torch.equal(weights[name], finished[name]) for name in finished)
 
 
-@pytest.mark.skipif(not (REPO_DATASET / "data" / "trajectories").is_dir(), reason="no `make dataset` output in out/")
-def test_cpu_run_on_the_make_dataset_shards(tmp_path):
-    index = REPO_DATASET.parent / "index"
-    modes = ["offline", "online"] if read_manifest(index) is not None else ["offline"]
-    manifest = run_rl(REPO_DATASET, tmp_path / "rl", fast_config(modes=modes, max_trajectories=16))
+def test_make_rl_on_make_dataset_shards_writes_a_checkpoint_that_reloads(small_dataset_run, tmp_path):
+    """What `make rl` runs (the tiny-cpu preset, both modes) on the shards `hopsmith dataset` wrote."""
+    out = tmp_path / "rl"
+    code = main(["rl", "train", "--shards", str(small_dataset_run / "dataset"), "--out", str(out),
+                 "--preset", "tiny-cpu"])
+    assert code == 0
+    manifest = read_manifest(out)
     assert manifest.counts["kept"] > 0
-    assert AutoModelForCausalLM.from_pretrained(tmp_path / "rl" / "checkpoint") is not None
+    assert {json.loads(line)["mode"] for line in (out / "metrics-online.jsonl").read_text().splitlines()} == {"online"}
+    assert AutoModelForCausalLM.from_pretrained(out / "checkpoint") is not None
+    assert AutoTokenizer.from_pretrained(out / "checkpoint") is not None
