@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
+from critic.text import contains_phrase, normalize, surface_forms
 from graph.walks import run_walks
 from pipeline.extract import run_extract
 from pipeline.io import read_records
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, TrajectoryConfig, WalkConfig
 from schemas.environment import IndexedPage
-from schemas.trajectory import Trajectory
-from critic.text import contains_phrase, normalize, surface_forms
 from schemas.questions import Question
+from schemas.trajectory import Trajectory
 from synth.environment import SearchEnvironment, build_index
 from synth.frameworks import FRAMEWORKS, get_framework
 from synth.matching import match_answer
