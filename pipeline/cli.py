@@ -43,15 +43,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-# Libraries that set their own loggers to DEBUG or warn at import about optional extras.
-QUIET_LOGGERS = ("bm25s",)
-
-
 def configure_logging(verbose: bool) -> None:
+    """Log at WARNING (INFO with -v). The level is set on the handler too, because some libraries (bm25s)
+    set their own loggers to DEBUG when imported."""
     level = logging.INFO if verbose else logging.WARNING
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
-    for name in QUIET_LOGGERS:
-        logging.getLogger(name).setLevel(level)
+    for handler in logging.getLogger().handlers:
+        handler.setLevel(level)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,3 +25,23 @@ def test_help_lists_every_stage_without_library_noise():
     for command in ("extract", "graph-stats", "walk", "questions", "index", "trajectories", "judge",
                     "critic-report", "dataset", "validate", "publish", "rl"):
         assert f"    {command}" in result.stdout
+
+
+def test_library_debug_logs_stay_quiet_at_the_default_level(capsys):
+    import logging
+
+    from pipeline.cli import configure_logging
+
+    root = logging.getLogger()
+    saved_handlers, saved_level = root.handlers[:], root.level
+    try:
+        configure_logging(verbose=False)
+        chatty = logging.getLogger("a_library_that_sets_debug")
+        chatty.setLevel(logging.DEBUG)
+        chatty.debug("building index")
+        chatty.warning("worth seeing")
+        err = capsys.readouterr().err
+    finally:
+        root.handlers[:] = saved_handlers
+        root.setLevel(saved_level)
+    assert "building index" not in err and "worth seeing" in err
