@@ -11,7 +11,6 @@ build is simply rebuilt from scratch on rerun.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import logging
 import shutil
 import tomllib
@@ -25,6 +24,7 @@ import pyarrow.parquet as pq
 from pipeline import renders
 from pipeline.card import DatasetStats, render_card, write_plots
 from pipeline.errors import UserError
+from pipeline.extract import parse_as_of
 from pipeline.io import atomic_write_text, read_manifest, read_records, shard_files
 from pipeline.layout import CONFIGS, SPLITS, SplitWriter, split_of, write_checksums
 from pipeline.progress import console, print_summary, track, watch_units
@@ -296,17 +296,6 @@ def load_config(path: str | None, overrides: dict[str, Any]) -> DatasetConfig:
         return DatasetConfig.model_validate(data)
     except ValueError as error:
         raise UserError(f"invalid dataset config: {error}") from error
-
-
-def parse_as_of(text: str) -> dt.datetime:
-    """`YYYY-MM-DD` (the end of that day, UTC) or an ISO timestamp."""
-    try:
-        if len(text) == 10:
-            return dt.datetime.combine(dt.date.fromisoformat(text), dt.time(23, 59, 59), dt.UTC)
-        value = dt.datetime.fromisoformat(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"not an ISO date or timestamp: {text!r}") from error
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
 def register(subparsers) -> None:

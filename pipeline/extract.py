@@ -654,7 +654,8 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
 
 # ------------------------------------------------------------------------------------------------ CLI
 
-def _as_of(text: str) -> dt.datetime:
+def parse_as_of(text: str) -> dt.datetime:
+    """`--as-of`: an ISO timestamp, or `YYYY-MM-DD` (that day at 00:00 UTC); naive times are UTC."""
     try:
         return utc(dt.datetime.fromisoformat(text.replace("Z", "+00:00")))
     except ValueError:
@@ -672,7 +673,7 @@ def register(subparsers) -> None:
     add_source_arguments(parser)
     defaults = ExtractConfig()
     parser.add_argument("--out", default="out/graph", metavar="DIR", help="output folder (default: %(default)s)")
-    parser.add_argument("--as-of", type=_as_of, metavar="ISO", help="snapshot time (default: newest revision in the input)")
+    parser.add_argument("--as-of", type=parse_as_of, metavar="ISO", help="snapshot time (default: newest revision in the input)")
     parser.add_argument("--window", type=int, default=defaults.window_days, dest="window_days", metavar="DAYS",
                         help="head entities: latest revision at most this many days before --as-of "
                         "(default: %(default)s)")

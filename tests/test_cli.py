@@ -45,3 +45,18 @@ def test_library_debug_logs_stay_quiet_at_the_default_level(capsys):
         root.handlers[:] = saved_handlers
         root.setLevel(saved_level)
     assert "building index" not in err and "worth seeing" in err
+
+
+def test_as_of_accepts_a_date_or_a_timestamp():
+    import argparse
+    import datetime as dt
+
+    import pytest
+
+    from pipeline.extract import parse_as_of
+
+    assert parse_as_of("2026-10-28") == dt.datetime(2026, 10, 28, tzinfo=dt.UTC)
+    assert parse_as_of("2026-10-28T12:00:00Z") == dt.datetime(2026, 10, 28, 12, tzinfo=dt.UTC)
+    assert parse_as_of("2026-10-28T12:00:00") == dt.datetime(2026, 10, 28, 12, tzinfo=dt.UTC)
+    with pytest.raises(argparse.ArgumentTypeError):
+        parse_as_of("yesterday")
