@@ -5,11 +5,18 @@ text is kept, and the templates that carry facts are rendered as text instead of
 as `Parameter: value` lines, date and marriage templates, list templates, convert, flags, lang). Every
 other template is dropped, like `strip_code` does. Dates render as "4 August 1961" through `format_date`,
 which the scripted policy uses too, so a fact stated in an ISO value can be found in the text.
+
+Separators survive as a reader sees them: infobox rows and list items stay one per line (an oversized
+paragraph is cut at line ends before sentence ends, and its lines keep their breaks), table cells are
+joined by " | ", and separator templates (`{{\\}}`, `{{•}}`, `{{snd}}`; data/separator_templates.tsv) print
+their separator instead of vanishing.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
+from pathlib import Path
 
 import mwparserfromhell
 from mwparserfromhell.nodes import Comment, ExternalLink, Heading, HTMLEntity, Tag, Template, Text, Wikilink
@@ -39,6 +46,20 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n+")
 _ABBREVIATION_END = re.compile(r"(\b[A-Z]|\b(m|b|d|c|ca|St|Dr|Mr|Mrs|Ms|Jr|Sr|Inc|Co|No|vs|Mt|Ft|Gen|Col|Lt|Gov|Sen|Rep|U\.S|U\.K|e\.g|i\.e))\.$")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 _SPACE_RUNS = re.compile(r"[ \t\u00a0]+")
+SEPARATOR_TABLE = Path(__file__).resolve().parent.parent / "data" / "separator_templates.tsv"
+TABLE_CELL_SEPARATOR = " | "
+
+
+@cache
+def separator_templates() -> dict[str, str]:
+    """Template name -> the separator it prints (data/separator_templates.tsv; values are JSON-style quoted)."""
+    table = {}
+    for line in SEPARATOR_TABLE.read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        name, _, text = line.partition("\t")
+        table[name.strip()] = text.strip()[1:-1]
+    return table
 
 
 def format_date(value: str) -> str:
@@ -123,6 +144,8 @@ def _render_template(template: Template) -> str:
     if name in _SHOWN_FLAGS:
         positional = _positional(template)
         return positional[0] if positional else ""
+    if name in separator_templates():
+        return separator_templates()[name]
     if name in _KEEP_LAST or name.startswith("lang-"):
         positional = [p for p in template.params if not p.showkey]
         return _render(positional[-1].value) if positional else ""
@@ -147,8 +170,11 @@ def _render(code: Wikicode) -> str:
                 continue
             if tag == "br":
                 out.append("\n")
-            elif tag in {"li", "dd", "dt"}:
-                out.append("\n" + (_render(node.contents) if node.contents is not None else ""))
+            elif tag in {"li", "dd", "dt"}:  # a list item starts a line (once: the markup's newline counts)
+                starts_line = not out or out[-1].endswith("\n")
+                out.append(("" if starts_line else "\n") + (_render(node.contents) if node.contents is not None else ""))
+            elif tag == "table" and node.contents is not None:
+                out.append("\n" + _render_table(node.contents) + "\n")
             elif node.contents is not None:
                 out.append(_render(node.contents))
         elif isinstance(node, Heading):
@@ -161,6 +187,30 @@ def _render(code: Wikicode) -> str:
         elif isinstance(node, Comment):
             continue
     return "".join(out)
+
+
+def _is_tag(node, *names: str) -> bool:
+    return isinstance(node, Tag) and str(node.tag).lower() in names
+
+
+def _render_table(contents: Wikicode) -> str:
+    """One line per row, its cells joined by " | " (cells ran together before: "1999Beckett"); a header row
+    written without `|-` is a row too."""
+    rows: list[list[Tag]] = [[]]
+    for node in contents.nodes:
+        if _is_tag(node, "tr"):
+            rows += [[cell for cell in node.contents.nodes if _is_tag(cell, "td", "th")] if node.contents else [], []]
+        elif _is_tag(node, "td", "th"):
+            rows[-1].append(node)
+        elif _is_tag(node, "caption") and node.contents is not None:
+            rows += [[node], []]
+    lines = []
+    for cells in rows:
+        texts = [" ".join(_render(cell.contents).split()) for cell in cells if cell.contents is not None]
+        line = TABLE_CELL_SEPARATOR.join(t for t in texts if t)
+        if line:
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def clean_wikitext(text: str) -> str:
@@ -189,7 +239,8 @@ def split_sentences(text: str) -> list[str]:
 
 
 def split_chunks(text: str, max_chars: int) -> list[str]:
-    """Consecutive chunks of at most `max_chars`, cut at paragraph, then sentence, then word boundaries."""
+    """Consecutive chunks of at most `max_chars`, cut at paragraph, then line, then sentence, then word
+    boundaries; the lines of a cut paragraph (infobox rows, list items) keep their line breaks."""
     pieces: list[tuple[str, str]] = []  # (separator before the piece when joined, piece)
     for paragraph in text.split("\n\n"):
         paragraph = paragraph.strip()
@@ -199,15 +250,21 @@ def split_chunks(text: str, max_chars: int) -> list[str]:
             pieces.append(("\n\n", paragraph))
             continue
         separator = "\n\n"
-        for sentence in split_sentences(paragraph):
-            while len(sentence) > max_chars:
-                cut = sentence.rfind(" ", 0, max_chars)
-                cut = cut if cut > 0 else max_chars
-                pieces.append((separator, sentence[:cut].strip()))
-                sentence, separator = sentence[cut:].strip(), " "
-            if sentence:
-                pieces.append((separator, sentence))
-            separator = " "
+        for line in paragraph.split("\n"):
+            line = line.strip()
+            if not line:
+                continue
+            sentences = [line] if len(line) <= max_chars else split_sentences(line)
+            for sentence in sentences:
+                while len(sentence) > max_chars:
+                    cut = sentence.rfind(" ", 0, max_chars)
+                    cut = cut if cut > 0 else max_chars
+                    pieces.append((separator, sentence[:cut].strip()))
+                    sentence, separator = sentence[cut:].strip(), " "
+                if sentence:
+                    pieces.append((separator, sentence))
+                separator = " "
+            separator = "\n"
     chunks: list[str] = []
     for separator, piece in pieces:
         if chunks and len(chunks[-1]) + len(separator) + len(piece) <= max_chars:
