@@ -148,13 +148,16 @@ class JudgeUnits(apache_beam.PTransform):
 
 
 def judged_counts(judged: list[JudgedTrajectory], skipped: list[SkippedRecord]) -> dict[str, int]:
-    counts = Counter({"judged": len(judged), "turns": 0, "turns_passed": 0, "turns_masked": 0})
+    counts = Counter({"judged": len(judged), "turns": 0, "turns_passed": 0, "turns_masked": 0, "turns_critical": 0,
+                      "turns_loss1": 0})
     counts.update(f"skipped:{s.reason}" for s in skipped)
     for record in judged:
         for judgement in record.judgements:
             counts["turns"] += 1
             counts["turns_passed"] += judgement.verdict
-            counts["turns_masked"] += judgement.loss_mask == 0
+            counts["turns_masked"] += not judgement.verdict and judgement.loss_mask == 0  # failed, out of the loss
+            counts["turns_critical"] += judgement.critical
+            counts["turns_loss1"] += judgement.loss_mask
             counts.update(f"failed:{c}" for c in CRITERIA if not getattr(judgement, c).passed)
             counts.update(f"kind:{k}" for k in judgement.failure_kinds)
     return dict(counts)
@@ -238,6 +241,9 @@ def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
                         help="weight of a criterion in a passing turn's reward; repeatable")
     parser.add_argument("--failed-turns", choices=["mask", "penalty"],
                         help="mask: failed turns get loss mask 0; penalty: they keep it and learn from the negative reward")
+    parser.add_argument("--loss-policy", choices=["critical", "verdict"],
+                        help="critical: loss 1 only on passing turns that moved the run toward the answer; "
+                        "verdict: on every passing turn")
     parser.add_argument("--failed-turn-reward", type=float, help="reward of a failed turn (negative)")
     parser.add_argument("--repeat-window", type=int, help="only calls this many turns back count as repeats")
 
@@ -256,7 +262,7 @@ def judge_config_from_args(args: argparse.Namespace) -> JudgeConfig:
     values["thresholds"] = {**JudgeConfig().thresholds, **values.get("thresholds", {}),
                             **_criterion_values(args.threshold, "--threshold")}
     values["weights"] = {**JudgeConfig().weights, **values.get("weights", {}), **_criterion_values(args.weight, "--weight")}
-    for flag in ("failed_turns", "failed_turn_reward", "repeat_window"):
+    for flag in ("failed_turns", "loss_policy", "failed_turn_reward", "repeat_window"):
         if getattr(args, flag) is not None:
             values[flag] = getattr(args, flag)
     try:

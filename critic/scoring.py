@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from critic.checks import run_checks
+from critic.critical import CriticalTracker
 from critic.evidence import Knowledge
 from critic.gain import information_gain
 from critic.llm_judge import TurnAssessment
@@ -56,6 +57,7 @@ def judge_turns(
     """One judgement per turn; `aliases` (title -> other names, from the index) widens evidence matching."""
     thresholds = config.thresholds
     knowledge = Knowledge.start(trajectory.question, question, aliases)
+    tracker = CriticalTracker.start(question, knowledge)
     judgements = []
     for position, turn in enumerate(trajectory.turns):
         assessment = assessments[position] if assessments else None
@@ -79,6 +81,7 @@ def judge_turns(
         if not passed["logical_soundness"]:
             kinds += sound_kinds
         verdict = all(passed.values())
+        critical = tracker.reasons(turn, verdict, knowledge)
         judgements.append(
             TurnJudgement(
                 trajectory_id=trajectory.trajectory_id,
@@ -90,7 +93,9 @@ def judge_turns(
                 failure_kinds=list(dict.fromkeys(kinds)),
                 verdict=verdict,
                 reward=turn_reward(scores, verdict, config),
-                loss_mask=loss_mask(verdict, config),
+                loss_mask=loss_mask(verdict, bool(critical), config),
+                critical=bool(critical),
+                critical_reasons=critical,
                 engine=engine,
                 model=model,
             )

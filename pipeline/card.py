@@ -19,8 +19,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import yaml  # noqa: E402
 from huggingface_hub import DatasetCard  # noqa: E402
 
+from critic.critical import TOOLMIND_CRITICAL_PER_TRAJECTORY, TOOLMIND_LOSS_SHARE  # noqa: E402
 from pipeline.layout import CONFIGS, dataset_info_yaml, shard_pattern  # noqa: E402
 from schemas.critic import CRITERIA, JudgedTrajectory  # noqa: E402
+from schemas.dataset import ToolMindRow  # noqa: E402
 from schemas.manifest import Manifest  # noqa: E402
 from schemas.questions import Question  # noqa: E402
 
@@ -62,6 +64,11 @@ class DatasetStats:
     injected_errors: Counter = field(default_factory=Counter)
     rows: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     skipped: Counter = field(default_factory=Counter)
+    scripted: int = 0
+    sft_trajectories: int = 0
+    sft_assistant_turns: int = 0
+    sft_loss_turns: int = 0
+    sft_critical_turns: int = 0
 
     def add_question(self, question: Question) -> None:
         self.questions += 1
@@ -82,6 +89,31 @@ class DatasetStats:
         self.framework_correct[trajectory.framework] += trajectory.outcome.correct
         self.stop_reasons[trajectory.stop_reason] += 1
         self.injected_errors.update(t.injected_error for t in trajectory.turns if t.injected_error)
+        self.scripted += trajectory.policy == "scripted"
+
+    def add_sft(self, judged: JudgedTrajectory, row: ToolMindRow) -> None:
+        """A trajectory rendered into the SFT configs: its assistant turns, those with loss 1, its critical turns."""
+        assistant = [m for m in row.conversations if m.role == "assistant"]
+        self.sft_trajectories += 1
+        self.sft_assistant_turns += len(assistant)
+        self.sft_loss_turns += sum(m.loss for m in assistant)
+        self.sft_critical_turns += sum(j.critical for j in judged.judgements)
+
+    def supervision_counts(self) -> dict[str, int]:
+        """The SFT supervision in manifest counts (the run summary prints them)."""
+        return {"sft_assistant_turns": self.sft_assistant_turns, "sft_loss1_turns": self.sft_loss_turns,
+                "sft_critical_turns": self.sft_critical_turns}
+
+    def supervision_rows(self) -> list[list[Any]]:
+        """Share of loss-1 turns and critical turns per trajectory, beside ToolMind-Web-QA's."""
+        share = self.sft_loss_turns / self.sft_assistant_turns if self.sft_assistant_turns else 0.0
+        per = self.sft_critical_turns / self.sft_trajectories if self.sft_trajectories else 0.0
+        ours = [f"{share:.1%}", f"{per:.2f}"]
+        return [
+            ["`toolmind`, `nanbeige`, `openai` (same turns)", *ours],
+            ["`turns` (one row per loss-1 turn)", "100% (last message)", f"{per:.2f}"],
+            ["ToolMind-Web-QA `open-wiki-traj`", f"~{TOOLMIND_LOSS_SHARE:.0%}", f"{TOOLMIND_CRITICAL_PER_TRAJECTORY}"],
+        ]
 
     def pass_rate(self, criterion: str) -> float:
         return (
@@ -283,8 +315,12 @@ def render_card(
         "## Configs\n",
         _table(["config", "content", "train", "test"], config_rows) + "\n",
         "Splits are assigned by a hash of the question id, so a question, its trajectories and its RL prompt "
-        "share a split. In `toolmind`, `nanbeige` and `turns`, `loss` is 1 only on assistant turns the "
-        "critic passed; failed turns stay in context with loss 0. Load a config with "
+        "share a split. In `toolmind`, `nanbeige`, `openai` and `turns`, `loss` follows the judge's loss "
+        "policy: under `critical` (the default) it is 1 only on passing turns that moved the run toward the "
+        "answer (first retrieval of a gold-path fact, a correct statement of an intermediate entity, the "
+        "final answer), as ToolMind-Web-QA trains; other passing turns and failed turns stay in context with "
+        "loss 0 (`trajectories` keeps every verdict, reward and `critical` flag). A conversation identical to "
+        "one already rendered is left out of the training configs (counted below). Load a config with "
         f'`datasets.load_dataset("parquet", data_files={{"train": "{shard_pattern("toolmind", "train")}"}})` '
         "or by config name from the Hub. Free-form objects (tool-call arguments, tool declarations) are "
         "stored as JSON strings.\n",
@@ -316,6 +352,16 @@ def render_card(
                 ],
             ],
         )
+        + "\n",
+        *(
+            [f"{stats.scripted} trajectories come from the offline scripted policy, which knows each question's "
+             "gold path (it still finds every fact with real tool calls, and its per-turn errors are injected at "
+             "configured rates): its runs are shorter and surer than a real searcher's, and its accuracy per "
+             "framework reflects the injection rate, not a model's skill.\n"]
+            if stats.scripted else []
+        ),
+        "Supervision of the training configs:\n",
+        _table(["config", "assistant turns with loss 1", "critical turns per trajectory"], stats.supervision_rows())
         + "\n",
         _table(["criterion", "pass rate"], [[c, f"{stats.pass_rate(c):.3f}"] for c in CRITERIA]) + "\n",
         _table(

@@ -25,7 +25,7 @@ from pipeline import renders
 from pipeline.card import DatasetStats, render_card, write_plots
 from pipeline.errors import UserError
 from pipeline.extract import parse_as_of
-from pipeline.io import atomic_write_text, read_manifest, read_records, shard_files
+from pipeline.io import atomic_write_text, read_manifest, read_records, shard_files, stable_hash
 from pipeline.layout import CONFIGS, SPLITS, SplitWriter, split_of, write_checksums
 from pipeline.progress import console, print_summary, track, watch_units
 from pipeline.stage import begin_stage
@@ -179,6 +179,16 @@ def sft_skip_reason(judged: JudgedTrajectory, only_correct: bool) -> str | None:
     return None
 
 
+def _first_conversation(row, seen: set[str]) -> bool:
+    """False for a conversation (messages and losses) already rendered: rollouts that ran the same turns
+    add no training signal, so every SFT config keeps one copy (the skip is counted)."""
+    digest = stable_hash(*((m.role, m.content, m.loss) for m in row.conversations), length=32)
+    if digest in seen:
+        return False
+    seen.add(digest)
+    return True
+
+
 def layout_config(config: DatasetConfig) -> dict[str, Any]:
     """What the dataset stage's output depends on besides its upstream stages (its manifest key)."""
     return {
@@ -211,6 +221,7 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
     }
     stats = DatasetStats()
     counts: Counter = Counter()
+    conversations: set[str] = set()
 
     questions_folder = dirs["questions"] / "questions"
     questions = read_records(Question, questions_folder)
@@ -235,10 +246,14 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
         writers["trajectories", split].add(judged, chars)
         stats.add_trajectory(judged)
         reason = sft_skip_reason(judged, config.sft_only_correct)
+        toolmind = renders.render_toolmind(judged) if reason is None else None
+        if toolmind is not None and not _first_conversation(toolmind, conversations):
+            reason = "duplicate_conversation"
         if reason is not None:
             stats.skipped[reason] += 1
             continue
-        writers["toolmind", split].add(renders.render_toolmind(judged), chars)
+        stats.add_sft(judged, toolmind)
+        writers["toolmind", split].add(toolmind, chars)
         writers["nanbeige", split].add(renders.render_nanbeige(judged), chars)
         writers["openai", split].add(renders.render_openai(judged), chars)
         for row in renders.render_turns(judged):
@@ -254,6 +269,7 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
     counts["trajectories_in"] = stats.trajectories + stats.skipped["duplicate_trajectory"]
     counts["trajectories_rendered"] = writers["toolmind", "train"].count + writers["toolmind", "test"].count
     counts.update({f"skipped:{reason}": n for reason, n in stats.skipped.items()})
+    counts.update(stats.supervision_counts())
 
     manifests = {s: read_manifest(dirs[s]) for s in STAGE_FOLDERS if s != STAGE}
     manifests = {s: m for s, m in manifests.items() if m is not None}

@@ -87,7 +87,7 @@ def make_example(record: JudgedTrajectory, judgements: list[TurnJudgement], inpu
         framework=record.trajectory.framework,
         input_ids=input_ids, loss_mask=loss_mask, turn_ids=turn_ids,
         turn_rewards=[j.reward for j in judgements],
-        turn_passed=[j.verdict and j.loss_mask == 1 for j in judgements],
+        turn_passed=[j.verdict for j in judgements],
         outcome_reward=record.outcome_reward,
         criteria_passed={c: [getattr(j, c).passed for j in judgements] for c in CRITERIA},
         truncated=truncated,

@@ -156,7 +156,7 @@ def mask_failed_turns(episode: Episode, judged: JudgedTrajectory, failed_turns: 
         judgement = by_turn[turn.index]
         if end == start:
             continue
-        if failed_turns == "mask" and not (judgement.verdict and judgement.loss_mask == 1):
+        if failed_turns == "mask" and not judgement.verdict:
             mask[start:end] = [0] * (end - start)
         else:
             rewards.append(judgement.reward)

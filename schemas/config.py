@@ -165,6 +165,11 @@ class JudgeConfig(_Config):
         default_factory=lambda: {"tool_accuracy": 1.0, "information_gain": 1.0, "logical_soundness": 1.0}
     )
     failed_turns: Literal["mask", "penalty"] = "mask"
+    loss_policy: Literal["critical", "verdict"] = Field(
+        default="critical",
+        description="which passing turns get loss 1 in the SFT renders: `critical` only those that moved the "
+        "run toward the answer (ToolMind-Web-QA style), `verdict` every turn the critic passed",
+    )
     failed_turn_reward: float = -1.0
     correct_outcome_reward: float = 1.0
     wrong_outcome_reward: float = 0.0

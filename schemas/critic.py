@@ -42,7 +42,11 @@ class CriterionScore(BaseModel):
 
 
 class TurnJudgement(Record):
-    """The critic's verdict on one assistant turn, with the reward and loss mask it implies."""
+    """The critic's verdict on one assistant turn, with the reward and loss mask it implies.
+
+    `critical`: the turn moved the run toward the answer (`critic.critical`, reasons in `critical_reasons`);
+    `loss_mask` follows the judge's loss policy, `reward` stays graded either way.
+    """
 
     trajectory_id: str
     turn_index: int
@@ -54,6 +58,8 @@ class TurnJudgement(Record):
     verdict: bool
     reward: float
     loss_mask: int
+    critical: bool = False
+    critical_reasons: list[str] = []
     engine: str
     model: str | None = None
 

@@ -268,12 +268,30 @@ def test_each_turn_gets_three_scores_a_verdict_and_kinds():
 
 
 def test_mask_mode_masks_failed_turns_and_penalty_mode_keeps_them_with_a_negative_reward():
-    masked = judge_turns(trajectory(_run()), QUESTION, JudgeConfig(failed_turns="mask"))
-    penalised = judge_turns(trajectory(_run()), QUESTION, JudgeConfig(failed_turns="penalty", failed_turn_reward=-0.5))
+    masked = judge_turns(trajectory(_run()), QUESTION, JudgeConfig(failed_turns="mask", loss_policy="verdict"))
+    penalised = judge_turns(trajectory(_run()), QUESTION, JudgeConfig(failed_turns="penalty", failed_turn_reward=-0.5,
+                                                                      loss_policy="verdict"))
     assert [j.loss_mask for j in masked] == [1, 1, 0, 1, 1]
     assert [j.loss_mask for j in penalised] == [1, 1, 1, 1, 1]
     assert masked[2].reward == -1.0 and penalised[2].reward == -0.5
     assert all(0.0 < j.reward <= 1.0 for j in masked if j.verdict)
+
+
+def test_critical_policy_trains_only_the_turns_that_moved_the_run_toward_the_answer():
+    judgements = judge_turns(trajectory(_run()), QUESTION, JudgeConfig())  # `critical` is the default
+    assert [j.critical for j in judgements] == [False, True, False, True, True]
+    assert judgements[1].critical_reasons == ["retrieves Steven Spielberg --spouse--> Kate Capshaw"]
+    assert judgements[3].critical_reasons == ["retrieves Kate Capshaw --birth_place--> Fort Worth, Texas",
+                                              "states Kate Capshaw"]
+    assert judgements[4].critical_reasons == ["final answer"]
+    assert [j.loss_mask for j in judgements] == [0, 1, 0, 1, 1]  # the search stays in context, loss 0
+    graded = judge_turns(trajectory(_run()), QUESTION, JudgeConfig(loss_policy="verdict"))
+    assert [j.reward for j in judgements] == [j.reward for j in graded]  # RL rewards keep their graded values
+    penalised = judge_turns(trajectory(_run()), QUESTION, JudgeConfig(failed_turns="penalty"))
+    assert [j.loss_mask for j in penalised] == [0, 1, 1, 1, 1]  # a failed turn is still penalised
+    restated = _run()[:4] + [turn(4, "open_page", {"title": "Fort Worth, Texas"}, "Fort Worth - page 1 of 1.\n\n"
+                                  "Fort Worth is a city in Texas.", "Kate Capshaw is his wife. I will open Fort Worth.")]
+    assert not judge_turns(trajectory(restated), QUESTION, JudgeConfig())[4].critical  # stated before: not new
 
 
 def test_reward_is_the_weighted_mean_of_scores_and_outcome_reward_follows_correctness():
@@ -281,7 +299,8 @@ def test_reward_is_the_weighted_mean_of_scores_and_outcome_reward_follows_correc
     config = JudgeConfig(weights={"tool_accuracy": 2.0, "information_gain": 2.0, "logical_soundness": 0.0})
     assert turn_reward(scores, True, config) == 0.75
     assert turn_reward(scores, False, config) == config.failed_turn_reward
-    assert loss_mask(False, JudgeConfig()) == 0 and loss_mask(True, JudgeConfig()) == 1
+    assert loss_mask(False, True, JudgeConfig()) == 0 and loss_mask(True, True, JudgeConfig()) == 1
+    assert loss_mask(True, False, JudgeConfig()) == 0 and loss_mask(True, False, JudgeConfig(loss_policy="verdict")) == 1
     assert outcome_reward(trajectory(_run()), JudgeConfig()) == 1.0
     assert outcome_reward(trajectory(_run()[:2]), JudgeConfig(wrong_outcome_reward=-0.25)) == -0.25
     judged = judge_trajectory(trajectory(_run()), QUESTION, JudgeConfig())

@@ -97,7 +97,7 @@ def test_critic_verdicts_become_the_verl_token_rewards(tokenizer, environment):
     judged = judge_trajectory(trajectory, question, JudgeConfig())
     assert judged.judgements[1].verdict is False  # the unparsed turn fails the critic
     mask, rewards = mask_failed_turns(episode, judged, "mask")
-    kept = [j.reward for j in judged.judgements if j.verdict and j.loss_mask == 1]
+    kept = [j.reward for j in judged.judgements if j.verdict]
     assert rewards == kept and len(rewards) < 3
     start, end = episode.spans[1]
     assert mask[start:end] == [0] * (end - start)

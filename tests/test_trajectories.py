@@ -16,6 +16,7 @@ from synth.environment import SearchEnvironment, build_index
 from synth.frameworks import FRAMEWORKS, ContextWindow, get_framework
 from synth.matching import match_answer
 from synth.policies import ERROR_KINDS, LLMPolicy, ScriptedPolicy, run_episode
+from synth.policies.scripted import RolloutStyle
 from synth.trajectories import run_trajectories
 from tests.servers import OpenAIServer, Reply
 from tests.trajectory_fixtures import QUESTIONS, make_graph, make_questions
@@ -101,7 +102,7 @@ def test_each_error_kind_is_present_and_realistic(offline_run):
         elif turn.injected_error == "malformed_arguments":
             assert turn.parse_error is not None or turn.tool_error
         elif turn.injected_error == "unsupported_claim":
-            claimed = turn.reasoning.split("I also recall that ")[1].split(" is ", 1)[1].split(", which")[0]
+            claimed = turn.reasoning.split("I believe ")[1].split(" is ", 1)[1].split(", which")[0]
             assert claimed not in seen and claimed not in trajectory.question
         elif turn.injected_error == "off_path_detour":
             target = turn.tool_call.arguments.get("title") or turn.tool_call.arguments.get("query")
@@ -117,8 +118,8 @@ def test_honest_reasoning_quotes_observed_evidence(offline_run):
     checked = 0
     for trajectory in trajectories:
         for turn in trajectory.turns:
-            if turn.injected_error is None and " states: \"" in turn.reasoning:
-                quote = turn.reasoning.split(' states: "')[1].split('". So')[0]
+            if turn.injected_error is None and '("' in turn.reasoning:
+                quote = turn.reasoning.split('("')[1].split('")')[0]
                 assert quote in " ".join(t.observation or "" for t in trajectory.turns[: turn.index])
                 checked += 1
     assert checked > 20
@@ -321,10 +322,15 @@ def test_the_scripted_searcher_reformulates_and_paginates(snapshot):
         assert "Chicago" not in trajectory.turns[0].observation and "1. Hawaii" in trajectory.turns[0].observation
         assert "reformulate the query as 'Chicago'" in trajectory.turns[1].reasoning
         assert calls[1:3] == [("search", {"query": "Chicago", "top_k": 5}), ("open_page", {"title": "Chicago", "page": 1})]
-        assert calls[3:-1] == [("open_page", {"title": "Chicago", "page": n}) for n in range(2, fact_page + 1)]
-        assert "plan number 42 " in trajectory.turns[-2].observation
-        assert not any("plan number 42" in t.reasoning for t in trajectory.turns[:-1])
-        assert 'states: "In 1892 the city council of Chicago approved plan number 42' in trajectory.turns[-1].reasoning
+        read = [("open_page", {"title": "Chicago", "page": n}) for n in range(2, fact_page + 1)]
+        assert calls[3 : 3 + len(read)] == read
+        assert "plan number 42 " in trajectory.turns[2 + len(read)].observation
+        assert not any("plan number 42" in t.reasoning for t in trajectory.turns[: 3 + len(read)])
+        if RolloutStyle.draw(0).verify:  # this rollout confirms the answer on its page before giving it
+            assert calls[-2] == ("find_in_page", {"title": "Chicago", "text": "plan number 42"})
+            assert "Chicago confirms plan number 42" in trajectory.turns[-1].reasoning
+        else:
+            assert 'says "In 1892 the city council of Chicago approved plan number 42' in trajectory.turns[-1].reasoning
         assert trajectory.final_answer == "plan number 42" and trajectory.outcome.correct
 
 

@@ -5,14 +5,24 @@ earlier search already listed it, else located with `search` (reformulating the 
 not listed, never spending a search that would only re-list pages already seen), read with `open_page`,
 and the fact located with `find_in_page` (only for a text the page contains and whose matches show the
 fact) or by reading on page by page when the first chunk does not state it. Its reasoning names what it
-looks for by relation and only asserts what an earlier observation showed. A seeded error model then
-injects realistic imperfect turns at per-turn rates, each tagged in `Turn.injected_error`:
+looks for by relation, only asserts what an earlier observation showed, and says where it read a value
+("The infobox of Inception lists Christopher Nolan as its director"). Because it knows the gold path, its
+runs are shorter and surer than a real searcher's; the card says so.
+
+Rollouts of one question differ where a searcher's would (a per-rollout style drawn from the episode seed):
+the wording and order of queries, whether a fact is looked up with find_in_page before the page is read,
+a look at another listed page that mentions the entity, checking other values of a listed row (several
+cast members) before the one the path follows, and a last check of the answer before giving it.
+
+A seeded error model then injects plausible imperfect turns at per-turn rates, each tagged in
+`Turn.injected_error`:
 
 - repeated_search: the latest search again, verbatim;
 - malformed_arguments: broken JSON or arguments that fail the tool schema;
 - off_path_detour: a search or page visit unrelated to the path;
-- unsupported_claim: the honest next call, with a claimed fact no observation supports;
-- premature_answer: a wrong answer (an intermediate entity or an unrelated page) before the evidence.
+- unsupported_claim: the honest next call, with a claimed fact no observation supports: a near miss (an
+  entity another page lists under the same relation, a misread date, a slipped digit);
+- premature_answer: a wrong answer before the evidence (an intermediate entity or such a near miss).
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ ERROR_KINDS = ("repeated_search", "malformed_arguments", "off_path_detour", "uns
 _RESULT_TITLE = re.compile(r"^\d+\. (.+)$", re.MULTILINE)
 _PAGE_PREFIX = re.compile(r"^\[page (\d+)\] ")
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)")
+_INFOBOX_ROW = re.compile(r"^([A-Z][\w ]{0,38}\w): (.+)$")
 QUERY_WORDS = 8
 EVIDENCE_CHARS = 200
 
@@ -70,7 +81,28 @@ class ScriptedPolicy:
         return dict(rates)
 
     def start(self, question: Question, framework: Framework, seed: int, rollout: int) -> ScriptedAgent:
-        return ScriptedAgent(self, question, framework, random.Random(seed))
+        return ScriptedAgent(self, question, framework, random.Random(seed), RolloutStyle.draw(seed))
+
+
+@dataclass(frozen=True)
+class RolloutStyle:
+    """How one rollout searches: drawn from its own stream of the episode seed, so the error model's draws
+    do not move when a style knob is added."""
+
+    query_order: tuple[int, ...]  # order of the query wordings tried per hop
+    lookup_first: bool  # find_in_page for the relation before reading the page
+    explore: float  # chance of a look at another listed page that mentions the entity
+    decoys: int  # other values of a listed row checked before the one the path follows
+    verify: bool  # confirm the answer on its page before giving it
+    corroborate: float  # chance of checking that the value's own page names the entity it was read on
+
+    @classmethod
+    def draw(cls, seed: int) -> RolloutStyle:
+        rng = random.Random(f"style:{seed}")
+        order = [0, 1, 2, 3]
+        rng.shuffle(order)
+        return cls(tuple(order), rng.random() < 0.4, rng.choice((0.5, 1.0)), rng.choice((1, 2, 3)),
+                   rng.random() < 0.8, rng.choice((0.5, 1.0)))
 
 
 def _norm(text: str) -> str:
@@ -108,8 +140,11 @@ def evidence_line(observation: str, surfaces: list[str], relation: str = "") -> 
 
 
 class ScriptedAgent:
-    def __init__(self, policy: ScriptedPolicy, question: Question, framework: Framework, rng: random.Random):
+    def __init__(self, policy: ScriptedPolicy, question: Question, framework: Framework, rng: random.Random,
+                 style: RolloutStyle):
         self.policy = policy
+        self.style = style
+        self.explore_rng = random.Random(f"explore:{style}:{question.question_id}")
         self.env = policy.env
         self.question = question
         self.framework = framework
@@ -117,6 +152,10 @@ class ScriptedAgent:
         self.note = ""
         self.entity = question.path.start
         self.relation = ""
+        self.hop: PathHop | None = None
+        self.siblings: list[str] = []
+        self.pick_reason = ""
+        self.target = ""  # the spelling of the last value read, as the page wrote it
         self.path_titles = {_norm(n) for n in question.path.nodes}
         self._plan = self._steps()
         self._pending: Step | None = None
@@ -203,13 +242,36 @@ class ScriptedAgent:
             off_path = off_path or page.title
         return unseen or off_path or "Atlantis"
 
-    def _unsupported_claim(self, turns: list[Turn]) -> str:
+    def _near_miss(self, turns: list[Turn]) -> str:
+        """A wrong value a reader could plausibly state for the current hop, seen in no observation: a misread
+        date, a slipped digit, or an entity another page lists under the same relation (right type)."""
         seen = _norm(" ".join(t.observation or "" for t in turns) + " " + self.question.text)
+        hop = self.hop
+        if hop is not None and hop.value_type == "date" and hop.value and hop.value[:4].isdigit():
+            year = int(hop.value[:4]) + self.rng.choice((-10, -2, -1, 1, 2, 10))
+            return format_date(f"{year}{hop.value[4:]}")
+        if hop is not None and hop.value_type in ("number", "quantity") and hop.value:
+            try:
+                return f"{round(float(hop.value) * self.rng.choice((0.9, 1.1, 10))):,}"
+            except ValueError:
+                pass
+        label = _norm(self.relation)
+        for _ in range(64 if self.env.pages and label else 0):
+            page = self.env.pages[self.rng.randrange(len(self.env.pages))]
+            for line in page.chunks[0].split("\n"):
+                row = _INFOBOX_ROW.match(line)
+                if row and _norm(row.group(1)) == label:
+                    value = row.group(2).split(", ")[0].split(" (")[0].strip()
+                    if value and _norm(value) not in seen and _norm(value) not in self.path_titles:
+                        return value
         wrong = self._unrelated_title(turns)
         while _norm(wrong) in seen:  # every title was seen already: claim a year nothing stated
             wrong = str(self.rng.randint(1000, 1999))
+        return wrong
+
+    def _unsupported_claim(self, turns: list[Turn]) -> str:
         subject = f"the {self.relation} of {self.entity}" if self.relation else f"{self.entity}"
-        return f"I also recall that {subject} is {wrong}, which fits the question."
+        return f"I believe {subject} is {self._near_miss(turns)}, which fits the question."
 
     def _injected(self, kind: str, turns: list[Turn]) -> PolicyOutput:
         pending = self._pending
@@ -231,7 +293,7 @@ class ScriptedAgent:
             return self._output(step, turns, kind)
         wrong = next((n for n in reversed(self.question.path.nodes[:-1]) if _norm(n) != _norm(self.question.answer)
                       and _norm(n) in _norm(" ".join(t.observation or "" for t in turns))), None)
-        wrong = wrong or self._unrelated_title(turns)
+        wrong = wrong or self._near_miss(turns)
         return self._output(Step(f"I think I already know this: the answer is {wrong}.", ANSWER_TOOL, {"text": wrong}),
                             turns, kind)
 
@@ -240,15 +302,82 @@ class ScriptedAgent:
     def _steps(self) -> Generator[Step, str, None]:
         hops = self.question.path.hops
         found = False
+        title = ""
         for number, hop in enumerate(hops):
-            self.entity, self.relation = hop.head, hop.relation.replace("_", " ")
+            self.entity, self.relation, self.hop = hop.head, hop.relation.replace("_", " "), hop
             first_query = " ".join(tokenize([self.question.text])[0][:QUERY_WORDS]) if number == 0 else None
             title = yield from self._locate(hop.head, first_query)
             found = yield from self._read(title, hop)
+            if found and hop.tail is not None:
+                yield from self._corroborate(hop)
+            if found and number + 1 < len(hops):
+                yield from self._check_siblings(hops[number + 1])
+        if found and self.style.verify:
+            yield from self._verify(title)
         # The answer is stated only as the last observation showed it (the note); the call submits the gold
         # spelling, which the observed one matches.
         closing = "That answers the question." if found else "I will give my best answer."
         yield Step(f"{self.note} {closing}".strip(), ANSWER_TOOL, {"text": self.question.answer})
+
+    def _verify(self, title: str) -> Generator[Step, str, None]:
+        """A last look for the answer on the page that gave it, as a careful searcher does before answering."""
+        surface = self.target or self.question.answer
+        reasoning = f"{self.note} Before answering, I will confirm that {title} names {surface}."
+        observation = yield Step(reasoning, "find_in_page", {"title": title, "text": surface})
+        confirmed = _norm(surface) in _norm(observation or "")
+        self.note = f"{title} confirms {surface}." if confirmed else self.note
+
+    def _corroborate(self, hop: PathHop) -> Generator[Step, str, None]:
+        """Sometimes a second source: does the value's own page name the entity the value was read on?"""
+        page = self.env.resolve(hop.tail)
+        if page is None or self.explore_rng.random() >= self.style.corroborate:
+            return
+        head = _PARENTHETICAL.sub("", hop.head)
+        if not any(_norm(head) in _norm(chunk) for chunk in page.chunks):
+            return
+        reasoning = f"{self.note} To be sure, I will check that the page of {page.title} mentions {head}."
+        observation = yield Step(reasoning, "find_in_page", {"title": page.title, "text": head})
+        if _norm(head) in _norm(observation or ""):
+            self.note = f"{page.title} mentions {head} as well."
+
+    def _check_siblings(self, next_hop: PathHop) -> Generator[Step, str, None]:
+        """The fact's row listed several values: check some of the others against the rest of the question
+        before following the one the path goes on with."""
+        others = [t for t in self.siblings if self.env.resolve(t) is not None and _norm(t) not in self.path_titles]
+        self.explore_rng.shuffle(others)
+        following = next_hop.relation.replace("_", " ")
+        previous = None
+        for other in others[: self.style.decoys]:
+            if previous is None:
+                reasoning = f"{self.note} The question goes on to ask for the {following} of one of them; I will check {other} first."
+            else:
+                reasoning = f"{previous} does not lead on to the rest of the question. I will check {other}."
+            yield Step(reasoning, "open_page", {"title": other, "page": 1})
+            previous = other
+        if previous is not None:
+            self.note = f"{previous} does not lead on to the rest of the question either."
+        self.siblings = []
+
+    def _explore(self, entity: str) -> Generator[Step, str, None]:
+        """Sometimes a look at another listed page that mentions the entity, before the entity's own page."""
+        if self.explore_rng.random() >= self.style.explore:
+            return
+        latest = next((t for t in reversed(self._turns) if t.tool_call is not None and t.tool_call.name == "search"
+                       and not t.tool_error), None)
+        if latest is None:
+            return
+        opened = {_norm(str(t.tool_call.arguments.get("title", ""))) for t in self._turns if t.tool_call is not None}
+        for block in re.split(r"\n(?=\d+\. )", latest.observation or ""):
+            listed = result_titles(block)
+            if not listed or self._is_entity(listed[0], entity) or _norm(listed[0]) in self.path_titles:
+                continue
+            if _norm(listed[0]) in opened or _norm(entity) not in _norm(block.split("\n", 1)[-1]):
+                continue
+            reasoning = (f"{self.note} {listed[0]} is listed too and its snippet mentions {entity}; "
+                         f"I will read it in case it states the {self.relation} of {entity}.")
+            yield Step(reasoning.strip(), "open_page", {"title": listed[0], "page": 1})
+            self.note = f"{listed[0]} does not settle the {self.relation} of {entity}."
+            return
 
     def _is_entity(self, title: str, entity: str) -> bool:
         if _norm(title) == _norm(entity):
@@ -273,8 +402,9 @@ class ScriptedAgent:
         if listed is not None:
             self.note = f"{self.note} An earlier search listed {listed}.".strip()
             return listed
+        wordings = [entity, _PARENTHETICAL.sub("", entity), f"{entity} {self.relation}", f"{self.relation} of {entity}"]
         queries = [first_query] if first_query else []
-        queries += [entity, _PARENTHETICAL.sub("", entity), f"{entity} {self.relation}"]
+        queries += [wordings[i] for i in self.style.query_order]
         queries = list(dict.fromkeys(q for q in queries if q and q.strip()))
         previous = None
         for query in queries:
@@ -288,6 +418,7 @@ class ScriptedAgent:
             match = next((t for t in result_titles(observation) if self._is_entity(t, entity)), None)
             if match is not None:
                 self.note = f"The search results list {match}."
+                yield from self._explore(entity)
                 return match
             previous = query
         self.note = f"No search listed {entity}; I will try to open it by its title."
@@ -324,17 +455,24 @@ class ScriptedAgent:
     def _read(self, title: str, hop: PathHop) -> Generator[Step, str, bool]:
         """Read the hop's page until an observation states the fact; True when one did."""
         surfaces = self._surfaces(hop)
-        observation = yield Step(f"{self.note} I will open {title} to find its {self.relation}.".strip(), "open_page",
-                                 {"title": title, "page": 1})
-        found = evidence_line(observation, surfaces, self.relation)
+        found = None
+        lookup = self._lookup(title, surfaces) if self.style.lookup_first else None
+        if lookup is not None:  # this rollout looks the relation up before reading the page
+            reasoning = f"{self.note} I will look for {lookup!r} in {title} to find its {self.relation}."
+            observation = yield Step(reasoning.strip(), "find_in_page", {"title": title, "text": lookup})
+            found = evidence_line(observation, surfaces, self.relation)
         if found is None:
+            observation = yield Step(f"{self.note} I will open {title} to find its {self.relation}.".strip(),
+                                     "open_page", {"title": title, "page": 1})
+            found = evidence_line(observation, surfaces, self.relation)
+        if found is None and lookup is None:
             lookup = self._lookup(title, surfaces)
             if lookup is not None:
                 reasoning = f"The first page of {title} does not state its {self.relation}. I will look for {lookup!r} in it."
                 observation = yield Step(reasoning, "find_in_page", {"title": title, "text": lookup})
                 found = evidence_line(observation, surfaces, self.relation)
-            else:
-                found = yield from self._read_on(title, surfaces)
+        if found is None:
+            found = yield from self._read_on(title, surfaces)
         if found is None:
             self.note = f"I could not find the {self.relation} of {hop.head} in its page; I will follow the next lead."
             return False
@@ -344,9 +482,25 @@ class ScriptedAgent:
                                      {"title": title, "page": page_number})
             found = evidence_line(observation, surfaces, self.relation) or found
             line = found[0]
-        target = next(s for s in surfaces if _norm(s) in _norm(line))
-        self.note = f'{title} states: "{line}". So the {self.relation} of {hop.head} is {target}.'
+        target = self.target = next(s for s in surfaces if _norm(s) in _norm(line))
+        self.note = self._reason(title, line, target, hop)
         return True
+
+    def _reason(self, title: str, line: str, target: str, hop: PathHop) -> str:
+        """Why the value is the hop's: where it was read; a row listing several values picks none yet (the
+        next hop's page decides, and that reason is given with it)."""
+        pick = self.pick_reason
+        self.pick_reason = ""
+        row = _INFOBOX_ROW.match(line)
+        if row is None:
+            return f'{title} says "{line}", which gives {target} as the {self.relation} of {hop.head}.{pick}'
+        label, items = row.group(1).lower(), [item.strip() for item in row.group(2).split(", ")]
+        if len(items) > 1 and hop.tail and hop is not self.question.path.hops[-1]:
+            self.siblings = [item.split(" (")[0] for item in items if _norm(target) not in _norm(item)]
+            self.pick_reason = (f" So {target} is the one of the {label} values of {title} that the question means: "
+                                "its page answers the next part of the question.")
+            return f'The infobox of {title} lists several values as its {label} ("{line}").{pick}'
+        return f'The infobox of {title} lists {target} as its {label} ("{line}").{pick}'
 
     def _read_on(self, title: str, surfaces: list[str]) -> Generator[Step, str, tuple[str, int | None] | None]:
         """No lookup shows the fact: read the following pages in order while a later page states it."""
