@@ -5,8 +5,10 @@ Two sources, the larger wins:
 - relevant novelty: the share of the observation's content words never seen before in the question or an
   earlier observation, weighted by how much the observation is about the question (it names a path entity
   or a name from the question) and zero when the call went after something unrelated (a target never seen,
-  sharing nothing with the question). Useful progress off the gold path scores above zero; a detour to an
-  unrelated page, or a turn that only repeats what was seen, scores near zero.
+  sharing nothing with the question). Full weight only when the call went after a name the question
+  writes (the page of a film it names; a path entity's own news is counted as evidence units); a look at
+  another page that merely mentions one, or a re-listing of a path page, earns too little to pass. Useful progress off the gold path passes; a detour to an unrelated page, a page with
+  nothing new of the chain, or a turn that only repeats what was seen, does not.
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from schemas.trajectory import Turn
 FACT_WEIGHT = 0.6
 ENTITY_WEIGHT = 0.3
 NOVELTY_WEIGHT = 0.5
+# A call after something the question does not name (another listed page that merely mentions a path
+# entity) earns novelty below the pass threshold: a result with nothing new of the chain does not pass.
+OFF_CHAIN_NOVELTY_WEIGHT = 0.15
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,8 @@ def information_gain(turn: Turn, knowledge: Knowledge) -> GainResult:
     novelty = len(words - knowledge.tokens) / len(words) if words else 0.0
     target = call_target(turn)
     related = relevance(text, knowledge) if target is None or target_is_related(target, knowledge) else 0.0
-    off_path = NOVELTY_WEIGHT * novelty * related
+    anchored = target is None or mentions_any(normalize(target), named_spans(knowledge.question_text))
+    off_path = (NOVELTY_WEIGHT if anchored else OFF_CHAIN_NOVELTY_WEIGHT) * novelty * related
     score = max(gold, off_path)
     if new_units:
         rationale = f"new gold-path evidence: {'; '.join(u.label for u in new_units)[:240]}"

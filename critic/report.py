@@ -1,6 +1,7 @@
 """`hopsmith critic-report`: precision and recall of the critic per criterion and per failure kind.
 
-Two label sources: the hand-labelled set (`--labelled tests/data/critic_labelled.jsonl`), judged here with
+Two label sources: labelled sets (`--labelled`, repeatable: the hand-labelled `tests/data/critic_labelled.jsonl`
+and the natural set of uninjected rollouts labelled by reviewer rules, `critic.labelling`), judged here with
 the configured critic (offline, or with the LLM judge given --judge-base-url), or judged pipeline output
 (`--judged out/judged`) labelled by the errors the offline policy injected. Injected labels only cover the
 kinds the policy injects, so that report lists those kinds; turns it did not tamper with count as good,
@@ -35,7 +36,7 @@ def labelled_report(path: str | Path, config: JudgeConfig, cache_dir: str | Path
         judgement = next(j for j in record.judgements if j.turn_index == row.trajectory.turns[row.turn_index].index)
         pairs.append((row.expected_pass, row.expected_kinds, judgement))
     engine = judged[0].judgements[0].engine if judged and judged[0].judgements else "offline"
-    return calibrate(pairs, f"{path} (hand-labelled), critic {engine}")
+    return calibrate(pairs, f"{path}, critic {engine}")
 
 
 def read_judged(folder: str | Path) -> list[JudgedTrajectory]:
@@ -80,7 +81,9 @@ def register(subparsers) -> None:
         "per failure kind, on the hand-labelled set or on judged output labelled by injected errors.",
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--labelled", help="labelled JSONL (e.g. tests/data/critic_labelled.jsonl)")
+    source.add_argument("--labelled", action="append",
+                        help="labelled JSONL (e.g. tests/data/critic_labelled.jsonl, or the natural set that "
+                        "tests/data/build_critic_natural.py writes); repeat it to report on several sets")
     source.add_argument("--judged", help="a `hopsmith judge` output folder")
     parser.add_argument("--json", dest="json_out", help="also write the report as JSON to this file")
     parser.add_argument("--cache", default="out/cache/llm", help="LLM response cache folder (labelled set only)")
@@ -90,13 +93,17 @@ def register(subparsers) -> None:
 
 def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
     if args.labelled:
-        if not Path(args.labelled).is_file():
-            raise UserError(f"labelled set not found: {args.labelled}")
-        report = labelled_report(args.labelled, judge_config_from_args(args), args.cache)
+        missing = [path for path in args.labelled if not Path(path).is_file()]
+        if missing:
+            raise UserError(f"labelled set not found: {missing[0]}")
+        config = judge_config_from_args(args)
+        reports = [labelled_report(path, config, args.cache) for path in args.labelled]
     else:
-        report = judged_report(args.judged)
+        reports = [judged_report(args.judged)]
         print(judged_summary(read_judged(args.judged)))
-    print(report.format())
+    for report in reports:
+        print(report.format())
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(report.to_dict(), indent=2) + "\n")
+        data = reports[0].to_dict() if len(reports) == 1 else [r.to_dict() for r in reports]
+        Path(args.json_out).write_text(json.dumps(data, indent=2) + "\n")
     return 0

@@ -91,10 +91,11 @@ class RolloutStyle:
 
     query_order: tuple[int, ...]  # order of the query wordings tried per hop
     lookup_first: bool  # find_in_page for the relation before reading the page
-    explore: float  # chance of a look at another listed page that mentions the entity
+    explore: float  # chance of a look at each of up to `explore_pages` other listed pages
     decoys: int  # other values of a listed row checked before the one the path follows
     verify: bool  # confirm the answer on its page before giving it
     corroborate: float  # chance of checking that the value's own page names the entity it was read on
+    explore_pages: int  # other listed pages considered per hop
 
     @classmethod
     def draw(cls, seed: int) -> RolloutStyle:
@@ -102,7 +103,7 @@ class RolloutStyle:
         order = [0, 1, 2, 3]
         rng.shuffle(order)
         return cls(tuple(order), rng.random() < 0.4, rng.choice((0.5, 1.0)), rng.choice((1, 2, 3)),
-                   rng.random() < 0.8, rng.choice((0.5, 1.0)))
+                   rng.random() < 0.8, rng.choice((0.5, 1.0)), rng.choice((1, 2, 3)))
 
 
 def _norm(text: str) -> str:
@@ -359,25 +360,28 @@ class ScriptedAgent:
         self.siblings = []
 
     def _explore(self, entity: str) -> Generator[Step, str, None]:
-        """Sometimes a look at another listed page that mentions the entity, before the entity's own page."""
-        if self.explore_rng.random() >= self.style.explore:
-            return
+        """Looks at up to `explore_pages` other listed pages (each by chance), preferring those whose snippet
+        mentions the entity, before the entity's own page: a searcher does not know in advance which source
+        states the fact."""
         latest = next((t for t in reversed(self._turns) if t.tool_call is not None and t.tool_call.name == "search"
                        and not t.tool_error), None)
         if latest is None:
             return
         opened = {_norm(str(t.tool_call.arguments.get("title", ""))) for t in self._turns if t.tool_call is not None}
+        mentioning, others = [], []
         for block in re.split(r"\n(?=\d+\. )", latest.observation or ""):
             listed = result_titles(block)
-            if not listed or self._is_entity(listed[0], entity) or _norm(listed[0]) in self.path_titles:
+            if not listed or self._is_entity(listed[0], entity) or _norm(listed[0]) in self.path_titles | opened:
                 continue
-            if _norm(listed[0]) in opened or _norm(entity) not in _norm(block.split("\n", 1)[-1]):
+            (mentioning if _norm(entity) in _norm(block.split("\n", 1)[-1]) else others).append(listed[0])
+        for title in (mentioning + others)[: self.style.explore_pages]:
+            if self.explore_rng.random() >= self.style.explore:
                 continue
-            reasoning = (f"{self.note} {listed[0]} is listed too and its snippet mentions {entity}; "
+            why = f"its snippet mentions {entity}" if title in mentioning else f"it might say something about {entity}"
+            reasoning = (f"{self.note} {title} is listed too; {why}. "
                          f"I will read it in case it states the {self.relation} of {entity}.")
-            yield Step(reasoning.strip(), "open_page", {"title": listed[0], "page": 1})
-            self.note = f"{listed[0]} does not settle the {self.relation} of {entity}."
-            return
+            yield Step(reasoning.strip(), "open_page", {"title": title, "page": 1})
+            self.note = ""
 
     def _is_entity(self, title: str, entity: str) -> bool:
         if _norm(title) == _norm(entity):

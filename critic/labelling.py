@@ -1,0 +1,195 @@
+"""Reviewer rules: per-turn labels for trajectories nobody tampered with (the natural labelled set).
+
+The rules are written to be read and checked by a person, and share no code with the critic's scoring
+(only the answer matcher every stage uses), so the critic measured on them is not graded against itself.
+In order, the first rule that fires decides the tool criterion; the claim and gain rules add to it:
+
+1. malformed: the output could not be parsed, or the environment rejected the arguments.
+2. tool error: the environment answered with an error (an unknown page, a page number past the end).
+3. repeat: the same tool with the same arguments (case, spacing and search word order ignored) as an
+   earlier call.
+4. empty: the tool found nothing ("No results", "No occurrence").
+5. nothing new of the chain (information gain): a non-answer turn whose result shows no name of the gold
+   path (an entity, or a hop's value in any of its spellings) that the question and earlier results did not
+   show, lists or opens no path entity's page for the first time, and puts no hop's head and value on one
+   line for the first time (a page the question names, "Jaws" for "Jaws (film)", counts as a path page).
+   It is a detour when the result names no path entity at all, else redundant.
+6. unsupported claim (soundness): a sentence that asserts (no plan, question or hedge) a name or number
+   that neither the question nor an earlier result contains; or two names that no single line of the
+   question or an earlier result (a search hit with its snippet, a line of the page read) shows together (a value credited to the wrong entity); or that picks one value from a row an earlier
+   result listed with several values ("Starring: A, B, C") without saying why (no "because", "since",
+   "means", "fits", "matches", "the one"); or a correct final answer no earlier result showed (a guess).
+7. wrong answer (soundness): a final answer that does not match the gold answer or its aliases.
+A tool failure (rules 1-4) also fails information gain: nothing was learned.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import unicodedata
+
+from schemas.questions import Question
+from schemas.trajectory import Trajectory, Turn
+from synth.matching import match_answer
+
+_PLAN = re.compile(r"\b(i will|i'll|i need|let me|i should|to find|to be sure|in case|before answering|"
+                   r"i could not|does not|do not|not|no|whether|perhaps|maybe|might)\b", re.I)
+_REASON = re.compile(r"\b(because|since|means|fits|matches|the one|so that|which is why)\b", re.I)
+_CAPITALISED = re.compile(r"\b[A-Z][\w'.-]*(?:\s+(?:of|the|de|von|van|and)?\s*[A-Z][\w'.-]*)*|\b\d[\d,.]*\d\b|\b\d\b")
+_ROW = re.compile(r"^\s*(?:\[page \d+\] )?([A-Z][\w ]{0,38}\w): (.+)$", re.M)
+_TITLE = re.compile(r"^\d+\. (.+)$", re.M)
+_EMPTY = re.compile(r"^(No results|No occurrence)", re.I)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
+_OPENERS = {"The", "I", "So", "It", "Its", "This", "That", "A", "An", "Now", "Before", "To", "Then", "Of", "He",
+            "She", "They", "There", "Page", "First", "Results", "Final", "Let"}
+
+
+def _plain(text: str) -> str:
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return " " + " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split()) + " "
+
+
+def _has(haystack: str, name: str) -> bool:
+    needle = _plain(name).strip()
+    return bool(needle) and f" {needle} " in haystack
+
+
+def _spellings(value: str, value_type: str) -> list[str]:
+    """A hop value as pages write it: an ISO date spelled out, a number with separators, a title's bare name."""
+    forms = [value, re.sub(r"\s*\([^)]*\)$", "", value), value.split(",")[0]]
+    if value_type == "date" and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        day = dt.date.fromisoformat(value)
+        forms += [f"{day.day} {day:%B} {day.year}", f"{day:%B} {day.day}, {day.year}"]
+    if value_type in ("number", "quantity"):
+        try:
+            forms.append(f"{float(value):,.0f}")
+        except ValueError:
+            pass
+    return [f for f in dict.fromkeys(forms) if f.strip()]
+
+
+def _call_key(turn: Turn) -> str:
+    call = turn.tool_call
+    arguments = {k: " ".join(str(v).lower().split()) for k, v in sorted(call.arguments.items())}
+    if call.name == "search" and "query" in arguments:
+        arguments["query"] = " ".join(sorted(set(arguments["query"].split())))
+    if call.name == "open_page":
+        arguments.setdefault("page", "1")
+    return f"{call.name} {arguments}"
+
+
+def label_turn(question: Question, trajectory: Trajectory, position: int) -> tuple[dict[str, bool], list[str]]:
+    """(passes per criterion, failure kinds) of one turn by the rules above."""
+    turn = trajectory.turns[position]
+    earlier = trajectory.turns[:position]
+    seen = _plain(" ".join([question.text, *(t.observation or "" for t in earlier if not t.tool_error)]))
+    kinds: list[str] = []
+    answer_turn = turn.tool_call is not None and turn.tool_call.name == "answer" or (
+        turn.tool_call is None and turn.final_answer is not None)
+    observation = turn.observation or ""
+    if turn.parse_error or (turn.tool_call is None and turn.final_answer is None) or (
+            turn.tool_error and observation.startswith("Error: invalid") or "not valid JSON" in observation):
+        kinds.append("malformed_call")
+    elif turn.tool_error:
+        kinds.append("tool_error")
+    elif turn.tool_call is not None and any(
+            t.tool_call is not None and not t.parse_error and _call_key(t) == _call_key(turn) for t in earlier):
+        kinds.append("repeated_call")
+    elif not answer_turn and _EMPTY.match(observation):
+        kinds.append("empty_result")
+    tool_failed = bool(kinds)
+    if not tool_failed and not answer_turn and not _adds_to_chain(question, turn, earlier, seen):
+        kinds.append("off_path_detour" if not _names_path(question, _plain(observation)) else "redundant_turn")
+    answer = turn.final_answer if answer_turn else None
+    if answer_turn and answer is None and turn.tool_call is not None:
+        answer = str(turn.tool_call.arguments.get("text", ""))
+    if answer is not None and not tool_failed:
+        if not match_answer(answer, question.answer, question.aliases).correct:
+            kinds.append("wrong_answer")
+        elif not any(_has(seen, f) for f in _spellings(question.answer, question.path.answer_type) + question.aliases):
+            kinds.append("unsupported_claim")
+    if not {"unsupported_claim", "wrong_answer"} & set(kinds) and _unsupported(turn.reasoning, seen, earlier, question.text):
+        kinds.append("unsupported_claim")
+    passes = {
+        "tool_accuracy": not tool_failed,
+        "information_gain": not tool_failed and not {"off_path_detour", "redundant_turn"} & set(kinds),
+        "logical_soundness": not {"unsupported_claim", "wrong_answer"} & set(kinds),
+    }
+    return passes, kinds
+
+
+def _names_path(question: Question, text: str) -> bool:
+    return any(_has(text, n) for node in question.path.nodes for n in _spellings(node, "entity"))
+
+
+def _adds_to_chain(question: Question, turn: Turn, earlier: list[Turn], seen: str) -> bool:
+    text = _plain(turn.observation or "")
+    for hop in question.path.hops:
+        value, kind = (hop.tail, "entity") if hop.tail else (hop.value or "", hop.value_type)
+        for name in (hop.head, value):
+            forms = _spellings(name, kind if name == value else "entity")
+            if any(_has(text, f) for f in forms) and not any(_has(seen, f) for f in forms):
+                return True
+        heads, values = _spellings(hop.head, "entity"), _spellings(value, kind)
+        if any(_fact_shown(t, heads, values) for t in earlier):
+            continue
+        if _fact_shown(turn, heads, values):
+            return True
+    path_names = {_plain(n) for node in question.path.nodes for n in _spellings(node, "entity")}
+    path_names |= {_plain(n) for n in _CAPITALISED.findall(question.text) if n.split()[0] not in _OPENERS}
+    call = turn.tool_call
+    if call is not None and call.name == "search":
+        listed = {_plain(t) for t in _TITLE.findall(turn.observation or "")} & path_names
+        before = {_plain(t) for e in earlier if e.tool_call and e.tool_call.name == "search"
+                  for t in _TITLE.findall(e.observation or "")}
+        return bool(listed - before)
+    if call is not None and call.name in ("open_page", "find_in_page"):
+        page = _plain(str(call.arguments.get("title", "")))
+        opened = {_plain(str(e.tool_call.arguments.get("title", ""))) for e in earlier
+                  if e.tool_call and e.tool_call.name in ("open_page", "find_in_page") and not e.tool_error}
+        return any(_has(page, name) for name in path_names) and page not in opened
+    return False
+
+
+def _body_lines(turn: Turn) -> list[str]:
+    """The result's lines after the tool's own header line ("2 match(es) of 'X' in 'Y':" names no fact)."""
+    return [_plain(line) for line in (turn.observation or "").split("\n")[1:]] if not turn.tool_error else []
+
+
+def _fact_shown(turn: Turn, heads: list[str], values: list[str]) -> bool:
+    """A hop's head and value on one line of the result, or the value on the head's own page."""
+    lines = _body_lines(turn)
+    if any(any(_has(line, v) for v in values) and any(_has(line, h) for h in heads) for line in lines):
+        return True
+    call = turn.tool_call
+    own_page = call is not None and call.name in ("open_page", "find_in_page") and any(
+        _plain(str(call.arguments.get("title", ""))) == _plain(h) for h in heads)
+    return own_page and any(_has(line, v) for line in lines for v in values)
+
+
+def _unsupported(reasoning: str, seen: str, earlier: list[Turn], question_text: str) -> bool:
+    rows = [[item.strip() for item in m.group(2).split(", ")] for t in earlier for m in _ROW.finditer(t.observation or "")]
+    for sentence in _SENTENCES.split(reasoning):
+        if not sentence.strip() or sentence.rstrip().endswith("?") or _PLAN.search(sentence):
+            continue
+        claim = re.sub(r"\"[^\"]*\"|\([^)]*\)", " ", sentence)  # quotes are checked as excerpts, not claims
+        names = [n for n in _CAPITALISED.findall(claim) if n.split()[0] not in _OPENERS or len(n.split()) > 1]
+        names = [re.sub(r"['’]s$", "", " ".join(w for w in n.split() if w not in _OPENERS)) for n in names]
+        if any(n and not _has(seen, n) for n in names):
+            return True
+        lines = [_plain(question_text)] + [_plain(block) for t in earlier if not t.tool_error
+                                           for block in re.split(r"\n(?=\d+\. )|\n(?!\s)", t.observation or "")]
+        lines += [_plain(f"{t.tool_call.arguments.get('title', '')} {t.observation}") for t in earlier
+                  if t.tool_call is not None and t.tool_call.name in ("open_page", "find_in_page") and not t.tool_error]
+        named = [n for n in dict.fromkeys(names) if n]
+        if len(named) >= 2 and not any(all(_has(line, n) for n in named) for line in lines):
+            return True
+        for quote in re.findall(r"\"([^\"]{3,})\"", sentence):
+            if _plain(quote).strip() not in seen:
+                return True
+        picked = [n for n in names if n and any(len(row) > 1 and any(_plain(n) == _plain(i) for i in row)
+                                                for row in rows)]
+        if picked and " is " in f" {claim} " and not _REASON.search(sentence):
+            return True
+    return False

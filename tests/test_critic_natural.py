@@ -1,0 +1,57 @@
+"""The critic measured on errors nobody injected: the natural labelled set, built and reported here."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from critic.calibration import load_labelled
+from critic.report import labelled_report
+from pipeline.cli import main
+from schemas.config import JudgeConfig
+from tests.data.build_critic_natural import build
+
+# Kinds the offline critic can give that uninjected offline rollouts produce. Absent by construction:
+# malformed_call (no offline policy writes unparseable output; that needs an LLM policy), unmotivated_action,
+# and the LLM judge's not_sensible and unsound_reasoning.
+NATURAL_KINDS = ("tool_error", "repeated_call", "empty_result", "off_path_detour", "redundant_turn",
+                 "unsupported_claim", "wrong_answer")
+
+
+@pytest.fixture(scope="module")
+def natural(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("natural")
+    path = folder / "critic_natural.jsonl"
+    build(path, folder / "work")
+    return path
+
+
+def test_the_natural_set_is_large_has_every_kind_and_no_injected_turn(natural):
+    rows = load_labelled(natural)
+    assert len(rows) >= 150
+    kinds = Counter(k for row in rows for k in row.expected_kinds)
+    assert all(kinds[k] >= 1 for k in NATURAL_KINDS), kinds
+    assert sum(all(r.expected_pass.values()) for r in rows) >= 100
+    assert not any(t.injected_error for row in rows for t in row.trajectory.turns)
+    assert {row.trajectory.policy for row in rows} == {"scripted", "naive"}
+
+
+def test_the_critic_reaches_085_per_criterion_on_the_natural_set(natural, tmp_path):
+    report = labelled_report(natural, JudgeConfig())
+    (tmp_path / "critic_natural_report.txt").write_text(report.format())
+    print(report.format())
+    for name, counts in {"verdict": report.verdict, **report.criteria}.items():
+        assert counts.support > 0, name
+        assert counts.precision >= 0.85 and counts.recall >= 0.85, (name, counts)
+
+
+def test_critic_report_covers_both_sets(natural, tmp_path, capsys):
+    out = tmp_path / "report.json"
+    hand = "tests/data/critic_labelled.jsonl"
+    assert main(["critic-report", "--labelled", hand, "--labelled", str(natural), "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert printed.count("critic calibration:") == 2 and str(natural) in printed and hand in printed
+    reports = json.loads(out.read_text())
+    assert [r["turns"] for r in reports][1] == len(load_labelled(natural))
