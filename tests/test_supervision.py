@@ -1,0 +1,52 @@
+"""What the training configs supervise: critical turns only (ToolMind style) and no conversation twice."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+
+from pipeline.dataset import build_dataset
+from pipeline.io import read_manifest, read_records
+from schemas.config import DatasetConfig
+from schemas.critic import JudgedTrajectory
+from tests.dataset_fixtures import make_judged, make_question, write_upstream
+
+
+def _rows(dataset, config: str) -> list[dict]:
+    return [row for shard in sorted((dataset / "data" / config).glob("*.parquet")) for row in pq.read_table(shard).to_pylist()]
+
+
+def test_the_sample_run_trains_on_critical_turns_once_per_conversation(small_dataset_run):
+    dataset = small_dataset_run / "dataset"
+    rows = _rows(dataset, "toolmind")
+    assistant = [m for row in rows for m in row["conversations"] if m["role"] == "assistant"]
+    share = sum(m["loss"] for m in assistant) / len(assistant)
+    judged = list(read_records(JudgedTrajectory, small_dataset_run / "judged" / "judged"))
+    passing = sum(j.verdict for r in judged if r.trajectory.outcome.correct for j in r.judgements)
+    turns = sum(len(r.judgements) for r in judged if r.trajectory.outcome.correct)
+    print(f"loss-1 share under critical {share:.3f}; passing share {passing / turns:.3f}")
+    assert rows and share < 0.75 * passing / turns  # far fewer than every passing turn (the `verdict` policy)
+    assert all(any(m["loss"] for m in row["conversations"]) for row in rows)  # every kept (correct) run trains
+    conversations = [json.dumps(row["conversations"], sort_keys=True) for row in rows]
+    assert len(set(conversations)) == len(conversations)
+    for config in ("nanbeige", "openai"):
+        assert len(_rows(dataset, config)) == len(rows)
+    counts = read_manifest(dataset).counts
+    assert counts["sft_loss1_turns"] == sum(m["loss"] for m in assistant)
+    assert counts["sft_assistant_turns"] == len(assistant)
+    card = (dataset / "README.md").read_text()
+    assert "critical turns per trajectory" in card and "ToolMind-Web-QA `open-wiki-traj`" in card
+    assert f"{share:.1%}" in card and "knows each question's gold path" in card
+
+
+def test_an_exact_duplicate_conversation_is_left_out_of_every_training_config_and_counted(tmp_path):
+    questions = [make_question(i) for i in range(3)]
+    judged = [make_judged(q, "tagged", rollout) for q in questions for rollout in (0, 1)]  # same turns, two ids
+    dirs = write_upstream(tmp_path, questions, judged)
+    build_dataset(DatasetConfig(out=str(tmp_path), test_fraction=0.0), dirs)
+    counts = read_manifest(dirs["dataset"]).counts
+    assert counts["skipped:duplicate_conversation"] == 3
+    assert counts["rows:trajectories:train"] == 6  # the canonical records keep every rollout
+    for config in ("toolmind", "nanbeige", "openai"):
+        assert counts[f"rows:{config}:train"] == 3
