@@ -30,13 +30,13 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.errors import UserError
 from schemas.config import ExtractConfig
-from schemas.wiki import Page, SkippedRecord
+from schemas.wiki import Page, SkippedRecord, bounded_id, invalid_detail
 
 READ_STAGE = "read"
 SKIP_REASONS = {
     "malformed_xml": "the page's XML does not parse, or a new <page> began before </page>",
     "missing_field": "title, ns, id, revision, revision id, timestamp or text is absent",
-    "invalid_field": "ns, id, revision id or timestamp does not parse",
+    "invalid_field": "ns, id, revision id or timestamp does not parse, or an id is outside 0..2^63-1",
     "truncated_bz2": "the compressed data ends in the middle of a bz2 stream",
     "corrupt_bz2": "the bytes are not valid bz2 data (damaged file or wrong index offset)",
     "truncated_xml": "the XML ends inside a <page> (the compressed data, if any, is complete)",
@@ -303,15 +303,11 @@ def parse_page(xml: bytes, source: str = "", offset: int = 0) -> Page | SkippedR
             source=source,
         )
     except ValueError as error:
-        return _skip("invalid_field", label, f"{source} @{offset}: {error}".splitlines()[0], page_id)
+        return _skip("invalid_field", label, f"{source} @{offset}: {invalid_detail(error)}", page_id)
 
 
 def _skip(reason: str, title: str, detail: str, page_id: str | int | None = None) -> SkippedRecord:
-    try:
-        page_id = int(page_id) if page_id is not None else None
-    except ValueError:
-        page_id = None
-    return SkippedRecord(title=title, stage=READ_STAGE, reason=reason, detail=detail, page_id=page_id)
+    return SkippedRecord(title=title, stage=READ_STAGE, reason=reason, detail=detail, page_id=bounded_id(page_id))
 
 
 def _records(blocks: Iterable[bytes | _Damage], source: str) -> Iterator[Page | SkippedRecord]:
