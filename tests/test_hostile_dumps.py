@@ -4,6 +4,7 @@ times, wrong multistream index offsets, duplicate pages, bidi controls in titles
 from __future__ import annotations
 
 import datetime as dt
+
 import pyarrow as pa
 
 from graph.csr import build_csr
