@@ -3,9 +3,13 @@ times, wrong multistream index offsets, duplicate pages, bidi controls in titles
 
 from __future__ import annotations
 
+import bz2
 import datetime as dt
+from collections import Counter
+from pathlib import Path
 
 import pyarrow as pa
+import pytest
 
 from graph.csr import build_csr
 from pipeline.extract import IMPLAUSIBLE_COUNT, extract_records, run_extract
@@ -81,3 +85,73 @@ def test_window_flags_survive_the_last_representable_day():
     assert relations.num_rows
     graph = build_csr(entities, relations, as_of=far.date(), window_days=30)
     assert graph.num_edges and graph.in_window.all()  # revised within the window before the last day
+
+
+WIKISAMPLES = Path(__file__).resolve().parents[2] / "shared" / "wikisamples" / "xml"
+EXPORT_03 = {"wikireader__classical-composers.xml.bz2": 198, "wikireader__japanese-architects.xml.bz2": 37}
+
+
+@pytest.mark.parametrize("name, articles", sorted(EXPORT_03.items()))
+def test_export_0_3_dumps_without_ns_extract_with_their_articles(name, articles):
+    path = WIKISAMPLES / name
+    if not path.is_file():
+        pytest.skip(f"{path} is absent")
+    records = list(iter_dump_pages(path))
+    assert all(isinstance(r, Page) for r in records)
+    namespaces = Counter(r.ns for r in records)
+    assert namespaces[10] > 50  # the Template: pages, named only by their title prefix
+    assert all((r.ns == 0) == (":" not in r.title or r.title.split(":")[0] not in ("Template", "MediaWiki"))
+               for r in records)
+    result = extract_records(records, ExtractConfig(dump=str(path)))
+    counts = result.counts()
+    assert counts["kept"] == articles and counts["skipped:non_article"] == namespaces.total() - namespaces[0]
+    assert sum(e.is_head for e in result.entities) > 0 and counts["relations:infobox"] > 0
+
+
+def _old_export(version: str, namespaces: str, pages: str) -> str:
+    return (f'<mediawiki xmlns="http://www.mediawiki.org/xml/export-{version}/" version="{version}" xml:lang="de">\n'
+            f"  <siteinfo>\n    <sitename>Wikipedia</sitename>\n    <namespaces>\n{namespaces}"
+            "    </namespaces>\n  </siteinfo>\n" + pages + "</mediawiki>\n")
+
+
+def _old_page(title: str, page_id: int, text: str, extra: str = "") -> str:
+    return (f"  <page>\n    <title>{title}</title>\n    <id>{page_id}</id>\n{extra}    <revision>\n"
+            f"      <id>{page_id + 100}</id>\n      <timestamp>2009-08-01T10:00:00Z</timestamp>\n"
+            f"      <contributor><username>X</username><id>1</id></contributor>\n"
+            f'      <text xml:space="preserve">{text}</text>\n    </revision>\n  </page>\n')
+
+
+@pytest.mark.parametrize("version", ["0.3", "0.4", "0.5"])
+def test_old_export_versions_take_namespaces_from_siteinfo_and_title_prefix(tmp_path, version):
+    names = ('      <namespace key="0" />\n      <namespace key="10">Vorlage</namespace>\n'
+             '      <namespace key="14">Kategorie</namespace>\n')
+    redirect = "    <redirect />\n" if version != "0.3" else ""
+    pages = (_old_page("Ulm", 1, "'''Ulm''' ist eine Stadt.")
+             + _old_page("Vorlage:Infobox Stadt", 2, "{{{name}}}")
+             + _old_page("Kategorie:Stadt", 3, "Städte.")
+             + _old_page("Template:English name", 4, "x")
+             + _old_page("Star Wars: Episode I", 5, "'''Star Wars''' is a film.")
+             + _old_page("Ulm (Stadt)", 6, "#REDIRECT [[Ulm]]", redirect))
+    path = tmp_path / f"dewiki-export-{version}.xml"
+    path.write_text(_old_export(version, names, pages), encoding="utf-8")
+    records = {r.title: r for r in iter_dump_pages(path)}
+    assert {title: r.ns for title, r in records.items()} == {
+        "Ulm": 0, "Vorlage:Infobox Stadt": 10, "Kategorie:Stadt": 14, "Template:English name": 10,
+        "Star Wars: Episode I": 0, "Ulm (Stadt)": 0}
+    result = extract_records(records.values(), ExtractConfig())
+    assert sorted(e.title for e in result.entities) == ["Star Wars: Episode I", "Ulm"]
+    assert result.entities[1].aliases == ["Ulm (Stadt)"]
+
+
+def test_a_work_unit_past_the_first_reads_the_siteinfo_for_pages_without_ns(tmp_path):
+    names = '      <namespace key="0" />\n      <namespace key="10">Vorlage</namespace>\n'
+    header = _old_export("0.3", names, "").removesuffix("</mediawiki>\n")
+    streams = [bz2.compress(header.encode())]
+    streams.append(bz2.compress(_old_page("Ulm", 1, "'''Ulm''' ist eine Stadt.").encode()))
+    streams.append(bz2.compress(_old_page("Vorlage:Stadt", 2, "x").encode()))
+    streams.append(bz2.compress(b"</mediawiki>\n"))
+    path = tmp_path / "dewiki-pages-articles-multistream.xml.bz2"
+    path.write_bytes(b"".join(streams))
+    second = len(streams[0]) + len(streams[1])
+    (record,) = [r for r in iter_dump_pages(path, (second, None)) if isinstance(r, Page)]
+    assert (record.title, record.ns) == ("Vorlage:Stadt", 10)
