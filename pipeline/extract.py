@@ -6,7 +6,8 @@ Steps, each a plain function the Beam pipeline and `extract_records` (one proces
    the source, `non_article` namespaces, `disambiguation` pages).
 2. `resolve_redirects`: the redirect map with chains followed to their end; pages in a cycle are skipped
    as `redirect_cycle`, the others as `redirect` (they live on as aliases of their target).
-3. `duplicate_winners`: a title seen twice keeps its latest revision; the others are `duplicate`.
+3. `pick_duplicate`: a title seen twice keeps its latest revision (of exact copies, one); the others are
+   `duplicate`. Only titles seen more than once are grouped, so the shuffle holds only their pages.
 4. `extract_article`: one article -> Entity, Relations (infobox facts + lead `links_to`) and its Page,
    or a SkippedRecord (`oversized`, `timeout`, `parse_error`, `broken_markup`). Head entities are those
    whose revision lies within `window_days` before `as_of` (default: the newest plausible revision in the
@@ -19,7 +20,7 @@ holds and is checked before the manifest is written.
 Speed: a full mwparserfromhell parse runs at ~2 MB/s. Here only the infobox spans, found by brace matching
 on the raw text (`pipeline.wikitext.infobox_spans`), are parsed; the lead is read with regexes.
 
-Scale: the resolved redirect map and the duplicate-title winners are side inputs (memory grows with the
+Scale: the resolved redirect map and the set of duplicated titles are side inputs (memory grows with the
 number of redirects, ~10M for enwiki); `as_of` is a global combine. Each table is written as
 `part-NNNNN-of-NNNNN.parquet` shards keyed by a hash of the title and sorted inside, so the files are the
 same bytes whatever the runner or worker count. The stage is resumable as a whole: a rerun with the same
@@ -162,15 +163,22 @@ def revision_rank(page: Page) -> tuple:
     return (utc(page.timestamp), page.revision_id, page.page_id)
 
 
-def duplicate_winners(articles: Iterable[Page]) -> dict[str, tuple]:
-    """For titles that occur more than once: the rank of the revision to keep (the latest)."""
-    best: dict[str, tuple] = {}
-    seen: Counter[str] = Counter()
-    for page in articles:
-        title = normalize_title(page.title)
-        seen[title] += 1
-        best[title] = max(best.get(title, revision_rank(page)), revision_rank(page))
-    return {title: rank for title, rank in best.items() if seen[title] > 1}
+def duplicate_titles(articles: Iterable[Page]) -> set[str]:
+    """Titles that occur more than once."""
+    seen: Counter[str] = Counter(normalize_title(page.title) for page in articles)
+    return {title for title, count in seen.items() if count > 1}
+
+
+def pick_duplicate(pages: Iterable[Page]) -> tuple[Page, list[SkippedRecord]]:
+    """Of pages sharing a title: the latest revision, and a `duplicate` skip for each other one. Exact
+    copies of one revision tie; the first by content is kept, so every runner keeps the same one."""
+    ordered = sorted(pages, key=lambda p: (revision_rank(p), p.model_dump_json()), reverse=True)
+    kept, rank = ordered[0], revision_rank(ordered[0])
+    title = normalize_title(kept.title)
+    skipped = [_skip(page, "duplicate", f"an exact copy of the kept revision of {title!r}"
+                     if revision_rank(page) == rank else f"a later revision of {title!r} is kept")
+               for page in ordered[1:]]
+    return kept, skipped
 
 
 # ---------------------------------------------------------------------------------------- page guard
@@ -450,16 +458,22 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
     articles = [c for c in classified if isinstance(c, Page)]
     table = resolve_redirects({r.title: r.target for r in redirects})
     skipped += [redirect_outcome(r, table) for r in redirects]
-    winners = duplicate_winners(articles)
+    contested = duplicate_titles(articles)
+    groups: dict[str, list[Page]] = {}
+    for page in articles:
+        if normalize_title(page.title) in contested:
+            groups.setdefault(normalize_title(page.title), []).append(page)
+    kept_pages = [page for page in articles if normalize_title(page.title) not in contested]
+    for group in groups.values():
+        winner, duplicates = pick_duplicate(group)
+        kept_pages.append(winner)
+        skipped += duplicates
     aliases: dict[str, list[str]] = {}
     for redirect in redirects:
         if redirect.title not in table.cycles:
             aliases.setdefault(table.resolve(redirect.title), []).append(redirect.title)
     entities, relations, pages = [], [], []
-    for page in articles:
-        if (duplicate := duplicate_skip(page, winners)) is not None:
-            skipped.append(duplicate)
-            continue
+    for page in kept_pages:
         result = extract_article(page, table.resolve, as_of, config)
         if isinstance(result, SkippedRecord):
             skipped.append(result)
@@ -477,13 +491,6 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
         pages_in=len(records),
         as_of_choice=choice,
     )
-
-
-def duplicate_skip(page: Page, winners: dict[str, tuple]) -> SkippedRecord | None:
-    title = normalize_title(page.title)
-    if title in winners and revision_rank(page) != tuple(winners[title]):
-        return _skip(page, "duplicate", f"a later revision of {title!r} is kept")
-    return None
 
 
 def relation_sort_key(relation: Relation, ordinal: int) -> tuple:
@@ -519,33 +526,31 @@ class _Classify(beam.DoFn):
             yield outcome
 
 
-class _CountAndBest(beam.CombineFn):
-    def create_accumulator(self):
-        return (0, None)
+class _SetAsideDuplicates(beam.DoFn):
+    """Pages whose title occurs more than once go to `contested` (keyed by title) to be decided together."""
 
-    def add_input(self, accumulator, rank):
-        count, best = accumulator
-        return count + 1, rank if best is None or rank > best else best
+    def process(self, page: Page, contested: dict):
+        title = normalize_title(page.title)
+        if title in contested:
+            yield beam.pvalue.TaggedOutput("contested", (title, page))
+        else:
+            yield page
 
-    def merge_accumulators(self, accumulators):
-        count, best = 0, None
-        for c, b in accumulators:
-            count += c
-            if b is not None and (best is None or b > best):
-                best = b
-        return count, best
 
-    def extract_output(self, accumulator):
-        return accumulator
+def _decide_duplicates(keyed):
+    _, pages = keyed
+    winner, duplicates = pick_duplicate(pages)
+    yield winner
+    for duplicate in duplicates:
+        yield beam.pvalue.TaggedOutput("skipped", duplicate)
 
 
 class _ExtractArticles(beam.DoFn):
     def __init__(self, config: ExtractConfig):
         self.config = config
 
-    def process(self, page: Page, table: RedirectTable, as_of, winners: dict):
-        duplicate = duplicate_skip(page, winners)
-        result = duplicate or extract_article(page, table.resolve, as_of, self.config)
+    def process(self, page: Page, table: RedirectTable, as_of):
+        result = extract_article(page, table.resolve, as_of, self.config)
         if isinstance(result, SkippedRecord):
             beam.metrics.Metrics.counter("hopsmith.extract", f"skipped.{result.reason}").inc()
             yield beam.pvalue.TaggedOutput("skipped", result)
@@ -637,16 +642,25 @@ class ExtractGraph(beam.PTransform):
             | "ResolveChains" >> beam.Map(resolve_redirects)
         )
         table_side = beam.pvalue.AsSingleton(table)
-        winners = (
+        contested = (
             classified.articles
-            | "RankByTitle" >> beam.Map(lambda p: (normalize_title(p.title), revision_rank(p)))
-            | "CountAndBest" >> beam.CombinePerKey(_CountAndBest())
-            | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1][0] > 1)
-            | "Winner" >> beam.Map(lambda kv: (kv[0], kv[1][1]))
+            | "TitleOnce" >> beam.Map(lambda p: (normalize_title(p.title), 1))
+            | "CountTitles" >> beam.CombinePerKey(sum)
+            | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1] > 1)
         )
-        extracted = classified.articles | "Extract" >> beam.ParDo(
-            _ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of), beam.pvalue.AsDict(winners)
-        ).with_outputs("skipped", "pages", "relations", main="entities")
+        split = classified.articles | "SetAsideDuplicates" >> beam.ParDo(
+            _SetAsideDuplicates(), beam.pvalue.AsDict(contested)).with_outputs("contested", main="unique")
+        decided = (
+            split.contested
+            | "GroupDuplicates" >> beam.GroupByKey()
+            | "DecideDuplicates" >> beam.FlatMap(_decide_duplicates).with_outputs("skipped", main="kept")
+        )
+        extracted = (
+            (split.unique, decided.kept)
+            | "Articles" >> beam.Flatten()
+            | "Extract" >> beam.ParDo(_ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of))
+            .with_outputs("skipped", "pages", "relations", main="entities")
+        )
         redirected = classified.redirects | "Redirects" >> beam.ParDo(_RedirectOutcomes(), table_side).with_outputs(
             "skipped", main="aliases"
         )
@@ -656,7 +670,7 @@ class ExtractGraph(beam.PTransform):
             | "Aliases" >> beam.FlatMap(_with_aliases)
         )
         skipped = (
-            (classified.skipped, extracted.skipped, redirected.skipped)
+            (classified.skipped, decided.skipped, extracted.skipped, redirected.skipped)
             | "AllSkipped" >> beam.Flatten()
             | "SkipKey" >> beam.Map(lambda s: (skipped_sort_key(s), s))
         )

@@ -155,3 +155,28 @@ def test_a_work_unit_past_the_first_reads_the_siteinfo_for_pages_without_ns(tmp_
     second = len(streams[0]) + len(streams[1])
     (record,) = [r for r in iter_dump_pages(path, (second, None)) if isinstance(r, Page)]
     assert (record.title, record.ns) == ("Vorlage:Stadt", 10)
+
+
+def test_an_exact_duplicate_page_yields_one_entity_in_both_paths(tmp_path):
+    ulm, later = _page(1, "Ulm"), _page(1, "Ulm", stamp=DUMP_DAY + dt.timedelta(hours=1), revision_id=5000)
+    body = page_xml(ulm) + page_xml(ulm) + page_xml(_page(2, "Europe")) + page_xml(_page(2, "Europe"))
+    body += page_xml(later)
+    dump = _write(tmp_path / "dupes.xml", body)
+    local = extract_records(iter_dump_pages(dump), ExtractConfig())
+    assert sorted(e.title for e in local.entities) == ["Europe", "Ulm"]
+    assert local.entities[1].revision_id == 5000
+    details = sorted(s.detail for s in local.skipped if s.reason == "duplicate")
+    assert details == ["a later revision of 'Ulm' is kept"] * 2 + ["an exact copy of the kept revision of 'Europe'"]
+    manifest = run_extract(ExtractConfig(dump=dump), tmp_path / "graph")
+    assert manifest.counts == local.counts()
+    assert read_table(Entity, tmp_path / "graph" / "entities").column("title").to_pylist() in (
+        ["Europe", "Ulm"], ["Ulm", "Europe"])
+    assert len(read_table(Page, tmp_path / "graph" / "pages")) == 2
+
+
+def test_bidi_controls_are_removed_from_titles():
+    spoofed = _page(1, "Ulm\u202e gro.elpmaxe\u202c", "'''Ulm''' is on the [[\u200fDanube\u2066]].")
+    result = extract_records([spoofed, _page(2, "Danube")], ExtractConfig())
+    titles = sorted(e.title for e in result.entities)
+    assert titles == ["Danube", "Ulm gro.elpmaxe"]
+    assert [r.tail for r in result.relations if r.head.startswith("Ulm")] == ["Danube"]
