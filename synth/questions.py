@@ -75,34 +75,29 @@ STAGE = "questions"
 TEMPLATE_ENGINE = "template"
 TABLES = ("questions", "skipped")
 # Date facts that make a good vague attribute, with how they read after a noun.
-ATTRIBUTE_PHRASES = {
-    "birth_date": "born in {p}",
-    "death_date": "{who} died in {p}",
-    "founded": "founded in {p}",
-    "foundation": "founded in {p}",
-    "formation": "formed in {p}",
-    "established": "established in {p}",
-    "established_date": "established in {p}",
-    "opened": "opened in {p}",
-    "opening": "opened in {p}",
-    "released": "released in {p}",
-    "release_date": "released in {p}",
-    "first_aired": "first broadcast in {p}",
-    "built": "built in {p}",
-    "completed": "completed in {p}",
-    "inception": "created in {p}",
+ATTRIBUTE_PHRASES = {  # keyed by ontology property (graph/ontology.py)
+    "birthDate": "born in {p}",
+    "deathDate": "{who} died in {p}",
+    "foundingDate": "founded in {p}",
+    "foundingYear": "founded in {p}",
+    "formationDate": "formed in {p}",
+    "openingDate": "opened in {p}",
+    "releaseDate": "released in {p}",
+    "publicationDate": "published in {p}",
+    "buildingEndDate": "built in {p}",
+    "completionDate": "completed in {p}",
 }
 
 
 # Entity facts that place an intermediate without naming it ("a city in Ireland").
 PLACE_ATTRIBUTE_PHRASES = {
     "country": "in {o}",
-    "subdivision_name": "in {o}",
+    "subdivision": "in {o}",
     "state": "in {o}",
     "location": "in {o}",
-    "hq_location_city": "based in {o}",
-    "hq_location_country": "based in {o}",
-    "headquarters": "based in {o}",
+    "locationCity": "based in {o}",
+    "locationCountry": "based in {o}",
+    "headquarter": "based in {o}",
 }
 
 
@@ -595,7 +590,7 @@ def _load_context(graph_dir: FsPath, paths_dir: FsPath, config: QuestionConfig) 
     walk_config = _walk_config(paths_dir)
     as_of = _resolve_as_of(paths_dir, config)
     graph = load_csr(graph_dir, as_of=walk_config.as_of or as_of, window_days=walk_config.window_days or 182,
-                     exclude_relations=walk_config.exclude_relations)
+                     exclude_relations=walk_config.exclude_relations, mapped_only=walk_config.mapped_only)
     table = read_table(Entity, graph_dir / "entities").select(["title", "type", "description", "aliases"])
     entities = {row["title"]: EntityInfo(row["type"], row["description"], row["aliases"] or [])
                 for row in table.to_pylist()}
