@@ -58,7 +58,7 @@ from mwparserfromhell.parser import ParserError
 
 from graph.ontology import load_ontology
 from pipeline.beam import pipeline_options
-from pipeline.errors import UserError
+from pipeline.errors import StageIncomplete, UserError
 from pipeline.infobox import Fact, Infobox, parse_infoboxes
 from pipeline.io import read_table, shard_files, write_records
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
@@ -801,6 +801,9 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities), stats["excluded"])
     if counts["pages_in"] != counts["kept"] + counts["skipped"]:
         raise RuntimeError(f"extract counts do not reconcile: {counts}")
+    if unavailable := counts.get("skipped:api_unavailable", 0):  # transient: not finished work
+        raise StageIncomplete(f"extract: {unavailable} of {counts['pages_in']} titles could not be fetched (the API "
+                              "kept failing until its retries ran out); rerun the same command to fetch again")
     if stats["implausible"]:
         counts[IMPLAUSIBLE_COUNT] = stats["implausible"]
     as_of = dt.datetime.fromisoformat(stats["as_of"]) if stats["as_of"] else None

@@ -39,7 +39,7 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
-from pipeline.errors import UserError
+from pipeline.errors import StageIncomplete
 from pipeline.io import atomic_write_text, stable_hash
 from schemas.config import LLMRole
 
@@ -67,10 +67,6 @@ class LLMUnavailable(LLMError):
     """Timeouts, outages, 429/5xx after every retry: not finished work; a rerun retries the unit."""
 
     transient = True
-
-
-class StageIncomplete(UserError):
-    """A stage left work units unfinished (an endpoint timed out or was down): exit non-zero, rerun retries."""
 
 
 class InvalidResponse(ValueError):
