@@ -51,6 +51,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import apache_beam as beam
 from mwparserfromhell.parser import ParserError
@@ -572,6 +573,16 @@ def _decide_duplicates(keyed):
         yield beam.pvalue.TaggedOutput("skipped", duplicate)
 
 
+class _Outputs(NamedTuple):
+    """The tagged outputs of extraction, each the union over unique and deduplicated articles."""
+
+    entities: beam.PCollection
+    skipped: beam.PCollection
+    pages: beam.PCollection
+    relations: beam.PCollection
+    excluded: beam.PCollection
+
+
 class _ExtractArticles(beam.DoFn):
     def __init__(self, config: ExtractConfig):
         self.config = config
@@ -704,12 +715,14 @@ class ExtractGraph(beam.PTransform):
             | "GroupDuplicates" >> beam.GroupByKey()
             | "DecideDuplicates" >> beam.FlatMap(_decide_duplicates).with_outputs("skipped", main="kept")
         )
-        extracted = (
-            (split.unique, decided.kept)
-            | "Articles" >> beam.Flatten()
-            | "Extract" >> beam.ParDo(_ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of))
-            .with_outputs("skipped", "pages", "relations", "excluded", main="entities")
-        )
+        extract_args = (_ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of))
+        outputs = ("skipped", "pages", "relations", "excluded")
+        unique = split.unique | "Extract" >> beam.ParDo(*extract_args).with_outputs(*outputs, main="entities")
+        winners = decided.kept | "ExtractWinners" >> beam.ParDo(*extract_args).with_outputs(*outputs, main="entities")
+        extracted = _Outputs(*(
+            (unique[tag], winners[tag]) | f"Extracted{tag.title()}" >> beam.Flatten()
+            for tag in ("entities", *outputs)
+        ))
         redirected = classified.redirects | "Redirects" >> beam.ParDo(_RedirectOutcomes(), table_side).with_outputs(
             "skipped", main="aliases"
         )
