@@ -51,13 +51,14 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import apache_beam as beam
 from mwparserfromhell.parser import ParserError
 
 from graph.ontology import load_ontology
 from pipeline.beam import pipeline_options
-from pipeline.errors import UserError
+from pipeline.errors import StageIncomplete, UserError
 from pipeline.infobox import Fact, Infobox, parse_infoboxes
 from pipeline.io import read_table, shard_files, write_records
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
@@ -595,6 +596,16 @@ def _decide_duplicates(keyed):
         yield beam.pvalue.TaggedOutput("skipped", duplicate)
 
 
+class _Outputs(NamedTuple):
+    """The tagged outputs of extraction, each the union over unique and deduplicated articles."""
+
+    entities: beam.PCollection
+    skipped: beam.PCollection
+    pages: beam.PCollection
+    relations: beam.PCollection
+    excluded: beam.PCollection
+
+
 class _ExtractArticles(beam.DoFn):
     def __init__(self, config: ExtractConfig):
         self.config = config
@@ -765,12 +776,14 @@ class ExtractGraph(beam.PTransform):
             | "GroupDuplicates" >> beam.GroupByKey()
             | "DecideDuplicates" >> beam.FlatMap(_decide_duplicates).with_outputs("skipped", main="kept")
         )
-        extracted = (
-            (split.unique, decided.kept)
-            | "Articles" >> beam.Flatten()
-            | "Extract" >> beam.ParDo(_ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of))
-            .with_outputs("skipped", "pages", "relations", "excluded", main="entities")
-        )
+        extract_args = (_ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of))
+        outputs = ("skipped", "pages", "relations", "excluded")
+        unique = split.unique | "Extract" >> beam.ParDo(*extract_args).with_outputs(*outputs, main="entities")
+        winners = decided.kept | "ExtractWinners" >> beam.ParDo(*extract_args).with_outputs(*outputs, main="entities")
+        extracted = _Outputs(*(
+            (unique[tag], winners[tag]) | f"Extracted{tag.title()}" >> beam.Flatten()
+            for tag in ("entities", *outputs)
+        ))
         redirected = classified.redirects | "Redirects" >> beam.ParDo(_RedirectOutcomes(), table_side).with_outputs(
             "skipped", main="aliases"
         )
@@ -851,6 +864,9 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities), stats["excluded"])
     if counts["pages_in"] != counts["kept"] + counts["skipped"]:
         raise RuntimeError(f"extract counts do not reconcile: {counts}")
+    if unavailable := counts.get("skipped:api_unavailable", 0):  # transient: not finished work
+        raise StageIncomplete(f"extract: {unavailable} of {counts['pages_in']} titles could not be fetched (the API "
+                              "kept failing until its retries ran out); rerun the same command to fetch again")
     if stats["implausible"]:
         counts[IMPLAUSIBLE_COUNT] = stats["implausible"]
     as_of = dt.datetime.fromisoformat(stats["as_of"]) if stats["as_of"] else None
