@@ -305,7 +305,9 @@ class ScriptedAgent:
         found = False
         title = ""
         for number, hop in enumerate(hops):
-            self.entity, self.relation, self.hop = hop.head, hop.relation.replace("_", " "), hop
+            # The page shows the infobox parameter ("Birth place: ..."), not the ontology property's name.
+            self.entity, self.relation = hop.head, (hop.provenance.parameter or hop.relation).replace("_", " ")
+            self.hop = hop
             first_query = " ".join(tokenize([self.question.text])[0][:QUERY_WORDS]) if number == 0 else None
             title = yield from self._locate(hop.head, first_query)
             found = yield from self._read(title, hop)
@@ -346,7 +348,7 @@ class ScriptedAgent:
         before following the one the path goes on with."""
         others = [t for t in self.siblings if self.env.resolve(t) is not None and _norm(t) not in self.path_titles]
         self.explore_rng.shuffle(others)
-        following = next_hop.relation.replace("_", " ")
+        following = (next_hop.provenance.parameter or next_hop.relation).replace("_", " ")
         previous = None
         for other in others[: self.style.decoys]:
             if previous is None:
