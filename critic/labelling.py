@@ -17,8 +17,10 @@ In order, the first rule that fires decides the tool criterion; the claim and ga
 6. unsupported claim (soundness): a sentence that asserts (no plan, question or hedge) a name or number
    that neither the question nor an earlier result contains; or two names that no single line of the
    question or an earlier result (a search hit with its snippet, a line of the page read) shows together (a value credited to the wrong entity); or that picks one value from a row an earlier
-   result listed with several values ("Starring: A, B, C") without saying why (no "because", "since",
-   "means", "fits", "matches", "the one"); or a correct final answer no earlier result showed (a guess).
+   result listed with several values ("Starring: A B, C D, E F": two or more names of two or more words)
+   without saying why (no "because", "since",
+   "means", "fits", "matches", "the one", nor an ordinal that the row's order or dates settle: "second",
+   "latest", "only"); or a correct final answer no earlier result showed (a guess).
 7. wrong answer (soundness): a final answer that does not match the gold answer or its aliases.
 A tool failure (rules 1-4) also fails information gain: nothing was learned.
 """
@@ -35,7 +37,7 @@ from synth.matching import match_answer
 
 _PLAN = re.compile(r"\b(i will|i'll|i need|let me|i should|to find|to be sure|in case|before answering|"
                    r"i could not|does not|do not|not|no|whether|perhaps|maybe|might)\b", re.I)
-_REASON = re.compile(r"\b(because|since|means|fits|matches|the one|so that|which is why)\b", re.I)
+_REASON = re.compile(r"\b(because|since|means|fits|matches|the one|so that|which is why|first|second|third|last|latest|current|former|earlier|later|only|eldest|youngest)\b", re.I)
 _CAPITALISED = re.compile(r"\b[A-Z][\w'.-]*(?:\s+(?:of|the|de|von|van|and)?\s*[A-Z][\w'.-]*)*|\b\d[\d,.]*\d\b|\b\d\b")
 _ROW = re.compile(r"^\s*(?:\[page \d+\] )?([A-Z][\w ]{0,38}\w): (.+)$", re.M)
 _TITLE = re.compile(r"^\d+\. (.+)$", re.M)
@@ -168,8 +170,15 @@ def _fact_shown(turn: Turn, heads: list[str], values: list[str]) -> bool:
     return own_page and any(_has(line, v) for line in lines for v in values)
 
 
+def _several(value: str) -> list[str]:
+    """A row's values when it lists several names (two or more of two or more words); a place written
+    with commas ("Chicago, Illinois, U.S.") is one value."""
+    items = [item.strip().split(" (")[0] for item in value.split(", ")]
+    return items if sum(len(item.split()) >= 2 for item in items) >= 2 else []
+
+
 def _unsupported(reasoning: str, seen: str, earlier: list[Turn], question_text: str) -> bool:
-    rows = [[item.strip() for item in m.group(2).split(", ")] for t in earlier for m in _ROW.finditer(t.observation or "")]
+    rows = [_several(m.group(2)) for t in earlier for m in _ROW.finditer(t.observation or "")]
     for sentence in _SENTENCES.split(reasoning):
         if not sentence.strip() or sentence.rstrip().endswith("?") or _PLAN.search(sentence):
             continue
@@ -188,8 +197,9 @@ def _unsupported(reasoning: str, seen: str, earlier: list[Turn], question_text: 
         for quote in re.findall(r"\"([^\"]{3,})\"", sentence):
             if _plain(quote).strip() not in seen:
                 return True
-        picked = [n for n in names if n and any(len(row) > 1 and any(_plain(n) == _plain(i) for i in row)
-                                                for row in rows)]
-        if picked and " is " in f" {claim} " and not _REASON.search(sentence):
+        value = f" {claim} ".split(" is ", 1)[1] if " is " in f" {claim} " else ""  # what the sentence assigns
+        picked = [n for n in names if n and _has(_plain(value), n)
+                  and any(any(_plain(n) == _plain(i) for i in row) for row in rows)]
+        if picked and not _REASON.search(sentence):
             return True
     return False

@@ -3,7 +3,10 @@
 Three parts, the weakest decides:
 - claims: every name, number or quoted string in an asserting clause of the reasoning (not a plan, a
   question or a hedge) must be known from the question or an earlier observation, and names asserted
-  together must have been seen together (in one search result, one page, or the question);
+  together must have been seen together (in one search result, one page, or the question); a clause that
+  assigns one value of a row an earlier observation listed with several ("Starring: A B, C D") needs a
+  reason ("because", "fits", "the one ... means", an ordinal the row settles: "his second wife"): an
+  unexplained pick is an unsupported claim;
 - action: the call's arguments must come from the reasoning (or, with no reasoning, from what is known);
   a call that names nothing the stated plan mentions does not follow from it;
 - final answer: it must be correct and shown by an earlier observation; a right answer no observation
@@ -21,9 +24,11 @@ from critic.evidence import Knowledge
 from critic.text import (
     PLAN_MARKERS,
     clauses,
+    contains_phrase,
     content_tokens,
     is_assertion,
     named_spans,
+    normalize,
     quoted_spans,
     surface_forms,
     value_forms,
@@ -31,8 +36,10 @@ from critic.text import (
 from schemas.questions import Question
 from schemas.trajectory import Trajectory, Turn
 from synth.matching import match_answer
+from synth.wikitext import INFOBOX_ROW, listed_values
 
 UNSUPPORTED_CAP = 0.4
+REASON_MARKERS = re.compile(r"\b(because|since|means|fits|matches|the one|which is why|so that|first|second|third|last|latest|current|former|earlier|later|only|eldest|youngest)\b", re.I)
 PLANS_TO_ANSWER = re.compile(r"\b(?:give|giving|provide|submit|state)\b.{0,20}\banswer\b|\banswer with\b", re.I)
 
 
@@ -63,14 +70,33 @@ def unsupported_spans(reasoning: str, knowledge: Knowledge) -> tuple[list[str], 
         unsupported += [f'"{q}"' for q in quotes if not knowledge.supports_quote(q)]
         if not unknown:
             unsupported += [f"{s} (in this relation)" for s in knowledge.unrelated(names)]
+    if not REASON_MARKERS.search(reasoning):
+        unsupported += [f"{pick} (picked from a list without a reason)"
+                        for clause in asserting for pick in unexplained_picks(clause, knowledge)]
     return unsupported, total
+
+
+def unexplained_picks(clause: str, knowledge: Knowledge) -> list[str]:
+    """Values a clause assigns ("... is B C") that an earlier observation only listed among several."""
+    if " is " not in f" {clause} ":
+        return []
+    assigned = normalize(f" {clause} ".split(" is ", 1)[1])
+    picks = []
+    for observation in knowledge.observations:
+        for line in observation.split("\n"):
+            row = INFOBOX_ROW.match(line.strip())
+            for item in listed_values(row.group(2)) if row else []:
+                name = item.split(" (")[0]
+                if contains_phrase(assigned, name) and name not in picks:
+                    picks.append(name)
+    return picks
 
 
 def claims_part(reasoning: str, knowledge: Knowledge) -> SoundnessPart:
     unsupported, total = unsupported_spans(reasoning, knowledge)
     if not unsupported:
         return SoundnessPart(1.0, f"{total} asserted names/values, all supported" if total else "no factual claims")
-    score = UNSUPPORTED_CAP * (total - len(unsupported)) / total
+    score = UNSUPPORTED_CAP * max(0, total - len(unsupported)) / max(total, 1)
     listed = ", ".join(dict.fromkeys(unsupported))[:200]
     return SoundnessPart(score, f"unsupported by question or observations: {listed}", "unsupported_claim")
 

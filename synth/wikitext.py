@@ -221,6 +221,17 @@ def clean_wikitext(text: str) -> str:
     return _BLANK_RUNS.sub("\n\n", "\n".join(lines)).strip()
 
 
+INFOBOX_ROW = re.compile(r"^(?:\[page \d+\] )?([A-Z][\w ]{0,38}\w): (.+)$")
+
+
+def listed_values(row_value: str) -> list[str]:
+    """The values an infobox row lists ("Starring: A B, C D" -> two), or [] for a single value. Items of two
+    or more words each are a list; "Chicago, Illinois, U.S." is one place written with commas."""
+    items = [item.strip() for item in row_value.split(", ") if item.strip()]
+    names = [item for item in items if len(item.split(" (")[0].split()) >= 2]
+    return items if len(names) >= 2 else []
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences (and infobox lines) of a text, in order; no cut after an initial or a common abbreviation."""
     sentences: list[str] = []

@@ -9,7 +9,7 @@ from critic.evidence import Knowledge
 from critic.gain import information_gain
 from critic.scoring import judge_trajectory, judge_turns
 from critic.signals import loss_mask, outcome_reward, turn_reward
-from critic.soundness import logical_soundness
+from critic.soundness import claims_part, logical_soundness
 from schemas import JudgedTrajectory, Outcome, PathHop, Provenance, Question, ToolCall, Trajectory, Turn
 from schemas.config import JudgeConfig
 from schemas.questions import Path as GoldPath
@@ -212,6 +212,17 @@ def test_names_known_separately_but_never_related_are_an_unsupported_relation():
                  "Steven Spielberg was born on Amity Island.")
     result = _soundness(claim, SEARCH, detour)
     assert result.kinds == ("unsupported_claim",) and any("in this relation" in u for u in result.unsupported)
+
+
+def test_a_value_picked_from_a_listed_row_needs_a_reason():
+    cast = turn(0, "open_page", {"title": "Jaws (film)"}, "Jaws (film) - page 1 of 1.\n\nStarring: Roy Scheider, "
+                "Robert Shaw, Richard Dreyfuss\nCountry: United States")
+    knowledge = _knowledge_after(SEARCH, cast)
+    picked = claims_part("The starring of Jaws is Robert Shaw. I will open his page.", knowledge)
+    assert picked.kind == "unsupported_claim" and "picked from a list" in picked.detail
+    reasoned = claims_part("Robert Shaw is the one the question means, since his page answers the next part.", knowledge)
+    assert reasoned.kind is None
+    assert claims_part("The country of Jaws is United States.", knowledge).kind is None  # a row with one value
 
 
 def test_an_iso_date_claim_is_supported_by_its_spelled_form():

@@ -78,12 +78,13 @@ def test_injected_errors_are_caught(snapshot, judged):
     report = judged_report(snapshot / "judged")
     print(report.format())
     # Honest rollouts now make real detours (a look at another listed page, other values of a listed row) that
-    # the critic rightly fails for adding nothing of the chain; injected labels call them good, so for the
-    # gain kinds only recall is measured here.
+    # the critic rightly fails for adding nothing of the chain; injected labels call them good, and a detour to
+    # a page an earlier result listed reads as redundant. For the gain kinds the criterion's recall is measured.
     natural = {"off_path_detour", "redundant_turn"}
     for kind, counts in report.kinds.items():
-        if counts.support >= 3:
-            assert counts.recall >= 0.75 and (kind in natural or counts.precision >= 0.75), (kind, counts)
+        if counts.support >= 3 and kind not in natural:
+            assert counts.precision >= 0.75 and counts.recall >= 0.75, (kind, counts)
+    assert report.criteria["information_gain"].recall >= 0.9
     assert report.criteria["tool_accuracy"].recall >= 0.9
 
 

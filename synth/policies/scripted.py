@@ -39,13 +39,12 @@ from synth.environment import SearchEnvironment, tokenize
 from synth.frameworks import Framework
 from synth.frameworks.base import ANSWER_TOOL
 from synth.policies.base import PolicyOutput
-from synth.wikitext import format_date, split_sentences
+from synth.wikitext import INFOBOX_ROW, format_date, listed_values, split_sentences
 
 ERROR_KINDS = ("repeated_search", "malformed_arguments", "off_path_detour", "unsupported_claim", "premature_answer")
 _RESULT_TITLE = re.compile(r"^\d+\. (.+)$", re.MULTILINE)
 _PAGE_PREFIX = re.compile(r"^\[page (\d+)\] ")
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)")
-_INFOBOX_ROW = re.compile(r"^([A-Z][\w ]{0,38}\w): (.+)$")
 QUERY_WORDS = 8
 EVIDENCE_CHARS = 200
 
@@ -260,7 +259,7 @@ class ScriptedAgent:
         for _ in range(64 if self.env.pages and label else 0):
             page = self.env.pages[self.rng.randrange(len(self.env.pages))]
             for line in page.chunks[0].split("\n"):
-                row = _INFOBOX_ROW.match(line)
+                row = INFOBOX_ROW.match(line)
                 if row and _norm(row.group(1)) == label:
                     value = row.group(2).split(", ")[0].split(" (")[0].strip()
                     if value and _norm(value) not in seen and _norm(value) not in self.path_titles:
@@ -497,11 +496,11 @@ class ScriptedAgent:
         next hop's page decides, and that reason is given with it)."""
         pick = self.pick_reason
         self.pick_reason = ""
-        row = _INFOBOX_ROW.match(line)
+        row = INFOBOX_ROW.match(line)
         if row is None:
             return f'{title} says "{line}", which gives {target} as the {self.relation} of {hop.head}.{pick}'
-        label, items = row.group(1).lower(), [item.strip() for item in row.group(2).split(", ")]
-        if len(items) > 1 and hop.tail and hop is not self.question.path.hops[-1]:
+        label, items = row.group(1).lower(), listed_values(row.group(2))
+        if items and hop.tail and hop is not self.question.path.hops[-1]:
             self.siblings = [item.split(" (")[0] for item in items if _norm(target) not in _norm(item)]
             self.pick_reason = (f" So {target} is the one of the {label} values of {title} that the question means: "
                                 "its page answers the next part of the question.")
