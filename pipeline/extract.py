@@ -206,7 +206,8 @@ def _set_async_exception(thread_id: int, exception: type[BaseException] | None) 
 class _ThreadWatchdog:
     """One daemon thread per process that interrupts threads whose page deadline passed (threads cannot
     receive SIGALRM). `arm` registers the calling thread; `disarm` removes it and clears an exception that
-    fired but was not yet raised, so it can never escape the page it was meant for."""
+    fired but was not yet raised, so it can never escape the page it was meant for. Until disarmed, a late
+    thread is interrupted again every _REFIRE_S seconds."""
 
     def __init__(self):
         self._wake = threading.Condition()
@@ -214,6 +215,7 @@ class _ThreadWatchdog:
         self._tokens = itertools.count()
         self._thread: threading.Thread | None = None
         self._sleeps_until = float("inf")  # when the watchdog wakes next: a later deadline need not wake it
+        self._fired: set[int] = set()
 
     def arm(self, expires: float, exception: type[PageTimeout]) -> int:
         with self._wake:
@@ -227,24 +229,30 @@ class _ThreadWatchdog:
             return token
 
     def disarm(self, token: int) -> None:
-        with self._wake:
-            fired = self._armed.pop(token, None) is None
-        if fired:
-            _set_async_exception(threading.get_ident(), None)
+        with self._wake:  # under the lock, so the watchdog cannot fire again between these lines
+            self._armed.pop(token, None)
+            if token in self._fired:
+                self._fired.discard(token)
+                _set_async_exception(threading.get_ident(), None)
 
     def _run(self) -> None:
         with self._wake:
             while True:
                 now = time.monotonic()
                 for token in [t for t, (expires, _, _) in self._armed.items() if expires <= now]:
-                    _, thread_id, exception = self._armed.pop(token)
+                    _, thread_id, exception = self._armed[token]
                     _set_async_exception(thread_id, exception)
+                    # Raised again until disarmed: one raised inside a weakref callback or __del__ is
+                    # printed and swallowed by the interpreter instead of ending the page.
+                    self._armed[token] = (now + _REFIRE_S, thread_id, exception)
+                    self._fired.add(token)
                 upcoming = min((expires for expires, _, _ in self._armed.values()), default=None)
                 self._sleeps_until = float("inf") if upcoming is None else upcoming
                 self._wake.wait(None if upcoming is None else max(upcoming - now, 1e-3))
 
 
 _WATCHDOG = _ThreadWatchdog()
+_REFIRE_S = 0.05
 
 
 @functools.cache
@@ -677,6 +685,9 @@ class _Outputs(NamedTuple):
 class _ExtractArticles(beam.DoFn):
     def __init__(self, config: ExtractConfig):
         self.config = config
+
+    def setup(self):
+        load_ontology()  # once per worker, before any page's time limit starts
 
     def process(self, page: Page, table: RedirectTable, as_of):
         result = extract_article(page, table.resolve, as_of, self.config)
