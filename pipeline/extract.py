@@ -83,6 +83,7 @@ log = logging.getLogger(__name__)
 STAGE = "extract"
 TABLES = {"entities": Entity, "relations": Relation, "skipped": SkippedRecord, "pages": Page}
 UNTYPED_ENTITY = "thing"
+MAX_TITLE_CHARS = 255  # MediaWiki's limit: a longer value names no page
 LIST_CLASS = "List"
 _CATEGORY = re.compile(r"\[\[\s*[Cc]ategory\s*:\s*([^\]|\n]+)")
 _STATS_FILE = ".extract-stats.json"
@@ -353,6 +354,25 @@ def _relation(head: str, fact: Fact, resolve: Callable[[str], str], provenance: 
     )
 
 
+def named_value_key(relation: Relation) -> str | None:
+    """The title a plain-text infobox value would name ("country = Angola"), or None when it cannot."""
+    value = relation.value
+    if relation.source != "infobox" or relation.value_type != "string" or not value:
+        return None
+    if len(value) > MAX_TITLE_CHARS or any(char in value for char in "#<>[]{}|"):
+        return None
+    if relation.mapped and load_ontology().range_mismatch(relation.relation, "entity"):
+        return None  # a date, number or measure that happens to spell a page title stays a value
+    return normalize_title(value) or None
+
+
+def name_value(relation: Relation, target: str | None) -> Relation:
+    """A plain-text value that exactly names a page (or a redirect to one) becomes an edge to that page."""
+    if target is None or target == relation.head:
+        return relation
+    return relation.model_copy(update={"tail": target, "value": None, "value_type": "entity"})
+
+
 def attach_aliases(entity: Entity, aliases: Iterable[str]) -> Entity:
     names = sorted(set(aliases) - {entity.title})
     return entity.model_copy(update={"aliases": names}) if names else entity
@@ -506,6 +526,9 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
         relations.extend(result.relations)
         pages.append(result.page)
         excluded.update(result.excluded)
+    names = {entity.title: entity.title for entity in entities}
+    names.update((alias, target) for target, titles in aliases.items() for alias in titles)
+    relations = [name_value(r, names.get(named_value_key(r) or "")) for r in relations]
     order = sorted(range(len(relations)), key=lambda i: relation_sort_key(relations[i], i))
     return Extraction(
         entities=sorted(entities, key=lambda e: e.title),
@@ -671,6 +694,44 @@ class _SumCounts(beam.CombineFn):
         return dict(total)
 
 
+class _SplitNamedValues(beam.DoFn):
+    """(sort key, relation) pairs: plain-text values that could name a page go out keyed by that title."""
+
+    def process(self, keyed):
+        key = named_value_key(keyed[1])
+        if key is None:
+            yield keyed
+        else:
+            yield beam.pvalue.TaggedOutput("named", (key, keyed))
+
+
+def _named_values(joined):
+    _, grouped = joined
+    targets = sorted(set(grouped["target"]))
+    for sort_key, relation in grouped["value"]:
+        yield sort_key, name_value(relation, targets[0] if targets else None)
+
+
+class NamedValuesToEdges(beam.PTransform):
+    """{"relations", "entities", "aliases"} -> relations whose plain-text value names a page or a redirect
+    turned into entity edges: a keyed join by title with the kept entities and the redirects (no side input
+    that grows with the wiki)."""
+
+    def expand(self, inputs):
+        split = inputs["relations"] | "Find" >> beam.ParDo(_SplitNamedValues()).with_outputs("named", main="plain")
+        titles = (
+            (inputs["entities"] | "PageNames" >> beam.Map(lambda pair: (pair[0], pair[0])),
+             inputs["aliases"] | "RedirectNames" >> beam.Map(lambda pair: (pair[1], pair[0])))
+            | "Names" >> beam.Flatten()
+        )
+        named = (
+            {"target": titles, "value": split.named}
+            | "Join" >> beam.CoGroupByKey()
+            | "Name" >> beam.FlatMap(_named_values)
+        )
+        return (split.plain, named) | "AllRelations" >> beam.Flatten()
+
+
 def _write_stats(pages_in: int, choice: AsOfChoice, excluded: dict, out_dir: str) -> None:
     stats = {"pages_in": pages_in, "as_of": choice.as_of.isoformat() if choice.as_of else None,
              "as_of_reason": choice.reason, "implausible": choice.implausible, "excluded": excluded}
@@ -738,7 +799,9 @@ class ExtractGraph(beam.PTransform):
         )
         shards = config.output_shards
         entities | "WriteEntities" >> WriteTable(out_dir, "entities", shards)
-        extracted.relations | "WriteRelations" >> WriteTable(out_dir, "relations", shards)
+        relations = ({"relations": extracted.relations, "entities": extracted.entities,
+                      "aliases": redirected.aliases} | "NamedValues" >> NamedValuesToEdges())
+        relations | "WriteRelations" >> WriteTable(out_dir, "relations", shards)
         extracted.pages | "WritePages" >> WriteTable(out_dir, "pages", shards)
         skipped | "WriteSkipped" >> WriteTable(out_dir, "skipped", shards)
         pages_in = records | "CountIn" >> beam.combiners.Count.Globally()
