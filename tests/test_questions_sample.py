@@ -85,25 +85,24 @@ def test_questions_read_as_english_and_state_the_as_of_date(sample):
 
 # Read and checked by hand against the sample's pages (facts, fuzzed periods, grammar) when written.
 CHECKED = {  # relations are ontology properties (graph/ontology.py)
-    ("The Prestige (novel)", ("author", "deathDate"), "2024-02-02"):
-        "When did the author of the novel The Prestige, an English novelist born in the mid-20th century, die?",
+    ("The Prestige (novel)", ("author", "birthPlace"), "Cheadle, Greater Manchester"):
+        "The novel The Prestige was written by an English novelist who died in the 2020s. Where was this English "
+        "novelist born?",
     ("The Silmarillion", ("publisher", "foundingDate"), "1914"):
         "In what year was the publisher of The Silmarillion, a company based in the United Kingdom, founded?",
     ("Roma (2018 film)", ("director", "birthPlace"), "Mexico City"):
         "Where was the director of the 2018 film Roma, a Mexican filmmaker born in the mid-20th century, born?",
     ("Jaws (film)", ("starring", "deathDate"), "2008-02-10"):
         "When did the lead actor of the film Jaws, an American actor born in the 1930s, die?",
+    ("Jaws (film)", ("starring", "deathPlace"), "Little Rock, Arkansas"):
+        "Name the place of death of the lead actor of the film Jaws, an American actor born in the 1930s.",
     ("Cillian Murphy", ("almaMater", "foundingDate"), "1845"):
         "Cillian Murphy studied at a public research university in Ireland. In what year was this public research "
         "university founded?",
-    ("Jaws (film)", ("writer", "almaMater"), "Harvard University"):
-        "The film Jaws was written by an American author born in the early 1940s. Where did this American author "
-        "study?",
     ("It (novel)", ("publisher", "foundingDate"), "1925"):
         "The novel It was published by a company based in New York City. In what year was this company founded?",
-    ("Jaws (film)", ("writer", "deathPlace"), "Princeton, New Jersey"):
-        "Name the place of death of the writer of the film Jaws, an American author who died in the early 21st "
-        "century.",
+    ("Dune (novel)", ("author", "birthPlace"), "Tacoma, Washington"):
+        "Where was the author of the novel Dune, a writer born in the early 20th century, born?",
 }
 
 
