@@ -194,7 +194,8 @@ def size_category(rows: int) -> str:
     return f"{bounds[exponent]}<n<{bounds[exponent + 1]}"
 
 
-def card_header(name: str, split_rows: dict[str, dict[str, int]]) -> dict[str, Any]:
+def card_header(name: str, split_rows: dict[str, dict[str, int]],
+                split_bytes: dict[str, dict[str, int]]) -> dict[str, Any]:
     """The Hub YAML header: license, categories, and one config per non-empty table with its data files."""
     configs, infos = [], []
     for config in CONFIGS:
@@ -208,7 +209,7 @@ def card_header(name: str, split_rows: dict[str, dict[str, int]]) -> dict[str, A
         if config == DEFAULT_CONFIG:
             entry["default"] = True
         configs.append(entry)
-        infos.append(dataset_info_yaml(config, splits))
+        infos.append(dataset_info_yaml(config, splits, split_bytes[config]))
     largest = max((sum(s.values()) for s in split_rows.values()), default=0)
     return {
         "license": "cc-by-sa-4.0",
@@ -259,13 +260,14 @@ def render_card(
     name: str,
     stats: DatasetStats,
     split_rows: dict[str, dict[str, int]],
+    split_bytes: dict[str, dict[str, int]],
     manifests: dict[str, Manifest],
     seed: int,
     plots: dict[str, str],
     environment: str,
 ) -> str:
     """The whole `README.md`: YAML header, description, provenance, statistics and plots."""
-    header = yaml.safe_dump(card_header(name, split_rows), sort_keys=False, allow_unicode=True, width=1000)
+    header = yaml.safe_dump(card_header(name, split_rows, split_bytes), sort_keys=False, allow_unicode=True, width=1000)
     config_rows = [
         [f"`{c}`", CONFIG_DESCRIPTIONS[c], *(split_rows.get(c, {}).get(s, 0) for s in ("train", "test"))]
         for c in CONFIGS
