@@ -32,6 +32,17 @@ PLOTS = {
     "critic": "critic_pass_rate_per_criterion.png",
     "accuracy": "outcome_accuracy_per_framework.png",
 }
+# The one step from an `openai` row as `datasets` loads it to a chat completions request: Arrow gives every
+# message every field (absent ones as None, which the API's types reject), `loss` and `reasoning_content`
+# are not API fields, and `tools` are JSON strings. Tests run this very text over every row.
+OPENAI_REQUEST_CODE = """import json
+
+def chat_request(row):
+    messages = [{k: v for k, v in m.items() if v is not None and k not in ("loss", "reasoning_content")}
+                for m in row["messages"]]
+    return {"messages": messages, "tools": [json.loads(tool) for tool in row["tools"]]}
+"""
+
 CONFIG_DESCRIPTIONS = {
     "questions": "verified multi-hop questions with answer, aliases, as-of date and the graph path behind them",
     "trajectories": "the canonical record: one agent trajectory with every turn's critic judgement",
@@ -290,6 +301,10 @@ def render_card(
         f'`datasets.load_dataset("parquet", data_files={{"train": "{shard_pattern("toolmind", "train")}"}})` '
         "or by config name from the Hub. Free-form objects (tool-call arguments, tool declarations) are "
         "stored as JSON strings.\n",
+        "An `openai` row becomes a chat completions request (`client.chat.completions.create(model=..., "
+        "**chat_request(row))`) in one step, which drops the fields Arrow filled with null and the "
+        "training-only fields:\n",
+        f"```python\n{OPENAI_REQUEST_CODE}```\n",
         "## Provenance\n",
         _table(["item", "value"], _provenance(manifests, seed)) + "\n",
         f"RL prompts roll out in the search environment `{environment}` (the `index` stage output of the same "

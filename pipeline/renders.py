@@ -482,14 +482,23 @@ def openai_messages(judged: JudgedTrajectory) -> list[OpenAIMessage]:
     return messages
 
 
+def openai_tools(messages: list[OpenAIMessage]) -> list[dict[str, Any]]:
+    """The search tools, plus every other environment tool a call of the row names (an early `answer`)."""
+    declared = render_tools()
+    called = {call.function.name for m in messages for call in m.tool_calls or []}
+    names = {spec["function"]["name"] for spec in declared}
+    return declared + [spec for spec in tool_specs() if spec["function"]["name"] in called - names]
+
+
 def render_openai(judged: JudgedTrajectory) -> OpenAIRow:
     trajectory = judged.trajectory
+    messages = openai_messages(judged)
     return OpenAIRow(
         trajectory_id=trajectory.trajectory_id,
         question_id=trajectory.question_id,
         framework=trajectory.framework,
-        messages=openai_messages(judged),
-        tools=render_tools(),
+        messages=messages,
+        tools=openai_tools(messages),
         outcome_reward=judged.outcome_reward,
         correct=trajectory.outcome.correct,
     )
