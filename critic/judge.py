@@ -36,6 +36,7 @@ from pipeline.io import (
 )
 from pipeline.llm import LLMClient, LLMError, run_async
 from pipeline.roles import add_role_arguments, role_from_args
+from pipeline.secrets import scrub
 from pipeline.stage import begin_stage
 from schemas.config import BeamOptions, JudgeConfig, LLMRole
 from schemas.critic import CRITERIA, JudgedTrajectory
@@ -80,7 +81,7 @@ async def judge_batch(
     for trajectory, assessment in zip(trajectories, assessments, strict=True):
         if isinstance(assessment, LLMError):
             skipped.append(SkippedRecord(title=trajectory.trajectory_id, stage=STAGE, reason="llm_error",
-                                         detail=str(assessment)[:300]))
+                                         detail=scrub(str(assessment))[:300]))
             continue
         if isinstance(assessment, BaseException):
             raise assessment

@@ -29,6 +29,7 @@ from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
 from pipeline.io import atomic_write_text, stable_hash
+from pipeline.secrets import scrub
 from schemas.config import LLMRole
 
 log = logging.getLogger(__name__)
@@ -195,7 +196,8 @@ class LLMClient:
                     wait = self.role.backoff_s * (2**attempt) * (0.5 + random.random() / 2)
                 log.info("%s: retry %d after %s (%.2fs)", self.name, attempt + 1, type(last_error).__name__, wait)
                 await asyncio.sleep(wait)
-        raise LLMError(f"{self.name}: gave up after {self.role.max_retries + 1} attempts: {last_error}")
+        failure = f"{self.name}: gave up after {self.role.max_retries + 1} attempts: {last_error}"
+        raise LLMError(scrub(failure, self._client.api_key))
 
     async def _send(self, request: dict[str, Any]) -> ChatResult:
         self.stats.requests += 1

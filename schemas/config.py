@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pipeline.secrets import register_secret_env
+
 
 class _Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -29,6 +31,13 @@ class LLMRole(_Config):
     max_retries: int = 5
     backoff_s: float = 1.0
     extra_body: dict = Field(default_factory=dict)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_is_a_secret(cls, name: str) -> str:
+        """Whatever variable a role names holds a secret: `pipeline.secrets.scrub` masks its value."""
+        register_secret_env(name)
+        return name
 
     @property
     def offline(self) -> bool:
