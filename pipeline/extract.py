@@ -9,7 +9,8 @@ Steps, each a plain function the Beam pipeline and `extract_records` (one proces
 3. `duplicate_winners`: a title seen twice keeps its latest revision; the others are `duplicate`.
 4. `extract_article`: one article -> Entity, Relations (infobox facts + lead `links_to`) and its Page,
    or a SkippedRecord (`oversized`, `timeout`, `parse_error`, `broken_markup`). Head entities are those
-   whose revision lies within `window_days` before `as_of` (default: the newest revision in the input).
+   whose revision lies within `window_days` before `as_of` (default: the newest plausible revision in the
+   input; see `AsOfChoice`).
 5. `attach_aliases`: redirect titles become the aliases of the entity they resolve to.
 
 Every input record ends as exactly one kept entity or one skipped row, so `pages_in == kept + skipped`
@@ -40,6 +41,8 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import os
+import re
 import signal
 import threading
 import time
@@ -79,6 +82,7 @@ STAGE = "extract"
 TABLES = {"entities": Entity, "relations": Relation, "skipped": SkippedRecord, "pages": Page}
 UNTYPED_ENTITY = "thing"
 _STATS_FILE = ".extract-stats.json"
+IMPLAUSIBLE_COUNT = "implausible_timestamps"  # revisions dated after the dump's date or the run
 
 
 # ------------------------------------------------------------------------------------ classification
@@ -337,21 +341,109 @@ class Extraction:
     pages: list[Page]
     as_of: dt.datetime | None
     pages_in: int
+    as_of_choice: AsOfChoice | None = None
 
     def counts(self) -> dict[str, int]:
-        return outcome_counts(self.pages_in, len(self.entities), [s.reason for s in self.skipped],
-                              [r.source for r in self.relations], sum(e.is_head for e in self.entities))
+        counts = outcome_counts(self.pages_in, len(self.entities), [s.reason for s in self.skipped],
+                                [r.source for r in self.relations], sum(e.is_head for e in self.entities))
+        if self.as_of_choice is not None and self.as_of_choice.implausible:
+            counts[IMPLAUSIBLE_COUNT] = self.as_of_choice.implausible
+        return counts
 
 
-def newest_timestamp(records: Iterable[Page | SkippedRecord]) -> dt.datetime | None:
-    stamps = [utc(r.timestamp) for r in records if isinstance(r, Page)]
-    return max(stamps) if stamps else None
+# ------------------------------------------------------------------------------------------- as-of
+
+DUMP_DATE_SLACK = dt.timedelta(days=7)  # a dump named for the day it started takes days to write
+_DUMP_DATE = re.compile(r"(?:^|[-_.])((?:19|20)\d{2})(\d{2})(\d{2})(?=[-_.])")
 
 
-def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConfig) -> Extraction:
+def dump_date(path: str | None) -> dt.date | None:
+    """The date in a Wikimedia dump's file name (`enwiki-20240601-pages-articles...`), when it has one."""
+    match = _DUMP_DATE.search(os.path.basename(path or ""))
+    if match is None:
+        return None
+    try:
+        return dt.date(*(int(part) for part in match.groups()))
+    except ValueError:
+        return None
+
+
+def timestamp_ceiling(config: ExtractConfig, now: dt.datetime | None = None) -> tuple[dt.datetime, str]:
+    """The latest plausible revision time and what set it: the dump's date (plus DUMP_DATE_SLACK) or now.
+    A revision dated later (year 9999, a clock in the future) would otherwise become the default as-of."""
+    now = utc(now or dt.datetime.now(dt.UTC))
+    day = dump_date(config.dump)
+    if day is not None:
+        dated = dt.datetime.combine(day, dt.time(), dt.UTC) + DUMP_DATE_SLACK
+        if dated < now:
+            return dated, f"the dump's date {day.isoformat()} + {DUMP_DATE_SLACK.days} days"
+    return now, "the time of the run"
+
+
+@dataclasses.dataclass(frozen=True)
+class AsOfChoice:
+    """The snapshot time of a run and why it was chosen; `implausible` counts revisions dated after the
+    ceiling, which are kept (never head entities) but never choose the as-of."""
+
+    as_of: dt.datetime | None
+    reason: str
+    implausible: int = 0
+
+    @classmethod
+    def choose(cls, given: dt.datetime | None, newest: dt.datetime | None, implausible: int,
+               ceiling: tuple[dt.datetime, str]) -> AsOfChoice:
+        ignored = (f"; {implausible} revision(s) dated after {ceiling[0].isoformat()} ({ceiling[1]}) ignored"
+                   if implausible else "")
+        if given is not None:
+            return cls(utc(given), "given by --as-of" + ignored, implausible)
+        if newest is None:
+            return cls(None, "no page with a plausible revision time" + ignored, implausible)
+        return cls(newest, "the newest plausible revision in the input" + ignored, implausible)
+
+
+class NewestPlausible(beam.CombineFn):
+    """(newest revision time not after the ceiling, count of revisions after it) over Page records."""
+
+    def __init__(self, ceiling: dt.datetime):
+        self.ceiling = ceiling
+
+    def create_accumulator(self):
+        return (None, 0)
+
+    def add_input(self, accumulator, record):
+        newest, implausible = accumulator
+        if not isinstance(record, Page):
+            return accumulator
+        stamp = utc(record.timestamp)
+        if stamp > self.ceiling:
+            return newest, implausible + 1
+        return (stamp if newest is None or stamp > newest else newest), implausible
+
+    def merge_accumulators(self, accumulators):
+        accumulators = list(accumulators)
+        stamps = [newest for newest, _ in accumulators if newest is not None]
+        return (max(stamps) if stamps else None), sum(n for _, n in accumulators)
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+def choose_as_of(records: Iterable[Page | SkippedRecord], config: ExtractConfig,
+                 now: dt.datetime | None = None) -> AsOfChoice:
+    ceiling = timestamp_ceiling(config, now)
+    combine = NewestPlausible(ceiling[0])
+    accumulator = combine.create_accumulator()
+    for record in records:
+        accumulator = combine.add_input(accumulator, record)
+    return AsOfChoice.choose(config.as_of, *accumulator, ceiling)
+
+
+def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConfig,
+                    now: dt.datetime | None = None) -> Extraction:
     """The stage on records in memory (tests, small inputs): the same steps the Beam pipeline runs."""
     records = list(records)
-    as_of = config.as_of or newest_timestamp(records)
+    choice = choose_as_of(records, config, now)
+    as_of = choice.as_of
     classified = [classify_record(r) for r in records]
     skipped = [c for c in classified if isinstance(c, SkippedRecord)]
     redirects = [c for c in classified if isinstance(c, Redirect)]
@@ -383,6 +475,7 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
         pages=sorted(pages, key=lambda p: p.title),
         as_of=as_of,
         pages_in=len(records),
+        as_of_choice=choice,
     )
 
 
@@ -424,26 +517,6 @@ class _Classify(beam.DoFn):
             yield beam.pvalue.TaggedOutput("redirects", outcome)
         else:
             yield outcome
-
-
-class _NewestTimestamp(beam.CombineFn):
-    """The newest revision timestamp in the input (None when there are no pages)."""
-
-    def create_accumulator(self):
-        return None
-
-    def add_input(self, newest, record):
-        if not isinstance(record, Page):
-            return newest
-        stamp = utc(record.timestamp)
-        return stamp if newest is None or stamp > newest else newest
-
-    def merge_accumulators(self, accumulators):
-        present = [a for a in accumulators if a is not None]
-        return max(present) if present else None
-
-    def extract_output(self, newest):
-        return newest
 
 
 class _CountAndBest(beam.CombineFn):
@@ -533,24 +606,28 @@ class WriteTable(beam.PTransform):
         )
 
 
-def _write_stats(pages_in: int, as_of, out_dir: str) -> None:
-    stats = {"pages_in": pages_in, "as_of": as_of.isoformat() if as_of else None}
+def _write_stats(pages_in: int, choice: AsOfChoice, out_dir: str) -> None:
+    stats = {"pages_in": pages_in, "as_of": choice.as_of.isoformat() if choice.as_of else None,
+             "as_of_reason": choice.reason, "implausible": choice.implausible}
     (Path(out_dir) / _STATS_FILE).write_text(json.dumps(stats))
 
 
 class ExtractGraph(beam.PTransform):
     """PCollection of Page | SkippedRecord -> the stage's tables written under `out_dir`."""
 
-    def __init__(self, config: ExtractConfig, out_dir: str | Path):
+    def __init__(self, config: ExtractConfig, out_dir: str | Path, now: dt.datetime | None = None):
         super().__init__()
         self.config, self.out_dir = config, str(out_dir)
+        self.ceiling = timestamp_ceiling(config, now)
 
     def expand(self, records):
-        config, out_dir = self.config, self.out_dir
-        if config.as_of is not None:
-            as_of = records.pipeline | "GivenAsOf" >> beam.Create([utc(config.as_of)])
-        else:
-            as_of = records | "NewestRevision" >> beam.CombineGlobally(_NewestTimestamp())
+        config, out_dir, ceiling = self.config, self.out_dir, self.ceiling
+        choice = (
+            records
+            | "NewestPlausibleRevision" >> beam.CombineGlobally(NewestPlausible(ceiling[0]))
+            | "ChooseAsOf" >> beam.Map(lambda found: AsOfChoice.choose(config.as_of, *found, ceiling))
+        )
+        as_of = choice | "AsOf" >> beam.Map(lambda chosen: chosen.as_of)
         classified = records | "Classify" >> beam.ParDo(_Classify()).with_outputs("skipped", "redirects",
                                                                                   main="articles")
         table = (
@@ -589,7 +666,7 @@ class ExtractGraph(beam.PTransform):
         extracted.pages | "WritePages" >> WriteTable(out_dir, "pages", shards)
         skipped | "WriteSkipped" >> WriteTable(out_dir, "skipped", shards)
         pages_in = records | "CountIn" >> beam.combiners.Count.Globally()
-        return pages_in | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(as_of), out_dir)
+        return pages_in | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice), out_dir)
 
 
 # ----------------------------------------------------------------------------------- stage entry point
@@ -646,8 +723,11 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities))
     if counts["pages_in"] != counts["kept"] + counts["skipped"]:
         raise RuntimeError(f"extract counts do not reconcile: {counts}")
+    if stats["implausible"]:
+        counts[IMPLAUSIBLE_COUNT] = stats["implausible"]
     as_of = dt.datetime.fromisoformat(stats["as_of"]) if stats["as_of"] else None
-    manifest = run.finish(counts, outputs, as_of=as_of, window_days=config.window_days)
+    manifest = run.finish(counts, outputs, as_of=as_of, as_of_reason=stats["as_of_reason"],
+                          window_days=config.window_days)
     stats_path.unlink()
     return manifest
 
@@ -673,7 +753,8 @@ def register(subparsers) -> None:
     add_source_arguments(parser)
     defaults = ExtractConfig()
     parser.add_argument("--out", default="out/graph", metavar="DIR", help="output folder (default: %(default)s)")
-    parser.add_argument("--as-of", type=parse_as_of, metavar="ISO", help="snapshot time (default: newest revision in the input)")
+    parser.add_argument("--as-of", type=parse_as_of, metavar="ISO", help="snapshot time (default: the newest revision in the input that is not dated after "
+                        "the dump's own date or the time of the run)")
     parser.add_argument("--window", type=int, default=defaults.window_days, dest="window_days", metavar="DAYS",
                         help="head entities: latest revision at most this many days before --as-of "
                         "(default: %(default)s)")
@@ -699,7 +780,8 @@ def _command(args, beam_args) -> int:
     counts = manifest.counts
     print(f"extract: {counts['pages_in']} pages in, {counts['kept']} entities ({counts['head_entities']} head), "
           f"{counts['relations']} relations, {counts['skipped']} skipped -> {args.out}")
+    print(f"  as-of {manifest.as_of.isoformat() if manifest.as_of else 'none'}: {manifest.as_of_reason}")
     for key, value in counts.items():
-        if key.startswith("skipped:"):
+        if key.startswith("skipped:") or key == IMPLAUSIBLE_COUNT:
             print(f"  {key:<28} {value}")
     return 0

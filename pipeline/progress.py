@@ -172,15 +172,19 @@ def summary_table(stage_dirs: dict[str, Path], reused: Iterable[str] = ()) -> Ta
         counts = sorted(manifest.counts.items(), key=lambda item: (item[0].startswith("skipped"), item[0]))
         if not counts:
             table.add_row(stage, status, _seconds(manifest), "", "", end_section=True)
-        for position, (name, value) in enumerate(counts):
+        rows = [(name, f"{value:,}") for name, value in counts]
+        if manifest.as_of_reason:  # which snapshot time the run used, and why (extract)
+            as_of = manifest.as_of.isoformat() if manifest.as_of else "none"
+            rows.append(("as-of", f"{as_of}: {manifest.as_of_reason}"))
+        for position, (name, value) in enumerate(rows):
             first = position == 0
             table.add_row(
                 stage if first else "",
                 status if first else "",
                 _seconds(manifest) if first else "",
                 name,
-                f"{value:,}",
-                end_section=position == len(counts) - 1,
+                value,
+                end_section=position == len(rows) - 1,
             )
     return table
 
