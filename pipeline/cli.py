@@ -58,27 +58,26 @@ def configure_logging(verbose: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Importing Beam warns on the root logger about optional GCP clients; only errors matter until the
-    # user's verbosity is known.
-    logging.basicConfig(level=logging.ERROR, force=True)
-    parser = build_parser()
-    args, beam_args = parser.parse_known_args(argv)
-    if "--debug" in beam_args:  # also accepted after the subcommand
-        beam_args = [a for a in beam_args if a != "--debug"]
-        args.debug = True
-    configure_logging(args.verbose)
+    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
+        # Importing Beam warns on the root logger about optional GCP clients; only errors matter until the
+        # user's verbosity is known.
+        logging.basicConfig(level=logging.ERROR, force=True)
+        parser = build_parser()
+        args, beam_args = parser.parse_known_args(argv)
+        beam_args = [a for a in beam_args if a != "--debug"]  # also accepted after the subcommand
+        configure_logging(args.verbose)
         return int(args.func(args, beam_args) or 0)
     except UserError as error:
         print(f"hopsmith: error: {scrub(str(error))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # also while Beam or the command modules are still importing
         print("hopsmith: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
     except Exception as error:  # noqa: BLE001 - the last resort: one scrubbed line instead of a raw traceback
-        if args.debug:
+        if debug:
             print(scrubbed_traceback(error), file=sys.stderr, end="")
-        hint = "" if args.debug else " (rerun with --debug for the traceback)"
+        hint = "" if debug else " (rerun with --debug for the traceback)"
         print(f"hopsmith: unexpected error: {one_line(error)}{hint}", file=sys.stderr)
         return 1
 

@@ -2,15 +2,13 @@
 
 The lock is an exclusive `flock` on `<folder>/.hopsmith.lock`, held by the process until the stage (or the
 run) finishes, and dropped by the kernel when the process dies, so a killed run leaves no stale lock. It is
-re-entrant within a process. Local paths only: an object store needs another mechanism, which belongs here.
+re-entrant within a process. The file stays empty, so two runs leave identical folders. Local paths only: an object store needs another mechanism, which belongs here.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import fcntl
 import os
-import socket
 from pathlib import Path
 
 from pipeline.errors import UserError
@@ -32,14 +30,10 @@ def lock_folder(folder: str | os.PathLike) -> None:
     try:
         fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.pread(descriptor, 200, 0).decode("utf-8", "replace").strip() or "another process"
         os.close(descriptor)
         raise FolderBusy(
-            f"{folder} is in use by another hopsmith run ({holder}); wait until it ends, or use another --out"
+            f"{folder} is in use by another hopsmith run; wait until it ends, or use another output folder"
         ) from None
-    since = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    os.ftruncate(descriptor, 0)
-    os.pwrite(descriptor, f"pid {os.getpid()} on {socket.gethostname()} since {since}\n".encode(), 0)
     _held[folder] = descriptor
 
 
