@@ -6,7 +6,8 @@ Steps, each a plain function the Beam pipeline and `extract_records` (one proces
    the source, `non_article` namespaces, `disambiguation` pages).
 2. `resolve_redirects`: the redirect map with chains followed to their end; pages in a cycle are skipped
    as `redirect_cycle`, the others as `redirect` (they live on as aliases of their target).
-3. `duplicate_winners`: a title seen twice keeps its latest revision; the others are `duplicate`.
+3. `pick_duplicate`: a title seen twice keeps its latest revision (of exact copies, one); the others are
+   `duplicate`. Only titles seen more than once are grouped, so the shuffle holds only their pages.
 4. `extract_article`: one article -> Entity, Relations (infobox facts + lead `links_to`) and its Page,
    or a SkippedRecord (`oversized`, `timeout`, `parse_error`, `broken_markup`). Head entities are those
    whose revision lies within `window_days` before `as_of` (default: the newest plausible revision in the
@@ -19,7 +20,7 @@ holds and is checked before the manifest is written.
 Speed: a full mwparserfromhell parse runs at ~2 MB/s. Here only the infobox spans, found by brace matching
 on the raw text (`pipeline.wikitext.infobox_spans`), are parsed; the lead is read with regexes.
 
-Scale: the resolved redirect map and the duplicate-title winners are side inputs (memory grows with the
+Scale: the resolved redirect map and the set of duplicated titles are side inputs (memory grows with the
 number of redirects, ~10M for enwiki); `as_of` is a global combine. Each table is written as
 `part-NNNNN-of-NNNNN.parquet` shards keyed by a hash of the title and sorted inside, so the files are the
 same bytes whatever the runner or worker count. The stage is resumable as a whole: a rerun with the same
@@ -28,17 +29,23 @@ inputs and config is skipped, an interrupted one runs again and overwrites the s
 Time limit per page: mwparserfromhell's C tokenizer holds the GIL, so no thread can interrupt it and an
 alarm only fires between Python bytecodes. The guard is therefore layered: (1) the size cap and the
 brace/bracket balance check keep pathological input (the usual cause of parser blow-ups) away from the
-tokenizer, and spans are parsed one at a time; (2) in the main thread a SIGALRM timer interrupts Python-
-level work (tree walks, the pure-Python parts of the parser); (3) in worker threads, where signals cannot
-be used, a deadline is checked between spans and infoboxes. A page over its time becomes `timeout`.
+tokenizer, and spans are parsed one at a time; (2) Python-level work (tree walks, the pure-Python parts
+of the parser, fact extraction) is interrupted when the time is up: in the main thread by a SIGALRM
+timer, in any other thread (Beam's worker threads with `--direct_num_workers 2`, in every running mode)
+by one watchdog thread per process that raises the timeout in the late thread between two bytecodes, as
+the alarm does; (3) a deadline is also checked between spans and infoboxes. A page over its time becomes
+`timeout`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import dataclasses
 import datetime as dt
+import functools
+import itertools
 import json
 import logging
 import os
@@ -50,13 +57,15 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import apache_beam as beam
 from mwparserfromhell.parser import ParserError
 
+from graph.ontology import load_ontology
 from pipeline.beam import pipeline_options
-from pipeline.errors import UserError
-from pipeline.infobox import Fact, parse_infoboxes
+from pipeline.errors import StageIncomplete, UserError
+from pipeline.infobox import Fact, Infobox, parse_infoboxes
 from pipeline.io import read_table, shard_files, write_records
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
 from pipeline.stage import begin_stage
@@ -64,7 +73,6 @@ from pipeline.wikitext import (
     BrokenMarkup,
     TooDeep,
     infobox_spans,
-    infobox_type,
     is_disambiguation,
     is_list_page,
     lead_sentences,
@@ -81,6 +89,9 @@ log = logging.getLogger(__name__)
 STAGE = "extract"
 TABLES = {"entities": Entity, "relations": Relation, "skipped": SkippedRecord, "pages": Page}
 UNTYPED_ENTITY = "thing"
+MAX_TITLE_CHARS = 255  # MediaWiki's limit: a longer value names no page
+LIST_CLASS = "List"
+_CATEGORY = re.compile(r"\[\[\s*[Cc]ategory\s*:\s*([^\]|\n]+)")
 _STATS_FILE = ".extract-stats.json"
 IMPLAUSIBLE_COUNT = "implausible_timestamps"  # revisions dated after the dump's date or the run
 
@@ -162,15 +173,22 @@ def revision_rank(page: Page) -> tuple:
     return (utc(page.timestamp), page.revision_id, page.page_id)
 
 
-def duplicate_winners(articles: Iterable[Page]) -> dict[str, tuple]:
-    """For titles that occur more than once: the rank of the revision to keep (the latest)."""
-    best: dict[str, tuple] = {}
-    seen: Counter[str] = Counter()
-    for page in articles:
-        title = normalize_title(page.title)
-        seen[title] += 1
-        best[title] = max(best.get(title, revision_rank(page)), revision_rank(page))
-    return {title: rank for title, rank in best.items() if seen[title] > 1}
+def duplicate_titles(articles: Iterable[Page]) -> set[str]:
+    """Titles that occur more than once."""
+    seen: Counter[str] = Counter(normalize_title(page.title) for page in articles)
+    return {title for title, count in seen.items() if count > 1}
+
+
+def pick_duplicate(pages: Iterable[Page]) -> tuple[Page, list[SkippedRecord]]:
+    """Of pages sharing a title: the latest revision, and a `duplicate` skip for each other one. Exact
+    copies of one revision tie; the first by content is kept, so every runner keeps the same one."""
+    ordered = sorted(pages, key=lambda p: (revision_rank(p), p.model_dump_json()), reverse=True)
+    kept, rank = ordered[0], revision_rank(ordered[0])
+    title = normalize_title(kept.title)
+    skipped = [_skip(page, "duplicate", f"an exact copy of the kept revision of {title!r}"
+                     if revision_rank(page) == rank else f"a later revision of {title!r} is kept")
+               for page in ordered[1:]]
+    return kept, skipped
 
 
 # ---------------------------------------------------------------------------------------- page guard
@@ -179,8 +197,73 @@ class PageTimeout(Exception):
     pass
 
 
+def _set_async_exception(thread_id: int, exception: type[BaseException] | None) -> None:
+    """Raise `exception` in another thread at its next bytecode (None clears a pending one)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exception) if exception is not None else None)
+
+
+class _ThreadWatchdog:
+    """One daemon thread per process that interrupts threads whose page deadline passed (threads cannot
+    receive SIGALRM). `arm` registers the calling thread; `disarm` removes it and clears an exception that
+    fired but was not yet raised, so it can never escape the page it was meant for. Until disarmed, a late
+    thread is interrupted again every _REFIRE_S seconds."""
+
+    def __init__(self):
+        self._wake = threading.Condition()
+        self._armed: dict[int, tuple[float, int, type[PageTimeout]]] = {}
+        self._tokens = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._sleeps_until = float("inf")  # when the watchdog wakes next: a later deadline need not wake it
+        self._fired: set[int] = set()
+
+    def arm(self, expires: float, exception: type[PageTimeout]) -> int:
+        with self._wake:
+            token = next(self._tokens)
+            self._armed[token] = (expires, threading.get_ident(), exception)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="hopsmith-page-watchdog", daemon=True)
+                self._thread.start()
+            if expires < self._sleeps_until:
+                self._wake.notify()
+            return token
+
+    def disarm(self, token: int) -> None:
+        with self._wake:  # under the lock, so the watchdog cannot fire again between these lines
+            self._armed.pop(token, None)
+            if token in self._fired:
+                self._fired.discard(token)
+                _set_async_exception(threading.get_ident(), None)
+
+    def _run(self) -> None:
+        with self._wake:
+            while True:
+                now = time.monotonic()
+                for token in [t for t, (expires, _, _) in self._armed.items() if expires <= now]:
+                    _, thread_id, exception = self._armed[token]
+                    _set_async_exception(thread_id, exception)
+                    # Raised again until disarmed: one raised inside a weakref callback or __del__ is
+                    # printed and swallowed by the interpreter instead of ending the page.
+                    self._armed[token] = (now + _REFIRE_S, thread_id, exception)
+                    self._fired.add(token)
+                upcoming = min((expires for expires, _, _ in self._armed.values()), default=None)
+                self._sleeps_until = float("inf") if upcoming is None else upcoming
+                self._wake.wait(None if upcoming is None else max(upcoming - now, 1e-3))
+
+
+_WATCHDOG = _ThreadWatchdog()
+_REFIRE_S = 0.05
+
+
+@functools.cache
+def _watchdog_timeout(seconds: float) -> type[PageTimeout]:
+    """The exception the watchdog raises (raised by class, so its message is built in)."""
+    return type("PageTimeout", (PageTimeout,),
+                {"__init__": lambda self: PageTimeout.__init__(self, f"over {seconds:g}s (watchdog)")})
+
+
 class Deadline:
-    """A page's time budget: SIGALRM in the main thread, cooperative checks everywhere."""
+    """A page's time budget: SIGALRM in the main thread, the watchdog in others, cooperative checks everywhere."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -192,10 +275,15 @@ class Deadline:
 
     @contextlib.contextmanager
     def alarm(self) -> Iterator[None]:
-        """SIGALRM after `seconds` (main thread only). An interval timer already running (a test runner's
-        own timeout) keeps its deadline: it is re-armed with its remaining time afterwards."""
+        """Interrupt the block when the time is up: SIGALRM in the main thread, the watchdog elsewhere.
+        An interval timer already running (a test runner's own timeout) keeps its deadline: it is re-armed
+        with its remaining time afterwards."""
         if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-            yield
+            token = _WATCHDOG.arm(self.expires, _watchdog_timeout(self.seconds))
+            try:
+                yield
+            finally:
+                _WATCHDOG.disarm(token)
             return
         outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL)
         outer_first = 0 < outer_left < self.seconds
@@ -225,6 +313,7 @@ class ArticleResult:
     entity: Entity
     relations: list[Relation]
     page: Page
+    excluded: Counter = dataclasses.field(default_factory=Counter)  # plumbing left out, by reason
 
 
 def is_head(timestamp: dt.datetime, as_of: dt.datetime | None, window_days: int) -> bool:
@@ -293,9 +382,12 @@ def _read_article(
             relations.append(Relation(head=title, relation="links_to", tail=tail, value_type="entity",
                                       source="link", evidence=sentence.text, provenance=Provenance(**provenance)))
     first_box = boxes[0].name if boxes else None
+    excluded: Counter = Counter()
+    for box in boxes:
+        excluded.update(box.excluded)
     entity = Entity(
         title=title,
-        type=infobox_type(first_box) if first_box else UNTYPED_ENTITY,
+        type=entity_class(title, boxes, sentences[0].text if sentences else "", text),
         description=sentences[0].text if sentences else "",
         last_modified=page.timestamp,
         is_head=is_head(page.timestamp, as_of, config.window_days),
@@ -305,13 +397,27 @@ def _read_article(
         is_list=is_list_page(title),
     )
     kept_page = page if page.title == title else page.model_copy(update={"title": title})
-    return ArticleResult(entity, relations, kept_page)
+    return ArticleResult(entity, relations, kept_page, excluded)
+
+
+def entity_class(title: str, boxes: list[Infobox], lead: str, text: str) -> str:
+    """The page's ontology class: its first mapped infobox's, `List` for a list page, else the lead sentence's
+    "X is a ..." noun, else a category's words (the overlay's tables), else `thing` (untyped)."""
+    for box in boxes:
+        if box.cls:
+            return box.cls
+    if is_list_page(title):
+        return LIST_CLASS
+    ontology = load_ontology()
+    return (ontology.type_from_lead(lead) or ontology.type_from_categories(_CATEGORY.findall(text))
+            or UNTYPED_ENTITY)
 
 
 def _relation(head: str, fact: Fact, resolve: Callable[[str], str], provenance: dict) -> Relation:
     return Relation(
         head=head,
-        relation=fact.relation,
+        relation=fact.property or fact.relation,
+        mapped=fact.property is not None,
         group_index=fact.group_index,
         tail=resolve(fact.tail) if fact.tail else None,
         value=fact.value,
@@ -322,6 +428,25 @@ def _relation(head: str, fact: Fact, resolve: Callable[[str], str], provenance: 
         source="infobox",
         provenance=Provenance(**provenance, infobox=fact.infobox, parameter=fact.parameter),
     )
+
+
+def named_value_key(relation: Relation) -> str | None:
+    """The title a plain-text infobox value would name ("country = Angola"), or None when it cannot."""
+    value = relation.value
+    if relation.source != "infobox" or relation.value_type != "string" or not value:
+        return None
+    if len(value) > MAX_TITLE_CHARS or any(char in value for char in "#<>[]{}|"):
+        return None
+    if relation.mapped and load_ontology().range_mismatch(relation.relation, "entity"):
+        return None  # a date, number or measure that happens to spell a page title stays a value
+    return normalize_title(value) or None
+
+
+def name_value(relation: Relation, target: str | None) -> Relation:
+    """A plain-text value that exactly names a page (or a redirect to one) becomes an edge to that page."""
+    if target is None or target == relation.head:
+        return relation
+    return relation.model_copy(update={"tail": target, "value": None, "value_type": "entity"})
 
 
 def attach_aliases(entity: Entity, aliases: Iterable[str]) -> Entity:
@@ -342,10 +467,12 @@ class Extraction:
     as_of: dt.datetime | None
     pages_in: int
     as_of_choice: AsOfChoice | None = None
+    excluded: Counter = dataclasses.field(default_factory=Counter)
 
     def counts(self) -> dict[str, int]:
         counts = outcome_counts(self.pages_in, len(self.entities), [s.reason for s in self.skipped],
-                                [r.source for r in self.relations], sum(e.is_head for e in self.entities))
+                                [r.source for r in self.relations], sum(e.is_head for e in self.entities),
+                                self.excluded)
         if self.as_of_choice is not None and self.as_of_choice.implausible:
             counts[IMPLAUSIBLE_COUNT] = self.as_of_choice.implausible
         return counts
@@ -450,16 +577,23 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
     articles = [c for c in classified if isinstance(c, Page)]
     table = resolve_redirects({r.title: r.target for r in redirects})
     skipped += [redirect_outcome(r, table) for r in redirects]
-    winners = duplicate_winners(articles)
+    contested = duplicate_titles(articles)
+    groups: dict[str, list[Page]] = {}
+    for page in articles:
+        if normalize_title(page.title) in contested:
+            groups.setdefault(normalize_title(page.title), []).append(page)
+    kept_pages = [page for page in articles if normalize_title(page.title) not in contested]
+    for group in groups.values():
+        winner, duplicates = pick_duplicate(group)
+        kept_pages.append(winner)
+        skipped += duplicates
     aliases: dict[str, list[str]] = {}
     for redirect in redirects:
         if redirect.title not in table.cycles:
             aliases.setdefault(table.resolve(redirect.title), []).append(redirect.title)
     entities, relations, pages = [], [], []
-    for page in articles:
-        if (duplicate := duplicate_skip(page, winners)) is not None:
-            skipped.append(duplicate)
-            continue
+    excluded: Counter = Counter()
+    for page in kept_pages:
         result = extract_article(page, table.resolve, as_of, config)
         if isinstance(result, SkippedRecord):
             skipped.append(result)
@@ -467,6 +601,10 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
         entities.append(attach_aliases(result.entity, aliases.get(result.entity.title, ())))
         relations.extend(result.relations)
         pages.append(result.page)
+        excluded.update(result.excluded)
+    names = {entity.title: entity.title for entity in entities}
+    names.update((alias, target) for target, titles in aliases.items() for alias in titles)
+    relations = [name_value(r, names.get(named_value_key(r) or "")) for r in relations]
     order = sorted(range(len(relations)), key=lambda i: relation_sort_key(relations[i], i))
     return Extraction(
         entities=sorted(entities, key=lambda e: e.title),
@@ -476,14 +614,8 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
         as_of=as_of,
         pages_in=len(records),
         as_of_choice=choice,
+        excluded=excluded,
     )
-
-
-def duplicate_skip(page: Page, winners: dict[str, tuple]) -> SkippedRecord | None:
-    title = normalize_title(page.title)
-    if title in winners and revision_rank(page) != tuple(winners[title]):
-        return _skip(page, "duplicate", f"a later revision of {title!r} is kept")
-    return None
 
 
 def relation_sort_key(relation: Relation, ordinal: int) -> tuple:
@@ -495,14 +627,16 @@ def skipped_sort_key(record: SkippedRecord) -> tuple:
 
 
 def outcome_counts(pages_in: int, kept: int, skip_reasons: Iterable[str], relation_sources: Iterable[str],
-                   heads: int) -> dict[str, int]:
-    """Counts by outcome: `pages_in == kept + skipped`, `skipped == sum(skipped:<reason>)`."""
+                   heads: int, excluded: dict[str, int] | None = None) -> dict[str, int]:
+    """Counts by outcome: `pages_in == kept + skipped`, `skipped == sum(skipped:<reason>)`, and the infobox
+    values left out as plumbing by reason (`excluded:image_size`, ...)."""
     reasons = Counter(skip_reasons)
     sources = Counter(relation_sources)
     counts = {"pages_in": pages_in, "kept": kept, "skipped": sum(reasons.values()), "head_entities": heads,
               "relations": sum(sources.values())}
     counts.update({f"skipped:{reason}": n for reason, n in reasons.items()})
     counts.update({f"relations:{source}": n for source, n in sources.items()})
+    counts.update({f"excluded:{reason}": n for reason, n in sorted((excluded or {}).items())})
     return counts
 
 
@@ -519,33 +653,44 @@ class _Classify(beam.DoFn):
             yield outcome
 
 
-class _CountAndBest(beam.CombineFn):
-    def create_accumulator(self):
-        return (0, None)
+class _SetAsideDuplicates(beam.DoFn):
+    """Pages whose title occurs more than once go to `contested` (keyed by title) to be decided together."""
 
-    def add_input(self, accumulator, rank):
-        count, best = accumulator
-        return count + 1, rank if best is None or rank > best else best
+    def process(self, page: Page, contested: dict):
+        title = normalize_title(page.title)
+        if title in contested:
+            yield beam.pvalue.TaggedOutput("contested", (title, page))
+        else:
+            yield page
 
-    def merge_accumulators(self, accumulators):
-        count, best = 0, None
-        for c, b in accumulators:
-            count += c
-            if b is not None and (best is None or b > best):
-                best = b
-        return count, best
 
-    def extract_output(self, accumulator):
-        return accumulator
+def _decide_duplicates(keyed):
+    _, pages = keyed
+    winner, duplicates = pick_duplicate(pages)
+    yield winner
+    for duplicate in duplicates:
+        yield beam.pvalue.TaggedOutput("skipped", duplicate)
+
+
+class _Outputs(NamedTuple):
+    """The tagged outputs of extraction, each the union over unique and deduplicated articles."""
+
+    entities: beam.PCollection
+    skipped: beam.PCollection
+    pages: beam.PCollection
+    relations: beam.PCollection
+    excluded: beam.PCollection
 
 
 class _ExtractArticles(beam.DoFn):
     def __init__(self, config: ExtractConfig):
         self.config = config
 
-    def process(self, page: Page, table: RedirectTable, as_of, winners: dict):
-        duplicate = duplicate_skip(page, winners)
-        result = duplicate or extract_article(page, table.resolve, as_of, self.config)
+    def setup(self):
+        load_ontology()  # once per worker, before any page's time limit starts
+
+    def process(self, page: Page, table: RedirectTable, as_of):
+        result = extract_article(page, table.resolve, as_of, self.config)
         if isinstance(result, SkippedRecord):
             beam.metrics.Metrics.counter("hopsmith.extract", f"skipped.{result.reason}").inc()
             yield beam.pvalue.TaggedOutput("skipped", result)
@@ -553,6 +698,8 @@ class _ExtractArticles(beam.DoFn):
         beam.metrics.Metrics.counter("hopsmith.extract", "kept").inc()
         yield (result.entity.title, result.entity)
         yield beam.pvalue.TaggedOutput("pages", (result.page.title, result.page))
+        if result.excluded:
+            yield beam.pvalue.TaggedOutput("excluded", dict(result.excluded))
         for ordinal, relation in enumerate(result.relations):
             yield beam.pvalue.TaggedOutput("relations", (relation_sort_key(relation, ordinal), relation))
 
@@ -606,9 +753,67 @@ class WriteTable(beam.PTransform):
         )
 
 
-def _write_stats(pages_in: int, choice: AsOfChoice, out_dir: str) -> None:
+class _SumCounts(beam.CombineFn):
+    """Per-page counters (plumbing left out, by reason) summed over the run."""
+
+    def create_accumulator(self):
+        return Counter()
+
+    def add_input(self, total, counts):
+        total.update(counts)
+        return total
+
+    def merge_accumulators(self, accumulators):
+        merged = Counter()
+        for accumulator in accumulators:
+            merged.update(accumulator)
+        return merged
+
+    def extract_output(self, total):
+        return dict(total)
+
+
+class _SplitNamedValues(beam.DoFn):
+    """(sort key, relation) pairs: plain-text values that could name a page go out keyed by that title."""
+
+    def process(self, keyed):
+        key = named_value_key(keyed[1])
+        if key is None:
+            yield keyed
+        else:
+            yield beam.pvalue.TaggedOutput("named", (key, keyed))
+
+
+def _named_values(joined):
+    _, grouped = joined
+    targets = sorted(set(grouped["target"]))
+    for sort_key, relation in grouped["value"]:
+        yield sort_key, name_value(relation, targets[0] if targets else None)
+
+
+class NamedValuesToEdges(beam.PTransform):
+    """{"relations", "entities", "aliases"} -> relations whose plain-text value names a page or a redirect
+    turned into entity edges: a keyed join by title with the kept entities and the redirects (no side input
+    that grows with the wiki)."""
+
+    def expand(self, inputs):
+        split = inputs["relations"] | "Find" >> beam.ParDo(_SplitNamedValues()).with_outputs("named", main="plain")
+        titles = (
+            (inputs["entities"] | "PageNames" >> beam.Map(lambda pair: (pair[0], pair[0])),
+             inputs["aliases"] | "RedirectNames" >> beam.Map(lambda pair: (pair[1], pair[0])))
+            | "Names" >> beam.Flatten()
+        )
+        named = (
+            {"target": titles, "value": split.named}
+            | "Join" >> beam.CoGroupByKey()
+            | "Name" >> beam.FlatMap(_named_values)
+        )
+        return (split.plain, named) | "AllRelations" >> beam.Flatten()
+
+
+def _write_stats(pages_in: int, choice: AsOfChoice, excluded: dict, out_dir: str) -> None:
     stats = {"pages_in": pages_in, "as_of": choice.as_of.isoformat() if choice.as_of else None,
-             "as_of_reason": choice.reason, "implausible": choice.implausible}
+             "as_of_reason": choice.reason, "implausible": choice.implausible, "excluded": excluded}
     (Path(out_dir) / _STATS_FILE).write_text(json.dumps(stats))
 
 
@@ -637,16 +842,27 @@ class ExtractGraph(beam.PTransform):
             | "ResolveChains" >> beam.Map(resolve_redirects)
         )
         table_side = beam.pvalue.AsSingleton(table)
-        winners = (
+        contested = (
             classified.articles
-            | "RankByTitle" >> beam.Map(lambda p: (normalize_title(p.title), revision_rank(p)))
-            | "CountAndBest" >> beam.CombinePerKey(_CountAndBest())
-            | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1][0] > 1)
-            | "Winner" >> beam.Map(lambda kv: (kv[0], kv[1][1]))
+            | "TitleOnce" >> beam.Map(lambda p: (normalize_title(p.title), 1))
+            | "CountTitles" >> beam.CombinePerKey(sum)
+            | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1] > 1)
         )
-        extracted = classified.articles | "Extract" >> beam.ParDo(
-            _ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of), beam.pvalue.AsDict(winners)
-        ).with_outputs("skipped", "pages", "relations", main="entities")
+        split = classified.articles | "SetAsideDuplicates" >> beam.ParDo(
+            _SetAsideDuplicates(), beam.pvalue.AsDict(contested)).with_outputs("contested", main="unique")
+        decided = (
+            split.contested
+            | "GroupDuplicates" >> beam.GroupByKey()
+            | "DecideDuplicates" >> beam.FlatMap(_decide_duplicates).with_outputs("skipped", main="kept")
+        )
+        extract_args = (_ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of))
+        outputs = ("skipped", "pages", "relations", "excluded")
+        unique = split.unique | "Extract" >> beam.ParDo(*extract_args).with_outputs(*outputs, main="entities")
+        winners = decided.kept | "ExtractWinners" >> beam.ParDo(*extract_args).with_outputs(*outputs, main="entities")
+        extracted = _Outputs(*(
+            (unique[tag], winners[tag]) | f"Extracted{tag.title()}" >> beam.Flatten()
+            for tag in ("entities", *outputs)
+        ))
         redirected = classified.redirects | "Redirects" >> beam.ParDo(_RedirectOutcomes(), table_side).with_outputs(
             "skipped", main="aliases"
         )
@@ -656,17 +872,21 @@ class ExtractGraph(beam.PTransform):
             | "Aliases" >> beam.FlatMap(_with_aliases)
         )
         skipped = (
-            (classified.skipped, extracted.skipped, redirected.skipped)
+            (classified.skipped, decided.skipped, extracted.skipped, redirected.skipped)
             | "AllSkipped" >> beam.Flatten()
             | "SkipKey" >> beam.Map(lambda s: (skipped_sort_key(s), s))
         )
         shards = config.output_shards
         entities | "WriteEntities" >> WriteTable(out_dir, "entities", shards)
-        extracted.relations | "WriteRelations" >> WriteTable(out_dir, "relations", shards)
+        relations = ({"relations": extracted.relations, "entities": extracted.entities,
+                      "aliases": redirected.aliases} | "NamedValues" >> NamedValuesToEdges())
+        relations | "WriteRelations" >> WriteTable(out_dir, "relations", shards)
         extracted.pages | "WritePages" >> WriteTable(out_dir, "pages", shards)
         skipped | "WriteSkipped" >> WriteTable(out_dir, "skipped", shards)
         pages_in = records | "CountIn" >> beam.combiners.Count.Globally()
-        return pages_in | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice), out_dir)
+        excluded = extracted.excluded | "SumExcluded" >> beam.CombineGlobally(_SumCounts())
+        return pages_in | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice),
+                                              beam.pvalue.AsSingleton(excluded), out_dir)
 
 
 # ----------------------------------------------------------------------------------- stage entry point
@@ -720,9 +940,12 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     entities = read_table(Entity, out_dir / "entities").select(["is_head"]).column("is_head").to_pylist()
     reasons = read_table(SkippedRecord, out_dir / "skipped").column("reason").to_pylist()
     sources = read_table(Relation, out_dir / "relations").column("source").to_pylist()
-    counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities))
+    counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities), stats["excluded"])
     if counts["pages_in"] != counts["kept"] + counts["skipped"]:
         raise RuntimeError(f"extract counts do not reconcile: {counts}")
+    if unavailable := counts.get("skipped:api_unavailable", 0):  # transient: not finished work
+        raise StageIncomplete(f"extract: {unavailable} of {counts['pages_in']} titles could not be fetched (the API "
+                              "kept failing until its retries ran out); rerun the same command to fetch again")
     if stats["implausible"]:
         counts[IMPLAUSIBLE_COUNT] = stats["implausible"]
     as_of = dt.datetime.fromisoformat(stats["as_of"]) if stats["as_of"] else None
