@@ -5,9 +5,9 @@ Two sources, the larger wins:
 - relevant novelty: the share of the observation's content words never seen before in the question or an
   earlier observation, weighted by how much the observation is about the question (it names a path entity
   or a name from the question) and zero when the call went after something unrelated (a target never seen,
-  sharing nothing with the question). Full weight only when the call went after a name the question
-  writes (the page of a film it names; a path entity's own news is counted as evidence units); a look at
-  another page that merely mentions one, or a re-listing of a path page, earns too little to pass. Useful progress off the gold path passes; a detour to an unrelated page, a page with
+  sharing nothing with the question). Full weight only when the call went after a path entity or a name
+  the question writes (the page of a film it names); a look at another page that merely mentions one
+  earns too little to pass. Useful progress off the gold path passes; a detour to an unrelated page, a page with
   nothing new of the chain, or a turn that only repeats what was seen, does not.
 """
 
@@ -109,7 +109,7 @@ def information_gain(turn: Turn, knowledge: Knowledge) -> GainResult:
     novelty = len(topical_words(text, knowledge) - knowledge.tokens) / len(words) if words else 0.0
     target = call_target(turn)
     related = relevance(text, knowledge) if target is None or target_is_related(target, knowledge) else 0.0
-    anchored = target is None or mentions_any(normalize(target), named_spans(knowledge.question_text))
+    anchored = target is None or mentions_any(normalize(target), question_anchors(knowledge))
     off_path = (NOVELTY_WEIGHT if anchored else OFF_CHAIN_NOVELTY_WEIGHT) * novelty * related
     score = max(gold, off_path)
     if new_units:
