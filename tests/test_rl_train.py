@@ -182,6 +182,7 @@ def test_rerun_skips_and_a_run_killed_after_a_phase_resumes_to_the_same_weights(
     assert all(torch.equal(weights[name], finished[name]) for name in finished)
 
 
+@pytest.mark.timeout(600)  # longer offline-policy runs (exploring rollouts) make longer sequences; ~280 s on 2 busy cores
 def test_make_rl_on_make_dataset_shards_writes_a_checkpoint_that_reloads(small_dataset_run, tmp_path):
     """What `make rl` runs (the tiny-cpu preset, both modes) on the shards `hopsmith dataset` wrote."""
     out = tmp_path / "rl"
