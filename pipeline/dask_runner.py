@@ -103,8 +103,11 @@ class _BagVisitor(PipelineVisitor):
             self.tagged.add(node)
             return
         op = TRANSLATIONS.get(node.transform.__class__, NoOp)(node, bag_kwargs=self.bag_kwargs)
-        if isinstance(op, Flatten):
-            self.bags[node] = op.apply(input_bag=inputs)
+        if isinstance(op, Flatten):  # as many partitions as its largest input, not their sum: joins in a
+            # loop (redirect rounds) would otherwise double the partitions, and the shuffle's tasks, each round
+            flat = op.apply(input_bag=inputs)
+            widest = max((bag.npartitions for bag in inputs), default=1)
+            self.bags[node] = flat.repartition(widest) if flat.npartitions > widest else flat
         else:
             self.bags[node] = op.apply(input_bag=inputs[0] if inputs else None)
 

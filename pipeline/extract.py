@@ -40,6 +40,7 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import shutil
 import signal
 import threading
 import time
@@ -50,12 +51,14 @@ from pathlib import Path
 
 import apache_beam as beam
 from mwparserfromhell.parser import ParserError
+from pydantic import AwareDatetime
 
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.infobox import Fact, parse_infoboxes
-from pipeline.io import read_table, shard_files, write_records
+from pipeline.io import WorkUnits, read_records, read_table, shard_files, write_records
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
+from pipeline.sources.dump import DumpUnit, dump_work_units, read_dump_unit
 from pipeline.stage import begin_stage
 from pipeline.wikitext import (
     BrokenMarkup,
@@ -68,7 +71,7 @@ from pipeline.wikitext import (
     normalize_title,
     redirect_target,
 )
-from schemas.base import utc
+from schemas.base import Record, utc
 from schemas.config import BeamOptions, ExtractConfig
 from schemas.manifest import Manifest
 from schemas.wiki import Entity, Page, Provenance, Qualifier, Relation, SkippedRecord
@@ -267,27 +270,15 @@ def _read_article(
         deadline.check()
     provenance = {"page_id": page.page_id, "page_title": title, "revision_id": page.revision_id,
                   "timestamp": page.timestamp}
-    relations: list[Relation] = []
-    seen: set[tuple] = set()
-    for box in boxes:
-        for fact in box.facts:
-            relation = _relation(title, fact, resolve, provenance)
-            key = (relation.relation, relation.group_index, relation.tail, relation.value, relation.unit,
-                   tuple((q.key, q.value) for q in relation.qualifiers))
-            if key not in seen:
-                seen.add(key)
-                relations.append(relation)
+    relations = [_relation(title, fact, resolve, provenance) for box in boxes for fact in box.facts]
     deadline.check()
     sentences = lead_sentences(text)
-    linked: set[str] = set()
     for sentence in sentences:
         for link in sentence.links:
-            tail = resolve(link.target)
-            if tail == title or tail in linked:
-                continue
-            linked.add(tail)
-            relations.append(Relation(head=title, relation="links_to", tail=tail, value_type="entity",
-                                      source="link", evidence=sentence.text, provenance=Provenance(**provenance)))
+            relations.append(Relation(head=title, relation="links_to", tail=resolve(link.target),
+                                      value_type="entity", source="link", evidence=sentence.text,
+                                      provenance=Provenance(**provenance)))
+    relations = distinct_relations(title, relations)
     first_box = boxes[0].name if boxes else None
     entity = Entity(
         title=title,
@@ -302,6 +293,26 @@ def _read_article(
     )
     kept_page = page if page.title == title else page.model_copy(update={"title": title})
     return ArticleResult(entity, relations, kept_page)
+
+
+def distinct_relations(title: str, relations: Iterable[Relation]) -> list[Relation]:
+    """A page's relations in order, without repeats: an infobox fact stated twice is kept once, a lead
+    link once per target and never to the page itself. Keeping the first of each kind is stable under
+    redirect resolution, so the join-based pipeline applies it again after resolving the tails."""
+    kept: list[Relation] = []
+    seen: set[tuple] = set()
+    for relation in relations:
+        if relation.source == "link":
+            if relation.tail == title:
+                continue
+            key = ("link", relation.tail)
+        else:
+            key = (relation.relation, relation.group_index, relation.tail, relation.value, relation.unit,
+                   tuple((q.key, q.value) for q in relation.qualifiers))
+        if key not in seen:
+            seen.add(key)
+            kept.append(relation)
+    return kept
 
 
 def _relation(head: str, fact: Fact, resolve: Callable[[str], str], provenance: dict) -> Relation:
@@ -413,37 +424,240 @@ def outcome_counts(pages_in: int, kept: int, skip_reasons: Iterable[str], relati
     return counts
 
 
-# -------------------------------------------------------------------------------------------- Beam
+# -------------------------------------------------------------------------------- work units (phase 1)
+#
+# Beam runs the stage in two phases. Phase 1 reads each work unit (a multistream byte range; the API's
+# pages in hash buckets), classifies its records and extracts every article with its link targets as
+# written, and stores the unit's rows as parts (`parts/<table>/<unit>.parquet`). A unit whose parts all
+# exist is finished: a rerun after a kill reads and parses only the units that are not. Phase 2 joins
+# the parts: duplicates, redirect chains (a keyed join, not a side input), link targets, aliases and
+# the recency window, and writes the shards. Phase 2 is the same whichever units were reused.
 
-class _Classify(beam.DoFn):
-    def process(self, record):
+
+class ArticleRow(Record):
+    """Phase 1's row for every article page: the revision rank that decides duplicates (over all
+    articles, parsed or not) and, when extraction skipped the page, why."""
+
+    title: str
+    page_title: str
+    page_id: int
+    revision_id: int
+    timestamp: AwareDatetime
+    skip_reason: str | None = None
+    skip_detail: str = ""
+
+
+class RedirectRow(Record):
+    title: str
+    target: str
+    page_id: int
+
+
+class UnitStats(Record):
+    unit: str
+    pages_in: int
+    newest: AwareDatetime | None = None
+
+
+UNIT_TABLES = {"entities": Entity, "relations": Relation, "pages": Page, "skipped": SkippedRecord,
+               "articles": ArticleRow, "redirects": RedirectRow, "stats": UnitStats}
+API_UNITS = 16  # hash buckets an API read is cut into
+
+
+def _as_written(title: str) -> str:
+    return title
+
+
+def extract_unit(unit_id: str, records: Iterable[Page | SkippedRecord], config: ExtractConfig) -> dict[str, list]:
+    """Phase 1 on one unit's records: every table of `UNIT_TABLES`; link targets stay as written and no
+    entity is a head yet (both need the whole input: phase 2)."""
+    rows: dict[str, list] = {table: [] for table in UNIT_TABLES}
+    pages_in, newest = 0, None
+    for record in records:
+        pages_in += 1
+        if isinstance(record, Page):
+            newest = max(newest, utc(record.timestamp)) if newest else utc(record.timestamp)
         outcome = classify_record(record)
         if isinstance(outcome, SkippedRecord):
-            yield beam.pvalue.TaggedOutput("skipped", outcome)
-        elif isinstance(outcome, Redirect):
-            yield beam.pvalue.TaggedOutput("redirects", outcome)
+            rows["skipped"].append(outcome)
+            continue
+        if isinstance(outcome, Redirect):
+            rows["redirects"].append(RedirectRow(title=outcome.title, target=outcome.target, page_id=outcome.page_id))
+            continue
+        article = ArticleRow(title=normalize_title(outcome.title), page_title=outcome.title, page_id=outcome.page_id,
+                             revision_id=outcome.revision_id, timestamp=outcome.timestamp)
+        result = extract_article(outcome, _as_written, None, config)
+        if isinstance(result, SkippedRecord):
+            article = article.model_copy(update={"skip_reason": result.reason, "skip_detail": result.detail})
         else:
-            yield outcome
+            rows["entities"].append(result.entity)
+            rows["relations"].extend(result.relations)
+            rows["pages"].append(result.page)
+        rows["articles"].append(article)
+    rows["stats"].append(UnitStats(unit=unit_id, pages_in=pages_in, newest=newest))
+    return rows
 
 
-class _NewestTimestamp(beam.CombineFn):
-    """The newest revision timestamp in the input (None when there are no pages)."""
+def dump_unit_id(unit: DumpUnit) -> str:
+    """A unit's name: its byte range of the dump (the dump itself is pinned by the stage key)."""
+    return f"bytes-{unit.start:015d}-{'end' if unit.end is None else f'{unit.end:015d}'}"
 
-    def create_accumulator(self):
-        return None
 
-    def add_input(self, newest, record):
-        if not isinstance(record, Page):
-            return newest
-        stamp = utc(record.timestamp)
-        return stamp if newest is None or stamp > newest else newest
+def _plan_dump_units(config: ExtractConfig) -> list[tuple[str, DumpUnit]]:
+    units = (dump_work_units(config.dump, config.index, config.streams_per_unit) if config.index
+             else [DumpUnit(config.dump)])
+    return [(dump_unit_id(unit), unit) for unit in units]
 
-    def merge_accumulators(self, accumulators):
-        present = [a for a in accumulators if a is not None]
-        return max(present) if present else None
 
-    def extract_output(self, newest):
-        return newest
+class _ExtractUnit(beam.DoFn):
+    """Phase 1 for one unit, unless its parts exist: yields (unit id, True when extracted in this run)."""
+
+    def __init__(self, config: ExtractConfig, out_dir: str):
+        self.config, self.out_dir = config, out_dir
+
+    def process(self, element):
+        unit_id, source = element
+        parts = WorkUnits(self.out_dir, UNIT_TABLES)
+        if parts.is_done(unit_id):
+            beam.metrics.Metrics.counter("hopsmith.extract", "units.reused").inc()
+            yield unit_id, False
+            return
+        records = read_dump_unit(DumpUnit(*source)) if isinstance(source, DumpUnit) else source
+        rows = extract_unit(unit_id, records, self.config)
+        parts.write(unit_id, {table: (model, rows[table]) for table, model in UNIT_TABLES.items()})
+        beam.metrics.Metrics.counter("hopsmith.extract", "units.extracted").inc()
+        yield unit_id, True
+
+
+class _ReadUnit(beam.DoFn):
+    """A finished unit's parts, table by table (relations with their order inside the page)."""
+
+    def __init__(self, out_dir: str):
+        self.out_dir = out_dir
+
+    def process(self, element):
+        unit_id, _ = element
+        parts = WorkUnits(self.out_dir, UNIT_TABLES)
+        for table, model in UNIT_TABLES.items():
+            records = read_records(model, parts.part_path(table, unit_id))
+            if table == "relations":
+                ordinals: Counter[tuple] = Counter()
+                for relation in records:
+                    page = (relation.head, relation.provenance.page_id, relation.provenance.revision_id)
+                    ordinals[page] += 1
+                    yield beam.pvalue.TaggedOutput(table, (ordinals[page], relation))
+            else:
+                yield from (beam.pvalue.TaggedOutput(table, record) for record in records)
+
+
+# ------------------------------------------------------------------------------- joins (phase 2)
+
+REDIRECT_ROUNDS = 6  # pointer doubling: chains of up to 2**(6-1) = 32 redirects resolve; longer ones count as cycles
+
+
+def _step_pointers(joined):
+    """One pointer-doubling round at title `p`: each redirect pointing at p moves on to p's own pointer,
+    or ends at p when p is not a redirect (a state is (pointer, done))."""
+    pointer, grouped = joined
+    own = list(grouped["state"])
+    for title in grouped["askers"]:
+        yield title, own[0] if own else (pointer, True)
+
+
+class ResolveRedirects(beam.PTransform):
+    """(redirect title, target) pairs -> (title, final target) for resolved chains, and the titles caught
+    in a cycle (tag "cycles"): `resolve_redirects` as a keyed join, whose memory grows with the largest
+    key group (the redirects pointing at one title), not with the wiki."""
+
+    def __init__(self, rounds: int = REDIRECT_ROUNDS):
+        super().__init__()
+        self.rounds = rounds
+
+    def expand(self, pairs):
+        state = pairs | "OneTargetPerTitle" >> beam.CombinePerKey(max) | "Start" >> beam.MapTuple(
+            lambda title, target: (title, (target, False)))
+        for round_ in range(self.rounds):
+            askers = state | f"Askers{round_}" >> beam.Filter(lambda kv: not kv[1][1]) | f"ByPointer{round_}" >> (
+                beam.MapTuple(lambda title, s: (s[0], title)))
+            done = state | f"Done{round_}" >> beam.Filter(lambda kv: kv[1][1])
+            stepped = {"askers": askers, "state": state} | f"Join{round_}" >> beam.CoGroupByKey() | (
+                f"Step{round_}" >> beam.FlatMap(_step_pointers))
+            state = (done, stepped) | f"Next{round_}" >> beam.Flatten()
+        return state | "Final" >> beam.ParDo(_SplitResolved()).with_outputs("cycles", main="resolved")
+
+
+class _SplitResolved(beam.DoFn):
+    def process(self, element):
+        title, (pointer, done) = element
+        yield (title, pointer) if done else beam.pvalue.TaggedOutput("cycles", title)
+
+
+def _redirect_outcomes(joined):
+    """A redirect page's skipped row, and its alias for the final target (none for a cycle)."""
+    title, grouped = joined
+    finals = list(grouped["final"])
+    for row in grouped["redirect"]:
+        if finals:
+            yield beam.pvalue.TaggedOutput("skipped", SkippedRecord(
+                title=title, stage=STAGE, reason="redirect", detail=f"-> {finals[0]}", page_id=row.page_id))
+            yield finals[0], title
+        else:
+            yield beam.pvalue.TaggedOutput("skipped", SkippedRecord(
+                title=title, stage=STAGE, reason="redirect_cycle", detail=f"-> {row.target}", page_id=row.page_id))
+
+
+def _resolve_tails(joined):
+    """Relations whose tail is this title, with the tail replaced by its final target when it redirects."""
+    _, grouped = joined
+    finals = list(grouped["final"])
+    for ordinal, relation in grouped["relations"]:
+        if finals:
+            relation = relation.model_copy(update={"tail": finals[0]})
+        yield relation.head, (ordinal, relation)
+
+
+def _page_relations(grouped):
+    """One page's resolved relations, in their original order, without repeats: (sort key, relation)."""
+    head, numbered = grouped
+    ordered = [relation for _, relation in sorted(numbered, key=lambda pair: pair[0])]
+    for ordinal, relation in enumerate(distinct_relations(head, ordered)):
+        yield relation_sort_key(relation, ordinal), relation
+
+
+def _is_loser(title: str, rank: tuple, winners: dict) -> bool:
+    return title in winners and rank != tuple(winners[title])
+
+
+def _entity_rank(entity: Entity) -> tuple:
+    return (utc(entity.last_modified), entity.revision_id, entity.page_id)
+
+
+def _relation_rank(relation: Relation) -> tuple:
+    return (utc(relation.provenance.timestamp), relation.provenance.revision_id, relation.provenance.page_id)
+
+
+def _article_rank(row: ArticleRow) -> tuple:
+    return (utc(row.timestamp), row.revision_id, row.page_id)
+
+
+def _article_outcome(row: ArticleRow, winners: dict):
+    """An article's skipped row: a duplicate's (whatever its own outcome), or the reason extraction gave."""
+    if _is_loser(row.title, _article_rank(row), winners):
+        yield SkippedRecord(title=row.page_title, stage=STAGE, reason="duplicate",
+                            detail=f"a later revision of {row.title!r} is kept", page_id=row.page_id)
+    elif row.skip_reason is not None:
+        yield SkippedRecord(title=row.page_title, stage=STAGE, reason=row.skip_reason, detail=row.skip_detail,
+                            page_id=row.page_id)
+
+
+def _headed(entity: Entity, as_of, window_days: int) -> tuple[str, Entity]:
+    return entity.title, entity.model_copy(update={"is_head": is_head(entity.last_modified, as_of, window_days)})
+
+
+def _with_aliases(joined):
+    _, grouped = joined
+    for entity in grouped["entity"]:
+        yield (entity.title, attach_aliases(entity, grouped["aliases"]))
 
 
 class _CountAndBest(beam.CombineFn):
@@ -466,35 +680,9 @@ class _CountAndBest(beam.CombineFn):
         return accumulator
 
 
-class _ExtractArticles(beam.DoFn):
-    def __init__(self, config: ExtractConfig):
-        self.config = config
-
-    def process(self, page: Page, table: RedirectTable, as_of, winners: dict):
-        duplicate = duplicate_skip(page, winners)
-        result = duplicate or extract_article(page, table.resolve, as_of, self.config)
-        if isinstance(result, SkippedRecord):
-            beam.metrics.Metrics.counter("hopsmith.extract", f"skipped.{result.reason}").inc()
-            yield beam.pvalue.TaggedOutput("skipped", result)
-            return
-        beam.metrics.Metrics.counter("hopsmith.extract", "kept").inc()
-        yield (result.entity.title, result.entity)
-        yield beam.pvalue.TaggedOutput("pages", (result.page.title, result.page))
-        for ordinal, relation in enumerate(result.relations):
-            yield beam.pvalue.TaggedOutput("relations", (relation_sort_key(relation, ordinal), relation))
-
-
-class _RedirectOutcomes(beam.DoFn):
-    def process(self, redirect: Redirect, table: RedirectTable):
-        yield beam.pvalue.TaggedOutput("skipped", redirect_outcome(redirect, table))
-        if redirect.title not in table.cycles:
-            yield (table.resolve(redirect.title), redirect.title)
-
-
-def _with_aliases(joined):
-    _, grouped = joined
-    for entity in grouped["entity"]:
-        yield (entity.title, attach_aliases(entity, grouped["aliases"]))
+def _newest(stats: Iterable[UnitStats]):
+    stamps = [utc(s.newest) for s in stats if s.newest is not None]
+    return max(stamps) if stamps else None
 
 
 def shard_of(key, shards: int) -> int:
@@ -533,63 +721,110 @@ class WriteTable(beam.PTransform):
         )
 
 
-def _write_stats(pages_in: int, as_of, out_dir: str) -> None:
-    stats = {"pages_in": pages_in, "as_of": as_of.isoformat() if as_of else None}
-    (Path(out_dir) / _STATS_FILE).write_text(json.dumps(stats))
+def _write_stats(stats: list, as_of, units: list, out_dir: str) -> None:
+    summary = {"pages_in": sum(s.pages_in for s in stats), "as_of": as_of.isoformat() if as_of else None,
+               "units": len(units), "units_extracted": sum(extracted for _, extracted in units)}
+    (Path(out_dir) / _STATS_FILE).write_text(json.dumps(summary))
 
 
-class ExtractGraph(beam.PTransform):
-    """PCollection of Page | SkippedRecord -> the stage's tables written under `out_dir`."""
+class ExtractUnits(beam.PTransform):
+    """PBegin -> (unit id, extracted now?) once each unit's parts exist under `out_dir/parts` (phase 1)."""
 
     def __init__(self, config: ExtractConfig, out_dir: str | Path):
         super().__init__()
         self.config, self.out_dir = config, str(out_dir)
 
-    def expand(self, records):
-        config, out_dir = self.config, self.out_dir
-        if config.as_of is not None:
-            as_of = records.pipeline | "GivenAsOf" >> beam.Create([utc(config.as_of)])
+    def expand(self, pbegin):
+        config = self.config
+        if config.dump is not None:
+            units = (pbegin | "Source" >> beam.Create([config]) | "PlanUnits" >> beam.FlatMap(_plan_dump_units)
+                     | "SpreadUnits" >> beam.Reshuffle())
         else:
-            as_of = records | "NewestRevision" >> beam.CombineGlobally(_NewestTimestamp())
-        classified = records | "Classify" >> beam.ParDo(_Classify()).with_outputs("skipped", "redirects",
-                                                                                  main="articles")
-        table = (
-            classified.redirects
-            | "RedirectPairs" >> beam.Map(lambda r: (r.title, r.target))
-            | "RedirectMap" >> beam.combiners.ToDict()
-            | "ResolveChains" >> beam.Map(resolve_redirects)
-        )
-        table_side = beam.pvalue.AsSingleton(table)
-        winners = (
-            classified.articles
-            | "RankByTitle" >> beam.Map(lambda p: (normalize_title(p.title), revision_rank(p)))
+            units = (
+                pbegin
+                | "Read" >> source_transform(config)
+                | "Bucket" >> beam.Map(lambda r: (f"api-{shard_of(normalize_title(r.title), API_UNITS):02d}", r))
+                | "Units" >> beam.GroupByKey()
+            )
+        return units | "ExtractUnit" >> beam.ParDo(_ExtractUnit(config, self.out_dir))
+
+
+class ExtractGraph(beam.PTransform):
+    """(unit id, extracted now?) -> the stage's tables written under `out_dir` (phase 2: the joins)."""
+
+    def __init__(self, config: ExtractConfig, out_dir: str | Path):
+        super().__init__()
+        self.config, self.out_dir = config, str(out_dir)
+
+    def expand(self, units):
+        config, out_dir = self.config, self.out_dir
+        parts = units | "ReadParts" >> beam.ParDo(_ReadUnit(out_dir)).with_outputs(*UNIT_TABLES)
+        stats = parts.stats | "AllStats" >> beam.combiners.ToList()
+        if config.as_of is not None:
+            as_of = units.pipeline | "GivenAsOf" >> beam.Create([utc(config.as_of)])
+        else:
+            as_of = stats | "NewestRevision" >> beam.Map(_newest)
+        as_of_side = beam.pvalue.AsSingleton(as_of)
+        winners = beam.pvalue.AsDict(
+            parts.articles
+            | "RankByTitle" >> beam.Map(lambda row: (row.title, _article_rank(row)))
             | "CountAndBest" >> beam.CombinePerKey(_CountAndBest())
             | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1][0] > 1)
-            | "Winner" >> beam.Map(lambda kv: (kv[0], kv[1][1]))
+            | "Winner" >> beam.MapTuple(lambda title, count_best: (title, count_best[1]))
         )
-        extracted = classified.articles | "Extract" >> beam.ParDo(
-            _ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of), beam.pvalue.AsDict(winners)
-        ).with_outputs("skipped", "pages", "relations", main="entities")
-        redirected = classified.redirects | "Redirects" >> beam.ParDo(_RedirectOutcomes(), table_side).with_outputs(
-            "skipped", main="aliases"
+        resolved = (
+            parts.redirects
+            | "RedirectPairs" >> beam.Map(lambda r: (r.title, r.target))
+            | "ResolveRedirects" >> ResolveRedirects()
+        )
+        redirected = (
+            {"redirect": parts.redirects | "RedirectByTitle" >> beam.Map(lambda r: (r.title, r)),
+             "final": resolved.resolved}
+            | "JoinRedirects" >> beam.CoGroupByKey()
+            | "RedirectOutcomes" >> beam.FlatMap(_redirect_outcomes).with_outputs("skipped", main="aliases")
+        )
+        kept_relations = parts.relations | "KeptRelations" >> beam.Filter(
+            lambda pair, w: not _is_loser(pair[1].head, _relation_rank(pair[1]), w), winners)
+        linked = (
+            {"relations": kept_relations
+             | "WithTail" >> beam.Filter(lambda pair: pair[1].tail is not None)
+             | "ByTail" >> beam.Map(lambda pair: (pair[1].tail, pair)),
+             "final": resolved.resolved}
+            | "JoinTails" >> beam.CoGroupByKey()
+            | "ResolveTails" >> beam.FlatMap(_resolve_tails)
+        )
+        literal = (kept_relations | "NoTail" >> beam.Filter(lambda pair: pair[1].tail is None)
+                   | "ByHead" >> beam.Map(lambda pair: (pair[1].head, pair)))
+        relations = (
+            (linked, literal)
+            | "AllRelations" >> beam.Flatten()
+            | "ByPage" >> beam.GroupByKey()
+            | "PageRelations" >> beam.FlatMap(_page_relations)
         )
         entities = (
-            {"entity": extracted.entities, "aliases": redirected.aliases}
+            {"entity": parts.entities
+             | "KeptEntities" >> beam.Filter(lambda e, w: not _is_loser(e.title, _entity_rank(e), w), winners)
+             | "Heads" >> beam.Map(_headed, as_of_side, config.window_days),
+             "aliases": redirected.aliases}
             | "JoinAliases" >> beam.CoGroupByKey()
             | "Aliases" >> beam.FlatMap(_with_aliases)
         )
+        pages = parts.pages | "KeptPages" >> beam.Filter(
+            lambda p, w: not _is_loser(normalize_title(p.title), revision_rank(p), w), winners) | (
+            "PageByTitle" >> beam.Map(lambda p: (p.title, p)))
         skipped = (
-            (classified.skipped, extracted.skipped, redirected.skipped)
+            (parts.skipped, redirected.skipped,
+             parts.articles | "ArticleOutcomes" >> beam.FlatMap(_article_outcome, winners))
             | "AllSkipped" >> beam.Flatten()
             | "SkipKey" >> beam.Map(lambda s: (skipped_sort_key(s), s))
         )
         shards = config.output_shards
         entities | "WriteEntities" >> WriteTable(out_dir, "entities", shards)
-        extracted.relations | "WriteRelations" >> WriteTable(out_dir, "relations", shards)
-        extracted.pages | "WritePages" >> WriteTable(out_dir, "pages", shards)
+        relations | "WriteRelations" >> WriteTable(out_dir, "relations", shards)
+        pages | "WritePages" >> WriteTable(out_dir, "pages", shards)
         skipped | "WriteSkipped" >> WriteTable(out_dir, "skipped", shards)
-        pages_in = records | "CountIn" >> beam.combiners.Count.Globally()
-        return pages_in | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(as_of), out_dir)
+        all_units = units | "AllUnits" >> beam.combiners.ToList()
+        return stats | "Stats" >> beam.Map(_write_stats, as_of_side, beam.pvalue.AsSingleton(all_units), out_dir)
 
 
 # ----------------------------------------------------------------------------------- stage entry point
@@ -607,7 +842,7 @@ def run_extract(
         for stale in shard_files(out_dir / table):
             stale.unlink()
     with _pipeline(beam, beam_args) as pipeline:
-        pipeline | "Read" >> source_transform(config) | "ExtractGraph" >> ExtractGraph(config, out_dir)
+        pipeline | "ExtractUnits" >> ExtractUnits(config, out_dir) | "ExtractGraph" >> ExtractGraph(config, out_dir)
     return _finish(run, config, out_dir)
 
 
@@ -646,9 +881,12 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities))
     if counts["pages_in"] != counts["kept"] + counts["skipped"]:
         raise RuntimeError(f"extract counts do not reconcile: {counts}")
+    counts.update({"units": stats["units"], "units:extracted": stats["units_extracted"],
+                   "units:reused": stats["units"] - stats["units_extracted"]})
     as_of = dt.datetime.fromisoformat(stats["as_of"]) if stats["as_of"] else None
     manifest = run.finish(counts, outputs, as_of=as_of, window_days=config.window_days)
     stats_path.unlink()
+    shutil.rmtree(WorkUnits(out_dir, ()).folder, ignore_errors=True)  # only an unfinished run needs the parts
     return manifest
 
 
