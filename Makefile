@@ -16,7 +16,7 @@ AS_OF ?=
 WORKERS ?=
 PYTEST_ARGS ?=
 
-.PHONY: dataset test bench lint rl clean venv
+.PHONY: dataset test test-scale bench lint rl clean venv
 
 $(BASE_STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,7 +34,11 @@ dataset: $(BASE_STAMP)
 	$(BIN)/hopsmith dataset $(if $(CONFIG),--config $(CONFIG)) --out $(OUT) $(if $(SEED),--seed $(SEED)) $(if $(DUMP),--dump $(DUMP)) $(if $(INDEX),--index $(INDEX)) $(if $(AS_OF),--as-of $(AS_OF)) $(if $(WORKERS),--direct_num_workers $(WORKERS))
 
 test: $(RL_STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not scale" $(PYTEST_ARGS)
+
+# The distributed-engine tests (a dask.distributed cluster on 127.0.0.1): minutes on 2 cores, so apart.
+test-scale: $(BASE_STAMP)
+	$(BIN)/python -m pytest -q -m scale $(PYTEST_ARGS)
 
 bench: $(BASE_STAMP)
 	$(BIN)/python -m bench

@@ -134,11 +134,20 @@ def _object_keys(relations: pa.Table) -> pa.Array:
 
 def _window_flags(relations: pa.Table, as_of: dt.date, window_days: int) -> np.ndarray:
     stamps = pc.struct_field(relations["provenance"], "timestamp").combine_chunks()
-    lower = dt.datetime.combine(as_of - dt.timedelta(days=window_days), dt.time(), dt.UTC)
-    upper = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
-    inside = pc.and_(pc.greater_equal(stamps, pa.scalar(lower, stamps.type)),
-                     pc.less(stamps, pa.scalar(upper, stamps.type)))
+    lower = _day_start(as_of, -window_days)
+    upper = _day_start(as_of, 1)
+    inside = pc.greater_equal(stamps, pa.scalar(lower, stamps.type))
+    if upper is not None:  # None: as_of is the last representable day, so nothing lies after it
+        inside = pc.and_(inside, pc.less(stamps, pa.scalar(upper, stamps.type)))
     return pc.fill_null(inside, False).to_numpy(zero_copy_only=False).astype(bool)
+
+
+def _day_start(day: dt.date, shift_days: int) -> dt.datetime | None:
+    """00:00 UTC of `day` shifted by whole days, clamped at the first day; None past the last one."""
+    try:
+        return dt.datetime.combine(day + dt.timedelta(days=shift_days), dt.time(), dt.UTC)
+    except OverflowError:
+        return None if shift_days > 0 else dt.datetime.combine(dt.date.min, dt.time(), dt.UTC)
 
 
 def build_csr(
@@ -148,9 +157,15 @@ def build_csr(
     as_of: dt.date,
     window_days: int,
     exclude_relations: list[str] = (),
+    mapped_only: bool = False,
 ) -> CSRGraph:
-    """Build the CSR graph from entity and relation tables (schemas of Entity and Relation)."""
+    """Build the CSR graph from entity and relation tables (schemas of Entity and Relation). With
+    `mapped_only`, relations whose parameter maps to no ontology property are left out (and counted)."""
     counts = {"relations:read": relations.num_rows}
+    if mapped_only:
+        mapped = pc.fill_null(relations["mapped"], False)
+        counts["relations:unmapped"] = relations.num_rows - (pc.sum(mapped).as_py() or 0)
+        relations = relations.filter(mapped)
     if exclude_relations:
         keep = pc.invert(pc.is_in(relations["relation"], pa.array(list(exclude_relations), pa.string())))
         counts["relations:excluded_relation"] = relations.num_rows - pc.sum(keep).as_py() if relations.num_rows else 0
@@ -245,9 +260,11 @@ def build_csr(
     )
 
 
-def load_csr(graph_dir: str | Path, *, as_of: dt.date, window_days: int, exclude_relations: list[str] = ()) -> CSRGraph:
+def load_csr(graph_dir: str | Path, *, as_of: dt.date, window_days: int, exclude_relations: list[str] = (),
+             mapped_only: bool = False) -> CSRGraph:
     """Read stage 1's entities/ and relations/ shards and build the CSR graph."""
     graph_dir = Path(graph_dir)
     entities = read_table(Entity, graph_dir / "entities")
     relations = read_table(Relation, graph_dir / "relations")
-    return build_csr(entities, relations, as_of=as_of, window_days=window_days, exclude_relations=exclude_relations)
+    return build_csr(entities, relations, as_of=as_of, window_days=window_days, exclude_relations=exclude_relations,
+                     mapped_only=mapped_only)

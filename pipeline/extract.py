@@ -6,10 +6,12 @@ Steps, each a plain function the Beam pipeline and `extract_records` (one proces
    the source, `non_article` namespaces, `disambiguation` pages).
 2. `resolve_redirects`: the redirect map with chains followed to their end; pages in a cycle are skipped
    as `redirect_cycle`, the others as `redirect` (they live on as aliases of their target).
-3. `duplicate_winners`: a title seen twice keeps its latest revision; the others are `duplicate`.
+3. `pick_duplicate`: a title seen twice keeps its latest revision (of exact copies, one); the others are
+   `duplicate`. Only titles seen more than once are grouped, so the shuffle holds only their pages.
 4. `extract_article`: one article -> Entity, Relations (infobox facts + lead `links_to`) and its Page,
    or a SkippedRecord (`oversized`, `timeout`, `parse_error`, `broken_markup`). Head entities are those
-   whose revision lies within `window_days` before `as_of` (default: the newest revision in the input).
+   whose revision lies within `window_days` before `as_of` (default: the newest plausible revision in the
+   input; see `AsOfChoice`).
 5. `attach_aliases`: redirect titles become the aliases of the entity they resolve to.
 
 Every input record ends as exactly one kept entity or one skipped row, so `pages_in == kept + skipped`
@@ -18,11 +20,13 @@ holds and is checked before the manifest is written.
 Speed: a full mwparserfromhell parse runs at ~2 MB/s. Here only the infobox spans, found by brace matching
 on the raw text (`pipeline.wikitext.infobox_spans`), are parsed; the lead is read with regexes.
 
-Scale: the resolved redirect map and the duplicate-title winners are side inputs (memory grows with the
-number of redirects, ~10M for enwiki); `as_of` is a global combine. Each table is written as
+Scale (the Beam pipeline, `ExtractUnits` + `ExtractGraph`): phase 1 extracts each work unit (a multistream
+byte range) into parts, so a killed run redoes only the units without parts; phase 2 resolves redirect
+chains, link targets and aliases by keyed joins (CoGroupByKey), so no worker holds the redirect map. The
+side inputs left are the as-of choice (one value) and the duplicated titles with the losing revisions'
+keys (sized by the duplicates, a few hundred in an enwiki dump). Each table is written as
 `part-NNNNN-of-NNNNN.parquet` shards keyed by a hash of the title and sorted inside, so the files are the
-same bytes whatever the runner or worker count. The stage is resumable as a whole: a rerun with the same
-inputs and config is skipped, an interrupted one runs again and overwrites the same shard names.
+same bytes whatever the runner, worker count or units reused.
 
 Time limit per page: mwparserfromhell's C tokenizer holds the GIL, so no thread can interrupt it and an
 alarm only fires between Python bytecodes. The guard is therefore layered: (1) the size cap and the
@@ -40,6 +44,8 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import os
+import re
 import shutil
 import signal
 import threading
@@ -53,9 +59,10 @@ import apache_beam as beam
 from mwparserfromhell.parser import ParserError
 from pydantic import AwareDatetime
 
+from graph.ontology import load_ontology
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
-from pipeline.infobox import Fact, parse_infoboxes
+from pipeline.infobox import Fact, Infobox, parse_infoboxes
 from pipeline.io import WorkUnits, read_records, read_table, shard_files, write_records
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
 from pipeline.sources.dump import DumpUnit, dump_work_units, read_dump_unit
@@ -64,7 +71,6 @@ from pipeline.wikitext import (
     BrokenMarkup,
     TooDeep,
     infobox_spans,
-    infobox_type,
     is_disambiguation,
     is_list_page,
     lead_sentences,
@@ -81,7 +87,10 @@ log = logging.getLogger(__name__)
 STAGE = "extract"
 TABLES = {"entities": Entity, "relations": Relation, "skipped": SkippedRecord, "pages": Page}
 UNTYPED_ENTITY = "thing"
+LIST_CLASS = "List"
+_CATEGORY = re.compile(r"\[\[\s*[Cc]ategory\s*:\s*([^\]|\n]+)")
 _STATS_FILE = ".extract-stats.json"
+IMPLAUSIBLE_COUNT = "implausible_timestamps"  # revisions dated after the dump's date or the run
 
 
 # ------------------------------------------------------------------------------------ classification
@@ -161,15 +170,22 @@ def revision_rank(page: Page) -> tuple:
     return (utc(page.timestamp), page.revision_id, page.page_id)
 
 
-def duplicate_winners(articles: Iterable[Page]) -> dict[str, tuple]:
-    """For titles that occur more than once: the rank of the revision to keep (the latest)."""
-    best: dict[str, tuple] = {}
-    seen: Counter[str] = Counter()
-    for page in articles:
-        title = normalize_title(page.title)
-        seen[title] += 1
-        best[title] = max(best.get(title, revision_rank(page)), revision_rank(page))
-    return {title: rank for title, rank in best.items() if seen[title] > 1}
+def duplicate_titles(articles: Iterable[Page]) -> set[str]:
+    """Titles that occur more than once."""
+    seen: Counter[str] = Counter(normalize_title(page.title) for page in articles)
+    return {title for title, count in seen.items() if count > 1}
+
+
+def pick_duplicate(pages: Iterable[Page]) -> tuple[Page, list[SkippedRecord]]:
+    """Of pages sharing a title: the latest revision, and a `duplicate` skip for each other one. Exact
+    copies of one revision tie; the first by content is kept, so every runner keeps the same one."""
+    ordered = sorted(pages, key=lambda p: (revision_rank(p), p.model_dump_json()), reverse=True)
+    kept, rank = ordered[0], revision_rank(ordered[0])
+    title = normalize_title(kept.title)
+    skipped = [_skip(page, "duplicate", f"an exact copy of the kept revision of {title!r}"
+                     if revision_rank(page) == rank else f"a later revision of {title!r} is kept")
+               for page in ordered[1:]]
+    return kept, skipped
 
 
 # ---------------------------------------------------------------------------------------- page guard
@@ -224,6 +240,7 @@ class ArticleResult:
     entity: Entity
     relations: list[Relation]
     page: Page
+    excluded: Counter = dataclasses.field(default_factory=Counter)  # plumbing left out, by reason
 
 
 def is_head(timestamp: dt.datetime, as_of: dt.datetime | None, window_days: int) -> bool:
@@ -280,9 +297,12 @@ def _read_article(
                                       provenance=Provenance(**provenance)))
     relations = distinct_relations(title, relations)
     first_box = boxes[0].name if boxes else None
+    excluded: Counter = Counter()
+    for box in boxes:
+        excluded.update(box.excluded)
     entity = Entity(
         title=title,
-        type=infobox_type(first_box) if first_box else UNTYPED_ENTITY,
+        type=entity_class(title, boxes, sentences[0].text if sentences else "", text),
         description=sentences[0].text if sentences else "",
         last_modified=page.timestamp,
         is_head=is_head(page.timestamp, as_of, config.window_days),
@@ -292,7 +312,20 @@ def _read_article(
         is_list=is_list_page(title),
     )
     kept_page = page if page.title == title else page.model_copy(update={"title": title})
-    return ArticleResult(entity, relations, kept_page)
+    return ArticleResult(entity, relations, kept_page, excluded)
+
+
+def entity_class(title: str, boxes: list[Infobox], lead: str, text: str) -> str:
+    """The page's ontology class: its first mapped infobox's, `List` for a list page, else the lead sentence's
+    "X is a ..." noun, else a category's words (the overlay's tables), else `thing` (untyped)."""
+    for box in boxes:
+        if box.cls:
+            return box.cls
+    if is_list_page(title):
+        return LIST_CLASS
+    ontology = load_ontology()
+    return (ontology.type_from_lead(lead) or ontology.type_from_categories(_CATEGORY.findall(text))
+            or UNTYPED_ENTITY)
 
 
 def distinct_relations(title: str, relations: Iterable[Relation]) -> list[Relation]:
@@ -318,7 +351,8 @@ def distinct_relations(title: str, relations: Iterable[Relation]) -> list[Relati
 def _relation(head: str, fact: Fact, resolve: Callable[[str], str], provenance: dict) -> Relation:
     return Relation(
         head=head,
-        relation=fact.relation,
+        relation=fact.property or fact.relation,
+        mapped=fact.property is not None,
         group_index=fact.group_index,
         tail=resolve(fact.tail) if fact.tail else None,
         value=fact.value,
@@ -348,37 +382,134 @@ class Extraction:
     pages: list[Page]
     as_of: dt.datetime | None
     pages_in: int
+    as_of_choice: AsOfChoice | None = None
+    excluded: Counter = dataclasses.field(default_factory=Counter)
 
     def counts(self) -> dict[str, int]:
-        return outcome_counts(self.pages_in, len(self.entities), [s.reason for s in self.skipped],
-                              [r.source for r in self.relations], sum(e.is_head for e in self.entities))
+        counts = outcome_counts(self.pages_in, len(self.entities), [s.reason for s in self.skipped],
+                                [r.source for r in self.relations], sum(e.is_head for e in self.entities),
+                                self.excluded)
+        if self.as_of_choice is not None and self.as_of_choice.implausible:
+            counts[IMPLAUSIBLE_COUNT] = self.as_of_choice.implausible
+        return counts
 
 
-def newest_timestamp(records: Iterable[Page | SkippedRecord]) -> dt.datetime | None:
-    stamps = [utc(r.timestamp) for r in records if isinstance(r, Page)]
-    return max(stamps) if stamps else None
+# ------------------------------------------------------------------------------------------- as-of
+
+DUMP_DATE_SLACK = dt.timedelta(days=7)  # a dump named for the day it started takes days to write
+_DUMP_DATE = re.compile(r"(?:^|[-_.])((?:19|20)\d{2})(\d{2})(\d{2})(?=[-_.])")
 
 
-def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConfig) -> Extraction:
+def dump_date(path: str | None) -> dt.date | None:
+    """The date in a Wikimedia dump's file name (`enwiki-20240601-pages-articles...`), when it has one."""
+    match = _DUMP_DATE.search(os.path.basename(path or ""))
+    if match is None:
+        return None
+    try:
+        return dt.date(*(int(part) for part in match.groups()))
+    except ValueError:
+        return None
+
+
+def timestamp_ceiling(config: ExtractConfig, now: dt.datetime | None = None) -> tuple[dt.datetime, str]:
+    """The latest plausible revision time and what set it: the dump's date (plus DUMP_DATE_SLACK) or now.
+    A revision dated later (year 9999, a clock in the future) would otherwise become the default as-of."""
+    now = utc(now or dt.datetime.now(dt.UTC))
+    day = dump_date(config.dump)
+    if day is not None:
+        dated = dt.datetime.combine(day, dt.time(), dt.UTC) + DUMP_DATE_SLACK
+        if dated < now:
+            return dated, f"the dump's date {day.isoformat()} + {DUMP_DATE_SLACK.days} days"
+    return now, "the time of the run"
+
+
+@dataclasses.dataclass(frozen=True)
+class AsOfChoice:
+    """The snapshot time of a run and why it was chosen; `implausible` counts revisions dated after the
+    ceiling, which are kept (never head entities) but never choose the as-of."""
+
+    as_of: dt.datetime | None
+    reason: str
+    implausible: int = 0
+
+    @classmethod
+    def choose(cls, given: dt.datetime | None, newest: dt.datetime | None, implausible: int,
+               ceiling: tuple[dt.datetime, str]) -> AsOfChoice:
+        ignored = (f"; {implausible} revision(s) dated after {ceiling[0].isoformat()} ({ceiling[1]}) ignored"
+                   if implausible else "")
+        if given is not None:
+            return cls(utc(given), "given by --as-of" + ignored, implausible)
+        if newest is None:
+            return cls(None, "no page with a plausible revision time" + ignored, implausible)
+        return cls(newest, "the newest plausible revision in the input" + ignored, implausible)
+
+
+class NewestPlausible(beam.CombineFn):
+    """(newest revision time not after the ceiling, count of revisions after it) over Page records."""
+
+    def __init__(self, ceiling: dt.datetime):
+        self.ceiling = ceiling
+
+    def create_accumulator(self):
+        return (None, 0)
+
+    def add_input(self, accumulator, record):
+        newest, implausible = accumulator
+        if not isinstance(record, Page):
+            return accumulator
+        stamp = utc(record.timestamp)
+        if stamp > self.ceiling:
+            return newest, implausible + 1
+        return (stamp if newest is None or stamp > newest else newest), implausible
+
+    def merge_accumulators(self, accumulators):
+        accumulators = list(accumulators)
+        stamps = [newest for newest, _ in accumulators if newest is not None]
+        return (max(stamps) if stamps else None), sum(n for _, n in accumulators)
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+def choose_as_of(records: Iterable[Page | SkippedRecord], config: ExtractConfig,
+                 now: dt.datetime | None = None) -> AsOfChoice:
+    ceiling = timestamp_ceiling(config, now)
+    combine = NewestPlausible(ceiling[0])
+    accumulator = combine.create_accumulator()
+    for record in records:
+        accumulator = combine.add_input(accumulator, record)
+    return AsOfChoice.choose(config.as_of, *accumulator, ceiling)
+
+
+def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConfig,
+                    now: dt.datetime | None = None) -> Extraction:
     """The stage on records in memory (tests, small inputs): the same steps the Beam pipeline runs."""
     records = list(records)
-    as_of = config.as_of or newest_timestamp(records)
+    choice = choose_as_of(records, config, now)
+    as_of = choice.as_of
     classified = [classify_record(r) for r in records]
     skipped = [c for c in classified if isinstance(c, SkippedRecord)]
     redirects = [c for c in classified if isinstance(c, Redirect)]
     articles = [c for c in classified if isinstance(c, Page)]
     table = resolve_redirects({r.title: r.target for r in redirects})
     skipped += [redirect_outcome(r, table) for r in redirects]
-    winners = duplicate_winners(articles)
+    contested = duplicate_titles(articles)
+    groups: dict[str, list[Page]] = {}
+    for page in articles:
+        if normalize_title(page.title) in contested:
+            groups.setdefault(normalize_title(page.title), []).append(page)
+    kept_pages = [page for page in articles if normalize_title(page.title) not in contested]
+    for group in groups.values():
+        winner, duplicates = pick_duplicate(group)
+        kept_pages.append(winner)
+        skipped += duplicates
     aliases: dict[str, list[str]] = {}
     for redirect in redirects:
         if redirect.title not in table.cycles:
             aliases.setdefault(table.resolve(redirect.title), []).append(redirect.title)
     entities, relations, pages = [], [], []
-    for page in articles:
-        if (duplicate := duplicate_skip(page, winners)) is not None:
-            skipped.append(duplicate)
-            continue
+    excluded: Counter = Counter()
+    for page in kept_pages:
         result = extract_article(page, table.resolve, as_of, config)
         if isinstance(result, SkippedRecord):
             skipped.append(result)
@@ -386,6 +517,7 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
         entities.append(attach_aliases(result.entity, aliases.get(result.entity.title, ())))
         relations.extend(result.relations)
         pages.append(result.page)
+        excluded.update(result.excluded)
     order = sorted(range(len(relations)), key=lambda i: relation_sort_key(relations[i], i))
     return Extraction(
         entities=sorted(entities, key=lambda e: e.title),
@@ -394,14 +526,9 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
         pages=sorted(pages, key=lambda p: p.title),
         as_of=as_of,
         pages_in=len(records),
+        as_of_choice=choice,
+        excluded=excluded,
     )
-
-
-def duplicate_skip(page: Page, winners: dict[str, tuple]) -> SkippedRecord | None:
-    title = normalize_title(page.title)
-    if title in winners and revision_rank(page) != tuple(winners[title]):
-        return _skip(page, "duplicate", f"a later revision of {title!r} is kept")
-    return None
 
 
 def relation_sort_key(relation: Relation, ordinal: int) -> tuple:
@@ -413,14 +540,16 @@ def skipped_sort_key(record: SkippedRecord) -> tuple:
 
 
 def outcome_counts(pages_in: int, kept: int, skip_reasons: Iterable[str], relation_sources: Iterable[str],
-                   heads: int) -> dict[str, int]:
-    """Counts by outcome: `pages_in == kept + skipped`, `skipped == sum(skipped:<reason>)`."""
+                   heads: int, excluded: dict[str, int] | None = None) -> dict[str, int]:
+    """Counts by outcome: `pages_in == kept + skipped`, `skipped == sum(skipped:<reason>)`, and the infobox
+    values left out as plumbing by reason (`excluded:image_size`, ...)."""
     reasons = Counter(skip_reasons)
     sources = Counter(relation_sources)
     counts = {"pages_in": pages_in, "kept": kept, "skipped": sum(reasons.values()), "head_entities": heads,
               "relations": sum(sources.values())}
     counts.update({f"skipped:{reason}": n for reason, n in reasons.items()})
     counts.update({f"relations:{source}": n for source, n in sources.items()})
+    counts.update({f"excluded:{reason}": n for reason, n in sorted((excluded or {}).items())})
     return counts
 
 
@@ -435,16 +564,14 @@ def outcome_counts(pages_in: int, kept: int, skip_reasons: Iterable[str], relati
 
 
 class ArticleRow(Record):
-    """Phase 1's row for every article page: the revision rank that decides duplicates (over all
-    articles, parsed or not) and, when extraction skipped the page, why."""
+    """Phase 1's row for every article page, in the unit's order: when extraction skipped the page, why;
+    else how many relations it has (the unit's entities, pages and relations follow the same order)."""
 
     title: str
-    page_title: str
-    page_id: int
-    revision_id: int
-    timestamp: AwareDatetime
     skip_reason: str | None = None
     skip_detail: str = ""
+    relations: int = 0
+    excluded: dict[str, int] = {}
 
 
 class RedirectRow(Record):
@@ -454,13 +581,16 @@ class RedirectRow(Record):
 
 
 class UnitStats(Record):
+    """A unit's page count and its part of the as-of choice (`NewestPlausible`'s accumulator)."""
+
     unit: str
     pages_in: int
-    newest: AwareDatetime | None = None
+    newest_plausible: AwareDatetime | None = None
+    implausible: int = 0
 
 
-UNIT_TABLES = {"entities": Entity, "relations": Relation, "pages": Page, "skipped": SkippedRecord,
-               "articles": ArticleRow, "redirects": RedirectRow, "stats": UnitStats}
+UNIT_TABLES = {"articles": ArticleRow, "article_pages": Page, "entities": Entity, "relations": Relation,
+               "skipped": SkippedRecord, "redirects": RedirectRow, "stats": UnitStats}
 API_UNITS = 16  # hash buckets an API read is cut into
 
 
@@ -468,15 +598,17 @@ def _as_written(title: str) -> str:
     return title
 
 
-def extract_unit(unit_id: str, records: Iterable[Page | SkippedRecord], config: ExtractConfig) -> dict[str, list]:
-    """Phase 1 on one unit's records: every table of `UNIT_TABLES`; link targets stay as written and no
-    entity is a head yet (both need the whole input: phase 2)."""
+def extract_unit(unit_id: str, records: Iterable[Page | SkippedRecord], config: ExtractConfig,
+                 ceiling: dt.datetime) -> dict[str, list]:
+    """Phase 1 on one unit's records: every table of `UNIT_TABLES`. Link targets stay as written and no
+    entity is a head yet; duplicates are not decided (all three need the whole input: phase 2)."""
     rows: dict[str, list] = {table: [] for table in UNIT_TABLES}
-    pages_in, newest = 0, None
+    newest = NewestPlausible(ceiling)
+    accumulator = newest.create_accumulator()
+    pages_in = 0
     for record in records:
         pages_in += 1
-        if isinstance(record, Page):
-            newest = max(newest, utc(record.timestamp)) if newest else utc(record.timestamp)
+        accumulator = newest.add_input(accumulator, record)
         outcome = classify_record(record)
         if isinstance(outcome, SkippedRecord):
             rows["skipped"].append(outcome)
@@ -484,17 +616,18 @@ def extract_unit(unit_id: str, records: Iterable[Page | SkippedRecord], config: 
         if isinstance(outcome, Redirect):
             rows["redirects"].append(RedirectRow(title=outcome.title, target=outcome.target, page_id=outcome.page_id))
             continue
-        article = ArticleRow(title=normalize_title(outcome.title), page_title=outcome.title, page_id=outcome.page_id,
-                             revision_id=outcome.revision_id, timestamp=outcome.timestamp)
         result = extract_article(outcome, _as_written, None, config)
+        rows["article_pages"].append(outcome)
         if isinstance(result, SkippedRecord):
-            article = article.model_copy(update={"skip_reason": result.reason, "skip_detail": result.detail})
-        else:
-            rows["entities"].append(result.entity)
-            rows["relations"].extend(result.relations)
-            rows["pages"].append(result.page)
-        rows["articles"].append(article)
-    rows["stats"].append(UnitStats(unit=unit_id, pages_in=pages_in, newest=newest))
+            rows["articles"].append(ArticleRow(title=normalize_title(outcome.title), skip_reason=result.reason,
+                                               skip_detail=result.detail))
+            continue
+        rows["articles"].append(ArticleRow(title=result.entity.title, relations=len(result.relations),
+                                           excluded=dict(result.excluded)))
+        rows["entities"].append(result.entity)
+        rows["relations"].extend(result.relations)
+    rows["stats"].append(UnitStats(unit=unit_id, pages_in=pages_in, newest_plausible=accumulator[0],
+                                   implausible=accumulator[1]))
     return rows
 
 
@@ -512,8 +645,8 @@ def _plan_dump_units(config: ExtractConfig) -> list[tuple[str, DumpUnit]]:
 class _ExtractUnit(beam.DoFn):
     """Phase 1 for one unit, unless its parts exist: yields (unit id, True when extracted in this run)."""
 
-    def __init__(self, config: ExtractConfig, out_dir: str):
-        self.config, self.out_dir = config, out_dir
+    def __init__(self, config: ExtractConfig, out_dir: str, ceiling: dt.datetime):
+        self.config, self.out_dir, self.ceiling = config, out_dir, ceiling
 
     def process(self, element):
         unit_id, source = element
@@ -523,14 +656,24 @@ class _ExtractUnit(beam.DoFn):
             yield unit_id, False
             return
         records = read_dump_unit(DumpUnit(*source)) if isinstance(source, DumpUnit) else source
-        rows = extract_unit(unit_id, records, self.config)
+        rows = extract_unit(unit_id, records, self.config, self.ceiling)
         parts.write(unit_id, {table: (model, rows[table]) for table, model in UNIT_TABLES.items()})
         beam.metrics.Metrics.counter("hopsmith.extract", "units.extracted").inc()
         yield unit_id, True
 
 
+@dataclasses.dataclass(frozen=True)
+class UnitArticle:
+    """One article of a unit as phase 2 sees it: `key` names it across the run (duplicates share titles)."""
+
+    key: tuple[str, int]
+    row: ArticleRow
+    page: Page
+
+
 class _ReadUnit(beam.DoFn):
-    """A finished unit's parts, table by table (relations with their order inside the page)."""
+    """A finished unit's parts: each article (with its key) and, tagged, its entity, pages and relations
+    (with their order in the page), and the unit's skipped, redirect and stats rows."""
 
     def __init__(self, out_dir: str):
         self.out_dir = out_dir
@@ -538,16 +681,18 @@ class _ReadUnit(beam.DoFn):
     def process(self, element):
         unit_id, _ = element
         parts = WorkUnits(self.out_dir, UNIT_TABLES)
-        for table, model in UNIT_TABLES.items():
-            records = read_records(model, parts.part_path(table, unit_id))
-            if table == "relations":
-                ordinals: Counter[tuple] = Counter()
-                for relation in records:
-                    page = (relation.head, relation.provenance.page_id, relation.provenance.revision_id)
-                    ordinals[page] += 1
-                    yield beam.pvalue.TaggedOutput(table, (ordinals[page], relation))
-            else:
-                yield from (beam.pvalue.TaggedOutput(table, record) for record in records)
+        tables = {table: read_records(model, parts.part_path(table, unit_id)) for table, model in UNIT_TABLES.items()}
+        for seq, (row, page) in enumerate(zip(tables["articles"], tables["article_pages"], strict=True)):
+            key = (unit_id, seq)
+            yield UnitArticle(key, row, page)
+            if row.skip_reason is not None:
+                continue
+            yield beam.pvalue.TaggedOutput("entities", (key, next(tables["entities"])))
+            yield beam.pvalue.TaggedOutput("pages", (key, page))
+            for ordinal in range(row.relations):
+                yield beam.pvalue.TaggedOutput("relations", (key, (ordinal, next(tables["relations"]))))
+        for table in ("skipped", "redirects", "stats"):
+            yield from (beam.pvalue.TaggedOutput(table, record) for record in tables[table])
 
 
 # ------------------------------------------------------------------------------- joins (phase 2)
@@ -624,30 +769,25 @@ def _page_relations(grouped):
         yield relation_sort_key(relation, ordinal), relation
 
 
-def _is_loser(title: str, rank: tuple, winners: dict) -> bool:
-    return title in winners and rank != tuple(winners[title])
+def _decide_duplicates(keyed):
+    """`pick_duplicate` over the articles sharing a title: the losers' keys (tag "losers") and skips."""
+    _, articles = keyed
+    articles = list(articles)
+    winner, duplicates = pick_duplicate([article.page for article in articles])
+    yield from duplicates
+    for article in articles:
+        if article.page is not winner:
+            yield beam.pvalue.TaggedOutput("losers", (article.key, True))
 
 
-def _entity_rank(entity: Entity) -> tuple:
-    return (utc(entity.last_modified), entity.revision_id, entity.page_id)
-
-
-def _relation_rank(relation: Relation) -> tuple:
-    return (utc(relation.provenance.timestamp), relation.provenance.revision_id, relation.provenance.page_id)
-
-
-def _article_rank(row: ArticleRow) -> tuple:
-    return (utc(row.timestamp), row.revision_id, row.page_id)
-
-
-def _article_outcome(row: ArticleRow, winners: dict):
-    """An article's skipped row: a duplicate's (whatever its own outcome), or the reason extraction gave."""
-    if _is_loser(row.title, _article_rank(row), winners):
-        yield SkippedRecord(title=row.page_title, stage=STAGE, reason="duplicate",
-                            detail=f"a later revision of {row.title!r} is kept", page_id=row.page_id)
-    elif row.skip_reason is not None:
-        yield SkippedRecord(title=row.page_title, stage=STAGE, reason=row.skip_reason, detail=row.skip_detail,
-                            page_id=row.page_id)
+def _article_outcome(article: UnitArticle, losers: dict):
+    """An extracted article's plumbing counts (tag "excluded"), or the skip its extraction gave."""
+    if article.key in losers:
+        return
+    if article.row.skip_reason is not None:
+        yield beam.pvalue.TaggedOutput("skipped", _skip(article.page, article.row.skip_reason, article.row.skip_detail))
+    elif article.row.excluded:
+        yield article.row.excluded
 
 
 def _headed(entity: Entity, as_of, window_days: int) -> tuple[str, Entity]:
@@ -658,31 +798,6 @@ def _with_aliases(joined):
     _, grouped = joined
     for entity in grouped["entity"]:
         yield (entity.title, attach_aliases(entity, grouped["aliases"]))
-
-
-class _CountAndBest(beam.CombineFn):
-    def create_accumulator(self):
-        return (0, None)
-
-    def add_input(self, accumulator, rank):
-        count, best = accumulator
-        return count + 1, rank if best is None or rank > best else best
-
-    def merge_accumulators(self, accumulators):
-        count, best = 0, None
-        for c, b in accumulators:
-            count += c
-            if b is not None and (best is None or b > best):
-                best = b
-        return count, best
-
-    def extract_output(self, accumulator):
-        return accumulator
-
-
-def _newest(stats: Iterable[UnitStats]):
-    stamps = [utc(s.newest) for s in stats if s.newest is not None]
-    return max(stamps) if stamps else None
 
 
 def shard_of(key, shards: int) -> int:
@@ -721,8 +836,35 @@ class WriteTable(beam.PTransform):
         )
 
 
-def _write_stats(stats: list, as_of, units: list, out_dir: str) -> None:
-    summary = {"pages_in": sum(s.pages_in for s in stats), "as_of": as_of.isoformat() if as_of else None,
+class _SumCounts(beam.CombineFn):
+    """Per-page counters (plumbing left out, by reason) summed over the run."""
+
+    def create_accumulator(self):
+        return Counter()
+
+    def add_input(self, total, counts):
+        total.update(counts)
+        return total
+
+    def merge_accumulators(self, accumulators):
+        merged = Counter()
+        for accumulator in accumulators:
+            merged.update(accumulator)
+        return merged
+
+    def extract_output(self, total):
+        return dict(total)
+
+
+def _choose_as_of(stats: list[UnitStats], config: ExtractConfig, ceiling) -> AsOfChoice:
+    merged = NewestPlausible(ceiling[0]).merge_accumulators((s.newest_plausible, s.implausible) for s in stats)
+    return AsOfChoice.choose(config.as_of, *merged, ceiling)
+
+
+def _write_stats(stats: list[UnitStats], choice: AsOfChoice, excluded: dict, units: list, out_dir: str) -> None:
+    summary = {"pages_in": sum(s.pages_in for s in stats),
+               "as_of": choice.as_of.isoformat() if choice.as_of else None,
+               "as_of_reason": choice.reason, "implausible": choice.implausible, "excluded": excluded,
                "units": len(units), "units_extracted": sum(extracted for _, extracted in units)}
     (Path(out_dir) / _STATS_FILE).write_text(json.dumps(summary))
 
@@ -730,9 +872,9 @@ def _write_stats(stats: list, as_of, units: list, out_dir: str) -> None:
 class ExtractUnits(beam.PTransform):
     """PBegin -> (unit id, extracted now?) once each unit's parts exist under `out_dir/parts` (phase 1)."""
 
-    def __init__(self, config: ExtractConfig, out_dir: str | Path):
+    def __init__(self, config: ExtractConfig, out_dir: str | Path, ceiling: tuple[dt.datetime, str]):
         super().__init__()
-        self.config, self.out_dir = config, str(out_dir)
+        self.config, self.out_dir, self.ceiling = config, str(out_dir), ceiling
 
     def expand(self, pbegin):
         config = self.config
@@ -746,32 +888,47 @@ class ExtractUnits(beam.PTransform):
                 | "Bucket" >> beam.Map(lambda r: (f"api-{shard_of(normalize_title(r.title), API_UNITS):02d}", r))
                 | "Units" >> beam.GroupByKey()
             )
-        return units | "ExtractUnit" >> beam.ParDo(_ExtractUnit(config, self.out_dir))
+        return units | "ExtractUnit" >> beam.ParDo(_ExtractUnit(config, self.out_dir, self.ceiling[0]))
 
 
 class ExtractGraph(beam.PTransform):
-    """(unit id, extracted now?) -> the stage's tables written under `out_dir` (phase 2: the joins)."""
+    """(unit id, extracted now?) -> the stage's tables written under `out_dir` (phase 2: the joins).
 
-    def __init__(self, config: ExtractConfig, out_dir: str | Path):
+    Side inputs left: the as-of choice (one value), and the titles seen twice and the duplicates' keys
+    (both sized by the duplicated titles, not by the wiki)."""
+
+    def __init__(self, config: ExtractConfig, out_dir: str | Path, ceiling: tuple[dt.datetime, str]):
         super().__init__()
-        self.config, self.out_dir = config, str(out_dir)
+        self.config, self.out_dir, self.ceiling = config, str(out_dir), ceiling
 
     def expand(self, units):
-        config, out_dir = self.config, self.out_dir
-        parts = units | "ReadParts" >> beam.ParDo(_ReadUnit(out_dir)).with_outputs(*UNIT_TABLES)
+        config, out_dir, ceiling = self.config, self.out_dir, self.ceiling
+        parts = units | "ReadParts" >> beam.ParDo(_ReadUnit(out_dir)).with_outputs(
+            "entities", "pages", "relations", "skipped", "redirects", "stats", main="articles")
         stats = parts.stats | "AllStats" >> beam.combiners.ToList()
-        if config.as_of is not None:
-            as_of = units.pipeline | "GivenAsOf" >> beam.Create([utc(config.as_of)])
-        else:
-            as_of = stats | "NewestRevision" >> beam.Map(_newest)
-        as_of_side = beam.pvalue.AsSingleton(as_of)
-        winners = beam.pvalue.AsDict(
+        choice = stats | "ChooseAsOf" >> beam.Map(_choose_as_of, config, ceiling)
+        as_of = beam.pvalue.AsSingleton(choice | "AsOf" >> beam.Map(lambda chosen: chosen.as_of))
+        contested = beam.pvalue.AsDict(
             parts.articles
-            | "RankByTitle" >> beam.Map(lambda row: (row.title, _article_rank(row)))
-            | "CountAndBest" >> beam.CombinePerKey(_CountAndBest())
-            | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1][0] > 1)
-            | "Winner" >> beam.MapTuple(lambda title, count_best: (title, count_best[1]))
+            | "TitleOnce" >> beam.Map(lambda article: (article.row.title, 1))
+            | "CountTitles" >> beam.CombinePerKey(sum)
+            | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1] > 1)
         )
+        decided = (
+            parts.articles
+            | "Contested" >> beam.Filter(lambda article, titles: article.row.title in titles, contested)
+            | "ByTitle" >> beam.Map(lambda article: (article.row.title, article))
+            | "GroupDuplicates" >> beam.GroupByKey()
+            | "DecideDuplicates" >> beam.FlatMap(_decide_duplicates).with_outputs("losers", main="skipped")
+        )
+        losers = beam.pvalue.AsDict(decided.losers)
+        outcomes = parts.articles | "ArticleOutcomes" >> beam.FlatMap(_article_outcome, losers).with_outputs(
+            "skipped", main="excluded")
+
+        def kept(pcoll, label):
+            return pcoll | label >> beam.Filter(lambda pair, lost: pair[0] not in lost, losers) | (
+                f"Unkey{label}" >> beam.Map(lambda pair: pair[1]))
+
         resolved = (
             parts.redirects
             | "RedirectPairs" >> beam.Map(lambda r: (r.title, r.target))
@@ -783,8 +940,7 @@ class ExtractGraph(beam.PTransform):
             | "JoinRedirects" >> beam.CoGroupByKey()
             | "RedirectOutcomes" >> beam.FlatMap(_redirect_outcomes).with_outputs("skipped", main="aliases")
         )
-        kept_relations = parts.relations | "KeptRelations" >> beam.Filter(
-            lambda pair, w: not _is_loser(pair[1].head, _relation_rank(pair[1]), w), winners)
+        kept_relations = kept(parts.relations, "KeptRelations")
         linked = (
             {"relations": kept_relations
              | "WithTail" >> beam.Filter(lambda pair: pair[1].tail is not None)
@@ -802,19 +958,15 @@ class ExtractGraph(beam.PTransform):
             | "PageRelations" >> beam.FlatMap(_page_relations)
         )
         entities = (
-            {"entity": parts.entities
-             | "KeptEntities" >> beam.Filter(lambda e, w: not _is_loser(e.title, _entity_rank(e), w), winners)
-             | "Heads" >> beam.Map(_headed, as_of_side, config.window_days),
+            {"entity": kept(parts.entities, "KeptEntities") | "Heads" >> beam.Map(_headed, as_of, config.window_days),
              "aliases": redirected.aliases}
             | "JoinAliases" >> beam.CoGroupByKey()
             | "Aliases" >> beam.FlatMap(_with_aliases)
         )
-        pages = parts.pages | "KeptPages" >> beam.Filter(
-            lambda p, w: not _is_loser(normalize_title(p.title), revision_rank(p), w), winners) | (
-            "PageByTitle" >> beam.Map(lambda p: (p.title, p)))
+        pages = kept(parts.pages, "KeptPages") | "PageByTitle" >> beam.Map(
+            lambda p: (normalize_title(p.title), p.model_copy(update={"title": normalize_title(p.title)})))
         skipped = (
-            (parts.skipped, redirected.skipped,
-             parts.articles | "ArticleOutcomes" >> beam.FlatMap(_article_outcome, winners))
+            (parts.skipped, decided.skipped, outcomes.skipped, redirected.skipped)
             | "AllSkipped" >> beam.Flatten()
             | "SkipKey" >> beam.Map(lambda s: (skipped_sort_key(s), s))
         )
@@ -823,8 +975,11 @@ class ExtractGraph(beam.PTransform):
         relations | "WriteRelations" >> WriteTable(out_dir, "relations", shards)
         pages | "WritePages" >> WriteTable(out_dir, "pages", shards)
         skipped | "WriteSkipped" >> WriteTable(out_dir, "skipped", shards)
+        excluded = outcomes.excluded | "SumExcluded" >> beam.CombineGlobally(_SumCounts())
         all_units = units | "AllUnits" >> beam.combiners.ToList()
-        return stats | "Stats" >> beam.Map(_write_stats, as_of_side, beam.pvalue.AsSingleton(all_units), out_dir)
+        return stats | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice),
+                                           beam.pvalue.AsSingleton(excluded), beam.pvalue.AsSingleton(all_units),
+                                           out_dir)
 
 
 # ----------------------------------------------------------------------------------- stage entry point
@@ -841,8 +996,10 @@ def run_extract(
     for table in TABLES:
         for stale in shard_files(out_dir / table):
             stale.unlink()
+    ceiling = timestamp_ceiling(config)
     with _pipeline(beam, beam_args) as pipeline:
-        pipeline | "ExtractUnits" >> ExtractUnits(config, out_dir) | "ExtractGraph" >> ExtractGraph(config, out_dir)
+        _ = (pipeline | "ExtractUnits" >> ExtractUnits(config, out_dir, ceiling)
+             | "ExtractGraph" >> ExtractGraph(config, out_dir, ceiling))
     return _finish(run, config, out_dir)
 
 
@@ -878,13 +1035,16 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     entities = read_table(Entity, out_dir / "entities").select(["is_head"]).column("is_head").to_pylist()
     reasons = read_table(SkippedRecord, out_dir / "skipped").column("reason").to_pylist()
     sources = read_table(Relation, out_dir / "relations").column("source").to_pylist()
-    counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities))
+    counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities), stats["excluded"])
     if counts["pages_in"] != counts["kept"] + counts["skipped"]:
         raise RuntimeError(f"extract counts do not reconcile: {counts}")
-    counts.update({"units": stats["units"], "units:extracted": stats["units_extracted"],
-                   "units:reused": stats["units"] - stats["units_extracted"]})
+    if stats["implausible"]:
+        counts[IMPLAUSIBLE_COUNT] = stats["implausible"]
     as_of = dt.datetime.fromisoformat(stats["as_of"]) if stats["as_of"] else None
-    manifest = run.finish(counts, outputs, as_of=as_of, window_days=config.window_days)
+    units = {"units": stats["units"], "extracted": stats["units_extracted"],
+             "reused": stats["units"] - stats["units_extracted"]}
+    manifest = run.finish(counts, outputs, as_of=as_of, work_units=units, as_of_reason=stats["as_of_reason"],
+                          window_days=config.window_days)
     stats_path.unlink()
     shutil.rmtree(WorkUnits(out_dir, ()).folder, ignore_errors=True)  # only an unfinished run needs the parts
     return manifest
@@ -911,7 +1071,8 @@ def register(subparsers) -> None:
     add_source_arguments(parser)
     defaults = ExtractConfig()
     parser.add_argument("--out", default="out/graph", metavar="DIR", help="output folder (default: %(default)s)")
-    parser.add_argument("--as-of", type=parse_as_of, metavar="ISO", help="snapshot time (default: newest revision in the input)")
+    parser.add_argument("--as-of", type=parse_as_of, metavar="ISO", help="snapshot time (default: the newest revision in the input that is not dated after "
+                        "the dump's own date or the time of the run)")
     parser.add_argument("--window", type=int, default=defaults.window_days, dest="window_days", metavar="DAYS",
                         help="head entities: latest revision at most this many days before --as-of "
                         "(default: %(default)s)")
@@ -937,7 +1098,8 @@ def _command(args, beam_args) -> int:
     counts = manifest.counts
     print(f"extract: {counts['pages_in']} pages in, {counts['kept']} entities ({counts['head_entities']} head), "
           f"{counts['relations']} relations, {counts['skipped']} skipped -> {args.out}")
+    print(f"  as-of {manifest.as_of.isoformat() if manifest.as_of else 'none'}: {manifest.as_of_reason}")
     for key, value in counts.items():
-        if key.startswith("skipped:"):
+        if key.startswith("skipped:") or key == IMPLAUSIBLE_COUNT:
             print(f"  {key:<28} {value}")
     return 0

@@ -35,7 +35,10 @@ class Manifest(BaseModel):
     outputs: dict[str, list[str]] = Field(default_factory=dict, description="table -> shard files")
     engines: dict[str, str] = Field(default_factory=dict, description="role -> engine/model that produced records")
     as_of: AwareDatetime | None = None
+    as_of_reason: str | None = Field(default=None, description="why this as-of: given, or the newest plausible revision")
     window_days: int | None = None
+    work_units: dict[str, int] = Field(default_factory=dict, description="the run that finished: units in all, "
+                                       "`extracted` by it, `reused` from an interrupted run")
     seed: int | None = None
     started_at: AwareDatetime | None = None
     finished_at: AwareDatetime | None = None

@@ -5,7 +5,9 @@ a fuzzed date attribute, never its name) and whether an as-of date must be state
 constraints drive the structural gates (`fewer_hops`, `alternative_answer`) before any text is written;
 then a writer renders the text: the offline template engine (default; relation-aware frames, two
 styles, varied surface forms) or an LLM through `pipeline.llm.LLMClient`. Text gates (answer, alias,
-evidence and intermediate leaks) and the optional closed-book shortcut check follow. Work runs in
+evidence and intermediate leaks, and for LLM text the faithfulness gate) and the optional closed-book
+shortcut check follow. A transient LLM failure (timeouts, an outage) leaves the whole unit unfinished for a
+rerun (the stage ends with `StageIncomplete`); a writer whose replies stay unusable is a counted rejection. Work runs in
 resumable units (`pipeline.io.WorkUnits`) as a Beam transform with the graph as a side input; the final
 assembly removes duplicates and writes `questions/` and `skipped/` shards.
 """
@@ -29,14 +31,21 @@ from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.io import (
     WorkUnits,
-    atomic_write_text,
     read_manifest,
     read_records,
     read_table,
     stable_hash,
     write_records,
 )
-from pipeline.llm import LLMClient, LLMError, run_async
+from pipeline.llm import (
+    LLMClient,
+    LLMError,
+    LLMUnavailable,
+    RoleReport,
+    run_async,
+    save_report,
+    stage_report,
+)
 from pipeline.roles import add_role_arguments, role_from_args
 from pipeline.stage import begin_stage
 from schemas.config import BeamOptions, LLMRole, QuestionConfig, WalkConfig
@@ -66,34 +75,29 @@ STAGE = "questions"
 TEMPLATE_ENGINE = "template"
 TABLES = ("questions", "skipped")
 # Date facts that make a good vague attribute, with how they read after a noun.
-ATTRIBUTE_PHRASES = {
-    "birth_date": "born in {p}",
-    "death_date": "{who} died in {p}",
-    "founded": "founded in {p}",
-    "foundation": "founded in {p}",
-    "formation": "formed in {p}",
-    "established": "established in {p}",
-    "established_date": "established in {p}",
-    "opened": "opened in {p}",
-    "opening": "opened in {p}",
-    "released": "released in {p}",
-    "release_date": "released in {p}",
-    "first_aired": "first broadcast in {p}",
-    "built": "built in {p}",
-    "completed": "completed in {p}",
-    "inception": "created in {p}",
+ATTRIBUTE_PHRASES = {  # keyed by ontology property (graph/ontology.py)
+    "birthDate": "born in {p}",
+    "deathDate": "{who} died in {p}",
+    "foundingDate": "founded in {p}",
+    "foundingYear": "founded in {p}",
+    "formationDate": "formed in {p}",
+    "openingDate": "opened in {p}",
+    "releaseDate": "released in {p}",
+    "publicationDate": "published in {p}",
+    "buildingEndDate": "built in {p}",
+    "completionDate": "completed in {p}",
 }
 
 
 # Entity facts that place an intermediate without naming it ("a city in Ireland").
 PLACE_ATTRIBUTE_PHRASES = {
     "country": "in {o}",
-    "subdivision_name": "in {o}",
+    "subdivision": "in {o}",
     "state": "in {o}",
     "location": "in {o}",
-    "hq_location_city": "based in {o}",
-    "hq_location_country": "based in {o}",
-    "headquarters": "based in {o}",
+    "locationCity": "based in {o}",
+    "locationCountry": "based in {o}",
+    "headquarter": "based in {o}",
 }
 
 
@@ -368,7 +372,7 @@ async def write_llm(client: LLMClient, ctx: QuestionContext, path: Path, plan: P
     written = await client.complete_json(writer_messages(ctx, path, plan), WrittenQuestion, seed=ctx.config.seed)
     text = " ".join(written.question.split())
     obfuscations = [o for o in plan.obfuscations if not o.startswith("style:")]
-    return Draft(text=text, engine=client.engine, model=client.role.model,
+    return Draft(text=text, engine=client.engine, model=client.served_model,
                  obfuscations=[*obfuscations, "style:llm", *(f"llm:{o}" for o in written.obfuscations)])
 
 
@@ -420,6 +424,16 @@ def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: 
     return None
 
 
+def faithfulness_gate(path: Path, plan: Plan, text: str) -> tuple[str, str] | None:
+    """An LLM's text must say what its prompt gave it: the start, each intermediate's description, the chain."""
+    mentions = [("the start entity", path.start.split(" (")[0])]
+    mentions += [(f"entity {p}", _described(plan.nouns[p], plan.attributes.get(p)))
+                 for p in range(1, len(path.nodes) - 1) if p in plan.nouns]
+    if (detail := gates.unfaithful(text, mentions, [hop.relation for hop in path.hops])) is not None:
+        return "unfaithful", detail
+    return None
+
+
 def _edge_rows(ctx: QuestionContext, path: Path) -> list[int]:
     graph, rows = ctx.graph, []
     for hop, tail in zip(path.hops, path.nodes[1:], strict=True):
@@ -455,8 +469,13 @@ def _skip(path: Path, reason: str, detail: str) -> SkippedRecord:
     return SkippedRecord(title=path.path_id, stage=STAGE, reason=reason, detail=detail[:500])
 
 
-async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPath | None) -> tuple[list[Question], list[SkippedRecord], Counter]:
-    """Plan, gate, write and check every path of a unit; each path ends as a Question or a SkippedRecord."""
+async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPath | None,
+                       report: RoleReport | None = None) -> tuple[list[Question], list[SkippedRecord]]:
+    """Plan, gate, write and check every path of a unit; each path ends as a Question or a SkippedRecord.
+
+    Raises `LLMUnavailable` (after the other paths finished, so their replies are cached) on a transient
+    failure; `report` receives the clients' counts either way.
+    """
     config = ctx.config
     writer = None if config.writer.offline else LLMClient(config.writer, cache_dir and cache_dir / "writer", "question-writer")
     checker = None
@@ -469,14 +488,21 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
             return _skip(path, *failed)
         try:
             draft = write_template(ctx, path, plan) if writer is None else await write_llm(writer, ctx, path, plan)
+        except LLMUnavailable:
+            raise
         except LLMError as error:
             return _skip(path, "writer_failed", str(error))
         aliases = answer_aliases(ctx, path)
-        if (failed := text_gate(ctx, path, plan, draft.text, aliases)) is not None:
+        failed = text_gate(ctx, path, plan, draft.text, aliases)
+        if failed is None and writer is not None:
+            failed = faithfulness_gate(path, plan, draft.text)
+        if failed is not None:
             return _skip(path, failed[0], f"{failed[1]} | {draft.text}")
         if checker is not None:
             try:
                 guess = await gates.shortcut(checker, draft.text, path.answer, aliases, config.shortcut_attempts)
+            except LLMUnavailable:
+                raise
             except LLMError as error:
                 return _skip(path, "shortcut_check_failed", str(error))
             if guess is not None:
@@ -484,22 +510,19 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
         return _question(ctx, path, draft, aliases)
 
     try:
-        results = await asyncio.gather(*[one(p) for p in paths])
+        results = await asyncio.gather(*[one(p) for p in paths], return_exceptions=True)
     finally:
         for client in (writer, checker):
             if client is not None:
                 await client.aclose()
-    stats: Counter = Counter()
-    for client in (writer, checker):
-        if client is not None:
-            stats[f"llm:{client.name}:requests"] += client.stats.requests
-            stats[f"llm:{client.name}:cache_hits"] += client.stats.cache_hits
-            stats[f"llm:{client.name}:retries"] += client.stats.retries
-            stats[f"llm:{client.name}:prompt_tokens"] += client.stats.prompt_tokens
-            stats[f"llm:{client.name}:completion_tokens"] += client.stats.completion_tokens
+                if report is not None:
+                    report.add_client(client)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
     questions = [r for r in results if isinstance(r, Question)]
     skipped = [r for r in results if isinstance(r, SkippedRecord)]
-    return questions, skipped, stats
+    return questions, skipped
 
 
 # --- assembly ------------------------------------------------------------------------------------------
@@ -528,28 +551,27 @@ def _units(path_ids: list[str], config: QuestionConfig) -> list[tuple[str, list[
 
 
 class _WriteUnit(beam.DoFn):
-    """Beam step: process one unit unless its parts already exist; yields the unit's LLM statistics."""
+    """Beam step: process one unit unless its parts already exist; leaves its LLM report in the stage folder."""
 
     def __init__(self, out_dir: str, cache_dir: str | None):
         self.out_dir, self.cache_dir = out_dir, cache_dir
 
-    def process(self, unit: tuple[str, list[str]], ctx: QuestionContext) -> Iterator[dict[str, int]]:
+    def process(self, unit: tuple[str, list[str]], ctx: QuestionContext) -> Iterator[str]:
         unit_id, path_ids = unit
         work = WorkUnits(self.out_dir, TABLES)
         if work.is_done(unit_id):
             return
         paths = [ctx.paths[path_id] for path_id in path_ids]
         cache = FsPath(self.cache_dir) if self.cache_dir else None
-        questions, skipped, stats = run_async(lambda: process_unit(ctx, paths, cache))
-        work.write(unit_id, {"questions": (Question, questions), "skipped": (SkippedRecord, skipped)})
-        yield dict(stats)
-
-
-def _sum_counts(parts: Iterable[dict[str, int]]) -> dict[str, int]:
-    total: Counter = Counter()
-    for part in parts:
-        total.update(part)
-    return dict(total)
+        report = RoleReport()
+        try:
+            questions, skipped = run_async(lambda: process_unit(ctx, paths, cache, report))
+        except LLMUnavailable as failure:
+            report.note_unfinished(failure)
+        else:
+            work.write(unit_id, {"questions": (Question, questions), "skipped": (SkippedRecord, skipped)})
+        save_report(self.out_dir, report)
+        yield unit_id
 
 
 def _walk_config(paths_dir: FsPath) -> WalkConfig:
@@ -568,7 +590,7 @@ def _load_context(graph_dir: FsPath, paths_dir: FsPath, config: QuestionConfig) 
     walk_config = _walk_config(paths_dir)
     as_of = _resolve_as_of(paths_dir, config)
     graph = load_csr(graph_dir, as_of=walk_config.as_of or as_of, window_days=walk_config.window_days or 182,
-                     exclude_relations=walk_config.exclude_relations)
+                     exclude_relations=walk_config.exclude_relations, mapped_only=walk_config.mapped_only)
     table = read_table(Entity, graph_dir / "entities").select(["title", "type", "description", "aliases"])
     entities = {row["title"]: EntityInfo(row["type"], row["description"], row["aliases"] or [])
                 for row in table.to_pylist()}
@@ -609,9 +631,9 @@ def run_questions(
     units = _units(path_ids, config)
     work = WorkUnits(out_dir, TABLES)
     pending = [unit for unit in units if not work.is_done(unit[0])]
-    stats_path = out_dir / "llm_stats.json"
     if pending:
-        _run_pipeline((graph_dir, paths_dir, resolved), pending, out_dir, cache_dir, stats_path, beam, list(beam_args))
+        _run_pipeline((graph_dir, paths_dir, resolved), pending, out_dir, cache_dir, beam, list(beam_args))
+    report = stage_report(STAGE, out_dir, sum(not work.is_done(uid) for uid, _ in units), len(units))
     written = [uid for uid, _ in units]
     questions = [q for uid in written for q in read_records(Question, work.part_path("questions", uid))]
     skipped = [s for uid in written for s in read_records(SkippedRecord, work.part_path("skipped", uid))]
@@ -626,8 +648,7 @@ def run_questions(
     counts["questions:kept"] = len(kept)
     counts.update(f"rejected:{s.reason}" for s in skipped)
     counts.update(f"questions:hops_{q.hops}" for q in kept)
-    if stats_path.is_file():
-        counts.update(json.loads(stats_path.read_text()))
+    counts.update(report.flat_counts())
     engines = {"writer": TEMPLATE_ENGINE if config.writer.offline else f"openai:{config.writer.model}"}
     if config.shortcut is not None and not config.shortcut.offline:
         engines["shortcut"] = f"openai:{config.shortcut.model}"
@@ -643,7 +664,7 @@ def _pipeline_context(source: tuple[FsPath, FsPath, QuestionConfig]) -> Question
     return ctx
 
 
-def _run_pipeline(source, units, out_dir, cache_dir, stats_path, options, args) -> None:
+def _run_pipeline(source, units, out_dir, cache_dir, options, args) -> None:
     cache = str(cache_dir) if cache_dir else None
     with beam.Pipeline(options=pipeline_options(options, args)) as pipeline:
         context = pipeline | "Source" >> beam.Create([source]) | "Context" >> beam.Map(_pipeline_context)
@@ -652,8 +673,6 @@ def _run_pipeline(source, units, out_dir, cache_dir, stats_path, options, args) 
             | "Units" >> beam.Create(units)
             | "Reshuffle" >> beam.Reshuffle()
             | "Write" >> beam.ParDo(_WriteUnit(str(out_dir), cache), ctx=beam.pvalue.AsSingleton(context))
-            | "Sum" >> beam.CombineGlobally(_sum_counts)
-            | "Save" >> beam.Map(lambda c: atomic_write_text(stats_path, json.dumps(c, sort_keys=True)))
         )
 
 

@@ -62,8 +62,8 @@ def test_killed_extract_resumes_only_unfinished_units(tmp_path):
     args = ["extract", "--dump", str(DUMP), "--index", str(INDEX), "--streams-per-unit", "1"]
     fresh, resumed = tmp_path / "fresh", tmp_path / "resumed"
     assert main([*args, "--out", str(fresh)]) == 0
-    units = read_manifest(fresh).counts["units"]
-    assert units == 10 and read_manifest(fresh).counts["units:extracted"] == units
+    units = read_manifest(fresh).work_units["units"]
+    assert read_manifest(fresh).work_units == {"units": 10, "extracted": 10, "reused": 0}
     assert not (fresh / "parts").exists()  # a finished stage keeps no parts
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -81,6 +81,5 @@ def test_killed_extract_resumes_only_unfinished_units(tmp_path):
     assert 1 <= len(done) < units
 
     assert main([*args, "--out", str(resumed)]) == 0
-    counts = read_manifest(resumed).counts
-    assert (counts["units:reused"], counts["units:extracted"]) == (len(done), units - len(done))
+    assert read_manifest(resumed).work_units == {"units": units, "extracted": units - len(done), "reused": len(done)}
     assert _shards(resumed) == _shards(fresh)

@@ -36,7 +36,7 @@ def test_graph_mirrors_the_tables(graph_dir):
     entities = [n for n, d in graph.nodes(data=True) if d["kind"] == ENTITY]
     assert sorted(entities) == sorted(e.title for e in result.entities)
     nolan = graph.nodes["Christopher Nolan"]
-    assert nolan["type"] == "person" and "Christopher Edward Nolan" in nolan["aliases"]
+    assert nolan["type"] == "Person" and "Christopher Edward Nolan" in nolan["aliases"]
     edges = graph.get_edge_data("Inception", "Christopher Nolan")
     assert {e["relation"] for e in edges.values()} >= {"director", "links_to"}
     director = next(e for e in edges.values() if e["relation"] == "director")

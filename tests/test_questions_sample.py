@@ -84,30 +84,29 @@ def test_questions_read_as_english_and_state_the_as_of_date(sample):
 
 
 # Read and checked by hand against the sample's pages (facts, fuzzed periods, grammar) when written.
-CHECKED = {
-    ("It (novel)", ("publisher", "founded"), "1925"):
-        "When was the publisher of the novel It, an organisation based in New York City, founded?",
-    ("The Prestige (novel)", ("author", "birth_place"), "Cheadle, Greater Manchester"):
-        "The novel The Prestige was written by an English novelist who died in the mid-2020s. Name the birthplace "
-        "of this English novelist.",
-    ("Jaws (film)", ("starring", "birth_date"), "1932-11-10"):
-        "The lead actor of the film Jaws is an American actor who died in the late 2000s. On what date was this "
-        "American actor born?",
-    ("Cillian Murphy", ("birth_place", "subdivision_name", "capital"), "Dublin"):
-        "Cillian Murphy was born in a place. This place lies in a country. Name the capital of this country.",
-    ("The Silmarillion", ("author", "death_place", "subdivision_name"), "United Kingdom"):
-        "The Silmarillion was written by an English writer who died in the 1970s. This English writer died in a "
-        "coastal resort town. In which region or country does this coastal resort town lie?",
-    ("Dune (2021 film)", ("screenplay", "alma_mater", "country"), "Canada"):
-        "The screenplay of the 2021 film Dune was written by a Canadian filmmaker born in the late 1960s. This "
-        "Canadian filmmaker studied at a French-language public university established in the late 20th century. "
-        "Name the country of this French-language public university.",
-    ("Roma (2018 film)", ("director", "birth_place", "subdivision_name", "currency"), "Mexican peso"):
-        "The 2018 film Roma was directed by a Mexican filmmaker born in the early 1960s. This Mexican filmmaker was "
-        "born in a place. This place lies in a country. What is the currency of this country?",
-    ("The Lord of the Rings", ("author", "death_place", "subdivision_name", "currency"), "Pound sterling"):
-        "The Lord of the Rings was written by an English writer born in the early 1890s. This English writer died in "
-        "a coastal resort town. This coastal resort town lies in a country. What is the currency of this country?",
+CHECKED = {  # relations are ontology properties (graph/ontology.py)
+    ("The Prestige (novel)", ("author", "birthPlace"), "Cheadle, Greater Manchester"):
+        "The novel The Prestige was written by an English novelist who died in the 2020s. Where was this English "
+        "novelist born?",
+    ("Cillian Murphy", ("birthPlace", "country", "capital"), "Dublin"):
+        "Cillian Murphy was born in a city. This city is in a country. Name the capital of this country.",
+    ("The Silmarillion", ("publisher", "founder"), "Stanley Unwin"):
+        "The Silmarillion was published by a company founded in the 1910s. Who founded this company?",
+    ("Dune (2021 film)", ("productionCompany", "founder"), "Thomas Tull"):
+        "The 2021 film Dune was produced by an American film production company founded in the late 20th century. "
+        "Who founded this American film production company?",
+    ("Jaws (film)", ("writer", "deathDate"), "2006-02-11"):
+        "The film Jaws was written by an American author born in the mid-20th century. On what date did this "
+        "American author die?",
+    ("Roma (2018 film)", ("director", "almaMater", "country"), "Mexico"):
+        "In which country is the alma mater of the director of the 2018 film Roma, a public research university "
+        "founded in the 1910s?",
+    ("Cillian Murphy", ("almaMater", "foundingDate"), "1845"):
+        "Cillian Murphy studied at a public research university in Ireland. In what year was this public research "
+        "university founded?",
+    ("It (novel)", ("publisher", "locationCity"), "New York City"):
+        "As of October 2026, in which city is the publisher of the novel It, a company founded in the early 20th "
+        "century, headquartered?",
 }
 
 
