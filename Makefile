@@ -16,7 +16,11 @@ AS_OF ?=
 WORKERS ?=
 PYTEST_ARGS ?=
 
-.PHONY: dataset test test-scale bench lint rl clean venv
+LLM_VENV := .venv-llm
+LLM_STAMP := $(LLM_VENV)/.installed
+RECORD ?=
+
+.PHONY: dataset test test-scale bench lint rl clean venv llm-check
 
 $(BASE_STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -39,6 +43,20 @@ test: $(RL_STAMP)
 # The distributed-engine tests (a dask.distributed cluster on 127.0.0.1): minutes on 2 cores, so apart.
 test-scale: $(BASE_STAMP)
 	$(BIN)/python -m pytest -q -m scale $(PYTEST_ARGS)
+
+# The llama.cpp server env for llm-check: built from source for this machine's CPU (AVX2/AVX-512: a
+# generic x86-64 build is several times slower), without llama.cpp's tools and multimodal parts; niced.
+$(LLM_STAMP): requirements-llm.txt
+	test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
+	CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAVA_BUILD=OFF" \
+		nice -n 19 \
+		$(LLM_VENV)/bin/python -m pip install --no-cache-dir --disable-pip-version-check --quiet -r requirements-llm.txt
+	touch $@
+
+# Every LLM role against Gemma 3 270M under llama.cpp on 127.0.0.1 (not in CI: see README). RECORD=1
+# saves the transcript that tests/test_llm_replay.py replays.
+llm-check: $(BASE_STAMP) $(LLM_STAMP)
+	$(BIN)/python tests/llm_check.py --python $(LLM_VENV)/bin/python $(if $(RECORD),--record)
 
 bench: $(BASE_STAMP)
 	$(BIN)/python -m bench

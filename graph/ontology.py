@@ -21,7 +21,10 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "ontology"
 ANY_TEMPLATE = "*"
 ROOT_CLASS = "owl:Thing"
 _TOKEN = re.compile(r"[a-z]+")
+_DATE_RANGES = frozenset({"xsd:date", "xsd:gYear", "xsd:gYearMonth", "xsd:dateTime"})
+_TEXT_RANGES = frozenset({"", "xsd:string", "rdf:langString", "xsd:anyURI"})  # a page may name such a value
 _IS_A = re.compile(r"\b(?:is|was|are|were)\s+(?:one of\s+)?(?:(?:a|an|the)\s+)?"
+                   r"(?:(?:series|type|kind|set|group|pair|family|collection|variety|class) of\s+)?"
                    r"(.+?)(?=[,.;:]|\s(?:of|in|on|at|from|for|by|that|which|who|whose|with|and|located)\s|$)")
 
 
@@ -213,6 +216,23 @@ class Ontology:
                 return self.plumbing_tokens[token]
         return None
 
+    def expects_date(self, prop: str | None) -> bool:
+        """Whether the property holds dates or years (a bare "1990" is then a year, not a number)."""
+        entry = self.properties.get(prop) if prop else None
+        return entry is not None and entry.range in _DATE_RANGES
+
+    def range_mismatch(self, prop: str | None, value_type: str) -> str | None:
+        """`range_mismatch` when a value cannot be what the property holds: a page for a date, number or
+        measure ("foundation = 1949, [[Wakefield]]" as the founding date), or a date for an entity."""
+        entry = self.properties.get(prop) if prop else None
+        if entry is None:
+            return None
+        if value_type == "entity" and not entry.is_object and entry.range not in _TEXT_RANGES:
+            return "range_mismatch"
+        if value_type == "date" and entry.is_object:
+            return "range_mismatch"
+        return None
+
     def value_plumbing(self, value: str | None) -> str | None:
         """Why a literal value is plumbing (an image size, a file name, a colour, coordinates, an ordinal)."""
         if value:
@@ -253,7 +273,8 @@ def _known_noun(words: list[str], table: dict[str, str]) -> str | None:
     for size in (2, 1):
         for end in range(len(words), size - 1, -1):
             phrase = " ".join(words[end - size : end])
-            for form in (phrase, phrase.removesuffix("s"), phrase.removesuffix("ies") + "y"):
+            forms = [phrase, phrase.removesuffix("s")] + ([phrase[:-3] + "y"] if phrase.endswith("ies") else [])
+            for form in forms:
                 if form in table:
                     return table[form]
     return None

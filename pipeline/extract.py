@@ -31,17 +31,23 @@ same bytes whatever the runner, worker count or units reused.
 Time limit per page: mwparserfromhell's C tokenizer holds the GIL, so no thread can interrupt it and an
 alarm only fires between Python bytecodes. The guard is therefore layered: (1) the size cap and the
 brace/bracket balance check keep pathological input (the usual cause of parser blow-ups) away from the
-tokenizer, and spans are parsed one at a time; (2) in the main thread a SIGALRM timer interrupts Python-
-level work (tree walks, the pure-Python parts of the parser); (3) in worker threads, where signals cannot
-be used, a deadline is checked between spans and infoboxes. A page over its time becomes `timeout`.
+tokenizer, and spans are parsed one at a time; (2) Python-level work (tree walks, the pure-Python parts
+of the parser, fact extraction) is interrupted when the time is up: in the main thread by a SIGALRM
+timer, in any other thread (Beam's worker threads with `--direct_num_workers 2`, in every running mode)
+by one watchdog thread per process that raises the timeout in the late thread between two bytecodes, as
+the alarm does; (3) a deadline is also checked between spans and infoboxes. A page over its time becomes
+`timeout`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import dataclasses
 import datetime as dt
+import functools
+import itertools
 import json
 import logging
 import os
@@ -61,7 +67,7 @@ from pydantic import AwareDatetime
 
 from graph.ontology import load_ontology
 from pipeline.beam import pipeline_options
-from pipeline.errors import UserError
+from pipeline.errors import StageIncomplete, UserError
 from pipeline.infobox import Fact, Infobox, parse_infoboxes
 from pipeline.io import WorkUnits, read_records, read_table, shard_files, write_records
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
@@ -87,6 +93,7 @@ log = logging.getLogger(__name__)
 STAGE = "extract"
 TABLES = {"entities": Entity, "relations": Relation, "skipped": SkippedRecord, "pages": Page}
 UNTYPED_ENTITY = "thing"
+MAX_TITLE_CHARS = 255  # MediaWiki's limit: a longer value names no page
 LIST_CLASS = "List"
 _CATEGORY = re.compile(r"\[\[\s*[Cc]ategory\s*:\s*([^\]|\n]+)")
 _STATS_FILE = ".extract-stats.json"
@@ -194,8 +201,73 @@ class PageTimeout(Exception):
     pass
 
 
+def _set_async_exception(thread_id: int, exception: type[BaseException] | None) -> None:
+    """Raise `exception` in another thread at its next bytecode (None clears a pending one)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exception) if exception is not None else None)
+
+
+class _ThreadWatchdog:
+    """One daemon thread per process that interrupts threads whose page deadline passed (threads cannot
+    receive SIGALRM). `arm` registers the calling thread; `disarm` removes it and clears an exception that
+    fired but was not yet raised, so it can never escape the page it was meant for. Until disarmed, a late
+    thread is interrupted again every _REFIRE_S seconds."""
+
+    def __init__(self):
+        self._wake = threading.Condition()
+        self._armed: dict[int, tuple[float, int, type[PageTimeout]]] = {}
+        self._tokens = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._sleeps_until = float("inf")  # when the watchdog wakes next: a later deadline need not wake it
+        self._fired: set[int] = set()
+
+    def arm(self, expires: float, exception: type[PageTimeout]) -> int:
+        with self._wake:
+            token = next(self._tokens)
+            self._armed[token] = (expires, threading.get_ident(), exception)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="hopsmith-page-watchdog", daemon=True)
+                self._thread.start()
+            if expires < self._sleeps_until:
+                self._wake.notify()
+            return token
+
+    def disarm(self, token: int) -> None:
+        with self._wake:  # under the lock, so the watchdog cannot fire again between these lines
+            self._armed.pop(token, None)
+            if token in self._fired:
+                self._fired.discard(token)
+                _set_async_exception(threading.get_ident(), None)
+
+    def _run(self) -> None:
+        with self._wake:
+            while True:
+                now = time.monotonic()
+                for token in [t for t, (expires, _, _) in self._armed.items() if expires <= now]:
+                    _, thread_id, exception = self._armed[token]
+                    _set_async_exception(thread_id, exception)
+                    # Raised again until disarmed: one raised inside a weakref callback or __del__ is
+                    # printed and swallowed by the interpreter instead of ending the page.
+                    self._armed[token] = (now + _REFIRE_S, thread_id, exception)
+                    self._fired.add(token)
+                upcoming = min((expires for expires, _, _ in self._armed.values()), default=None)
+                self._sleeps_until = float("inf") if upcoming is None else upcoming
+                self._wake.wait(None if upcoming is None else max(upcoming - now, 1e-3))
+
+
+_WATCHDOG = _ThreadWatchdog()
+_REFIRE_S = 0.05
+
+
+@functools.cache
+def _watchdog_timeout(seconds: float) -> type[PageTimeout]:
+    """The exception the watchdog raises (raised by class, so its message is built in)."""
+    return type("PageTimeout", (PageTimeout,),
+                {"__init__": lambda self: PageTimeout.__init__(self, f"over {seconds:g}s (watchdog)")})
+
+
 class Deadline:
-    """A page's time budget: SIGALRM in the main thread, cooperative checks everywhere."""
+    """A page's time budget: SIGALRM in the main thread, the watchdog in others, cooperative checks everywhere."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -207,10 +279,15 @@ class Deadline:
 
     @contextlib.contextmanager
     def alarm(self) -> Iterator[None]:
-        """SIGALRM after `seconds` (main thread only). An interval timer already running (a test runner's
-        own timeout) keeps its deadline: it is re-armed with its remaining time afterwards."""
+        """Interrupt the block when the time is up: SIGALRM in the main thread, the watchdog elsewhere.
+        An interval timer already running (a test runner's own timeout) keeps its deadline: it is re-armed
+        with its remaining time afterwards."""
         if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-            yield
+            token = _WATCHDOG.arm(self.expires, _watchdog_timeout(self.seconds))
+            try:
+                yield
+            finally:
+                _WATCHDOG.disarm(token)
             return
         outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL)
         outer_first = 0 < outer_left < self.seconds
@@ -363,6 +440,25 @@ def _relation(head: str, fact: Fact, resolve: Callable[[str], str], provenance: 
         source="infobox",
         provenance=Provenance(**provenance, infobox=fact.infobox, parameter=fact.parameter),
     )
+
+
+def named_value_key(relation: Relation) -> str | None:
+    """The title a plain-text infobox value would name ("country = Angola"), or None when it cannot."""
+    value = relation.value
+    if relation.source != "infobox" or relation.value_type != "string" or not value:
+        return None
+    if len(value) > MAX_TITLE_CHARS or any(char in value for char in "#<>[]{}|"):
+        return None
+    if relation.mapped and load_ontology().range_mismatch(relation.relation, "entity"):
+        return None  # a date, number or measure that happens to spell a page title stays a value
+    return normalize_title(value) or None
+
+
+def name_value(relation: Relation, target: str | None) -> Relation:
+    """A plain-text value that exactly names a page (or a redirect to one) becomes an edge to that page."""
+    if target is None or target == relation.head:
+        return relation
+    return relation.model_copy(update={"tail": target, "value": None, "value_type": "entity"})
 
 
 def attach_aliases(entity: Entity, aliases: Iterable[str]) -> Entity:
@@ -518,6 +614,9 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
         relations.extend(result.relations)
         pages.append(result.page)
         excluded.update(result.excluded)
+    names = {entity.title: entity.title for entity in entities}
+    names.update((alias, target) for target, titles in aliases.items() for alias in titles)
+    relations = [name_value(r, names.get(named_value_key(r) or "")) for r in relations]
     order = sorted(range(len(relations)), key=lambda i: relation_sort_key(relations[i], i))
     return Extraction(
         entities=sorted(entities, key=lambda e: e.title),
@@ -643,15 +742,21 @@ def _plan_dump_units(config: ExtractConfig) -> list[tuple[str, DumpUnit]]:
 
 
 class _ExtractUnit(beam.DoFn):
-    """Phase 1 for one unit, unless its parts exist: yields (unit id, True when extracted in this run)."""
+    """Phase 1 for one unit, unless its parts exist: yields (unit id, True when extracted in this run).
+
+    A dump unit arrives as its DumpUnit and is read here only when needed."""
 
     def __init__(self, config: ExtractConfig, out_dir: str, ceiling: dt.datetime):
         self.config, self.out_dir, self.ceiling = config, out_dir, ceiling
 
+    def setup(self):
+        load_ontology()  # once per worker, before any page's time limit starts
+
     def process(self, element):
         unit_id, source = element
         parts = WorkUnits(self.out_dir, UNIT_TABLES)
-        if parts.is_done(unit_id):
+        # An API unit holds what this run fetched (a rerun fetches again): only dump units are reused.
+        if isinstance(source, DumpUnit) and parts.is_done(unit_id):
             beam.metrics.Metrics.counter("hopsmith.extract", "units.reused").inc()
             yield unit_id, False
             return
@@ -856,6 +961,44 @@ class _SumCounts(beam.CombineFn):
         return dict(total)
 
 
+class _SplitNamedValues(beam.DoFn):
+    """(sort key, relation) pairs: plain-text values that could name a page go out keyed by that title."""
+
+    def process(self, keyed):
+        key = named_value_key(keyed[1])
+        if key is None:
+            yield keyed
+        else:
+            yield beam.pvalue.TaggedOutput("named", (key, keyed))
+
+
+def _named_values(joined):
+    _, grouped = joined
+    targets = sorted(set(grouped["target"]))
+    for sort_key, relation in grouped["value"]:
+        yield sort_key, name_value(relation, targets[0] if targets else None)
+
+
+class NamedValuesToEdges(beam.PTransform):
+    """{"relations", "entities", "aliases"} -> relations whose plain-text value names a page or a redirect
+    turned into entity edges: a keyed join by title with the kept entities and the redirects (no side input
+    that grows with the wiki)."""
+
+    def expand(self, inputs):
+        split = inputs["relations"] | "Find" >> beam.ParDo(_SplitNamedValues()).with_outputs("named", main="plain")
+        titles = (
+            (inputs["entities"] | "PageNames" >> beam.Map(lambda pair: (pair[0], pair[0])),
+             inputs["aliases"] | "RedirectNames" >> beam.Map(lambda pair: (pair[1], pair[0])))
+            | "Names" >> beam.Flatten()
+        )
+        named = (
+            {"target": titles, "value": split.named}
+            | "Join" >> beam.CoGroupByKey()
+            | "Name" >> beam.FlatMap(_named_values)
+        )
+        return (split.plain, named) | "AllRelations" >> beam.Flatten()
+
+
 def _choose_as_of(stats: list[UnitStats], config: ExtractConfig, ceiling) -> AsOfChoice:
     merged = NewestPlausible(ceiling[0]).merge_accumulators((s.newest_plausible, s.implausible) for s in stats)
     return AsOfChoice.choose(config.as_of, *merged, ceiling)
@@ -972,6 +1115,8 @@ class ExtractGraph(beam.PTransform):
         )
         shards = config.output_shards
         entities | "WriteEntities" >> WriteTable(out_dir, "entities", shards)
+        relations = ({"relations": relations, "entities": entities, "aliases": redirected.aliases}
+                     | "NamedValues" >> NamedValuesToEdges())
         relations | "WriteRelations" >> WriteTable(out_dir, "relations", shards)
         pages | "WritePages" >> WriteTable(out_dir, "pages", shards)
         skipped | "WriteSkipped" >> WriteTable(out_dir, "skipped", shards)
@@ -1038,6 +1183,9 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities), stats["excluded"])
     if counts["pages_in"] != counts["kept"] + counts["skipped"]:
         raise RuntimeError(f"extract counts do not reconcile: {counts}")
+    if unavailable := counts.get("skipped:api_unavailable", 0):  # transient: not finished work
+        raise StageIncomplete(f"extract: {unavailable} of {counts['pages_in']} titles could not be fetched (the API "
+                              "kept failing until its retries ran out); rerun the same command to fetch again")
     if stats["implausible"]:
         counts[IMPLAUSIBLE_COUNT] = stats["implausible"]
     as_of = dt.datetime.fromisoformat(stats["as_of"]) if stats["as_of"] else None

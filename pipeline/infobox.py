@@ -25,6 +25,7 @@ from pipeline.wikitext import (
     BOX_NAMES,
     complete_date,
     is_entity_link,
+    is_list_page,
     iso_date,
     normalize_template_name,
     normalize_title,
@@ -149,7 +150,8 @@ def _collect_box(template: Template, name: str, boxes: list[Infobox], ontology: 
             continue
         parameter = raw_name.strip()
         for item in split_items(param.value):
-            for fact in facts_from_item(item, relation, dates_expected=_expects_date(relation)):
+            dates = _expects_date(relation) or ontology.expects_date(ontology.mapped_name(name, relation))
+            for fact in facts_from_item(item, relation, dates_expected=dates):
                 fact.group_index, fact.parameter, fact.infobox = group, parameter, name
                 box.facts.append(fact)
     map_box(box, ontology)
@@ -162,9 +164,11 @@ def map_box(box: Infobox, ontology: Ontology) -> None:
     kept = []
     for fact in box.facts:
         name = ontology.mapped_name(box.name, fact.relation, box.cls, fact.group_index)
-        reason = ontology.plumbing_reason(fact.relation, name)
-        if not reason and fact.value_type == "string":
-            reason = ontology.value_plumbing(fact.value)
+        reason = ontology.plumbing_reason(fact.relation, name) or ontology.range_mismatch(name, fact.value_type)
+        if not reason and fact.value_type in ("string", "quantity"):  # "220px" reads as 220 with the unit px
+            reason = ontology.value_plumbing(f"{fact.value} {fact.unit}" if fact.unit else fact.value)
+        if not reason and fact.tail and is_list_page(fact.tail):  # "basin_countries = [[List of ...]]"
+            reason = "list_page"
         if reason:
             box.excluded[reason] += 1
             continue

@@ -61,6 +61,8 @@ def test_stats(graph_dir):
     assert stats["edges_by_source"] == {"infobox": sum(r.source == "infobox" for r in result.relations),
                                         "link": sum(r.source == "link" for r in result.relations)}
     assert list(stats["relations_top"])[0] == "links_to" and len(stats["relations_top"]) == 5
+    assert stats["typed_entities"] == len(result.entities) and stats["typed_share"] == 1.0  # every sample page
+    assert stats["infobox_edges_mapped"] == sum(r.mapped for r in result.relations) > 0
     assert sum(stats["out_degree"]["histogram"].values()) == len(result.entities)
     assert stats["largest_component"] > 0.9 * len(result.entities)  # the sample is one connected graph
 

@@ -198,7 +198,7 @@ def test_date_fuzzing_and_literal_aliases():
 def test_relation_phrases_and_type_nouns():
     assert phrase("birthPlace").noun == "birthplace" and phrase("spouse").mutable  # the lexicon
     assert phrase("numberOfEmployees").noun == "number of employees"  # the lexicon, for `num_employees`
-    assert phrase("bandMember").noun == "band member"  # DBpedia's English label
+    assert phrase("formerBandMember").noun == "former band member"  # DBpedia's English label
     assert phrase("first_flight").noun == "first flight"  # an unmapped parameter
     assert type_noun("Politician") == "politician" and type_noun("Settlement") == "place"
     assert type_noun("SoccerClub") == "sports club" and type_noun("Village") == "village"  # through ancestors

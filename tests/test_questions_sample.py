@@ -88,25 +88,21 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py)
     ("The Prestige (novel)", ("author", "birthPlace"), "Cheadle, Greater Manchester"):
         "The novel The Prestige was written by an English novelist who died in the 2020s. Where was this English "
         "novelist born?",
-    ("Cillian Murphy", ("birthPlace", "country", "capital"), "Dublin"):
-        "Cillian Murphy was born in a city. This city is in a country. Name the capital of this country.",
-    ("The Silmarillion", ("publisher", "founder"), "Stanley Unwin"):
-        "The Silmarillion was published by a company founded in the 1910s. Who founded this company?",
-    ("Dune (2021 film)", ("productionCompany", "founder"), "Thomas Tull"):
-        "The 2021 film Dune was produced by an American film production company founded in the late 20th century. "
-        "Who founded this American film production company?",
-    ("Jaws (film)", ("writer", "deathDate"), "2006-02-11"):
-        "The film Jaws was written by an American author born in the mid-20th century. On what date did this "
-        "American author die?",
-    ("Roma (2018 film)", ("director", "almaMater", "country"), "Mexico"):
-        "In which country is the alma mater of the director of the 2018 film Roma, a public research university "
-        "founded in the 1910s?",
+    ("The Silmarillion", ("publisher", "foundingDate"), "1914"):
+        "In what year was the publisher of The Silmarillion, a company based in the United Kingdom, founded?",
+    ("Roma (2018 film)", ("director", "birthPlace"), "Mexico City"):
+        "Where was the director of the 2018 film Roma, a Mexican filmmaker born in the mid-20th century, born?",
+    ("Jaws (film)", ("starring", "deathDate"), "2008-02-10"):
+        "When did the lead actor of the film Jaws, an American actor born in the 1930s, die?",
+    ("Jaws (film)", ("starring", "deathPlace"), "Little Rock, Arkansas"):
+        "Name the place of death of the lead actor of the film Jaws, an American actor born in the 1930s.",
     ("Cillian Murphy", ("almaMater", "foundingDate"), "1845"):
         "Cillian Murphy studied at a public research university in Ireland. In what year was this public research "
         "university founded?",
-    ("It (novel)", ("publisher", "locationCity"), "New York City"):
-        "As of October 2026, in which city is the publisher of the novel It, a company founded in the early 20th "
-        "century, headquartered?",
+    ("It (novel)", ("publisher", "foundingDate"), "1925"):
+        "The novel It was published by a company based in New York City. In what year was this company founded?",
+    ("Dune (novel)", ("author", "birthPlace"), "Tacoma, Washington"):
+        "Where was the author of the novel Dune, a writer born in the early 20th century, born?",
 }
 
 
