@@ -43,8 +43,8 @@ SAMPLE_INDEX = REPO_ROOT / "data/sample/enwiki-sample-pages-articles-multistream
 STAGE_FOLDERS = {
     "extract": "graph",
     "walk": "paths",
+    "index": "index",  # before questions: their one-search gate searches the agents' index
     "questions": "questions",
-    "index": "index",
     "trajectories": "trajectories",
     "judge": "judged",
     STAGE: "dataset",
@@ -87,13 +87,14 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     steps: list[tuple[str, Callable[[], Manifest]]] = [
         ("extract", lambda: run_extract(config=config.extract, out_dir=dirs["extract"], **beam)),
         ("walk", lambda: run_walks(dirs["extract"], dirs["walk"], config.walk, **beam)),
+        ("index", lambda: build_index(dirs["extract"], dirs["index"], config.index)),
         (
             "questions",
             lambda: run_questions(
-                dirs["extract"], dirs["walk"], dirs["questions"], config.questions, cache, **beam
+                dirs["extract"], dirs["walk"], dirs["questions"], config.questions, cache, **beam,
+                index_dir=dirs["index"],
             ),
         ),
-        ("index", lambda: build_index(dirs["extract"], dirs["index"], config.index)),
         (
             "trajectories",
             lambda: run_trajectories(

@@ -4,9 +4,19 @@
 - `answer_leak`: the answer or one of its aliases appears in the question text;
 - `evidence_leak`: the question copies a long n-gram of a hop's evidence sentence;
 - `intermediate_leak`: an obfuscated intermediate entity is named anyway (the question loses a hop);
+- `start_leak`: the start entity is described, but the text names it anyway;
 - `fewer_hops`: the answer is reachable from the start entity in fewer hops than the question asks;
-- `alternative_answer`: following the question's constraint chain over the graph (relations, plus the
-  type and attribute clues given for each intermediate) reaches more than one answer;
+- `start_not_unique`: another entity fits every attribute the question describes the start entity by;
+- `multi_valued_hop`: an intermediate hop leads to several objects (pages, objects without a page and
+  literals alike: the graph is an open world) that the question's clues do not tell apart;
+- `alternative_answer`: the final hop, with the clues (or a tree question's branches) on the answer,
+  reaches more than one object;
+- `tree_branch`: a tree question's branch does not hold for the answer, or is not needed to single it out;
+- `dominant_answer`: the answer is the most common object of its final relation across the graph (a
+  guess, not a search, would find it);
+- `answer_cap`: one answer already fills its share of the run (applied by the stage);
+- `one_search`: the question text as one `search` in the agents' environment shows the answer or the
+  answer's page in its top k;
 - `missing_as_of`: a fact on the path can change, but the text states no as-of date;
 - `shortcut`: a model answers correctly without tools in any of n attempts (async, LLM configured);
 - `duplicate`: applied across the whole run by the stage (same text, or same start/relations/answer).
@@ -27,8 +37,9 @@ from schemas.questions import Path
 from synth.matching import match_answer, normalize_answer
 from synth.phrasing import parse_date, type_noun
 
-GATES = ("vague_answer", "fewer_hops", "alternative_answer", "answer_leak", "evidence_leak", "intermediate_leak",
-         "missing_as_of", "shortcut", "duplicate")
+GATES = ("vague_answer", "fewer_hops", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
+         "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
+         "one_search", "shortcut", "duplicate", "answer_cap")
 MAX_FRONTIER = 100_000
 
 
@@ -102,8 +113,11 @@ def _years_of(graph: CSRGraph, node: int, relation: int) -> list[int]:
     return years
 
 
-def _satisfies(graph: CSRGraph, node: int, clue: Clue) -> bool:
-    """Conservative: a candidate is excluded only when the graph states something contradicting the clue."""
+def satisfies(graph: CSRGraph, node: int, clue: Clue) -> bool:
+    """Open world: a candidate is excluded only when the graph states something contradicting the clue.
+
+    A node without a page, or a page silent about the clue's relation, may still fit, so it stays.
+    """
     if clue.type_noun and graph.entity_type[node] and type_noun(graph.entity_type[node]) != clue.type_noun:
         return False
     relation = graph.relation_id(clue.attribute) if clue.attribute else None
@@ -118,25 +132,161 @@ def _satisfies(graph: CSRGraph, node: int, clue: Clue) -> bool:
     return True
 
 
-def chain_answers(graph: CSRGraph, path: Path, clues: Iterable[Clue]) -> set[int]:
-    """Every node that satisfies the question's constraint chain, starting from the named start entity."""
-    by_position: dict[int, list[Clue]] = {}
-    for clue in clues:
-        by_position.setdefault(clue.position, []).append(clue)
-    start = graph.node_id(path.start)
-    current = {start} if start is not None else set()
-    for index, hop in enumerate(path.hops):
-        relation = graph.relation_id(hop.relation)
+def holds(graph: CSRGraph, node: int, clue: Clue) -> bool:
+    """Closed reading: the graph states the clue's fact of the node (a branch of a tree question holds)."""
+    relation = graph.relation_id(clue.attribute) if clue.attribute else None
+    if relation is None:
+        return bool(clue.type_noun) and type_noun(graph.entity_type[node]) == clue.type_noun
+    if clue.years:
+        return any(clue.years[0] <= y <= clue.years[1] for y in _years_of(graph, node, relation))
+    return clue.object in {graph.label(o) for o in graph.objects(node, relation)}
+
+
+class FactIndex:
+    """Reverse lookups over the CSR graph, built once per run: the heads of (relation, object) facts, the
+    heads of a relation, and each relation's dominant object."""
+
+    def __init__(self, graph: CSRGraph):
+        self.graph = graph
+        n = graph.num_nodes
+        heads = np.repeat(np.arange(n, dtype=np.int64), graph.out_degree)
+        keys = graph.rel.astype(np.int64) * n + graph.dst.astype(np.int64)
+        order = np.argsort(keys, kind="stable")
+        self._keys, self._heads = keys[order], heads[order]
+        unique, counts = np.unique(self._keys, return_counts=True)
+        self._dominant: set[int] = set()
+        relations = unique // max(n, 1)
+        for relation in np.unique(relations):
+            mask = relations == relation
+            top = counts[mask].max()
+            if top >= 2:  # an object held by one head only dominates nothing
+                self._dominant.update(unique[mask][counts[mask] == top].tolist())
+        coarse = {t: type_noun(t) for t in set(graph.entity_type.tolist())}
+        self.type_nouns = np.array([coarse[t] if t else "" for t in graph.entity_type], dtype=object)
+
+    def _range(self, lo: int, hi: int) -> np.ndarray:
+        return self._heads[np.searchsorted(self._keys, lo, "left") : np.searchsorted(self._keys, hi, "left")]
+
+    def heads_of(self, relation: int, obj: int) -> np.ndarray:
+        key = relation * self.graph.num_nodes + obj
+        return self._range(key, key + 1)
+
+    def heads_with(self, relation: int) -> np.ndarray:
+        n = self.graph.num_nodes
+        return np.unique(self._range(relation * n, (relation + 1) * n))
+
+    def is_dominant(self, relation: int, obj: int) -> bool:
+        return relation * self.graph.num_nodes + obj in self._dominant
+
+
+def described_candidates(index: FactIndex, clues: Iterable[Clue]) -> set[int]:
+    """Every entity that fits a description given without a name: the heads the graph shows holding its
+    first stated fact (the anchor), filtered by every clue in the open-world reading of `satisfies`."""
+    graph, clues = index.graph, list(clues)
+    anchor = next((c for c in clues if c.attribute), None)
+    if anchor is None:
+        typed = next((c.type_noun for c in clues if c.type_noun), None)
+        pool = np.flatnonzero(index.type_nouns == typed) if typed else np.arange(graph.num_nodes)
+    else:
+        relation = graph.relation_id(anchor.attribute)
         if relation is None:
             return set()
-        following: set[int] = set()
-        for node in current:
-            following.update(graph.objects(node, relation).tolist())
-        if index + 1 < len(path.nodes) - 1:
-            for clue in by_position.get(index + 1, []):
-                following = {n for n in following if _satisfies(graph, n, clue)}
-        current = following
-    return current
+        if anchor.object is not None:
+            obj = graph.node_id(anchor.object)
+            pool = index.heads_of(relation, obj) if obj is not None else np.array([], np.int64)
+        else:
+            pool = [h for h in index.heads_with(relation).tolist() if holds(graph, h, anchor)]
+    return {int(n) for n in pool if all(satisfies(graph, int(n), c) for c in clues)}
+
+
+def path_node_ids(graph: CSRGraph, path: Path) -> list[int] | None:
+    """The graph node of every position of the path (literal nodes are found by their label)."""
+    current = graph.node_id(path.start)
+    if current is None:
+        return None
+    ids = [current]
+    for hop, label in zip(path.hops, path.nodes[1:], strict=True):
+        relation = graph.relation_id(hop.relation)
+        if relation is None:
+            return None
+        current = next((int(o) for o in graph.objects(current, relation) if graph.label(o) == label), None)
+        if current is None:
+            return None
+        ids.append(current)
+    return ids
+
+
+def _by_position(clues: Iterable[Clue]) -> dict[int, list[Clue]]:
+    grouped: dict[int, list[Clue]] = {}
+    for clue in clues:
+        grouped.setdefault(clue.position, []).append(clue)
+    return grouped
+
+
+def _examples(graph: CSRGraph, nodes: Iterable[int], exclude: int) -> list[str]:
+    return sorted(graph.label(n) for n in nodes if n != exclude)[:3]
+
+
+def unique_chain(index: FactIndex, path: Path, clues: Iterable[Clue], start_described: bool) -> tuple[str, str] | None:
+    """Open-world uniqueness, position by position: the described start, then every hop with the clues on
+    its object, must single out exactly the path's node. Returns (gate, why) for the first that does not."""
+    graph = index.graph
+    ids = path_node_ids(graph, path)
+    if ids is None:
+        return "alternative_answer", "the path's answer does not satisfy its own chain"
+    clues = _by_position(clues)
+    if start_described:
+        fits = described_candidates(index, clues.get(0, []))
+        if fits != {ids[0]}:
+            return "start_not_unique", f"{len(fits)} entities fit the start's description, e.g. {_examples(graph, fits, ids[0])}"
+    last = len(path.hops) - 1
+    for position, hop in enumerate(path.hops):
+        relation = graph.relation_id(hop.relation)
+        reached = {int(o) for o in graph.objects(ids[position], relation)}
+        reached = {o for o in reached if all(satisfies(graph, o, c) for c in clues.get(position + 1, []))}
+        if reached != {ids[position + 1]}:
+            gate = "alternative_answer" if position == last else "multi_valued_hop"
+            return gate, (f"{len(reached)} objects of {hop.relation} fit at hop {position + 1}, "
+                          f"e.g. {_examples(graph, reached, ids[position + 1])}")
+    return None
+
+
+def alternative_answer(index: FactIndex, path: Path, clues: Iterable[Clue]) -> str | None:
+    """None when exactly the path's answer satisfies the chain (start named); otherwise why not."""
+    failed = unique_chain(index, path, clues, start_described=False)
+    return None if failed is None else failed[1]
+
+
+def tree_branches(index: FactIndex, path: Path, branches: list[Clue]) -> str | None:
+    """A tree question's branches (clues on the answer): each must hold for the answer, the final hop alone
+    must reach several objects, and dropping any branch must let another object through."""
+    graph = index.graph
+    ids = path_node_ids(graph, path)
+    if ids is None or not branches:
+        return "no branch"
+    answer = ids[-1]
+    for clue in branches:
+        if not holds(graph, answer, clue):
+            return f"branch {clue.attribute} does not hold for the answer"
+    reached = graph.objects(ids[-2], graph.relation_id(path.hops[-1].relation)).tolist()
+    if len(reached) < 2:
+        return "the final hop has one object: no branch is needed"
+    for dropped in range(len(branches)):
+        rest = branches[:dropped] + branches[dropped + 1 :]
+        if len([o for o in reached if all(satisfies(graph, o, c) for c in rest)]) < 2:
+            return f"branch {branches[dropped].attribute} is not needed"
+    return None
+
+
+def dominant_answer(index: FactIndex, path: Path) -> str | None:
+    """Why the answer is its final relation's dominant object across the graph, or None."""
+    graph = index.graph
+    ids = path_node_ids(graph, path)
+    relation = graph.relation_id(path.hops[-1].relation)
+    if ids is None or relation is None or not index.is_dominant(relation, ids[-1]):
+        return None
+    heads = len(index.heads_of(relation, ids[-1]))
+    return f"{path.answer!r} is the most common object of {path.hops[-1].relation} ({heads} heads)"
 
 
 def answer_node(graph: CSRGraph, path: Path) -> int | None:
@@ -152,15 +302,16 @@ def answer_node(graph: CSRGraph, path: Path) -> int | None:
     return None
 
 
-def alternative_answer(graph: CSRGraph, path: Path, clues: Iterable[Clue]) -> str | None:
-    """None when exactly the path's answer satisfies the chain; otherwise why the question is ambiguous."""
-    answers = chain_answers(graph, path, clues)
-    target = answer_node(graph, path)
-    if target is None or target not in answers:
-        return "the path's answer does not satisfy its own chain"
-    if len(answers) > 1:
-        others = sorted(graph.label(a) for a in answers if a != target)[:3]
-        return f"{len(answers)} answers satisfy the chain, e.g. {others}"
+def one_search(environment, text: str, answer: str, forms: Iterable[str], top_k: int) -> str | None:
+    """The retrieval shortcut: the question as one `search` lists the answer's page or shows the answer."""
+    page = environment.resolve(answer)
+    forms = [answer, *forms]
+    for rank, hit in enumerate(environment.search(text, top_k), 1):
+        if page is not None and hit.title == page.title:
+            return f"the answer's page {hit.title!r} is result {rank}"
+        shown = f"{hit.title} {hit.snippet}"
+        if (form := next((f for f in forms if contains_phrase(shown, f)), None)) is not None:
+            return f"result {rank} ({hit.title!r}) shows {form!r}"
     return None
 
 

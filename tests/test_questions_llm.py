@@ -19,6 +19,11 @@ from tests.test_questions import MERKEL, MERKEL_FACTS
 from tests.walk_graphs import write_graph
 
 
+def named(writer: LLMRole, **config) -> QuestionConfig:
+    """A config whose start entities are named (the writer tests check how the name is used)."""
+    return QuestionConfig(writer=writer, describe_start=0.0, **config)
+
+
 def role(server: OpenAIServer, **overrides) -> LLMRole:
     return LLMRole(**{"base_url": server.base_url, "model": "test-model", "timeout_s": 5.0, "max_retries": 3,
                       "backoff_s": 0.01, **overrides})
@@ -27,7 +32,8 @@ def role(server: OpenAIServer, **overrides) -> LLMRole:
 def written(body: dict) -> Reply:
     """A writer reply that names the start entity and hides everything else."""
     payload = json.loads(body["messages"][1]["content"])
-    text = f"As of March 2026, what is the answer about {payload['start']} through {len(payload['chain'])} hops?"
+    start = payload["start"].get("name") or payload["start"]["refer_to_it_as"]
+    text = f"As of March 2026, what is the answer about {start} through {len(payload['chain'])} hops?"
     return Reply(content=json.dumps({"question": text, "obfuscations": ["spouse -> a scientist"]}))
 
 
@@ -86,7 +92,7 @@ def test_llm_writer_recovers_and_records_engine(tmp_path, graph_and_paths, case,
     paths = list(read_records(Path, paths_dir / "paths"))
     script = Script(first=first)
     with OpenAIServer(script) as server:
-        config = QuestionConfig(writer=role(server, **overrides))
+        config = named(role(server, **overrides))
         ctx = questions_module._load_context(graph_dir, paths_dir, config)
         kept, skipped, stats = run_async(lambda: questions_module.process_unit(ctx, paths, tmp_path / "cache"))
         writer_requests = [r for r in server.requests if is_writer(r)]
@@ -100,7 +106,7 @@ def test_llm_writer_recovers_and_records_engine(tmp_path, graph_and_paths, case,
     answered = expected if case == "invalid_then_valid" else len(paths)  # a 429 or a timeout reports no usage
     assert stats["llm:question-writer:prompt_tokens"] == 10 * answered  # the test server reports 10 per reply
     prompt = json.loads(writer_requests[0]["messages"][1]["content"])
-    assert prompt["as_of"] == "March 2026" and prompt["start"] == "Angela Merkel"
+    assert prompt["as_of"] == "March 2026" and prompt["start"]["name"] == "Angela Merkel"
     assert writer_requests[0]["response_format"] == {"type": "json_object"}
 
 
@@ -116,7 +122,7 @@ def test_llm_requests_in_flight_stay_within_the_role_bound(tmp_path, graph_and_p
         return reply
 
     with OpenAIServer(slow) as server:
-        config = QuestionConfig(writer=role(server, max_concurrency=bound))
+        config = named(role(server, max_concurrency=bound))
         ctx = questions_module._load_context(graph_dir, paths_dir, config)
         kept, _, _ = run_async(lambda: questions_module.process_unit(ctx, paths, None))
     assert server.in_flight_peak == bound and len(server.requests) == len(paths)
@@ -124,7 +130,7 @@ def test_llm_requests_in_flight_stay_within_the_role_bound(tmp_path, graph_and_p
 
 def test_rerun_is_served_from_the_cache(tmp_path, graph_and_paths):
     with OpenAIServer(Script()) as server:
-        config = QuestionConfig(writer=role(server))
+        config = named(role(server))
         first, kept_1, _ = run(tmp_path, graph_and_paths, config, out="first")
         sent = len(server.requests)
         second, kept_2, _ = run(tmp_path, graph_and_paths, config, out="second")
@@ -138,7 +144,7 @@ def test_rerun_is_served_from_the_cache(tmp_path, graph_and_paths):
 
 def test_shortcut_check_rejects_questions_a_model_answers_without_tools(tmp_path, graph_and_paths):
     with OpenAIServer(Script(shortcut_answer="Hosena")) as server:
-        config = QuestionConfig(writer=role(server), shortcut=role(server, temperature=1.0), shortcut_attempts=4)
+        config = named(role(server), shortcut=role(server, temperature=1.0), shortcut_attempts=4)
         manifest, kept, skipped = run(tmp_path, graph_and_paths, config)
         shortcut_requests = [r for r in server.requests if not is_writer(r)]
     hosena = [s for s in skipped if s.reason == "shortcut"]
@@ -159,7 +165,7 @@ def test_leaking_llm_question_is_rejected(tmp_path, graph_and_paths):
         return Reply(content=json.dumps({"question": f"Is it {payload['answer_to_hide']}? Where did Joachim Sauer go?"}))
 
     with OpenAIServer(leaky) as server:
-        manifest, kept, skipped = run(tmp_path, graph_and_paths, QuestionConfig(writer=role(server)))
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, named(role(server)))
     assert kept == [] and {s.reason for s in skipped} == {"answer_leak"}
     assert manifest.counts["rejected:answer_leak"] == manifest.counts["paths:read"]
 
@@ -176,7 +182,7 @@ def test_llm_question_copying_an_intermediate_description_is_rejected(tmp_path, 
         return Reply(content=json.dumps({"question": text}))
 
     with OpenAIServer(copies) as server:
-        config = QuestionConfig(writer=role(server))
+        config = named(role(server))
         ctx = questions_module._load_context(graph_dir, paths_dir, config)
         ctx.entities["Joachim Sauer"] = questions_module.EntityInfo("Infobox scientist", lead, [])
         kept, skipped, _ = run_async(lambda: questions_module.process_unit(ctx, [path], None))
@@ -189,14 +195,14 @@ def test_llm_question_without_the_as_of_date_is_rejected(tmp_path, graph_and_pat
         return Reply(content=json.dumps({"question": "Where was the spouse of Angela Merkel born?"}))
 
     with OpenAIServer(undated) as server:
-        manifest, kept, skipped = run(tmp_path, graph_and_paths, QuestionConfig(writer=role(server)))
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, named(role(server)))
     assert kept == [] and {s.reason for s in skipped} == {"missing_as_of"}  # a spouse can change
 
 
 def test_killed_run_resumes_without_repeating_requests(tmp_path, graph_and_paths, monkeypatch):
     graph_dir, paths_dir = graph_and_paths
     with OpenAIServer(Script()) as server:
-        config = QuestionConfig(writer=role(server), paths_per_unit=1)
+        config = named(role(server), paths_per_unit=1)
         original = questions_module.process_unit
         calls = {"n": 0}
 
