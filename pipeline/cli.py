@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "graph.stats",
     "graph.walks",
     "synth.questions",
+    "synth.report",
     "synth.environment",
     "synth.trajectories",
     "pipeline.dataset",

@@ -33,6 +33,7 @@ from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
 from schemas.manifest import Manifest
 from schemas.questions import Question
+from synth.report import print_report, question_report
 
 log = logging.getLogger(__name__)
 STAGE = "dataset"
@@ -133,6 +134,8 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
                 out.print(f"      finished by an earlier run (key {manifest.key[:12]}), skipped")
     finally:  # also after a failure or an interrupt: what is finished, and its counts
         print_summary(dirs, reused)
+        if read_manifest(dirs["questions"]) is not None:
+            print_report(question_report(config.out))
     return manifest
 
 
@@ -261,7 +264,8 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
     plots = write_plots(stats, root)
     published = [path for files in outputs.values() for path in files] + list(plots.values())
     outputs["checksums"] = [write_checksums(root, published)]
-    card = render_card(config.name, stats, split_rows, manifests, config.seed, plots, environment)
+    card = render_card(config.name, stats, split_rows, manifests, config.seed, plots, environment,
+                       question_report(config.out))
     atomic_write_text(root / "README.md", card)
     outputs["card"] = ["README.md"]
     outputs["plots"] = sorted(plots.values())

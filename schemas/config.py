@@ -73,7 +73,7 @@ NON_FACT_RELATIONS = (
 
 class WalkConfig(_Config):
     hops: list[int] = [2, 3, 4]
-    walks_per_start: int = 8
+    walks_per_start: int = 24
     max_paths: int | None = None
     hub_quantile: float = 0.98
     min_out_degree: int = 1

@@ -244,12 +244,15 @@ def description_noun(description: str) -> str | None:
     match = _DESCRIPTION_NOUN.search(first_sentence)
     if not match:
         return None
-    words = []
+    words, after_number = [], False
     for word in match.group(1).split():
         if word in _NOUN_STOP or (words and word.endswith(("ing", "ed"))):  # "a country comprising ..."
             break
-        if not any(ch.isdigit() for ch in word):
+        number = any(ch.isdigit() for ch in word)
+        # a number's unit goes with it: "a 39-mile (63 km) river" -> "river", not "mi river"
+        if not number and not (after_number and word.islower() and len(word) <= 3):
             words.append(word)
+        after_number = number
     if not 1 <= len(words) <= 5 or not words[-1].isalpha() or not words[-1].islower():
         return None
     return " ".join(words)
