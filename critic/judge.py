@@ -5,7 +5,9 @@ ids). A Beam DoFn judges one unit: the offline critic on every turn and, when th
 endpoint, the LLM judge on every turn of the unit concurrently (bounded by the role's concurrency). Each
 unit writes its JudgedTrajectory rows and its SkippedRecords as resumable parts; the final shards are the
 parts concatenated in unit order, so an interrupted and an uninterrupted run write the same records.
-Every trajectory read is either judged or skipped with a reason (an LLM failure after retries).
+A judge reply that stays unusable leaves that one turn to the offline critic (counted as
+`llm:judge:fallbacks`, the turn's engine says so). A transient failure (timeouts, an outage) leaves the
+unit unfinished: the stage ends with `StageIncomplete` and a rerun retries it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 import apache_beam
 import pyarrow.parquet as pq
 
-from critic.llm_judge import TurnAssessment, assess_trajectory
+from critic.llm_judge import assess_trajectory
 from critic.scoring import OFFLINE_ENGINE, judge_trajectory
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
@@ -34,7 +36,7 @@ from pipeline.io import (
     shard_files,
     write_records,
 )
-from pipeline.llm import LLMClient, LLMError, run_async
+from pipeline.llm import LLMClient, LLMUnavailable, RoleReport, run_async, save_report, stage_report
 from pipeline.roles import add_role_arguments, role_from_args
 from pipeline.stage import begin_stage
 from schemas.config import BeamOptions, JudgeConfig, LLMRole
@@ -64,10 +66,16 @@ async def judge_batch(
     config: JudgeConfig,
     cache_dir: str | Path | None,
     aliases: dict[str, list[str]] | None = None,
+    report: RoleReport | None = None,
 ) -> tuple[list[JudgedTrajectory], list[SkippedRecord]]:
-    """Judge trajectories (LLM requests of all of them in flight together); LLM failures become skips."""
+    """Judge trajectories (LLM requests of all of them in flight together).
+
+    Raises `LLMUnavailable` (after every other request finished, so their replies are cached) when the
+    endpoint timed out or was down; `report` receives the judge's request counts either way.
+    """
     trajectories = list(trajectories)
-    assessments: list[list[TurnAssessment] | BaseException | None] = [None] * len(trajectories)
+    assessments: list = [None] * len(trajectories)
+    model = config.judge.model
     if not config.judge.offline:
         client = LLMClient(config.judge, Path(cache_dir) / "judge" if cache_dir else None, name="judge")
         try:
@@ -76,17 +84,21 @@ async def judge_batch(
             )
         finally:
             await client.aclose()
-    judged, skipped = [], []
+            if report is not None:
+                report.add_client(client)
+        model = client.served_model
+        for failure in assessments:
+            if isinstance(failure, BaseException):
+                raise failure
+    judged = []
     for trajectory, assessment in zip(trajectories, assessments, strict=True):
-        if isinstance(assessment, LLMError):
-            skipped.append(SkippedRecord(title=trajectory.trajectory_id, stage=STAGE, reason="llm_error",
-                                         detail=str(assessment)[:300]))
-            continue
-        if isinstance(assessment, BaseException):
-            raise assessment
-        judged.append(judge_trajectory(trajectory, questions.get(trajectory.question_id), config, assessment,
-                                       judge_engine(config), config.judge.model, aliases))
-    return judged, skipped
+        record = judge_trajectory(trajectory, questions.get(trajectory.question_id), config, assessment,
+                                  judge_engine(config), model, aliases)
+        for position, judgement in enumerate(record.judgements):
+            if assessment is not None and assessment[position] is None:  # this turn fell back to the critic
+                judgement.engine, judgement.model = OFFLINE_ENGINE, None
+        judged.append(record)
+    return judged, []
 
 
 def load_questions(questions_dir: str | Path) -> dict[str, Question]:
@@ -126,11 +138,16 @@ class _JudgeUnit(apache_beam.DoFn):
             apache_beam.metrics.Metrics.counter(STAGE, "units_resumed").inc()
             yield unit.unit_id
             return
-        judged, skipped = run_async(
-            lambda: judge_batch(unit.items, self.questions, self.config, self.cache_dir, self.aliases)
-        )
-        parts.write(unit.unit_id, {"judged": (JudgedTrajectory, judged), "skipped": (SkippedRecord, skipped)})
-        apache_beam.metrics.Metrics.counter(STAGE, "units_judged").inc()
+        report = RoleReport()
+        try:
+            judged, skipped = run_async(lambda: judge_batch(unit.items, self.questions, self.config, self.cache_dir,
+                                                            self.aliases, report))
+        except LLMUnavailable as failure:
+            report.note_unfinished(failure)
+        else:
+            parts.write(unit.unit_id, {"judged": (JudgedTrajectory, judged), "skipped": (SkippedRecord, skipped)})
+            apache_beam.metrics.Metrics.counter(STAGE, "units_judged").inc()
+        save_report(self.out_dir, report)
         yield unit.unit_id
 
 
@@ -201,6 +218,7 @@ def run_judge(
             | "JudgeUnits" >> JudgeUnits(questions_dir, index_dir, out_dir, config, cache_dir)
         )
     parts = WorkUnits(out_dir, TABLES)
+    report = stage_report(STAGE, out_dir, sum(not parts.is_done(u.unit_id) for u in units), len(units))
     judged = [j for u in units for j in read_records(JudgedTrajectory, parts.part_path("judged", u.unit_id))]
     skipped = [s for u in units for s in read_records(SkippedRecord, parts.part_path("skipped", u.unit_id))]
     outputs = {
@@ -208,6 +226,7 @@ def run_judge(
         "skipped": _write_shards(SkippedRecord, skipped, out_dir, "skipped"),
     }
     counts = judged_counts(judged, skipped)
+    counts.update(report.flat_counts())
     known = load_questions(questions_dir)
     counts["trajectories_in"] = len(trajectories)
     counts["judged_without_gold_path"] = sum(j.trajectory.question_id not in known for j in judged)

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.llm import LLMClient
+from pipeline.llm import LLMClient, LLMError, LLMUnavailable
 from schemas.config import JudgeConfig
 from schemas.trajectory import Trajectory, Turn
 
@@ -93,10 +93,25 @@ def build_messages(trajectory: Trajectory, position: int, config: JudgeConfig) -
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-async def assess_trajectory(client: LLMClient, trajectory: Trajectory, config: JudgeConfig) -> list[TurnAssessment]:
+async def assess_turn(client: LLMClient, trajectory: Trajectory, position: int,
+                      config: JudgeConfig) -> TurnAssessment | None:
+    """The judge's assessment of one turn; None (counted as a fallback) when no usable reply came.
+
+    A reply that stays unusable after its repairs, or a request the endpoint refuses, leaves that turn to
+    the offline critic; transient failures (`LLMUnavailable`) propagate: the unit is not finished.
+    """
+    try:
+        return await client.complete_json(build_messages(trajectory, position, config), TurnAssessment,
+                                          temperature=0.0)
+    except LLMUnavailable:
+        raise
+    except LLMError:
+        client.stats.fallbacks += 1
+        return None
+
+
+async def assess_trajectory(client: LLMClient, trajectory: Trajectory,
+                            config: JudgeConfig) -> list[TurnAssessment | None]:
     """One assessment per turn, requested concurrently (the client bounds requests in flight)."""
-    requests = [
-        client.complete_json(build_messages(trajectory, position, config), TurnAssessment, temperature=0.0)
-        for position in range(len(trajectory.turns))
-    ]
+    requests = [assess_turn(client, trajectory, position, config) for position in range(len(trajectory.turns))]
     return list(await asyncio.gather(*requests))

@@ -18,7 +18,7 @@ from critic.calibration import INJECTED_KINDS, CalibrationReport, calibrate, inj
 from critic.judge import add_judge_arguments, judge_batch, judge_config_from_args
 from pipeline.errors import UserError
 from pipeline.io import read_records
-from pipeline.llm import run_async
+from pipeline.llm import LLMUnavailable, run_async
 from schemas.config import JudgeConfig
 from schemas.critic import JudgedTrajectory
 
@@ -27,7 +27,10 @@ def labelled_report(path: str | Path, config: JudgeConfig, cache_dir: str | Path
     """Judge each labelled turn in its context (the trajectory up to that turn) and compare with its labels."""
     rows = load_labelled(path)
     questions = {r.question.question_id: r.question for r in rows if r.question is not None}
-    judged, skipped = run_async(lambda: judge_batch([r.trajectory for r in rows], questions, config, cache_dir))
+    try:
+        judged, skipped = run_async(lambda: judge_batch([r.trajectory for r in rows], questions, config, cache_dir))
+    except LLMUnavailable as failure:
+        raise UserError(f"the LLM judge is unavailable ({failure}); rerun to retry") from None
     if skipped:
         raise UserError(f"the LLM judge failed on {len(skipped)} labelled turns: {skipped[0].detail}")
     pairs = []

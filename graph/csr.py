@@ -134,11 +134,20 @@ def _object_keys(relations: pa.Table) -> pa.Array:
 
 def _window_flags(relations: pa.Table, as_of: dt.date, window_days: int) -> np.ndarray:
     stamps = pc.struct_field(relations["provenance"], "timestamp").combine_chunks()
-    lower = dt.datetime.combine(as_of - dt.timedelta(days=window_days), dt.time(), dt.UTC)
-    upper = dt.datetime.combine(as_of + dt.timedelta(days=1), dt.time(), dt.UTC)
-    inside = pc.and_(pc.greater_equal(stamps, pa.scalar(lower, stamps.type)),
-                     pc.less(stamps, pa.scalar(upper, stamps.type)))
+    lower = _day_start(as_of, -window_days)
+    upper = _day_start(as_of, 1)
+    inside = pc.greater_equal(stamps, pa.scalar(lower, stamps.type))
+    if upper is not None:  # None: as_of is the last representable day, so nothing lies after it
+        inside = pc.and_(inside, pc.less(stamps, pa.scalar(upper, stamps.type)))
     return pc.fill_null(inside, False).to_numpy(zero_copy_only=False).astype(bool)
+
+
+def _day_start(day: dt.date, shift_days: int) -> dt.datetime | None:
+    """00:00 UTC of `day` shifted by whole days, clamped at the first day; None past the last one."""
+    try:
+        return dt.datetime.combine(day + dt.timedelta(days=shift_days), dt.time(), dt.UTC)
+    except OverflowError:
+        return None if shift_days > 0 else dt.datetime.combine(dt.date.min, dt.time(), dt.UTC)
 
 
 def build_csr(

@@ -176,6 +176,8 @@ def trajectory_chars(judged: JudgedTrajectory) -> int:
 
 def sft_skip_reason(judged: JudgedTrajectory, only_correct: bool) -> str | None:
     """Why a trajectory is left out of the training renders (it stays in `trajectories`), or None."""
+    if judged.trajectory.stop_reason == "error":  # the endpoint refused a request: not a way to act
+        return "llm_error"
     if only_correct and not judged.trajectory.outcome.correct:
         return "incorrect_outcome"
     if not any(j.loss_mask for j in judged.judgements):

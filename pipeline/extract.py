@@ -6,10 +6,12 @@ Steps, each a plain function the Beam pipeline and `extract_records` (one proces
    the source, `non_article` namespaces, `disambiguation` pages).
 2. `resolve_redirects`: the redirect map with chains followed to their end; pages in a cycle are skipped
    as `redirect_cycle`, the others as `redirect` (they live on as aliases of their target).
-3. `duplicate_winners`: a title seen twice keeps its latest revision; the others are `duplicate`.
+3. `pick_duplicate`: a title seen twice keeps its latest revision (of exact copies, one); the others are
+   `duplicate`. Only titles seen more than once are grouped, so the shuffle holds only their pages.
 4. `extract_article`: one article -> Entity, Relations (infobox facts + lead `links_to`) and its Page,
    or a SkippedRecord (`oversized`, `timeout`, `parse_error`, `broken_markup`). Head entities are those
-   whose revision lies within `window_days` before `as_of` (default: the newest revision in the input).
+   whose revision lies within `window_days` before `as_of` (default: the newest plausible revision in the
+   input; see `AsOfChoice`).
 5. `attach_aliases`: redirect titles become the aliases of the entity they resolve to.
 
 Every input record ends as exactly one kept entity or one skipped row, so `pages_in == kept + skipped`
@@ -18,7 +20,7 @@ holds and is checked before the manifest is written.
 Speed: a full mwparserfromhell parse runs at ~2 MB/s. Here only the infobox spans, found by brace matching
 on the raw text (`pipeline.wikitext.infobox_spans`), are parsed; the lead is read with regexes.
 
-Scale: the resolved redirect map and the duplicate-title winners are side inputs (memory grows with the
+Scale: the resolved redirect map and the set of duplicated titles are side inputs (memory grows with the
 number of redirects, ~10M for enwiki); `as_of` is a global combine. Each table is written as
 `part-NNNNN-of-NNNNN.parquet` shards keyed by a hash of the title and sorted inside, so the files are the
 same bytes whatever the runner or worker count. The stage is resumable as a whole: a rerun with the same
@@ -40,6 +42,8 @@ import dataclasses
 import datetime as dt
 import json
 import logging
+import os
+import re
 import signal
 import threading
 import time
@@ -79,6 +83,7 @@ STAGE = "extract"
 TABLES = {"entities": Entity, "relations": Relation, "skipped": SkippedRecord, "pages": Page}
 UNTYPED_ENTITY = "thing"
 _STATS_FILE = ".extract-stats.json"
+IMPLAUSIBLE_COUNT = "implausible_timestamps"  # revisions dated after the dump's date or the run
 
 
 # ------------------------------------------------------------------------------------ classification
@@ -158,15 +163,22 @@ def revision_rank(page: Page) -> tuple:
     return (utc(page.timestamp), page.revision_id, page.page_id)
 
 
-def duplicate_winners(articles: Iterable[Page]) -> dict[str, tuple]:
-    """For titles that occur more than once: the rank of the revision to keep (the latest)."""
-    best: dict[str, tuple] = {}
-    seen: Counter[str] = Counter()
-    for page in articles:
-        title = normalize_title(page.title)
-        seen[title] += 1
-        best[title] = max(best.get(title, revision_rank(page)), revision_rank(page))
-    return {title: rank for title, rank in best.items() if seen[title] > 1}
+def duplicate_titles(articles: Iterable[Page]) -> set[str]:
+    """Titles that occur more than once."""
+    seen: Counter[str] = Counter(normalize_title(page.title) for page in articles)
+    return {title for title, count in seen.items() if count > 1}
+
+
+def pick_duplicate(pages: Iterable[Page]) -> tuple[Page, list[SkippedRecord]]:
+    """Of pages sharing a title: the latest revision, and a `duplicate` skip for each other one. Exact
+    copies of one revision tie; the first by content is kept, so every runner keeps the same one."""
+    ordered = sorted(pages, key=lambda p: (revision_rank(p), p.model_dump_json()), reverse=True)
+    kept, rank = ordered[0], revision_rank(ordered[0])
+    title = normalize_title(kept.title)
+    skipped = [_skip(page, "duplicate", f"an exact copy of the kept revision of {title!r}"
+                     if revision_rank(page) == rank else f"a later revision of {title!r} is kept")
+               for page in ordered[1:]]
+    return kept, skipped
 
 
 # ---------------------------------------------------------------------------------------- page guard
@@ -337,37 +349,131 @@ class Extraction:
     pages: list[Page]
     as_of: dt.datetime | None
     pages_in: int
+    as_of_choice: AsOfChoice | None = None
 
     def counts(self) -> dict[str, int]:
-        return outcome_counts(self.pages_in, len(self.entities), [s.reason for s in self.skipped],
-                              [r.source for r in self.relations], sum(e.is_head for e in self.entities))
+        counts = outcome_counts(self.pages_in, len(self.entities), [s.reason for s in self.skipped],
+                                [r.source for r in self.relations], sum(e.is_head for e in self.entities))
+        if self.as_of_choice is not None and self.as_of_choice.implausible:
+            counts[IMPLAUSIBLE_COUNT] = self.as_of_choice.implausible
+        return counts
 
 
-def newest_timestamp(records: Iterable[Page | SkippedRecord]) -> dt.datetime | None:
-    stamps = [utc(r.timestamp) for r in records if isinstance(r, Page)]
-    return max(stamps) if stamps else None
+# ------------------------------------------------------------------------------------------- as-of
+
+DUMP_DATE_SLACK = dt.timedelta(days=7)  # a dump named for the day it started takes days to write
+_DUMP_DATE = re.compile(r"(?:^|[-_.])((?:19|20)\d{2})(\d{2})(\d{2})(?=[-_.])")
 
 
-def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConfig) -> Extraction:
+def dump_date(path: str | None) -> dt.date | None:
+    """The date in a Wikimedia dump's file name (`enwiki-20240601-pages-articles...`), when it has one."""
+    match = _DUMP_DATE.search(os.path.basename(path or ""))
+    if match is None:
+        return None
+    try:
+        return dt.date(*(int(part) for part in match.groups()))
+    except ValueError:
+        return None
+
+
+def timestamp_ceiling(config: ExtractConfig, now: dt.datetime | None = None) -> tuple[dt.datetime, str]:
+    """The latest plausible revision time and what set it: the dump's date (plus DUMP_DATE_SLACK) or now.
+    A revision dated later (year 9999, a clock in the future) would otherwise become the default as-of."""
+    now = utc(now or dt.datetime.now(dt.UTC))
+    day = dump_date(config.dump)
+    if day is not None:
+        dated = dt.datetime.combine(day, dt.time(), dt.UTC) + DUMP_DATE_SLACK
+        if dated < now:
+            return dated, f"the dump's date {day.isoformat()} + {DUMP_DATE_SLACK.days} days"
+    return now, "the time of the run"
+
+
+@dataclasses.dataclass(frozen=True)
+class AsOfChoice:
+    """The snapshot time of a run and why it was chosen; `implausible` counts revisions dated after the
+    ceiling, which are kept (never head entities) but never choose the as-of."""
+
+    as_of: dt.datetime | None
+    reason: str
+    implausible: int = 0
+
+    @classmethod
+    def choose(cls, given: dt.datetime | None, newest: dt.datetime | None, implausible: int,
+               ceiling: tuple[dt.datetime, str]) -> AsOfChoice:
+        ignored = (f"; {implausible} revision(s) dated after {ceiling[0].isoformat()} ({ceiling[1]}) ignored"
+                   if implausible else "")
+        if given is not None:
+            return cls(utc(given), "given by --as-of" + ignored, implausible)
+        if newest is None:
+            return cls(None, "no page with a plausible revision time" + ignored, implausible)
+        return cls(newest, "the newest plausible revision in the input" + ignored, implausible)
+
+
+class NewestPlausible(beam.CombineFn):
+    """(newest revision time not after the ceiling, count of revisions after it) over Page records."""
+
+    def __init__(self, ceiling: dt.datetime):
+        self.ceiling = ceiling
+
+    def create_accumulator(self):
+        return (None, 0)
+
+    def add_input(self, accumulator, record):
+        newest, implausible = accumulator
+        if not isinstance(record, Page):
+            return accumulator
+        stamp = utc(record.timestamp)
+        if stamp > self.ceiling:
+            return newest, implausible + 1
+        return (stamp if newest is None or stamp > newest else newest), implausible
+
+    def merge_accumulators(self, accumulators):
+        accumulators = list(accumulators)
+        stamps = [newest for newest, _ in accumulators if newest is not None]
+        return (max(stamps) if stamps else None), sum(n for _, n in accumulators)
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+def choose_as_of(records: Iterable[Page | SkippedRecord], config: ExtractConfig,
+                 now: dt.datetime | None = None) -> AsOfChoice:
+    ceiling = timestamp_ceiling(config, now)
+    combine = NewestPlausible(ceiling[0])
+    accumulator = combine.create_accumulator()
+    for record in records:
+        accumulator = combine.add_input(accumulator, record)
+    return AsOfChoice.choose(config.as_of, *accumulator, ceiling)
+
+
+def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConfig,
+                    now: dt.datetime | None = None) -> Extraction:
     """The stage on records in memory (tests, small inputs): the same steps the Beam pipeline runs."""
     records = list(records)
-    as_of = config.as_of or newest_timestamp(records)
+    choice = choose_as_of(records, config, now)
+    as_of = choice.as_of
     classified = [classify_record(r) for r in records]
     skipped = [c for c in classified if isinstance(c, SkippedRecord)]
     redirects = [c for c in classified if isinstance(c, Redirect)]
     articles = [c for c in classified if isinstance(c, Page)]
     table = resolve_redirects({r.title: r.target for r in redirects})
     skipped += [redirect_outcome(r, table) for r in redirects]
-    winners = duplicate_winners(articles)
+    contested = duplicate_titles(articles)
+    groups: dict[str, list[Page]] = {}
+    for page in articles:
+        if normalize_title(page.title) in contested:
+            groups.setdefault(normalize_title(page.title), []).append(page)
+    kept_pages = [page for page in articles if normalize_title(page.title) not in contested]
+    for group in groups.values():
+        winner, duplicates = pick_duplicate(group)
+        kept_pages.append(winner)
+        skipped += duplicates
     aliases: dict[str, list[str]] = {}
     for redirect in redirects:
         if redirect.title not in table.cycles:
             aliases.setdefault(table.resolve(redirect.title), []).append(redirect.title)
     entities, relations, pages = [], [], []
-    for page in articles:
-        if (duplicate := duplicate_skip(page, winners)) is not None:
-            skipped.append(duplicate)
-            continue
+    for page in kept_pages:
         result = extract_article(page, table.resolve, as_of, config)
         if isinstance(result, SkippedRecord):
             skipped.append(result)
@@ -383,14 +489,8 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
         pages=sorted(pages, key=lambda p: p.title),
         as_of=as_of,
         pages_in=len(records),
+        as_of_choice=choice,
     )
-
-
-def duplicate_skip(page: Page, winners: dict[str, tuple]) -> SkippedRecord | None:
-    title = normalize_title(page.title)
-    if title in winners and revision_rank(page) != tuple(winners[title]):
-        return _skip(page, "duplicate", f"a later revision of {title!r} is kept")
-    return None
 
 
 def relation_sort_key(relation: Relation, ordinal: int) -> tuple:
@@ -426,53 +526,31 @@ class _Classify(beam.DoFn):
             yield outcome
 
 
-class _NewestTimestamp(beam.CombineFn):
-    """The newest revision timestamp in the input (None when there are no pages)."""
+class _SetAsideDuplicates(beam.DoFn):
+    """Pages whose title occurs more than once go to `contested` (keyed by title) to be decided together."""
 
-    def create_accumulator(self):
-        return None
-
-    def add_input(self, newest, record):
-        if not isinstance(record, Page):
-            return newest
-        stamp = utc(record.timestamp)
-        return stamp if newest is None or stamp > newest else newest
-
-    def merge_accumulators(self, accumulators):
-        present = [a for a in accumulators if a is not None]
-        return max(present) if present else None
-
-    def extract_output(self, newest):
-        return newest
+    def process(self, page: Page, contested: dict):
+        title = normalize_title(page.title)
+        if title in contested:
+            yield beam.pvalue.TaggedOutput("contested", (title, page))
+        else:
+            yield page
 
 
-class _CountAndBest(beam.CombineFn):
-    def create_accumulator(self):
-        return (0, None)
-
-    def add_input(self, accumulator, rank):
-        count, best = accumulator
-        return count + 1, rank if best is None or rank > best else best
-
-    def merge_accumulators(self, accumulators):
-        count, best = 0, None
-        for c, b in accumulators:
-            count += c
-            if b is not None and (best is None or b > best):
-                best = b
-        return count, best
-
-    def extract_output(self, accumulator):
-        return accumulator
+def _decide_duplicates(keyed):
+    _, pages = keyed
+    winner, duplicates = pick_duplicate(pages)
+    yield winner
+    for duplicate in duplicates:
+        yield beam.pvalue.TaggedOutput("skipped", duplicate)
 
 
 class _ExtractArticles(beam.DoFn):
     def __init__(self, config: ExtractConfig):
         self.config = config
 
-    def process(self, page: Page, table: RedirectTable, as_of, winners: dict):
-        duplicate = duplicate_skip(page, winners)
-        result = duplicate or extract_article(page, table.resolve, as_of, self.config)
+    def process(self, page: Page, table: RedirectTable, as_of):
+        result = extract_article(page, table.resolve, as_of, self.config)
         if isinstance(result, SkippedRecord):
             beam.metrics.Metrics.counter("hopsmith.extract", f"skipped.{result.reason}").inc()
             yield beam.pvalue.TaggedOutput("skipped", result)
@@ -533,24 +611,28 @@ class WriteTable(beam.PTransform):
         )
 
 
-def _write_stats(pages_in: int, as_of, out_dir: str) -> None:
-    stats = {"pages_in": pages_in, "as_of": as_of.isoformat() if as_of else None}
+def _write_stats(pages_in: int, choice: AsOfChoice, out_dir: str) -> None:
+    stats = {"pages_in": pages_in, "as_of": choice.as_of.isoformat() if choice.as_of else None,
+             "as_of_reason": choice.reason, "implausible": choice.implausible}
     (Path(out_dir) / _STATS_FILE).write_text(json.dumps(stats))
 
 
 class ExtractGraph(beam.PTransform):
     """PCollection of Page | SkippedRecord -> the stage's tables written under `out_dir`."""
 
-    def __init__(self, config: ExtractConfig, out_dir: str | Path):
+    def __init__(self, config: ExtractConfig, out_dir: str | Path, now: dt.datetime | None = None):
         super().__init__()
         self.config, self.out_dir = config, str(out_dir)
+        self.ceiling = timestamp_ceiling(config, now)
 
     def expand(self, records):
-        config, out_dir = self.config, self.out_dir
-        if config.as_of is not None:
-            as_of = records.pipeline | "GivenAsOf" >> beam.Create([utc(config.as_of)])
-        else:
-            as_of = records | "NewestRevision" >> beam.CombineGlobally(_NewestTimestamp())
+        config, out_dir, ceiling = self.config, self.out_dir, self.ceiling
+        choice = (
+            records
+            | "NewestPlausibleRevision" >> beam.CombineGlobally(NewestPlausible(ceiling[0]))
+            | "ChooseAsOf" >> beam.Map(lambda found: AsOfChoice.choose(config.as_of, *found, ceiling))
+        )
+        as_of = choice | "AsOf" >> beam.Map(lambda chosen: chosen.as_of)
         classified = records | "Classify" >> beam.ParDo(_Classify()).with_outputs("skipped", "redirects",
                                                                                   main="articles")
         table = (
@@ -560,16 +642,25 @@ class ExtractGraph(beam.PTransform):
             | "ResolveChains" >> beam.Map(resolve_redirects)
         )
         table_side = beam.pvalue.AsSingleton(table)
-        winners = (
+        contested = (
             classified.articles
-            | "RankByTitle" >> beam.Map(lambda p: (normalize_title(p.title), revision_rank(p)))
-            | "CountAndBest" >> beam.CombinePerKey(_CountAndBest())
-            | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1][0] > 1)
-            | "Winner" >> beam.Map(lambda kv: (kv[0], kv[1][1]))
+            | "TitleOnce" >> beam.Map(lambda p: (normalize_title(p.title), 1))
+            | "CountTitles" >> beam.CombinePerKey(sum)
+            | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1] > 1)
         )
-        extracted = classified.articles | "Extract" >> beam.ParDo(
-            _ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of), beam.pvalue.AsDict(winners)
-        ).with_outputs("skipped", "pages", "relations", main="entities")
+        split = classified.articles | "SetAsideDuplicates" >> beam.ParDo(
+            _SetAsideDuplicates(), beam.pvalue.AsDict(contested)).with_outputs("contested", main="unique")
+        decided = (
+            split.contested
+            | "GroupDuplicates" >> beam.GroupByKey()
+            | "DecideDuplicates" >> beam.FlatMap(_decide_duplicates).with_outputs("skipped", main="kept")
+        )
+        extracted = (
+            (split.unique, decided.kept)
+            | "Articles" >> beam.Flatten()
+            | "Extract" >> beam.ParDo(_ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of))
+            .with_outputs("skipped", "pages", "relations", main="entities")
+        )
         redirected = classified.redirects | "Redirects" >> beam.ParDo(_RedirectOutcomes(), table_side).with_outputs(
             "skipped", main="aliases"
         )
@@ -579,7 +670,7 @@ class ExtractGraph(beam.PTransform):
             | "Aliases" >> beam.FlatMap(_with_aliases)
         )
         skipped = (
-            (classified.skipped, extracted.skipped, redirected.skipped)
+            (classified.skipped, decided.skipped, extracted.skipped, redirected.skipped)
             | "AllSkipped" >> beam.Flatten()
             | "SkipKey" >> beam.Map(lambda s: (skipped_sort_key(s), s))
         )
@@ -589,7 +680,7 @@ class ExtractGraph(beam.PTransform):
         extracted.pages | "WritePages" >> WriteTable(out_dir, "pages", shards)
         skipped | "WriteSkipped" >> WriteTable(out_dir, "skipped", shards)
         pages_in = records | "CountIn" >> beam.combiners.Count.Globally()
-        return pages_in | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(as_of), out_dir)
+        return pages_in | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice), out_dir)
 
 
 # ----------------------------------------------------------------------------------- stage entry point
@@ -646,8 +737,11 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities))
     if counts["pages_in"] != counts["kept"] + counts["skipped"]:
         raise RuntimeError(f"extract counts do not reconcile: {counts}")
+    if stats["implausible"]:
+        counts[IMPLAUSIBLE_COUNT] = stats["implausible"]
     as_of = dt.datetime.fromisoformat(stats["as_of"]) if stats["as_of"] else None
-    manifest = run.finish(counts, outputs, as_of=as_of, window_days=config.window_days)
+    manifest = run.finish(counts, outputs, as_of=as_of, as_of_reason=stats["as_of_reason"],
+                          window_days=config.window_days)
     stats_path.unlink()
     return manifest
 
@@ -673,7 +767,8 @@ def register(subparsers) -> None:
     add_source_arguments(parser)
     defaults = ExtractConfig()
     parser.add_argument("--out", default="out/graph", metavar="DIR", help="output folder (default: %(default)s)")
-    parser.add_argument("--as-of", type=parse_as_of, metavar="ISO", help="snapshot time (default: newest revision in the input)")
+    parser.add_argument("--as-of", type=parse_as_of, metavar="ISO", help="snapshot time (default: the newest revision in the input that is not dated after "
+                        "the dump's own date or the time of the run)")
     parser.add_argument("--window", type=int, default=defaults.window_days, dest="window_days", metavar="DAYS",
                         help="head entities: latest revision at most this many days before --as-of "
                         "(default: %(default)s)")
@@ -699,7 +794,8 @@ def _command(args, beam_args) -> int:
     counts = manifest.counts
     print(f"extract: {counts['pages_in']} pages in, {counts['kept']} entities ({counts['head_entities']} head), "
           f"{counts['relations']} relations, {counts['skipped']} skipped -> {args.out}")
+    print(f"  as-of {manifest.as_of.isoformat() if manifest.as_of else 'none'}: {manifest.as_of_reason}")
     for key, value in counts.items():
-        if key.startswith("skipped:"):
+        if key.startswith("skipped:") or key == IMPLAUSIBLE_COUNT:
             print(f"  {key:<28} {value}")
     return 0

@@ -83,8 +83,11 @@ class SplitWriter:
     `max_chars` characters of text (the caller's `chars` hint per row), so memory stays bounded when
     trajectories run to hundreds of turns.
 
-    Shards are written atomically under provisional names and renamed to `<split>-i-of-n` by `close`, when
-    `n` is known; an interrupted build leaves no file a `<split>-*` pattern would load.
+    Shards are written atomically under provisional names (`_provisional-<split>-i`, which no `<split>-*`
+    pattern loads) and renamed to `<split>-i-of-n` by `close`, when `n` is known. A build interrupted
+    before `close` leaves only provisional files; one interrupted inside `close` can leave some shards
+    under final names. Neither is a finished dataset: it has no manifest or checksums, and the next run
+    of the dataset stage deletes its `data/` and builds it again.
     """
 
     def __init__(self, root: Path, config: str, split: str, max_rows: int, max_chars: int = 200_000_000):

@@ -10,7 +10,7 @@ import contextlib
 import datetime as dt
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -28,6 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from pipeline.io import read_manifest
+from pipeline.llm import LIVE, RoleReport, report_folder
 from schemas.manifest import Manifest
 
 T = TypeVar("T")
@@ -60,8 +61,10 @@ class Reporter:
     make the estimate optimistic.
     """
 
-    def __init__(self, description: str, total: int | None, completed: int = 0, every_s: float = 10.0):
+    def __init__(self, description: str, total: int | None, completed: int = 0, every_s: float = 10.0,
+                 detail: Callable[[], str] | None = None):
         self.description, self.total, self.completed = description, total, completed
+        self.detail = detail  # live text beside the count (LLM requests and episodes)
         self.every_s = every_s
         self._console = console()
         self._started = time.monotonic()
@@ -86,7 +89,9 @@ class Reporter:
         return self
 
     def update(self, completed: int) -> None:
-        if completed == self.completed:
+        if self._rich is not None and self.detail is not None:
+            self._rich.update(self._task, description=f"{self.description} ({self.detail()})")
+        if completed == self.completed and (self.detail is None or self._rich is not None):
             return
         self.completed = completed
         if self._rich is not None:
@@ -106,6 +111,8 @@ class Reporter:
         parts.append(f"elapsed {_duration(elapsed)}")
         if self.total and rate > 0:
             parts.append(f"~{_duration((self.total - self.completed) / rate)} left")
+        if self.detail is not None:
+            parts.append(self.detail())
         return ", ".join(parts)
 
     def __exit__(self, *exc) -> None:
@@ -127,13 +134,21 @@ def track(items: Iterable[T], total: int | None, description: str) -> Iterator[T
 def watch_units(folder: Path, total: int, description: str, poll_s: float = 0.5):
     """Report a running stage's progress by counting the work-unit parts it has written to `folder`.
 
-    Stages that run inside Beam cannot report per element to the driver; their resumable parts can.
+    Stages that run inside Beam cannot report per element to the driver; their resumable parts can. Beside
+    the units, the LLM requests sent and episodes finished in this process (the in-process runner) show
+    that a long unit is moving.
     """
     def done() -> int:
         return sum(1 for _ in folder.glob("*.parquet")) if folder.is_dir() else 0
 
+    start = dict(LIVE)
+
+    def detail() -> str:
+        return (f"{LIVE['requests'] - start.get('requests', 0):,} LLM requests, "
+                f"{LIVE['episodes'] - start.get('episodes', 0):,} episodes")
+
     stop = threading.Event()
-    with Reporter(description, total, completed=done()) as reporter:
+    with Reporter(description, total, completed=done(), detail=detail) as reporter:
         def poll() -> None:
             while not stop.wait(poll_s):
                 reporter.update(done())
@@ -165,22 +180,29 @@ def summary_table(stage_dirs: dict[str, Path], reused: Iterable[str] = ()) -> Ta
         table.add_column(column, justify="right" if column in ("time", "value") else "left")
     for stage, folder in stage_dirs.items():
         manifest = read_manifest(folder)
-        if manifest is None:
-            table.add_row(stage, "not finished", "", "", "", end_section=True)
+        if manifest is None:  # with what its LLM roles did so far (requests, failures), when it has any
+            rows = [(n, f"{v:,}") for n, v in RoleReport.load_all(report_folder(folder)).flat_counts().items()]
+            for position, (name, value) in enumerate(rows or [("", "")]):
+                table.add_row(stage if position == 0 else "", "not finished" if position == 0 else "", "",
+                              name, value, end_section=position == max(len(rows), 1) - 1)
             continue
         status = "reused" if stage in reused else "ran"
         counts = sorted(manifest.counts.items(), key=lambda item: (item[0].startswith("skipped"), item[0]))
         if not counts:
             table.add_row(stage, status, _seconds(manifest), "", "", end_section=True)
-        for position, (name, value) in enumerate(counts):
+        rows = [(name, f"{value:,}") for name, value in counts]
+        if manifest.as_of_reason:  # which snapshot time the run used, and why (extract)
+            as_of = manifest.as_of.isoformat() if manifest.as_of else "none"
+            rows.append(("as-of", f"{as_of}: {manifest.as_of_reason}"))
+        for position, (name, value) in enumerate(rows):
             first = position == 0
             table.add_row(
                 stage if first else "",
                 status if first else "",
                 _seconds(manifest) if first else "",
                 name,
-                f"{value:,}",
-                end_section=position == len(counts) - 1,
+                value,
+                end_section=position == len(rows) - 1,
             )
     return table
 

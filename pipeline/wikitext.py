@@ -24,12 +24,16 @@ NAMESPACE_PREFIXES = frozenset(
 # Two- or three-letter language prefixes ("fr:Paris") are interlanguage links, never graph entities.
 _LANGUAGE_PREFIX = re.compile(r"^[a-z]{2,3}(?:-[a-z]{2,8})?$")
 _SPACES = re.compile(r"[\s_\u00a0]+")
+# Bidirectional controls (marks, embeddings, overrides, isolates): MediaWiki strips them from titles, and
+# a right-to-left override in a title would reverse how every later mention of it displays.
+_BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def normalize_title(raw: str) -> str:
     """A link target or page title as MediaWiki stores it: entities decoded, spaces for underscores,
-    section anchor dropped, leading colon dropped, first letter upper-cased."""
-    title = html.unescape(raw).split("#", 1)[0]
+    section anchor dropped, leading colon dropped, bidi control characters removed, first letter
+    upper-cased."""
+    title = _BIDI_CONTROLS.sub("", html.unescape(raw)).split("#", 1)[0]
     title = _SPACES.sub(" ", title).strip().lstrip(":").strip()
     return title[:1].upper() + title[1:]
 

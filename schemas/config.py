@@ -17,17 +17,31 @@ class _Config(BaseModel):
 
 
 class LLMRole(_Config):
-    """An OpenAI-compatible endpoint for one role (question writer, a policy, the judge)."""
+    """An OpenAI-compatible endpoint for one role (question writer, shortcut checker, a policy, the judge).
+
+    The defaults suit a small local server that serves one request at a time: requests in flight start at
+    `start_concurrency` and grow towards `max_concurrency` while the server keeps up (halving on every
+    timeout); `max_tokens` unset means the role's own budget (a question, a score, one agent turn).
+    """
 
     base_url: str | None = None
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.7
-    max_tokens: int = 2048
-    max_concurrency: int = 8
+    max_tokens: int | None = Field(default=None, ge=1, description="default: the role's own budget")
+    max_concurrency: int = Field(default=4, ge=1, description="requests in flight at most")
+    start_concurrency: int = Field(default=1, ge=1, description="requests in flight at first; adapts")
     timeout_s: float = 120.0
-    max_retries: int = 5
+    max_retries: int = Field(default=4, ge=0, description="retries after a timeout, an outage, a 429 or a 5xx")
+    max_repairs: int = Field(default=2, ge=0, description="repair requests after an unusable (invalid) reply")
     backoff_s: float = 1.0
+    max_retry_after_s: float = Field(default=60.0, ge=0, description="longest Retry-After wait honoured")
+    max_consecutive_failures: int = Field(
+        default=12, ge=1, description="failed attempts in a row (timeouts, outages) before the role stops sending")
+    tool_choice: Literal["auto", "required", "none"] | None = Field(
+        default=None, description="sent with tool declarations; some servers only call tools when it is set")
+    structured_output: Literal["json_schema", "json_object", "none"] = Field(
+        default="json_schema", description="the first response_format tried for JSON replies; falls back")
     extra_body: dict = Field(default_factory=dict)
 
     @property

@@ -35,6 +35,7 @@ class Manifest(BaseModel):
     outputs: dict[str, list[str]] = Field(default_factory=dict, description="table -> shard files")
     engines: dict[str, str] = Field(default_factory=dict, description="role -> engine/model that produced records")
     as_of: AwareDatetime | None = None
+    as_of_reason: str | None = Field(default=None, description="why this as-of: given, or the newest plausible revision")
     window_days: int | None = None
     seed: int | None = None
     started_at: AwareDatetime | None = None

@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from schemas.base import Record
 
 ValueType = Literal["entity", "date", "number", "quantity", "string"]
 RelationSource = Literal["infobox", "link"]
+MAX_ID = 2**63 - 1
+# Page and revision ids are stored as parquet int64: a larger (or negative) id from a damaged dump or a
+# hostile API fails validation here, where readers turn it into a counted `invalid_field` skip.
+WikiId = Annotated[int, Field(ge=0, le=MAX_ID)]
 
 
 class Page(Record):
     """One page's latest revision as read from a source (dump or Action API)."""
 
-    page_id: int
+    page_id: WikiId
     title: str
     ns: int
-    revision_id: int
+    revision_id: WikiId
     timestamp: AwareDatetime
     text: str
     redirect_to: str | None = None
@@ -30,9 +34,9 @@ class Provenance(BaseModel):
     """Where a fact came from: enough to find the exact revision and template parameter."""
 
     model_config = ConfigDict(extra="forbid")
-    page_id: int
+    page_id: WikiId
     page_title: str
-    revision_id: int
+    revision_id: WikiId
     timestamp: AwareDatetime
     infobox: str | None = None
     parameter: str | None = None
@@ -54,8 +58,8 @@ class Entity(Record):
     description: str
     last_modified: AwareDatetime
     is_head: bool
-    page_id: int
-    revision_id: int
+    page_id: WikiId
+    revision_id: WikiId
     infobox: str | None = None
     aliases: list[str] = []
     is_list: bool = False
@@ -85,4 +89,22 @@ class SkippedRecord(Record):
     stage: str
     reason: str
     detail: str = ""
-    page_id: int | None = None
+    page_id: WikiId | None = None
+
+
+def bounded_id(value: object) -> int | None:
+    """An id usable on a SkippedRecord: the integer when it parses and fits int64, else None."""
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return None
+    return number if 0 <= number <= MAX_ID else None
+
+
+def invalid_detail(error: ValueError) -> str:
+    """One line naming the field and value that failed validation (pydantic's first line names neither)."""
+    if isinstance(error, ValidationError) and error.errors():
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        return f"{field}={str(first.get('input'))[:80]!r}: {first['msg']}"
+    return str(error).splitlines()[0] if str(error) else type(error).__name__

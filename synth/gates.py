@@ -18,6 +18,9 @@
 - `one_search`: the question text as one `search` in the agents' environment shows the answer or the
   answer's page in its top k;
 - `missing_as_of`: a fact on the path can change, but the text states no as-of date;
+- `unfaithful`: an LLM-written text does not express the plan it was given (the start entity, each
+  intermediate's description, the relations of the chain, above all the one asked for), so the gold
+  path may not answer it ("What is the name of your company?");
 - `shortcut`: a model answers correctly without tools in any of n attempts (async, LLM configured);
 - `duplicate`: applied across the whole run by the stage (same text, or same start/relations/answer).
 """
@@ -35,11 +38,11 @@ from graph.csr import LITERAL, CSRGraph, split_literal_key
 from pipeline.llm import LLMClient
 from schemas.questions import Path
 from synth.matching import match_answer, normalize_answer
-from synth.phrasing import parse_date, type_noun
+from synth.phrasing import parse_date, phrase, type_noun
 
 GATES = ("vague_answer", "fewer_hops", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
-         "one_search", "shortcut", "duplicate", "answer_cap")
+         "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap")
 MAX_FRONTIER = 100_000
 
 
@@ -91,6 +94,45 @@ def intermediate_leak(text: str, names: Iterable[str]) -> str | None:
         bare = name.split(" (")[0]
         if contains_phrase(text, name) or (len(bare) > 3 and contains_phrase(text, bare)):
             return name
+    return None
+
+
+# Words that carry no constraint: question words, articles, auxiliaries, frame fillers.
+_FILLER = frozenset(
+    "a an the of in on at to for by from with and or is was are were be been has have had does did do what "
+    "which who whom whose where when how many much that this its his her their it as s o name named".split()
+)
+STEM = 5  # words agree on their first letters: "directed" ~ "director", "married" ~ "marriage"
+
+
+def _stems(text: str) -> set[str]:
+    return {t[:STEM] for t in _tokens(text) if t not in _FILLER and len(t) > 1}
+
+
+def relation_stems(relation: str) -> set[str]:
+    """Every content word by which the relation's lexicon entry expresses it (noun, question and clue frames)."""
+    entry = phrase(relation)
+    frames = " ".join((entry.noun, *entry.ask, entry.clue, entry.count_ask)).replace("{s}", " ").replace("{o}", " ")
+    return _stems(frames) | _stems(relation.replace("_", " "))
+
+
+def unfaithful(text: str, mentions: Iterable[tuple[str, str]], relations: list[str]) -> str | None:
+    """Why `text` does not express its plan, or None.
+
+    `mentions` are (what, phrase) pairs the plan gave (the start entity, each intermediate's description):
+    at least half of each phrase's content words must be in the text. Of `relations` (the chain's, in
+    order), the last (what is asked for) must be expressed and at least half of all of them.
+    """
+    words = _stems(text)
+    for what, given in mentions:
+        needed = _stems(given)
+        if needed and len(needed & words) * 2 < len(needed):
+            return f"{what} ({given!r}) is not in the text"
+    expressed = [bool(relation_stems(r) & words) for r in relations]
+    if relations and not expressed[-1]:
+        return f"the asked relation {relations[-1]!r} is not in the text"
+    if sum(expressed) * 2 < len(relations):
+        return f"only {sum(expressed)} of {len(relations)} relations of the chain are in the text"
     return None
 
 

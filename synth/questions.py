@@ -5,7 +5,9 @@ a fuzzed date attribute, never its name) and whether an as-of date must be state
 constraints drive the structural gates (`fewer_hops`, `alternative_answer`) before any text is written;
 then a writer renders the text: the offline template engine (default; relation-aware frames, two
 styles, varied surface forms) or an LLM through `pipeline.llm.LLMClient`. Text gates (answer, alias,
-evidence and intermediate leaks) and the optional closed-book shortcut check follow. Work runs in
+evidence and intermediate leaks, and for LLM text the faithfulness gate) and the optional closed-book
+shortcut check follow. A transient LLM failure (timeouts, an outage) leaves the whole unit unfinished for a
+rerun (the stage ends with `StageIncomplete`); a writer whose replies stay unusable is a counted rejection. Work runs in
 resumable units (`pipeline.io.WorkUnits`) as a Beam transform with the graph as a side input; the final
 assembly removes duplicates and writes `questions/` and `skipped/` shards.
 """
@@ -29,14 +31,21 @@ from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.io import (
     WorkUnits,
-    atomic_write_text,
     read_manifest,
     read_records,
     read_table,
     stable_hash,
     write_records,
 )
-from pipeline.llm import LLMClient, LLMError, run_async
+from pipeline.llm import (
+    LLMClient,
+    LLMError,
+    LLMUnavailable,
+    RoleReport,
+    run_async,
+    save_report,
+    stage_report,
+)
 from pipeline.roles import add_role_arguments, role_from_args
 from pipeline.stage import begin_stage
 from schemas.config import BeamOptions, LLMRole, QuestionConfig, WalkConfig
@@ -385,7 +394,7 @@ async def write_llm(client: LLMClient, ctx: QuestionContext, path: Path, plan: P
     written = await client.complete_json(writer_messages(ctx, path, plan), WrittenQuestion, seed=ctx.config.seed)
     text = " ".join(written.question.split())
     obfuscations = [o for o in plan.obfuscations if not o.startswith("style:")]
-    return Draft(text=text, engine=client.engine, model=client.role.model,
+    return Draft(text=text, engine=client.engine, model=client.served_model,
                  obfuscations=[*obfuscations, "style:llm", *(f"llm:{o}" for o in written.obfuscations)])
 
 
@@ -449,6 +458,18 @@ def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: 
     return None
 
 
+def faithfulness_gate(path: Path, plan: Plan, text: str) -> tuple[str, str] | None:
+    """An LLM's text must say what its prompt gave it: the start (its name, or its description when it is
+    described), each intermediate's description, the chain."""
+    start = _described(plan, 0) if plan.start_described else path.start.split(" (")[0]
+    mentions = [("the start entity", start)]
+    mentions += [(f"entity {p}", _described(plan, p)) for p in range(1, len(path.nodes) - 1) if p in plan.nouns]
+    mentions += [("an answer constraint", branch.predicate) for branch in plan.branches]
+    if (detail := gates.unfaithful(text, mentions, [hop.relation for hop in path.hops])) is not None:
+        return "unfaithful", detail
+    return None
+
+
 def _edge_rows(ctx: QuestionContext, path: Path) -> list[int]:
     graph, rows = ctx.graph, []
     for hop, tail in zip(path.hops, path.nodes[1:], strict=True):
@@ -485,10 +506,14 @@ def _skip(path: Path, reason: str, detail: str) -> SkippedRecord:
 
 
 async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPath | None,
-                       environment: SearchEnvironment | None = None) -> tuple[list[Question], list[SkippedRecord], Counter]:
+                       report: RoleReport | None = None,
+                       environment: SearchEnvironment | None = None) -> tuple[list[Question], list[SkippedRecord]]:
     """Plan, gate, write and check every path of a unit; each path ends as a Question or a SkippedRecord.
 
-    `environment` is the agents' search index: with it, the one-search gate runs on every text."""
+    Raises `LLMUnavailable` (after the other paths finished, so their replies are cached) on a transient
+    failure; `report` receives the clients' counts either way. `environment` is the agents' search index:
+    with it, the one-search gate runs on every text, whichever engine wrote it.
+    """
     config = ctx.config
     writer = None if config.writer.offline else LLMClient(config.writer, cache_dir and cache_dir / "writer", "question-writer")
     checker = None
@@ -501,14 +526,21 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
             return _skip(path, *failed)
         try:
             draft = write_template(ctx, path, plan) if writer is None else await write_llm(writer, ctx, path, plan)
+        except LLMUnavailable:
+            raise
         except LLMError as error:
             return _skip(path, "writer_failed", str(error))
         aliases = answer_aliases(ctx, path)
-        if (failed := text_gate(ctx, path, plan, draft.text, aliases, environment)) is not None:
+        failed = text_gate(ctx, path, plan, draft.text, aliases, environment)
+        if failed is None and writer is not None:
+            failed = faithfulness_gate(path, plan, draft.text)
+        if failed is not None:
             return _skip(path, failed[0], f"{failed[1]} | {draft.text}")
         if checker is not None:
             try:
                 guess = await gates.shortcut(checker, draft.text, path.answer, aliases, config.shortcut_attempts)
+            except LLMUnavailable:
+                raise
             except LLMError as error:
                 return _skip(path, "shortcut_check_failed", str(error))
             if guess is not None:
@@ -516,22 +548,19 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
         return _question(ctx, path, draft, aliases)
 
     try:
-        results = await asyncio.gather(*[one(p) for p in paths])
+        results = await asyncio.gather(*[one(p) for p in paths], return_exceptions=True)
     finally:
         for client in (writer, checker):
             if client is not None:
                 await client.aclose()
-    stats: Counter = Counter()
-    for client in (writer, checker):
-        if client is not None:
-            stats[f"llm:{client.name}:requests"] += client.stats.requests
-            stats[f"llm:{client.name}:cache_hits"] += client.stats.cache_hits
-            stats[f"llm:{client.name}:retries"] += client.stats.retries
-            stats[f"llm:{client.name}:prompt_tokens"] += client.stats.prompt_tokens
-            stats[f"llm:{client.name}:completion_tokens"] += client.stats.completion_tokens
+                if report is not None:
+                    report.add_client(client)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
     questions = [r for r in results if isinstance(r, Question)]
     skipped = [r for r in results if isinstance(r, SkippedRecord)]
-    return questions, skipped, stats
+    return questions, skipped
 
 
 # --- assembly ------------------------------------------------------------------------------------------
@@ -578,7 +607,7 @@ def _units(path_ids: list[str], config: QuestionConfig) -> list[tuple[str, list[
 
 
 class _WriteUnit(beam.DoFn):
-    """Beam step: process one unit unless its parts already exist; yields the unit's LLM statistics."""
+    """Beam step: process one unit unless its parts already exist; leaves its LLM report in the stage folder."""
 
     def __init__(self, out_dir: str, cache_dir: str | None, index_dir: str | None):
         self.out_dir, self.cache_dir, self.index_dir = out_dir, cache_dir, index_dir
@@ -588,23 +617,22 @@ class _WriteUnit(beam.DoFn):
         if self.index_dir is not None:  # loaded by each worker: the bm25s index memory-maps its files
             self._environment = SearchEnvironment.load(self.index_dir)
 
-    def process(self, unit: tuple[str, list[str]], ctx: QuestionContext) -> Iterator[dict[str, int]]:
+    def process(self, unit: tuple[str, list[str]], ctx: QuestionContext) -> Iterator[str]:
         unit_id, path_ids = unit
         work = WorkUnits(self.out_dir, TABLES)
         if work.is_done(unit_id):
             return
         paths = [ctx.paths[path_id] for path_id in path_ids]
         cache = FsPath(self.cache_dir) if self.cache_dir else None
-        questions, skipped, stats = run_async(lambda: process_unit(ctx, paths, cache, self._environment))
-        work.write(unit_id, {"questions": (Question, questions), "skipped": (SkippedRecord, skipped)})
-        yield dict(stats)
-
-
-def _sum_counts(parts: Iterable[dict[str, int]]) -> dict[str, int]:
-    total: Counter = Counter()
-    for part in parts:
-        total.update(part)
-    return dict(total)
+        report = RoleReport()
+        try:
+            questions, skipped = run_async(lambda: process_unit(ctx, paths, cache, report, self._environment))
+        except LLMUnavailable as failure:
+            report.note_unfinished(failure)
+        else:
+            work.write(unit_id, {"questions": (Question, questions), "skipped": (SkippedRecord, skipped)})
+        save_report(self.out_dir, report)
+        yield unit_id
 
 
 def _walk_config(paths_dir: FsPath) -> WalkConfig:
@@ -672,10 +700,9 @@ def run_questions(
     units = _units(path_ids, config)
     work = WorkUnits(out_dir, TABLES)
     pending = [unit for unit in units if not work.is_done(unit[0])]
-    stats_path = out_dir / "llm_stats.json"
     if pending:
-        _run_pipeline((graph_dir, paths_dir, resolved), pending, out_dir, cache_dir, index_dir, stats_path, beam,
-                      list(beam_args))
+        _run_pipeline((graph_dir, paths_dir, resolved), pending, out_dir, cache_dir, index_dir, beam, list(beam_args))
+    report = stage_report(STAGE, out_dir, sum(not work.is_done(uid) for uid, _ in units), len(units))
     written = [uid for uid, _ in units]
     questions = [q for uid in written for q in read_records(Question, work.part_path("questions", uid))]
     skipped = [s for uid in written for s in read_records(SkippedRecord, work.part_path("skipped", uid))]
@@ -692,8 +719,7 @@ def run_questions(
     counts.update(f"rejected:{s.reason}" for s in skipped)
     counts.update(f"questions:hops_{q.hops}" for q in kept)
     counts.update(f"questions:{o.removeprefix('shape:')}" for q in kept for o in q.obfuscations if o.startswith("shape:"))
-    if stats_path.is_file():
-        counts.update(json.loads(stats_path.read_text()))
+    counts.update(report.flat_counts())
     engines = {"writer": TEMPLATE_ENGINE if config.writer.offline else f"openai:{config.writer.model}"}
     if config.shortcut is not None and not config.shortcut.offline:
         engines["shortcut"] = f"openai:{config.shortcut.model}"
@@ -709,7 +735,7 @@ def _pipeline_context(source: tuple[FsPath, FsPath, QuestionConfig]) -> Question
     return ctx
 
 
-def _run_pipeline(source, units, out_dir, cache_dir, index_dir, stats_path, options, args) -> None:
+def _run_pipeline(source, units, out_dir, cache_dir, index_dir, options, args) -> None:
     cache = str(cache_dir) if cache_dir else None
     index = str(index_dir) if index_dir is not None else None
     with beam.Pipeline(options=pipeline_options(options, args)) as pipeline:
@@ -719,8 +745,6 @@ def _run_pipeline(source, units, out_dir, cache_dir, index_dir, stats_path, opti
             | "Units" >> beam.Create(units)
             | "Reshuffle" >> beam.Reshuffle()
             | "Write" >> beam.ParDo(_WriteUnit(str(out_dir), cache, index), ctx=beam.pvalue.AsSingleton(context))
-            | "Sum" >> beam.CombineGlobally(_sum_counts)
-            | "Save" >> beam.Map(lambda c: atomic_write_text(stats_path, json.dumps(c, sort_keys=True)))
         )
 
 

@@ -6,6 +6,8 @@ event loop, so LLM requests of many questions share each endpoint's concurrency 
 unit's trajectories as one resumable part. A worker runs `units_in_flight` units side by side, so one
 unit's longest episode does not leave the endpoint idle. A rerun skips finished units; the final shards
 are the parts streamed in unit order, so an interrupted and an uninterrupted run write the same records.
+A unit any of whose episodes hit a transient LLM failure (timeouts, an outage) is not written: the stage
+then ends with `StageIncomplete` (non-zero exit, no manifest), and a rerun retries exactly those units.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pydantic import ValidationError
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.io import WorkUnit, WorkUnits, plan_work_units, read_manifest, read_records, write_records
-from pipeline.llm import LLMClient, run_async
+from pipeline.llm import LLMClient, LLMUnavailable, RoleReport, run_async, save_report, stage_report
 from pipeline.roles import add_role_arguments, role_from_args
 from pipeline.stage import begin_stage
 from schemas.config import BeamOptions, TrajectoryConfig
@@ -101,20 +103,30 @@ async def solve_questions(
         for framework in config.frameworks
         for rollout in range(config.rollouts)
     ]
-    return list(await asyncio.gather(*episodes))
+    results = await asyncio.gather(*episodes, return_exceptions=True)  # the others finish (and are cached)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return list(results)
 
 
 async def solve_units(
     units: list[WorkUnit[Question]], env: SearchEnvironment, config: TrajectoryConfig, cache_dir: str | Path | None, parts: WorkUnits
-) -> None:
+) -> RoleReport:
     """Several units on one event loop, each written as soon as its own episodes finish.
 
-    Running units side by side keeps the endpoint busy while one unit waits for its longest episode.
+    Running units side by side keeps the endpoint busy while one unit waits for its longest episode. A
+    unit with a transient LLM failure is left unwritten (counted in the report) for a rerun.
     """
     policies, clients = make_policies(config, env, cache_dir)
+    report = RoleReport()
 
     async def solve(unit: WorkUnit[Question]) -> None:
-        trajectories = await solve_questions(unit.items, env, config, policies)
+        try:
+            trajectories = await solve_questions(unit.items, env, config, policies)
+        except LLMUnavailable as failure:
+            report.note_unfinished(failure)
+            return
         parts.write(unit.unit_id, {TABLE: (Trajectory, trajectories)})
 
     try:
@@ -122,6 +134,8 @@ async def solve_units(
     finally:
         for client in clients:
             await client.aclose()
+            report.add_client(client)
+    return report
 
 
 class _SolveUnits(apache_beam.DoFn):
@@ -139,8 +153,9 @@ class _SolveUnits(apache_beam.DoFn):
         pending = [unit for unit in batch if not parts.is_done(unit.unit_id)]
         apache_beam.metrics.Metrics.counter(STAGE, "units_resumed").inc(len(batch) - len(pending))
         if pending:
-            run_async(lambda: solve_units(pending, self.env, self.config, self.cache_dir, parts))
-            apache_beam.metrics.Metrics.counter(STAGE, "units_solved").inc(len(pending))
+            report = run_async(lambda: solve_units(pending, self.env, self.config, self.cache_dir, parts))
+            save_report(self.out_dir, report)
+            apache_beam.metrics.Metrics.counter(STAGE, "units_solved").inc(len(pending) - report.unfinished_units)
         yield from (unit.unit_id for unit in batch)
 
 
@@ -226,7 +241,11 @@ def run_trajectories(
             | "Units" >> apache_beam.Create(units, reshuffle=False)
             | "SolveUnits" >> SolveUnits(index_dir, out_dir, config, cache_dir)
         )
-    outputs, counts = merge_parts(units, WorkUnits(out_dir, [TABLE]), out_dir)
+    parts = WorkUnits(out_dir, [TABLE])
+    unfinished = sum(not parts.is_done(unit.unit_id) for unit in units)
+    report = stage_report(STAGE, out_dir, unfinished, len(units))
+    outputs, counts = merge_parts(units, parts, out_dir)
+    counts.update(report.flat_counts())
     counts["questions_in"] = len(questions)
     counts["questions_used"] = sum(len(unit.items) for unit in units)
     engines = {f"policy:{fw}": engine for fw, engine in policy_engines(config).items()}

@@ -5,6 +5,11 @@ titles, redirect flags, at most `contents_per_response` page contents per respon
 `rvcontinue` continuation) and `list=recentchanges` (namespace, time window, `rctoponly`, `rclimit`
 pages with `rccontinue`). A test scripts failures with `fail_next` ("429", "maxlag", "500", API error
 bodies); 429 and maxlag carry `Retry-After: retry_after`. Every request's parameters and headers are recorded.
+
+Hostile behaviours, each a real misbehaving server: `reply_next(body)` answers with any JSON value (a
+malformed reply); `loop=True` repeats one `continue` token forever; `drip_s` sends the reply one byte every
+`drip_s` seconds (`drip_headers` drips the status line and headers too); `overflow_bytes` sends a reply of
+that size without a Content-Length, streamed until the client hangs up.
 """
 
 from __future__ import annotations
@@ -44,9 +49,17 @@ class RecentChange:
 
 
 @dataclass
+class _Json:
+    """A scripted reply body sent as it is, whatever JSON value it is."""
+
+    value: Any
+
+
+@dataclass
 class RecordedRequest:
     params: dict[str, str]
     headers: dict[str, str]
+    received: float = 0.0  # time.monotonic() when it arrived
 
 
 def _canonical(title: str) -> str:
@@ -59,13 +72,20 @@ class MediaWikiServer:
 
     def __init__(self, pages: list[WikiPage], recent_changes: list[RecentChange] = (),
                  contents_per_response: int = 50, rc_limit: int = 500, retry_after: str = "0.1",
-                 delay_s: float = 0.0):
+                 delay_s: float = 0.0, loop: bool = False, drip_s: float = 0.0, drip_headers: bool = False,
+                 overflow_bytes: int = 0):
         self.pages = {page.title: page for page in pages}
         self.recent_changes = list(recent_changes)
         self.contents_per_response = contents_per_response
         self.rc_limit = rc_limit
         self.retry_after = retry_after
         self.delay_s = delay_s
+        self.loop = loop
+        self.drip_s = drip_s
+        self.drip_headers = drip_headers
+        self.overflow_bytes = overflow_bytes
+        self.replies: list[Any] = []
+        self.overflow_sent = 0
         self.requests: list[RecordedRequest] = []
         self.failures: list[str] = []
         self.in_flight = 0
@@ -83,9 +103,15 @@ class MediaWikiServer:
         that is not JSON), or the API error bodies "ratelimited" (retryable) and "readonly" (not)."""
         self.failures.extend(kinds)
 
-    def answer(self, params: dict[str, str]) -> tuple[int, dict[str, Any] | bytes, dict[str, str]]:
+    def reply_next(self, *bodies: Any) -> None:
+        """Answer the next requests with these JSON values as they are (HTTP 200)."""
+        self.replies.extend(bodies)
+
+    def answer(self, params: dict[str, str]) -> tuple[int, Any, dict[str, str]]:
         with self._lock:
             failure = self.failures.pop(0) if self.failures else None
+            if failure is None and self.replies:
+                return 200, _Json(self.replies.pop(0)), {}
         if failure == "429":
             return 429, {"error": {"code": "ratelimited"}}, {"Retry-After": self.retry_after}
         if failure == "500":
@@ -104,7 +130,10 @@ class MediaWikiServer:
         if params.get("list") == "recentchanges":
             return 200, self._recent_changes(params), {}
         if "titles" in params:
-            return 200, self._revisions(params), {}
+            body = self._revisions(params)
+            if self.loop:
+                body["continue"] = {"rvcontinue": "0", "continue": "||"}
+            return 200, body, {}
         return 200, {"error": {"code": "missingparam", "info": "titles or list required"}}, {}
 
     def _revisions(self, params: dict[str, str]) -> dict[str, Any]:
@@ -185,7 +214,7 @@ class MediaWikiServer:
                 query = parse_qs(urlsplit(self.path).query, keep_blank_values=True)
                 params = {key: values[-1] for key, values in query.items()}
                 with server._lock:
-                    server.requests.append(RecordedRequest(params, dict(self.headers)))
+                    server.requests.append(RecordedRequest(params, dict(self.headers), time.monotonic()))
                     server.in_flight += 1
                     server.in_flight_peak = max(server.in_flight_peak, server.in_flight)
                 try:
@@ -195,15 +224,41 @@ class MediaWikiServer:
                 finally:
                     with server._lock:
                         server.in_flight -= 1
+                if server.overflow_bytes:
+                    self._overflow()
+                    return
                 raw = isinstance(body, bytes)
-                payload = body if raw else json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html" if raw else "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(payload)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(payload)
+                payload = body if raw else json.dumps(body.value if isinstance(body, _Json) else body).encode()
+                head = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}",
+                        f"Content-Type: {'text/html' if raw else 'application/json; charset=utf-8'}",
+                        f"Content-Length: {len(payload)}", *(f"{k}: {v}" for k, v in headers.items())]
+                message = ("\r\n".join(head) + "\r\n\r\n").encode() + payload
+                if not server.drip_s:
+                    self.wfile.write(message)
+                    return
+                start = 0 if server.drip_headers else message.index(b"\r\n\r\n") + 4
+                self.wfile.write(message[:start])
+                self._drip(message[start:])
+
+            def _drip(self, data: bytes) -> None:
+                try:
+                    for position in range(len(data)):
+                        self.wfile.write(data[position : position + 1])
+                        self.wfile.flush()
+                        time.sleep(server.drip_s)
+                except OSError:  # the client gave up: what a deadline is for
+                    self.close_connection = True
+
+            def _overflow(self) -> None:
+                self.close_connection = True
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
+                chunk = b'{"query": {"pages": [' + b" " * (1 << 16)
+                try:
+                    for _ in range(server.overflow_bytes // len(chunk)):
+                        self.wfile.write(chunk)
+                        server.overflow_sent += len(chunk)
+                except OSError:
+                    pass
 
         return Handler
 

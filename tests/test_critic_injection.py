@@ -15,7 +15,7 @@ import pytest
 from critic.judge import judge_batch
 from critic.llm_judge import DATA_CLOSE, DATA_OPEN, TurnAssessment
 from critic.scoring import judge_turns
-from pipeline.llm import LLMClient
+from pipeline.llm import LLMClient, LLMUnavailable, RoleReport
 from schemas.config import JudgeConfig, LLMRole
 from tests.servers import OpenAIServer, Reply
 from tests.test_critic import CAPSHAW_PAGE, QUESTION, SEARCH, SPIELBERG_PAGE, trajectory, turn
@@ -126,10 +126,19 @@ def test_llm_judge_output_is_validated_and_retried():
     assert judgements[0].tool_accuracy.score == 0.9
 
 
-def test_an_llm_failure_is_a_counted_skip_not_a_crash():
+def test_an_outage_is_unfinished_work_and_an_unusable_reply_falls_back_per_turn():
     with OpenAIServer(lambda body: Reply(status=500, error="down")) as server:
-        judged, skipped = asyncio.run(judge_batch([injected_run()], {}, _config(server), None))
-    assert judged == [] and [s.reason for s in skipped] == ["llm_error"]
+        with pytest.raises(LLMUnavailable):
+            asyncio.run(judge_batch([injected_run()], {}, _config(server), None))
+    with OpenAIServer(lambda body: Reply(content="I think this turn is fine.")) as server:
+        report = RoleReport()
+        judged, skipped = asyncio.run(judge_batch([injected_run()], {}, _config(server), None, report=report))
+    turns = len(injected_run().turns)
+    assert skipped == [] and len(judged[0].judgements) == turns
+    assert all(j.engine == "offline" and j.model is None for j in judged[0].judgements)
+    counts = report.flat_counts()
+    assert counts["llm:judge:fallbacks"] == turns and counts["llm:judge:repairs"] == 2 * turns
+    assert report.invalid["judge"][0]["reply"] == "I think this turn is fine."
 
 
 @pytest.mark.parametrize("raise_text", [RAISE, BREAKOUT])

@@ -10,7 +10,7 @@ import pytest
 
 from schemas.trajectory import ToolCall, Turn
 from synth.frameworks import FRAMEWORKS, ContextWindow, ModelOutput, get_framework
-from synth.frameworks.base import progress_note
+from synth.frameworks.base import echoes, progress_note
 
 FIXTURES = Path(__file__).parent / "data" / "frameworks"
 AS_OF = dt.date(2026, 6, 1)
@@ -127,3 +127,32 @@ def test_prompt_size_is_bounded_for_600_turns():
         assert max(sizes) < 20_000 and max(sizes) < 1.05 * min(sizes)  # only digits in ids and counts grow
     note = progress_note(_turns(600, "react"))
     assert len(note) < 1200
+
+
+@pytest.mark.parametrize("name", ["function_calling", "tagged"])
+@pytest.mark.parametrize("reply", [
+    "I need to look up who directed the film before I can answer this question.",  # a short ramble
+    "What is the birthplace of the director?",  # a question back
+    "Let me think.\nParis",  # more than one line
+])
+def test_a_plain_reply_that_is_no_answer_is_a_parse_error(name, reply):
+    parsed = get_framework(name).parse(ModelOutput(reply), "call_0")
+    assert parsed.tool_call is None and parsed.parse_error
+
+
+@pytest.mark.parametrize("name", ["function_calling", "tagged"])
+def test_a_short_plain_reply_or_a_boxed_one_is_the_answer(name):
+    framework = get_framework(name)
+    assert framework.parse(ModelOutput("Steven Spielberg"), "c").tool_call.arguments == {"text": "Steven Spielberg"}
+    boxed = framework.parse(ModelOutput("After checking the page, the answer is \\boxed{1946}."), "c")
+    assert boxed.tool_call.arguments == {"text": "1946"}
+
+
+@pytest.mark.parametrize(("name", "echo"), [
+    ("tagged", ", then"),  # a base model continuing our own format reminder, once taken as the answer
+    ("react", "Action Input:"),
+    *((name, "Question: Where was the director of Jaws born?") for name in FRAMEWORKS),
+])
+def test_an_answer_that_echoes_our_prompt_is_recognised(name, echo):
+    prompt = get_framework(name).prompt_text("Where was the director of Jaws born?")
+    assert echoes(echo, prompt) and not echoes("Cincinnati", prompt)

@@ -80,3 +80,26 @@ def test_work_units_are_planned_deterministically():
     again = plan_work_units(["e", "d", "c", "b", "a"], key=str, size=2)
     assert [u.unit_id for u in units] == [u.unit_id for u in again]
     assert len({u.unit_id for u in units}) == 3
+
+
+def test_the_default_runner_runs_in_process_and_never_fetches_prism(monkeypatch, tmp_path):
+    """Beam's DirectRunner tries to download its Prism binary first; hopsmith's default never does."""
+    import apache_beam
+    from apache_beam.runners.portability import prism_runner
+
+    from pipeline.beam import pipeline_options
+
+    started = []
+
+    def no_prism(*args, **kwargs):
+        started.append(args)
+        raise RuntimeError("would download and start the Prism binary")  # DirectRunner falls back on errors
+
+    monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", no_prism)
+    for case, args in enumerate(([], ["--runner", "DirectRunner"], ["--direct_num_workers", "2"])):
+        target = tmp_path / f"out{case}"
+        with apache_beam.Pipeline(options=pipeline_options(None, args)) as pipeline:
+            _ = (pipeline | apache_beam.Create(["a", "b"]) | apache_beam.Map(str.upper)
+                 | apache_beam.io.WriteToText(str(target)))
+        assert sorted("".join(p.read_text() for p in tmp_path.glob(f"out{case}*")).split()) == ["A", "B"]
+    assert started == []

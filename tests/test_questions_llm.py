@@ -10,7 +10,7 @@ import pytest
 import synth.questions as questions_module
 from graph.walks import run_walks
 from pipeline.io import read_records
-from pipeline.llm import run_async
+from pipeline.llm import RoleReport, StageIncomplete, run_async
 from schemas.config import LLMRole, QuestionConfig, WalkConfig
 from schemas.questions import Path, Question
 from schemas.wiki import SkippedRecord
@@ -29,12 +29,18 @@ def role(server: OpenAIServer, **overrides) -> LLMRole:
                       "backoff_s": 0.01, **overrides})
 
 
+def faithful_text(payload: dict) -> str:
+    """A question that says what the writer was given: the start, each description, every relation."""
+    subject = payload["start"].get("name") or payload["start"]["refer_to_it_as"]
+    for hop in payload["chain"][:-1]:
+        subject = f"{hop['refer_to_it_as']}, the {hop['relation_meaning']} of {subject},"
+    return f"As of March 2026, what is the {payload['chain'][-1]['relation_meaning']} of {subject}?"
+
+
 def written(body: dict) -> Reply:
-    """A writer reply that names the start entity and hides everything else."""
+    """A writer reply that names the start entity, describes the intermediates and hides the answer."""
     payload = json.loads(body["messages"][1]["content"])
-    start = payload["start"].get("name") or payload["start"]["refer_to_it_as"]
-    text = f"As of March 2026, what is the answer about {start} through {len(payload['chain'])} hops?"
-    return Reply(content=json.dumps({"question": text, "obfuscations": ["spouse -> a scientist"]}))
+    return Reply(content=json.dumps({"question": faithful_text(payload), "obfuscations": ["spouse -> a scientist"]}))
 
 
 def is_writer(body: dict) -> bool:
@@ -52,7 +58,7 @@ class Script:
     def __call__(self, body: dict) -> Reply:
         if not is_writer(body):
             return Reply(content=json.dumps({"answer": self.shortcut_answer}))
-        key = json.dumps(body["messages"], sort_keys=True)
+        key = json.dumps(body["messages"][:2], sort_keys=True)  # a repair continues the same prompt
         with self.lock:
             fresh = key not in self.seen
             self.seen.add(key)
@@ -94,20 +100,25 @@ def test_llm_writer_recovers_and_records_engine(tmp_path, graph_and_paths, case,
     with OpenAIServer(script) as server:
         config = named(role(server, **overrides))
         ctx = questions_module._load_context(graph_dir, paths_dir, config)
-        kept, skipped, stats = run_async(lambda: questions_module.process_unit(ctx, paths, tmp_path / "cache"))
+        report = RoleReport()
+        kept, skipped = run_async(lambda: questions_module.process_unit(ctx, paths, tmp_path / "cache", report))
         writer_requests = [r for r in server.requests if is_writer(r)]
+    stats = report.flat_counts()
     assert len(kept) + len(skipped) == len(paths) > 0
     assert kept and all(q.engine == "openai:test-model" and q.model == "test-model" for q in kept)
-    assert all(q.text.startswith("As of March 2026, what is the answer about Angela Merkel") for q in kept)
+    assert all(q.text.startswith("As of March 2026, what is the") and "Angela Merkel" in q.text for q in kept)
     assert all("style:llm" in q.obfuscations and "llm:spouse -> a scientist" in q.obfuscations for q in kept)
     expected = len(paths) if first is None else 2 * len(paths)  # one failed attempt, then the valid reply
     assert len(writer_requests) == stats["llm:question-writer:requests"] == expected
-    assert stats["llm:question-writer:retries"] == expected - len(paths)
+    fixed = "llm:question-writer:repairs" if case == "invalid_then_valid" else "llm:question-writer:retries"
+    assert stats.get(fixed, 0) == expected - len(paths)
     answered = expected if case == "invalid_then_valid" else len(paths)  # a 429 or a timeout reports no usage
     assert stats["llm:question-writer:prompt_tokens"] == 10 * answered  # the test server reports 10 per reply
     prompt = json.loads(writer_requests[0]["messages"][1]["content"])
     assert prompt["as_of"] == "March 2026" and prompt["start"]["name"] == "Angela Merkel"
-    assert writer_requests[0]["response_format"] == {"type": "json_object"}
+    assert writer_requests[0]["response_format"]["type"] == "json_schema"
+    if case == "invalid_then_valid":  # the repair quotes the bad reply: never the identical request again
+        assert any(r["messages"][-2]["content"].startswith("Sure! Here is") for r in writer_requests)
 
 
 @pytest.mark.parametrize("bound", [1, 2])
@@ -122,9 +133,9 @@ def test_llm_requests_in_flight_stay_within_the_role_bound(tmp_path, graph_and_p
         return reply
 
     with OpenAIServer(slow) as server:
-        config = named(role(server, max_concurrency=bound))
+        config = named(role(server, max_concurrency=bound, start_concurrency=bound))
         ctx = questions_module._load_context(graph_dir, paths_dir, config)
-        kept, _, _ = run_async(lambda: questions_module.process_unit(ctx, paths, None))
+        kept, _ = run_async(lambda: questions_module.process_unit(ctx, paths, None))
     assert server.in_flight_peak == bound and len(server.requests) == len(paths)
 
 
@@ -138,7 +149,7 @@ def test_rerun_is_served_from_the_cache(tmp_path, graph_and_paths):
     assert [q.text for q in kept_1] == [q.text for q in kept_2]
     assert first.engines == {"writer": "openai:test-model"}
     assert first.counts["llm:question-writer:requests"] == first.counts["paths:read"]
-    assert second.counts["llm:question-writer:requests"] == 0
+    assert "llm:question-writer:requests" not in second.counts
     assert second.counts["llm:question-writer:cache_hits"] == first.counts["paths:read"]
 
 
@@ -185,7 +196,7 @@ def test_llm_question_copying_an_intermediate_description_is_rejected(tmp_path, 
         config = named(role(server))
         ctx = questions_module._load_context(graph_dir, paths_dir, config)
         ctx.entities["Joachim Sauer"] = questions_module.EntityInfo("Infobox scientist", lead, [])
-        kept, skipped, _ = run_async(lambda: questions_module.process_unit(ctx, [path], None))
+        kept, skipped = run_async(lambda: questions_module.process_unit(ctx, [path], None))
     assert kept == [] and skipped[0].reason == "evidence_leak"
     assert "german quantum chemist and professor emeritus at" in skipped[0].detail
 
@@ -222,3 +233,56 @@ def test_killed_run_resumes_without_repeating_requests(tmp_path, graph_and_paths
         assert len(server.requests) == manifest.counts["paths:read"]  # no path was written twice
     kept = list(read_records(Question, tmp_path / "q" / "questions"))
     assert len({q.question_id for q in kept}) == len(kept) == manifest.counts["questions:kept"]
+
+
+@pytest.mark.parametrize("text", [
+    "As of March 2026, what is the name of your company?",  # a small base model's reply, once kept as "1967"
+    "As of March 2026, where was Angela Merkel born?",  # names the start, but asks along another path
+])
+def test_an_llm_question_that_does_not_express_its_plan_is_rejected(tmp_path, graph_and_paths, text):
+    def nonsense(body: dict) -> Reply:
+        if not is_writer(body):
+            return Reply(content=json.dumps({"answer": "no idea"}))
+        return Reply(content=json.dumps({"question": text}))
+
+    with OpenAIServer(nonsense) as server:
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, named(role(server)))
+    assert kept == [] and manifest.counts["rejected:unfaithful"] == manifest.counts["paths:read"] > 0
+    assert all(text in s.detail for s in skipped if s.reason == "unfaithful")
+
+
+def test_an_outage_leaves_units_unfinished_and_a_rerun_finishes_them(tmp_path, graph_and_paths):
+    down = {"on": True}
+
+    def flaky(body: dict) -> Reply:
+        return Reply(status=503, error="down") if down["on"] else Script()(body)
+
+    with OpenAIServer(flaky) as server:
+        config = named(role(server, max_retries=1), paths_per_unit=2)
+        with pytest.raises(StageIncomplete, match="units unfinished after transient LLM failures"):
+            run(tmp_path, graph_and_paths, config)
+        assert not (tmp_path / "q" / "manifest.json").exists()
+        down["on"] = False
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, config)
+    assert kept and len(kept) + len(skipped) == manifest.counts["paths:read"]
+    assert not any(s.reason == "writer_failed" for s in skipped)
+    assert manifest.counts["llm:question-writer:server_errors"] > 0  # the failed attempts are reported too
+
+
+@pytest.mark.parametrize("names_it", [False, True])
+def test_a_described_start_is_never_sent_by_name_and_naming_it_is_rejected(tmp_path, graph_and_paths, names_it):
+    def writer(body: dict) -> Reply:
+        if not is_writer(body):
+            return Reply(content=json.dumps({"answer": "no idea"}))
+        assert "Angela Merkel" not in body["messages"][1]["content"]  # the writer only sees the description
+        text = faithful_text(json.loads(body["messages"][1]["content"]))
+        return Reply(content=json.dumps({"question": text.replace("?", ", Angela Merkel?") if names_it else text}))
+
+    with OpenAIServer(writer) as server:
+        config = QuestionConfig(writer=role(server), describe_start=1.0)
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, config)
+    assert manifest.counts["paths:read"] > 0
+    if names_it:
+        assert kept == [] and manifest.counts["rejected:start_leak"] > 0
+    else:
+        assert kept and all("Angela Merkel" not in q.text and "a politician" in q.text for q in kept)

@@ -28,3 +28,11 @@ def test_flags_override_config_values():
 def test_endpoint_without_model_is_a_user_error():
     with pytest.raises(UserError, match="--judge-base-url needs --judge-model"):
         role_from_args(_parse("--judge-base-url", "http://127.0.0.1:1/v1"), "judge")
+
+
+def test_sizing_and_tool_choice_flags():
+    role = role_from_args(_parse("--judge-base-url", "http://127.0.0.1:1/v1", "--judge-model", "m", "--judge-max-tokens",
+                                 "64", "--judge-timeout", "30", "--judge-tool-choice", "required"), "judge")
+    assert (role.max_tokens, role.timeout_s, role.tool_choice) == (64, 30.0, "required")
+    defaults = role_from_args(_parse("--judge-base-url", "http://127.0.0.1:1/v1", "--judge-model", "m"), "judge")
+    assert (defaults.max_tokens, defaults.tool_choice, defaults.start_concurrency) == (None, None, 1)

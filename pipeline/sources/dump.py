@@ -10,6 +10,11 @@ work units a distributed runner reads in parallel (`dump_work_units`, `ReadDump`
 
 Every page that is started is accounted for: it becomes a `Page` or a `SkippedRecord` (stage "read")
 with one of the reasons in `SKIP_REASONS`.
+
+Every export schema version from 0.3 to 0.11 reads: before 0.6 a page has no `<ns>`, so its namespace
+comes from its title's prefix, looked up in the dump's own `<siteinfo>` namespace list (read from the
+start of the file, also for a work unit further in) over MediaWiki's canonical names; a `<redirect />`
+without a title (0.4, 0.5) leaves the target to the text's `#REDIRECT [[...]]`.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import io
 import os
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -30,13 +35,13 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipeline.errors import UserError
 from schemas.config import ExtractConfig
-from schemas.wiki import Page, SkippedRecord
+from schemas.wiki import Page, SkippedRecord, bounded_id, invalid_detail
 
 READ_STAGE = "read"
 SKIP_REASONS = {
     "malformed_xml": "the page's XML does not parse, or a new <page> began before </page>",
     "missing_field": "title, ns, id, revision, revision id, timestamp or text is absent",
-    "invalid_field": "ns, id, revision id or timestamp does not parse",
+    "invalid_field": "ns, id, revision id or timestamp does not parse, or an id is outside 0..2^63-1",
     "truncated_bz2": "the compressed data ends in the middle of a bz2 stream",
     "corrupt_bz2": "the bytes are not valid bz2 data (damaged file or wrong index offset)",
     "truncated_xml": "the XML ends inside a <page> (the compressed data, if any, is complete)",
@@ -54,6 +59,15 @@ _TITLE = re.compile(rb"<title>(.*?)</title>", re.S)
 MAX_PAGE_XML_BYTES = 64 << 20
 _HEAD_BYTES = 4096  # bytes of an oversized page kept to name it
 DEFAULT_STREAMS_PER_UNIT = ExtractConfig.model_fields["streams_per_unit"].default
+# MediaWiki's canonical namespace names (and the old aliases Image, Project), for dumps whose <siteinfo>
+# is absent; a dump's own <siteinfo> names (localised ones included) are added over these.
+CANONICAL_NAMESPACES = {
+    "media": -2, "special": -1, "talk": 1, "user": 2, "user talk": 3, "project": 4, "project talk": 5,
+    "file": 6, "file talk": 7, "image": 6, "image talk": 7, "mediawiki": 8, "mediawiki talk": 9,
+    "template": 10, "template talk": 11, "help": 12, "help talk": 13, "category": 14, "category talk": 15,
+}
+_SITEINFO = re.compile(rb"<siteinfo[\s>].*?</siteinfo>", re.S)
+_SITEINFO_MAX_BYTES = 1 << 20
 
 
 class DumpUnit(NamedTuple):
@@ -265,8 +279,50 @@ def _timestamp(value: str) -> dt.datetime:
     return parsed.replace(tzinfo=dt.UTC) if parsed.tzinfo is None else parsed.astimezone(dt.UTC)
 
 
-def parse_page(xml: bytes, source: str = "", offset: int = 0) -> Page | SkippedRecord:
-    """One `<page>` element (bytes) as a Page of its latest revision, or a SkippedRecord saying why not."""
+def parse_siteinfo_namespaces(head: bytes) -> dict[str, int]:
+    """Namespace name (case-folded) -> key: the canonical names, then those `<siteinfo>` in `head` lists."""
+    names = dict(CANONICAL_NAMESPACES)
+    match = _SITEINFO.search(head)
+    if match is None:
+        return names
+    try:
+        siteinfo = ET.fromstring(match.group())
+    except ET.ParseError:
+        return names
+    _strip_namespaces(siteinfo)
+    for namespace in siteinfo.iter("namespace"):
+        key, name = namespace.get("key", ""), (namespace.text or "").strip()
+        if name and key.lstrip("-").isdigit():
+            names[name.replace("_", " ").casefold()] = int(key)
+    return names
+
+
+def read_namespaces(path: str, compressed: bool) -> dict[str, int]:
+    """The dump's namespace names from the `<siteinfo>` at its start (for pages without `<ns>`)."""
+    head = bytearray()
+    with open_binary(path) as handle:
+        raw = _raw_blocks(handle, 0, None)
+        for block in _bz2_blocks(raw) if compressed else raw:
+            if isinstance(block, _Damage):
+                break
+            head += block
+            if b"</siteinfo>" in head or b"<page>" in head or len(head) > _SITEINFO_MAX_BYTES:
+                break
+    return parse_siteinfo_namespaces(bytes(head))
+
+
+def namespace_of(title: str, namespaces: Mapping[str, int]) -> int:
+    """A title's namespace from its prefix (`Talk:X` -> 1); no known prefix: the main namespace."""
+    prefix, colon, _ = title.partition(":")
+    if not colon:
+        return 0
+    return namespaces.get(prefix.replace("_", " ").strip().casefold(), 0)
+
+
+def parse_page(xml: bytes, source: str = "", offset: int = 0,
+               namespaces: Mapping[str, int] = CANONICAL_NAMESPACES) -> Page | SkippedRecord:
+    """One `<page>` element (bytes) as a Page of its latest revision, or a SkippedRecord saying why not.
+    Without `<ns>` (export schema before 0.6) the namespace comes from the title's prefix."""
     try:
         element = ET.fromstring(xml)
     except ET.ParseError as error:
@@ -275,6 +331,8 @@ def parse_page(xml: bytes, source: str = "", offset: int = 0) -> Page | SkippedR
     title = (element.findtext("title") or "").strip()
     label = title or f"<offset {offset}>"
     ns, page_id = element.findtext("ns"), element.findtext("id")
+    if ns is None and title:
+        ns = str(namespace_of(title, namespaces))
     revisions = element.findall("revision")
     missing = [name for name, value in (("title", title), ("ns", ns), ("id", page_id)) if not value]
     if not revisions:
@@ -303,21 +361,18 @@ def parse_page(xml: bytes, source: str = "", offset: int = 0) -> Page | SkippedR
             source=source,
         )
     except ValueError as error:
-        return _skip("invalid_field", label, f"{source} @{offset}: {error}".splitlines()[0], page_id)
+        return _skip("invalid_field", label, f"{source} @{offset}: {invalid_detail(error)}", page_id)
 
 
 def _skip(reason: str, title: str, detail: str, page_id: str | int | None = None) -> SkippedRecord:
-    try:
-        page_id = int(page_id) if page_id is not None else None
-    except ValueError:
-        page_id = None
-    return SkippedRecord(title=title, stage=READ_STAGE, reason=reason, detail=detail, page_id=page_id)
+    return SkippedRecord(title=title, stage=READ_STAGE, reason=reason, detail=detail, page_id=bounded_id(page_id))
 
 
-def _records(blocks: Iterable[bytes | _Damage], source: str) -> Iterator[Page | SkippedRecord]:
+def _records(blocks: Iterable[bytes | _Damage], source: str,
+             namespaces: Mapping[str, int] = CANONICAL_NAMESPACES) -> Iterator[Page | SkippedRecord]:
     for kind, offset, data, damage in _split_pages(blocks):
         if kind == "page":
-            yield parse_page(data, source, offset)
+            yield parse_page(data, source, offset, namespaces)
         elif kind == "oversized":
             detail = f"{source} @{offset}: <page> larger than {MAX_PAGE_XML_BYTES} bytes, dropped unread"
             yield _skip("oversized_xml", _title_hint(data, offset), detail)
@@ -355,9 +410,10 @@ def _iter_file(path: str, start: int, end: int | None, compressed: bool) -> Iter
         detail = f"{source}: stream at byte {start} lies past the end of the file ({size} bytes)"
         yield _skip("truncated_bz2", f"<offset {start}>", detail)
         return
+    namespaces = read_namespaces(path, compressed)
     with open_binary(path) as handle:
         raw = _raw_blocks(handle, start, end)
-        yield from _records(_bz2_blocks(raw) if compressed else raw, source)
+        yield from _records(_bz2_blocks(raw) if compressed else raw, source, namespaces)
 
 
 def read_multistream_index(index_path: str | os.PathLike) -> list[int]:

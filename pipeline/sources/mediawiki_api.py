@@ -16,9 +16,11 @@ from __future__ import annotations
 import datetime as dt
 import email.utils
 import importlib.metadata
+import json
 import logging
 import os
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -30,10 +32,12 @@ from urllib.parse import urlsplit
 
 import apache_beam as beam
 import requests
+import urllib3
+from requests.adapters import HTTPAdapter
 
 from pipeline.errors import UserError
 from schemas.base import utc
-from schemas.wiki import Page, SkippedRecord
+from schemas.wiki import Page, SkippedRecord, bounded_id, invalid_detail
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +47,11 @@ SKIP_REASONS = {
     "missing_field": "no revision or no content came back (hidden revision, redirect without a target)",
     "invalid_field": "a returned field does not validate",
     "api_error": "the request failed for good (retries exhausted or a non-transient API error)",
+    "api_deadline": "the server did not finish its reply within the request deadline (a stalled or dripping reply)",
+    "api_oversized": "the reply was larger than the response size cap",
+    "api_loop": "the server repeated a continuation or sent more replies to one query than the bound allows",
+    "malformed_reply": "the reply's structure is not the API's (an entry without its title or `from`, "
+    "`query` not an object, ...); the titles it concerned are skipped",
 }
 TITLES_PER_REQUEST = 50
 RECENT_CHANGES_MAX_DAYS = 30
@@ -55,7 +64,18 @@ _SLOTS_LOCK = threading.Lock()
 
 
 class ApiError(Exception):
-    """A request that failed for good: retries exhausted or an API error other than maxlag."""
+    """A request that failed for good; `reason` is the SKIP_REASONS key its titles are skipped with."""
+
+    def __init__(self, message: str, reason: str = "api_error"):
+        super().__init__(message)
+        self.reason = reason
+
+
+class MalformedReply(ApiError):
+    """A reply whose shape is not the API's."""
+
+    def __init__(self, message: str):
+        super().__init__(message, "malformed_reply")
 
 
 def user_agent() -> str:
@@ -78,7 +98,11 @@ class ApiSettings:
     max_retries: int = 5
     backoff_s: float = 1.0
     max_wait_s: float = 300.0
-    timeout_s: float = 60.0
+    timeout_s: float = 60.0  # connect and per-read timeout
+    deadline_s: float = 120.0  # the whole request, headers and body: a dripping server cannot hold it longer
+    max_response_bytes: int = 64 << 20  # decoded reply size cap (a 50-title batch of large pages is ~10 MB)
+    min_interval_s: float = 0.05  # pacing: at least this long between request starts, per API per process
+    max_query_responses: int = 10_000  # replies one continued query may take (recent changes: 500 titles each)
     follow_redirects: bool = True
 
 
@@ -89,6 +113,115 @@ def _slots(settings: ApiSettings) -> threading.BoundedSemaphore:
         if key not in _SLOTS:
             _SLOTS[key] = threading.BoundedSemaphore(settings.max_in_flight)
         return _SLOTS[key]
+
+
+class _Pacer:
+    """Spaces request starts to one API at least `interval` seconds apart, across the threads of a process."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.next_start = 0.0
+
+    def wait(self, interval: float) -> None:
+        with self.lock:
+            now = time.monotonic()
+            start = max(now, self.next_start)
+            self.next_start = start + interval
+        if start > now:
+            time.sleep(start - now)
+
+
+_PACERS: dict[str, _Pacer] = {}
+
+
+def _pacer(url: str) -> _Pacer:
+    with _SLOTS_LOCK:
+        return _PACERS.setdefault(url, _Pacer())
+
+
+class _Watchdog:
+    """Shuts the request's socket down when its deadline passes, so a reply that drips bytes (each read
+    within the per-read timeout) still ends: the blocked read fails and the request is reported as late."""
+
+    def __init__(self, seconds: float):
+        self.fired = False
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._done = False
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def attach(self, sock: socket.socket | None) -> None:
+        with self._lock:
+            self._sock = sock
+            if self.fired:
+                self._shutdown()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if not self._done:
+                self.fired = True
+                self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def __enter__(self) -> _Watchdog:
+        _WATCHED.current = self
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._done = True
+        self._timer.cancel()
+        _WATCHED.current = None
+
+
+_WATCHED = threading.local()
+
+
+class _WatchedConnection:
+    """Hands the connection's socket to the thread's running `_Watchdog` before waiting for the reply."""
+
+    def getresponse(self, *args, **kwargs):
+        watchdog = getattr(_WATCHED, "current", None)
+        if watchdog is not None:
+            watchdog.attach(self.sock)
+        return super().getresponse(*args, **kwargs)
+
+
+class _WatchedHTTPPool(urllib3.HTTPConnectionPool):
+    ConnectionCls = type("WatchedHTTPConnection", (_WatchedConnection, urllib3.connection.HTTPConnection), {})
+
+
+class _WatchedHTTPSPool(urllib3.HTTPSConnectionPool):
+    ConnectionCls = type("WatchedHTTPSConnection", (_WatchedConnection, urllib3.connection.HTTPSConnection), {})
+
+
+class _DeadlineAdapter(HTTPAdapter):
+    """requests' adapter whose connections can be cut by a `_Watchdog`."""
+
+    def init_poolmanager(self, *args, **kwargs):
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _WatchedHTTPPool, "https": _WatchedHTTPSPool}
+
+
+def _read_capped(response: requests.Response, cap: int) -> bytes:
+    """The decoded body, or ApiError(api_oversized) as soon as it passes `cap` bytes (never held whole)."""
+    declared = response.headers.get("Content-Length", "")
+    if declared.isdigit() and int(declared) > cap:
+        raise ApiError(f"reply of {int(declared)} bytes declared, over the {cap}-byte cap", "api_oversized")
+    body = bytearray()
+    for chunk in response.iter_content(1 << 16):
+        body += chunk
+        if len(body) > cap:
+            raise ApiError(f"reply passed the {cap}-byte cap", "api_oversized")
+    return bytes(body)
 
 
 def _retry_after(response: requests.Response) -> float | None:
@@ -138,13 +271,16 @@ def normalise_title(title: str) -> str:
 
 
 class MediaWikiApi:
-    """A client for one wiki. `sleep` is injectable so tests can observe waits without waiting."""
+    """A client for one wiki. `sleep` (retry waits) is injectable so tests can observe waits without waiting;
+    pacing between requests (`min_interval_s`) always sleeps for real."""
 
     def __init__(self, settings: ApiSettings, session: requests.Session | None = None,
                  sleep: Callable[[float], None] = time.sleep):
         check_api_url(settings.url)
         self.settings = settings
         self.session = session or requests.Session()
+        for prefix in ("http://", "https://"):
+            self.session.mount(prefix, _DeadlineAdapter())
         self.session.headers["User-Agent"] = user_agent()
         self.sleep = sleep
 
@@ -160,25 +296,37 @@ class MediaWikiApi:
             if attempt < self.settings.max_retries:
                 log.info("API request failed (%s); retrying in %.1f s", problem, wait)
                 self.sleep(min(wait, self.settings.max_wait_s))
-        raise ApiError(f"gave up after {self.settings.max_retries + 1} attempts: {problem}")
+        reason = "api_deadline" if "deadline" in problem else "api_error"
+        raise ApiError(f"gave up after {self.settings.max_retries + 1} attempts: {problem}", reason)
 
     def _attempt(self, params: dict[str, Any], backoff: float) -> dict[str, Any] | tuple[str, float]:
-        """One request: the body, or (problem, seconds to wait) when worth retrying; ApiError otherwise."""
+        """One request: the body, or (problem, seconds to wait) when worth retrying; ApiError otherwise.
+        The request as a whole (connect, headers, body) ends within `deadline_s`, its body within
+        `max_response_bytes`."""
+        settings = self.settings
         try:
-            with _slots(self.settings):
-                response = self.session.get(self.settings.url, params=params, timeout=self.settings.timeout_s)
+            with _slots(settings):
+                _pacer(settings.url).wait(settings.min_interval_s)
+                with _Watchdog(settings.deadline_s) as watchdog:
+                    try:
+                        with self.session.get(settings.url, params=params, timeout=settings.timeout_s,
+                                              stream=True) as response:
+                            status, retry_after = response.status_code, _retry_after(response)
+                            payload = _read_capped(response, settings.max_response_bytes) if status < 400 else b""
+                    except requests.RequestException:
+                        if watchdog.fired:
+                            return f"no complete reply within the {settings.deadline_s:g}s deadline", backoff
+                        raise
         except requests.RequestException as error:
             return f"{type(error).__name__}: {error}", backoff
-        retry_after = _retry_after(response)
-        status = response.status_code
         if status in (429, 503):
             return f"HTTP {status}", backoff if retry_after is None else retry_after
         if status >= 500:
             return f"HTTP {status}", backoff
         if status >= 400:
-            raise ApiError(f"HTTP {status} from {self.settings.url}")
+            raise ApiError(f"HTTP {status} from {settings.url}")
         try:
-            body = response.json()
+            body = json.loads(payload)
         except ValueError:
             body = None
         if not isinstance(body, dict):
@@ -186,22 +334,34 @@ class MediaWikiApi:
         error = body.get("error")
         if not error:
             if "warnings" in body:
-                log.warning("API warnings: %s", body["warnings"])
+                log.warning("API warnings: %s", str(body["warnings"])[:500])
             return body
+        if not isinstance(error, dict):
+            raise ApiError(f"API error (not an object): {str(error)[:200]}")
         code, info = error.get("code"), error.get("info", "")
         if code not in RETRYABLE_API_ERRORS:
             raise ApiError(f"API error {code}: {info}")
-        return f"{code}: {info}", retry_after if retry_after is not None else float(error.get("lag") or backoff)
+        return f"{code}: {info}", retry_after if retry_after is not None else _seconds(error.get("lag"), backoff)
 
-    def query(self, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Every response of an `action=query`, following continuation to the end."""
+    def query(self, params: dict[str, Any], max_responses: int | None = None) -> Iterator[dict[str, Any]]:
+        """Every response of an `action=query`, following continuation to the end. A continuation the
+        server gave before (it would loop forever), or more than `max_responses` replies, is ApiError."""
+        limit = max_responses or self.settings.max_query_responses
         continuation: dict[str, Any] = {}
-        while True:
+        seen: set[str] = set()
+        for _ in range(limit):
             body = self.get({"action": "query", **params, **continuation})
             yield body
             if "continue" not in body:
                 return
             continuation = body["continue"]
+            if not isinstance(continuation, dict):
+                raise MalformedReply(f"`continue` is {type(continuation).__name__}, not an object")
+            token = json.dumps(continuation, sort_keys=True)
+            if token in seen:
+                raise ApiError(f"the server repeated the continuation {token[:120]}: it would loop", "api_loop")
+            seen.add(token)
+        raise ApiError(f"more than {limit} replies to one query", "api_loop")
 
     def recent_titles(self, days: int, now: dt.datetime | None = None) -> list[str]:
         """Main-namespace titles changed in the last `days` days (at most 30), newest first, each once."""
@@ -219,12 +379,19 @@ class MediaWikiApi:
             "rcend": (end - dt.timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ"),
         }
         titles: dict[str, None] = {}
+        unnamed = 0
         try:
             for body in self.query(params):
-                for change in body.get("query", {}).get("recentchanges", []):
-                    titles.setdefault(change["title"])
+                for change in _entries(_query_of(body), "recentchanges"):
+                    title = change.get("title") if isinstance(change, dict) else None
+                    if isinstance(title, str) and title:
+                        titles.setdefault(title)
+                    else:
+                        unnamed += 1
         except ApiError as error:
             raise UserError(f"listing recent changes from {self.settings.url} failed: {error}") from None
+        if unnamed:
+            log.warning("recent changes: %d entries without a title could not be fetched", unnamed)
         return list(titles)
 
     def fetch_batch(self, titles: list[str]) -> list[Page | SkippedRecord]:
@@ -237,30 +404,55 @@ class MediaWikiApi:
             "rvslots": "main",
             "titles": _multi_value(titles),
         }
+        wanted = {normalise_title(title) for title in titles}
         pages: dict[str, dict[str, Any]] = {}
         renamed: dict[str, str] = {}
+        problems: list[str] = []
         try:
-            for body in self.query(params):
-                query = body.get("query", {})
-                renamed.update({entry["from"]: entry["to"] for entry in query.get("normalized", [])})
-                for page in query.get("pages", []):
-                    if "title" not in page:
-                        continue  # unusable; the title it answers is reported as missing below
+            for body in self.query(params, max_responses=2 * TITLES_PER_REQUEST + 1):
+                query = _query_of(body)
+                for entry in _entries(query, "normalized"):
+                    if _has_strings(entry, "from", "to"):
+                        renamed[entry["from"]] = entry["to"]
+                    else:
+                        problems.append(f"normalized entry {str(entry)[:80]}")
+                for page in _entries(query, "pages"):
+                    asked = _has_strings(page, "title") and (
+                        normalise_title(page["title"]) in wanted or page["title"] in renamed.values())
+                    if not asked:
+                        problems.append(f"page entry {str(page)[:80]}")
+                        continue
                     merged = pages.setdefault(page["title"], {})
-                    revisions = merged.get("revisions", []) + page.get("revisions", [])
+                    more = page.get("revisions")
+                    revisions = merged.get("revisions", []) + (more if isinstance(more, list) else [])
                     merged.update(page, revisions=revisions)
-                for entry in query.get("interwiki", []):
-                    pages.setdefault(entry["title"], {"title": entry["title"], "interwiki": entry.get("iw")})
+                for entry in _entries(query, "interwiki"):
+                    if _has_strings(entry, "title"):
+                        pages.setdefault(entry["title"], {"title": entry["title"], "interwiki": entry.get("iw") or "?"})
+                    else:
+                        problems.append(f"interwiki entry {str(entry)[:80]}")
         except ApiError as error:
-            return [_skip("api_error", title, str(error)) for title in titles]
+            return [_skip(error.reason, title, str(error)) for title in titles]
         records = [self._record(page) for page in pages.values()]
         answered = set(pages)
         for title in titles:
-            if renamed.get(title, title) not in answered:
+            if renamed.get(title, title) in answered:
+                continue
+            if problems:
+                detail = f"not answered; the reply had {len(problems)} malformed entries, e.g. {problems[0]}"
+                records.append(_skip("malformed_reply", title, detail))
+            else:
                 records.append(_skip("missing_page", title, "not in the API response"))
         return records
 
     def _record(self, page: dict[str, Any]) -> Page | SkippedRecord:
+        try:
+            return self._page_record(page)
+        except (AttributeError, TypeError, KeyError) as error:  # a field of the wrong shape
+            detail = f"{type(error).__name__}: {error}"[:200]
+            return _skip("malformed_reply", page["title"], detail, page.get("pageid"))
+
+    def _page_record(self, page: dict[str, Any]) -> Page | SkippedRecord:
         title = page["title"]
         if page.get("missing"):
             return _skip("missing_page", title, "the page does not exist")
@@ -293,8 +485,10 @@ class MediaWikiApi:
                 redirect_to=redirect_to,
                 source=self.settings.url,
             )
-        except (KeyError, ValueError) as error:
-            return _skip("invalid_field", title, str(error).splitlines()[0], page.get("pageid"))
+        except KeyError as error:
+            return _skip("missing_field", title, f"no {error} in the reply", page.get("pageid"))
+        except ValueError as error:
+            return _skip("invalid_field", title, invalid_detail(error), page.get("pageid"))
 
     def fetch_pages(self, titles: Iterable[str]) -> Iterator[Page | SkippedRecord]:
         """Records for `titles` (each once), then for redirect targets not yet fetched, chains included."""
@@ -323,8 +517,34 @@ class MediaWikiApi:
             log.warning("redirect chains deeper than %d left unfollowed: %s", MAX_REDIRECT_DEPTH, wanted[:5])
 
 
-def _skip(reason: str, title: str, detail: str, page_id: int | None = None) -> SkippedRecord:
-    return SkippedRecord(title=title, stage="read", reason=reason, detail=detail, page_id=page_id)
+def _seconds(value: object, default: float) -> float:
+    try:
+        return max(0.0, float(value))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return default
+
+
+def _query_of(body: dict[str, Any]) -> dict[str, Any]:
+    """The reply's `query` object (absent: empty), or MalformedReply when it is a list, null, ..."""
+    query = body.get("query", {})
+    if not isinstance(query, dict):
+        raise MalformedReply(f"`query` is {type(query).__name__}, not an object")
+    return query
+
+
+def _entries(query: dict[str, Any], key: str) -> list:
+    value = query.get(key, [])
+    if not isinstance(value, list):
+        raise MalformedReply(f"`query.{key}` is {type(value).__name__}, not a list")
+    return value
+
+
+def _has_strings(entry: object, *keys: str) -> bool:
+    return isinstance(entry, dict) and all(isinstance(entry.get(key), str) and entry[key] for key in keys)
+
+
+def _skip(reason: str, title: str, detail: str, page_id: object = None) -> SkippedRecord:
+    return SkippedRecord(title=title, stage="read", reason=reason, detail=detail, page_id=bounded_id(page_id))
 
 
 def check_api_url(url: str) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from pipeline.llm import json_object_in
 from schemas.trajectory import ToolCall, Turn
 from synth.tools import TOOL_ARGS, tool_specs
 
@@ -28,8 +29,8 @@ NOTE_ITEM_CHARS = 80
 NOTE_SCAN_TURNS = 100
 _BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
 _FINAL_LINE = re.compile(r"(?im)^\s*(?:\*\*)?final answer(?:\*\*)?\s*[:：]\s*(.+)$")
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*(.*?)\s*```$", re.DOTALL)
 MAX_PLAIN_ANSWER_CHARS = 300
+MAX_PLAIN_ANSWER_WORDS = 8
 
 
 @dataclass
@@ -64,37 +65,40 @@ def primary_argument(tool: str) -> str | None:
     return required[0] if len(required) == 1 else None
 
 
-def loads_object(text: str) -> dict[str, Any] | None:
-    """A JSON object from model text: plain, inside a ``` fence, or the first balanced {...} in it."""
-    text = text.strip()
-    fenced = _FENCE.match(text)
-    if fenced:
-        text = fenced.group(1).strip()
-    try:
-        value = json.loads(text)
-        return value if isinstance(value, dict) else None
-    except json.JSONDecodeError:
-        pass
-    start = text.find("{")
-    if start < 0:
-        return None
-    try:
-        value, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
+loads_object = json_object_in
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def echoes(text: str, prompt: str) -> bool:
+    """Whether a reply only repeats our own prompt (a base model continuing the reminder, the question)."""
+    words = _words(text)
+    if not words:
+        return True
+    return f" {' '.join(words)} " in f" {' '.join(_words(prompt))} "
 
 
 def final_answer_text(text: str) -> str | None:
-    """The final answer a model wrote as prose: `\\boxed{..}`, a `Final answer:` line, or a short reply."""
+    """The final answer a model wrote as prose: `\\boxed{..}`, a `Final answer:` line, or a bare short answer.
+
+    A bare reply counts only when it reads like an answer: one line of at most MAX_PLAIN_ANSWER_WORDS
+    words and not a question; anything longer is a ramble, which gets the format reminder instead of being
+    taken as the answer. (An answer that only echoes the prompt is refused by the episode loop.)
+    """
     boxed = _BOXED.findall(text)
     if boxed:
-        return boxed[-1].strip() or None
-    line = _FINAL_LINE.search(text)
-    if line:
-        return line.group(1).strip() or None
-    text = text.strip()
-    return text if 0 < len(text) <= MAX_PLAIN_ANSWER_CHARS else None
+        answer = boxed[-1].strip()
+    elif (line := _FINAL_LINE.search(text)) is not None:
+        answer = line.group(1).strip()
+    else:
+        answer = text.strip().strip("*`").strip()
+        if "\n" in answer or len(_words(answer)) > MAX_PLAIN_ANSWER_WORDS or answer.endswith("?"):
+            return None
+    if not answer or len(answer) > MAX_PLAIN_ANSWER_CHARS:
+        return None
+    return answer
 
 
 def answer_call(call_id: str, text: str) -> ToolCall:
@@ -153,6 +157,13 @@ class Framework(ABC):
 
     @abstractmethod
     def parse(self, output: ModelOutput, call_id: str) -> ParsedTurn: ...
+
+    def prompt_text(self, question: str) -> str:
+        """Our own text a model may echo back as an "answer": the question, the reminder, the error feedback.
+
+        The system prompt is left out: its worked example ("Paris") may well be a real answer.
+        """
+        return "\n".join((self.user_prompt(question), self.format_reminder, "Error: your output could not be parsed"))
 
     @abstractmethod
     def render(self, reasoning: str, name: str, arguments_json: str, call_id: str) -> ModelOutput:

@@ -2,8 +2,10 @@
 
 A Policy starts an Agent per episode; the agent produces one model output per turn. The loop parses it
 with the framework, executes the call in the environment, and records a canonical Turn. Unparseable
-output is a recorded failed turn; an LLM that keeps failing ends the run with stop reason "error" and
-the turns so far, never an exception. `Turn.seconds` is the policy's own time for the turn (the request
+output is a recorded failed turn, and so is a final answer that only echoes our own prompt. An endpoint
+that refuses a request ends the run with stop reason "error" and the turns so far (kept in the
+`trajectories` config, never in the training configs); a transient failure (timeouts, an outage:
+`LLMUnavailable`) is not finished work and propagates, so the stage leaves the unit for a rerun. `Turn.seconds` is the policy's own time for the turn (the request
 latency of an LLM, zero for the offline policy and for cached responses), so offline runs are
 reproducible record for record.
 """
@@ -16,12 +18,12 @@ from typing import Protocol
 import openai
 
 from pipeline.io import stable_hash
-from pipeline.llm import LLMError
+from pipeline.llm import LIVE, LLMError, LLMUnavailable
 from schemas.questions import Question
 from schemas.trajectory import StopReason, Trajectory, Turn
 from synth.environment import SearchEnvironment
 from synth.frameworks import Framework
-from synth.frameworks.base import ANSWER_TOOL, ModelOutput
+from synth.frameworks.base import ANSWER_TOOL, ModelOutput, echoes
 from synth.matching import match_answer
 
 
@@ -33,6 +35,7 @@ class PolicyOutput:
     prompt_chars: int = 0
     seconds: float = 0.0
     injected_error: str | None = None
+    model: str | None = None  # the model the server reported
 
 
 class Agent(Protocol):
@@ -73,14 +76,23 @@ async def run_episode(
     final_answer: str | None = None
     error: str | None = None
     failures_in_a_row = 0
+    served_model = policy.model
+    prompt = framework.prompt_text(question.text)
     while len(turns) < max_turns:
         try:
             step = await agent.act(turns)
-        except (LLMError, openai.APIError) as failure:  # retries exhausted, or a reply the SDK cannot read
+        except LLMUnavailable:
+            raise  # not finished work: the unit stays unfinished and a rerun retries it
+        except (LLMError, openai.APIError) as failure:  # the endpoint refused, or a reply the SDK cannot read
             stop, error = "error", f"{type(failure).__name__}: {failure}"[:500]
             break
+        served_model = step.model or served_model
         call_id = f"call_{len(turns)}"
         parsed = framework.parse(step.output, call_id)
+        if parsed.tool_call is not None and parsed.tool_call.name == ANSWER_TOOL and step.injected_error is None:
+            text = str(parsed.tool_call.arguments.get("text", ""))
+            if echoes(text, prompt):
+                parsed.tool_call, parsed.parse_error = None, f"the answer {text[:60]!r} only repeats the prompt"
         turn = Turn(
             index=len(turns),
             reasoning=parsed.reasoning,
@@ -106,6 +118,7 @@ async def run_episode(
         if failures_in_a_row >= max_parse_failures:
             stop = "parse_failures"
             break
+    LIVE["episodes"] += 1
     return Trajectory(
         trajectory_id=trajectory_id(question.question_id, framework.name, policy.name, policy.model, rollout, seed),
         question_id=question.question_id,
@@ -115,7 +128,7 @@ async def run_episode(
         as_of=question.as_of,
         framework=framework.name,
         policy=policy.name,
-        model=policy.model,
+        model=served_model,
         engine=policy.engine,
         seed=seed,
         rollout=rollout,

@@ -66,4 +66,5 @@ class LLMAgent:
             completion_tokens=result.completion_tokens,
             seconds=result.seconds,
             prompt_chars=prompt_chars(messages),
+            model=result.model or None,
         )
