@@ -33,7 +33,7 @@ from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
 from schemas.manifest import Manifest
 from schemas.questions import Question
-from synth.report import print_report, question_report
+from synth.report import measure, print_report
 
 log = logging.getLogger(__name__)
 STAGE = "dataset"
@@ -135,8 +135,13 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     finally:  # also after a failure or an interrupt: what is finished, and its counts
         print_summary(dirs, reused)
         if read_manifest(dirs["questions"]) is not None:
-            print_report(question_report(config.out))
+            print_report(measure(report_folders(dirs)))
     return manifest
+
+
+def report_folders(dirs: dict[str, Path]) -> dict[str, Path]:
+    """The stage folders the question report reads, by the names it knows them by."""
+    return {"graph": dirs["extract"], "paths": dirs["walk"], "questions": dirs["questions"], "index": dirs["index"]}
 
 
 def _count_rows(folder: Path) -> int:
@@ -267,7 +272,7 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
     published = [path for files in outputs.values() for path in files] + list(plots.values())
     outputs["checksums"] = [write_checksums(root, published)]
     card = render_card(config.name, stats, split_rows, manifests, config.seed, plots, environment,
-                       question_report(config.out))
+                       measure(report_folders(dirs)))
     atomic_write_text(root / "README.md", card)
     outputs["card"] = ["README.md"]
     outputs["plots"] = sorted(plots.values())

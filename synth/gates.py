@@ -144,49 +144,42 @@ def vague_answer(path: Path) -> str | None:
     return None
 
 
-def _years_of(graph: CSRGraph, node: int, relation: int) -> list[int]:
-    years = []
-    for obj in graph.objects(node, relation):
-        if graph.kind[obj] == LITERAL:
-            value_type, value, _ = split_literal_key(graph.keys[obj])
-            parsed = parse_date(value) if value_type == "date" else None
-            if parsed:
-                years.append(parsed[0])
-    return years
-
-
-def satisfies(graph: CSRGraph, node: int, clue: Clue) -> bool:
+def satisfies(index: FactIndex, node: int, clue: Clue) -> bool:
     """Open world: a candidate is excluded only when the graph states something contradicting the clue.
 
     A node without a page, or a page silent about the clue's relation, may still fit, so it stays.
     """
-    if clue.type_noun and graph.entity_type[node] and type_noun(graph.entity_type[node]) != clue.type_noun:
+    if clue.type_noun and index.type_nouns[node] and index.type_nouns[node] != clue.type_noun:
         return False
-    relation = graph.relation_id(clue.attribute) if clue.attribute else None
-    if relation is not None and clue.years:
-        years = _years_of(graph, node, relation)
-        if years and not any(clue.years[0] <= y <= clue.years[1] for y in years):
-            return False
-    if relation is not None and clue.object:
-        objects = [graph.label(o) for o in graph.objects(node, relation)]
-        if objects and clue.object not in objects:
-            return False
+    relation = index.relation(clue.attribute)
+    if relation is None:
+        return True
+    if clue.years:
+        years = index.years(node, relation)
+        return not len(years) or bool(((years >= clue.years[0]) & (years <= clue.years[1])).any())
+    if clue.object:
+        objects = index.objects(node, relation)
+        return not len(objects) or index.node(clue.object) in objects
     return True
 
 
-def holds(graph: CSRGraph, node: int, clue: Clue) -> bool:
+def holds(index: FactIndex, node: int, clue: Clue) -> bool:
     """Closed reading: the graph states the clue's fact of the node (a branch of a tree question holds)."""
-    relation = graph.relation_id(clue.attribute) if clue.attribute else None
+    relation = index.relation(clue.attribute)
     if relation is None:
-        return bool(clue.type_noun) and type_noun(graph.entity_type[node]) == clue.type_noun
+        return bool(clue.type_noun) and index.type_nouns[node] == clue.type_noun
     if clue.years:
-        return any(clue.years[0] <= y <= clue.years[1] for y in _years_of(graph, node, relation))
-    return clue.object in {graph.label(o) for o in graph.objects(node, relation)}
+        years = index.years(node, relation)
+        return bool(((years >= clue.years[0]) & (years <= clue.years[1])).any())
+    return index.node(clue.object) in index.objects(node, relation)
 
 
 class FactIndex:
-    """Reverse lookups over the CSR graph, built once per run: the heads of (relation, object) facts, the
-    heads of a relation, and each relation's dominant object."""
+    """Lookups over the CSR graph built once per run, so that gates and descriptions cost microseconds: the
+    heads of a (relation, object) fact, the heads of a date relation by year, each literal date's year,
+    coarse type nouns, and each relation's dominant object."""
+
+    NO_YEAR = np.iinfo(np.int32).min
 
     def __init__(self, graph: CSRGraph):
         self.graph = graph
@@ -205,6 +198,34 @@ class FactIndex:
                 self._dominant.update(unique[mask][counts[mask] == top].tolist())
         coarse = {t: type_noun(t) for t in set(graph.entity_type.tolist())}
         self.type_nouns = np.array([coarse[t] if t else "" for t in graph.entity_type], dtype=object)
+        self.node_year = np.full(n, self.NO_YEAR, np.int64)
+        for node in np.flatnonzero(graph.kind == LITERAL):
+            value_type, value, _ = split_literal_key(graph.keys[node])
+            parsed = parse_date(value) if value_type == "date" else None
+            if parsed:
+                self.node_year[node] = parsed[0]
+        self._relations = {name: i for i, name in enumerate(graph.relation_names)}
+        self._nodes: dict[str, int | None] = {}
+        self._by_year: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def relation(self, name: str | None) -> int | None:
+        return self._relations.get(name) if name else None
+
+    def node(self, label: str) -> int | None:
+        if label not in self._nodes:
+            self._nodes[label] = self.graph.node_id(label)
+        return self._nodes[label]
+
+    def objects(self, node: int, relation: int) -> np.ndarray:
+        """Object ids of node --relation--> (sorted and distinct in the CSR already)."""
+        graph = self.graph
+        start, end = graph.indptr[node], graph.indptr[node + 1]
+        rels = graph.rel[start:end]
+        return graph.dst[start + np.searchsorted(rels, relation, "left") : start + np.searchsorted(rels, relation, "right")]
+
+    def years(self, node: int, relation: int) -> np.ndarray:
+        years = self.node_year[self.objects(node, relation)]
+        return years[years != self.NO_YEAR]
 
     def _range(self, lo: int, hi: int) -> np.ndarray:
         return self._heads[np.searchsorted(self._keys, lo, "left") : np.searchsorted(self._keys, hi, "left")]
@@ -213,9 +234,17 @@ class FactIndex:
         key = relation * self.graph.num_nodes + obj
         return self._range(key, key + 1)
 
-    def heads_with(self, relation: int) -> np.ndarray:
-        n = self.graph.num_nodes
-        return np.unique(self._range(relation * n, (relation + 1) * n))
+    def heads_in_years(self, relation: int, first: int, last: int) -> np.ndarray:
+        """Heads with a date fact of `relation` in the year range [first, last]."""
+        if relation not in self._by_year:
+            n = self.graph.num_nodes
+            lo, hi = np.searchsorted(self._keys, relation * n), np.searchsorted(self._keys, (relation + 1) * n)
+            years = self.node_year[self._keys[lo:hi] - relation * n]
+            dated = years != self.NO_YEAR
+            order = np.argsort(years[dated], kind="stable")
+            self._by_year[relation] = (years[dated][order], self._heads[lo:hi][dated][order])
+        years, heads = self._by_year[relation]
+        return np.unique(heads[np.searchsorted(years, first, "left") : np.searchsorted(years, last, "right")])
 
     def is_dominant(self, relation: int, obj: int) -> bool:
         return relation * self.graph.num_nodes + obj in self._dominant
@@ -230,15 +259,16 @@ def described_candidates(index: FactIndex, clues: Iterable[Clue]) -> set[int]:
         typed = next((c.type_noun for c in clues if c.type_noun), None)
         pool = np.flatnonzero(index.type_nouns == typed) if typed else np.arange(graph.num_nodes)
     else:
-        relation = graph.relation_id(anchor.attribute)
+        relation = index.relation(anchor.attribute)
         if relation is None:
             return set()
-        if anchor.object is not None:
-            obj = graph.node_id(anchor.object)
-            pool = index.heads_of(relation, obj) if obj is not None else np.array([], np.int64)
+        if anchor.years:
+            pool = index.heads_in_years(relation, *anchor.years)
         else:
-            pool = [h for h in index.heads_with(relation).tolist() if holds(graph, h, anchor)]
-    return {int(n) for n in pool if all(satisfies(graph, int(n), c) for c in clues)}
+            obj = index.node(anchor.object)
+            pool = index.heads_of(relation, obj) if obj is not None else np.array([], np.int64)
+    rest = [c for c in clues if c is not anchor]
+    return {int(n) for n in pool.tolist() if all(satisfies(index, n, c) for c in rest)}
 
 
 def path_node_ids(graph: CSRGraph, path: Path) -> list[int] | None:
@@ -283,9 +313,9 @@ def unique_chain(index: FactIndex, path: Path, clues: Iterable[Clue], start_desc
             return "start_not_unique", f"{len(fits)} entities fit the start's description, e.g. {_examples(graph, fits, ids[0])}"
     last = len(path.hops) - 1
     for position, hop in enumerate(path.hops):
-        relation = graph.relation_id(hop.relation)
-        reached = {int(o) for o in graph.objects(ids[position], relation)}
-        reached = {o for o in reached if all(satisfies(graph, o, c) for c in clues.get(position + 1, []))}
+        relation = index.relation(hop.relation)
+        reached = {int(o) for o in index.objects(ids[position], relation)}
+        reached = {o for o in reached if all(satisfies(index, o, c) for c in clues.get(position + 1, []))}
         if reached != {ids[position + 1]}:
             gate = "alternative_answer" if position == last else "multi_valued_hop"
             return gate, (f"{len(reached)} objects of {hop.relation} fit at hop {position + 1}, "
@@ -308,14 +338,14 @@ def tree_branches(index: FactIndex, path: Path, branches: list[Clue]) -> str | N
         return "no branch"
     answer = ids[-1]
     for clue in branches:
-        if not holds(graph, answer, clue):
+        if not holds(index, answer, clue):
             return f"branch {clue.attribute} does not hold for the answer"
     reached = graph.objects(ids[-2], graph.relation_id(path.hops[-1].relation)).tolist()
     if len(reached) < 2:
         return "the final hop has one object: no branch is needed"
     for dropped in range(len(branches)):
         rest = branches[:dropped] + branches[dropped + 1 :]
-        if len([o for o in reached if all(satisfies(graph, o, c) for c in rest)]) < 2:
+        if len([o for o in reached if all(satisfies(index, o, c) for c in rest)]) < 2:
             return f"branch {branches[dropped].attribute} is not needed"
     return None
 
@@ -347,13 +377,14 @@ def answer_node(graph: CSRGraph, path: Path) -> int | None:
 def one_search(environment, text: str, answer: str, forms: Iterable[str], top_k: int) -> str | None:
     """The retrieval shortcut: the question as one `search` lists the answer's page or shows the answer."""
     page = environment.resolve(answer)
-    forms = [answer, *forms]
+    needles = [(form, _tokens(form)) for form in dict.fromkeys([answer, *forms])]
     for rank, hit in enumerate(environment.search(text, top_k), 1):
         if page is not None and hit.title == page.title:
             return f"the answer's page {hit.title!r} is result {rank}"
-        shown = f"{hit.title} {hit.snippet}"
-        if (form := next((f for f in forms if contains_phrase(shown, f)), None)) is not None:
-            return f"result {rank} ({hit.title!r}) shows {form!r}"
+        shown = " ".join(_tokens(f"{hit.title} {hit.snippet}"))
+        for form, tokens in needles:
+            if tokens and f" {' '.join(tokens)} " in f" {shown} ":
+                return f"result {rank} ({hit.title!r}) shows {form!r}"
     return None
 
 

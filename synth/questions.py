@@ -112,6 +112,7 @@ class Plan:
     ended: set[int]  # hops whose fact has ended (a marriage with an end date): phrased in the past
     obfuscations: list[str]
     as_of_text: str | None
+    unresolved: int | None = None  # the first position no attributes single out (the plan gate rejects it)
 
 
 @dataclass
@@ -148,9 +149,10 @@ def _changeable(hop) -> bool:
 
 
 def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, rng: random.Random,
-              reached: set[int] | None) -> tuple[str | None, list[gates.Clue], list[Attribute]]:
-    """The noun, type clue and attributes that describe the node at `position` among its competitors: the
-    objects its hop `reached`, or (None) for the start every entity that fits the description."""
+              reached: set[int] | None) -> tuple[str | None, list[gates.Clue], list[Attribute], bool]:
+    """The noun, type clue and attributes that describe the node at `position` among its competitors (the
+    objects its hop `reached`, or (None) for the start every entity that fits the description), and
+    whether they single it out."""
     config = ctx.config
     noun, checkable = _noun_for(ctx, path.nodes[position])
     base = [gates.Clue(position=position, type_noun=checkable)] if checkable else []
@@ -165,10 +167,10 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
         minimum = min(config.attributes_per_entity, len(options))
 
         def fits(clues):
-            return {o for o in reached if all(gates.satisfies(ctx.graph, o, c) for c in clues)}
+            return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
     chosen = describe.choose(list(options), fits, ids[position], base, minimum, config.max_attributes)
-    # Nothing singles it out: keep a plain description and let the structural gate count why.
-    return noun, base, chosen if chosen is not None else options[:minimum]
+    # Nothing singles it out: keep a plain description and let the plan gate count why.
+    return noun, base, chosen if chosen is not None else options[:minimum], chosen is not None
 
 
 def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) -> Plan:
@@ -194,7 +196,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
         if position:
             relation = graph.relation_id(path.hops[position - 1].relation)
             reached = {int(o) for o in graph.objects(ids[position - 1], relation)}
-        noun, base, chosen = _describe(ctx, path, ids, position, rng, reached)
+        noun, base, chosen, unique = _describe(ctx, path, ids, position, rng, reached)
         if style == "nested" and position and not chosen:
             continue  # a bare ", a person," appositive adds nothing: the relation alone describes it
         nouns[position] = noun or "entity"
@@ -202,9 +204,14 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
         clues += base + [a.clue for a in chosen]
         obfuscations += [f"entity:{path.nodes[position]}->{describe.described(nouns[position], chosen)}",
                          *(a.obfuscation for a in chosen if a.obfuscation)]
+        if not unique:
+            unresolved = position
+            break  # the plan gate rejects the path here: describing the rest would be wasted
+    else:
+        unresolved = None
     branches: list[Attribute] = []
     shape = "chain"
-    if ids is not None:
+    if ids is not None and unresolved is None:
         final = graph.objects(ids[-2], graph.relation_id(path.hops[-1].relation))
         if len(final) > 1:
             shape = "tree"
@@ -213,7 +220,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
             reached = {int(o) for o in final}
 
             def fits(branch_clues):
-                return {o for o in reached if all(gates.satisfies(graph, o, c) for c in branch_clues)}
+                return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)}
             branches = describe.choose(list(options), fits, ids[-1], [], 1, ctx.config.max_attributes) or []
             clues += [b.clue for b in branches]
             obfuscations += [f"branch:{b.predicate}" for b in branches]
@@ -223,7 +230,8 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
     if as_of_text:
         obfuscations.append(f"as_of:{as_of_text}")
     obfuscations += [f"style:{style}", f"shape:{shape}"]
-    return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text)
+    return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
+                unresolved)
 
 
 def _described(plan: Plan, position: int) -> str:
@@ -418,18 +426,33 @@ def answer_aliases(ctx: QuestionContext, path: Path) -> list[str]:
     return [f for f in dict.fromkeys(forms) if f and f != path.answer]
 
 
-def structural_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] | None:
-    """Gates that need no text: checked before a writer spends an LLM call."""
+def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
+    """Gates on the path alone, checked before any planning: a vague answer, a shortcut through the graph,
+    an answer that a prior over the final relation would guess."""
     if (detail := gates.vague_answer(path)) is not None:
         return "vague_answer", detail
     if (detail := gates.fewer_hops(ctx.graph, path)) is not None:
         return "fewer_hops", detail
+    if ctx.config.reject_dominant_answer and (detail := gates.dominant_answer(ctx.facts, path)) is not None:
+        return "dominant_answer", detail
+    return None
+
+
+def structural_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] | None:
+    """Gates that need no text: checked before a writer spends an LLM call."""
+    return path_gate(ctx, path) or plan_gate(ctx, path, plan)
+
+
+def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] | None:
+    """Open-world uniqueness of what the plan states: the described start, every hop, a tree's branches."""
+    if plan.unresolved is not None:
+        gate = "start_not_unique" if plan.unresolved == 0 else "multi_valued_hop"
+        failed = gates.unique_chain(ctx.facts, path, plan.clues, plan.start_described)
+        return failed or (gate, f"no attributes single out position {plan.unresolved} ({path.nodes[plan.unresolved]})")
     if (failed := gates.unique_chain(ctx.facts, path, plan.clues, plan.start_described)) is not None:
         return failed
     if plan.shape == "tree" and (detail := gates.tree_branches(ctx.facts, path, [b.clue for b in plan.branches])):
         return "tree_branch", detail
-    if ctx.config.reject_dominant_answer and (detail := gates.dominant_answer(ctx.facts, path)) is not None:
-        return "dominant_answer", detail
     return None
 
 
@@ -521,8 +544,10 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
         checker = LLMClient(config.shortcut, cache_dir and cache_dir / "shortcut", "shortcut-check")
 
     async def one(path: Path) -> Question | SkippedRecord:
+        if (failed := path_gate(ctx, path)) is not None:  # cheap: before planning
+            return _skip(path, *failed)
         plan = plan_question(ctx, path, style=None if writer is None else "clues")
-        if (failed := structural_gate(ctx, path, plan)) is not None:
+        if (failed := plan_gate(ctx, path, plan)) is not None:
             return _skip(path, *failed)
         try:
             draft = write_template(ctx, path, plan) if writer is None else await write_llm(writer, ctx, path, plan)

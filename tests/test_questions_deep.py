@@ -130,7 +130,7 @@ def test_a_tree_question_needs_each_branch_and_each_holds():
     assert plan.shape == "tree" and plan.branches
     answer = ctx.graph.node_id("Blue Sun")
     branch_clues = [b.clue for b in plan.branches]
-    assert all(gates.holds(ctx.graph, answer, clue) for clue in branch_clues)  # each branch holds
+    assert all(gates.holds(ctx.facts, answer, clue) for clue in branch_clues)  # each branch holds
     assert gates.tree_branches(ctx.facts, path, branch_clues) is None  # and each is needed
     assert structural_gate(ctx, path, plan) is None
     text = write_template(ctx, path, plan).text
@@ -139,7 +139,7 @@ def test_a_tree_question_needs_each_branch_and_each_holds():
     # The final hop alone reaches three films; the branches leave one.
     final = {int(o) for o in ctx.graph.objects(ctx.graph.node_id("Ida Orbit"), ctx.graph.relation_id("products"))}
     assert len(final) == 3
-    assert {o for o in final if all(gates.satisfies(ctx.graph, o, c) for c in branch_clues)} == {answer}
+    assert {o for o in final if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)} == {answer}
     # A branch that does not hold for the answer, or one that is not needed, fails the gate.
     wrong = gates.Clue(position=2, attribute="released", years=(1950, 1959))
     assert "does not hold" in gates.tree_branches(ctx.facts, path, [wrong])
