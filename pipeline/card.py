@@ -404,5 +404,6 @@ def _how_made(manifests: dict[str, Manifest], questions: dict[str, Any] | None) 
                          "rates.")
     if questions is not None:
         lines.append("- Every question passed these gates: " + ", ".join(f"`{g}`" for g in questions["gates"])
-                     + "; no other property is claimed.")
+                     + "; no other property is claimed. Uniqueness is checked over the graph, counting objects "
+                     "without a page: a fact the source does not state at all cannot rule an alternative out.")
     return ["## How the data was made\n", "\n".join(lines) + "\n"] if lines else []

@@ -134,8 +134,8 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
                 out.print(f"      finished by an earlier run (key {manifest.key[:12]}), skipped")
     finally:  # also after a failure or an interrupt: what is finished, and its counts
         print_summary(dirs, reused)
-        if read_manifest(dirs["questions"]) is not None:
-            print_report(measure(report_folders(dirs)))
+        if (report := measure(report_folders(dirs))) is not None:
+            print_report(report)
     return manifest
 
 

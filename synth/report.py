@@ -35,17 +35,20 @@ def _share(part: int, whole: int) -> float:
 def question_report(out: str | Path, top_k: int | None = None) -> dict[str, Any]:
     """The report of the run folder `out` (its questions/, graph/, paths/ and, when built, index/)."""
     out = Path(out)
-    folders = {name: out / name for name in ("graph", "paths", "questions", "index")}
-    if read_manifest(folders["questions"]) is None or read_manifest(folders["graph"]) is None:
+    report = measure({name: out / name for name in ("graph", "paths", "questions", "index")}, top_k)
+    if report is None:
         raise UserError(f"{out} holds no finished questions and graph stages (run `hopsmith dataset --out {out}`)")
-    return measure(folders, top_k)
+    return report
 
 
-def measure(folders: dict[str, Path], top_k: int | None = None) -> dict[str, Any]:
-    """The report from the stage folders `graph`, `paths`, `questions` and `index` (the last may be unbuilt)."""
+def measure(folders: dict[str, Path], top_k: int | None = None) -> dict[str, Any] | None:
+    """The report from the stage folders `graph`, `paths`, `questions` and `index` (the last may be unbuilt);
+    None unless the graph and questions stages have finished."""
     from synth.environment import SearchEnvironment  # bm25s is imported only when a report is made
 
     manifest = read_manifest(folders["questions"])
+    if manifest is None or read_manifest(folders["graph"]) is None:
+        return None
     config = QuestionConfig.model_validate(manifest.config)
     walk = read_manifest(folders["paths"])
     walk_config = WalkConfig.model_validate(walk.config) if walk else WalkConfig()
