@@ -16,7 +16,11 @@ AS_OF ?=
 WORKERS ?=
 PYTEST_ARGS ?=
 
-.PHONY: dataset test bench lint rl clean venv
+LLM_VENV := .venv-llm
+LLM_STAMP := $(LLM_VENV)/.installed
+RECORD ?=
+
+.PHONY: dataset test bench lint rl clean venv llm-check
 
 $(BASE_STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +39,18 @@ dataset: $(BASE_STAMP)
 
 test: $(RL_STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+# The llama.cpp server env for llm-check: built from source without CPU-specific flags, niced.
+$(LLM_STAMP): requirements-llm.txt
+	test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" nice -n 19 \
+		$(LLM_VENV)/bin/python -m pip install --disable-pip-version-check --quiet -r requirements-llm.txt
+	touch $@
+
+# Every LLM role against Gemma 3 270M under llama.cpp on 127.0.0.1 (not in CI: see README). RECORD=1
+# saves the transcript that tests/test_llm_replay.py replays.
+llm-check: $(BASE_STAMP) $(LLM_STAMP)
+	$(BIN)/python tests/llm_check.py --python $(LLM_VENV)/bin/python $(if $(RECORD),--record)
 
 bench: $(BASE_STAMP)
 	$(BIN)/python -m bench

@@ -157,9 +157,15 @@ def build_csr(
     as_of: dt.date,
     window_days: int,
     exclude_relations: list[str] = (),
+    mapped_only: bool = False,
 ) -> CSRGraph:
-    """Build the CSR graph from entity and relation tables (schemas of Entity and Relation)."""
+    """Build the CSR graph from entity and relation tables (schemas of Entity and Relation). With
+    `mapped_only`, relations whose parameter maps to no ontology property are left out (and counted)."""
     counts = {"relations:read": relations.num_rows}
+    if mapped_only:
+        mapped = pc.fill_null(relations["mapped"], False)
+        counts["relations:unmapped"] = relations.num_rows - (pc.sum(mapped).as_py() or 0)
+        relations = relations.filter(mapped)
     if exclude_relations:
         keep = pc.invert(pc.is_in(relations["relation"], pa.array(list(exclude_relations), pa.string())))
         counts["relations:excluded_relation"] = relations.num_rows - pc.sum(keep).as_py() if relations.num_rows else 0
@@ -254,9 +260,11 @@ def build_csr(
     )
 
 
-def load_csr(graph_dir: str | Path, *, as_of: dt.date, window_days: int, exclude_relations: list[str] = ()) -> CSRGraph:
+def load_csr(graph_dir: str | Path, *, as_of: dt.date, window_days: int, exclude_relations: list[str] = (),
+             mapped_only: bool = False) -> CSRGraph:
     """Read stage 1's entities/ and relations/ shards and build the CSR graph."""
     graph_dir = Path(graph_dir)
     entities = read_table(Entity, graph_dir / "entities")
     relations = read_table(Relation, graph_dir / "relations")
-    return build_csr(entities, relations, as_of=as_of, window_days=window_days, exclude_relations=exclude_relations)
+    return build_csr(entities, relations, as_of=as_of, window_days=window_days, exclude_relations=exclude_relations,
+                     mapped_only=mapped_only)

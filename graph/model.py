@@ -57,6 +57,7 @@ def build_graph(entities: list[dict], relations: list[dict], literals: bool = Tr
             head,
             target,
             relation=row["relation"],
+            mapped=row.get("mapped", False),
             group_index=row["group_index"],
             source=row["source"],
             value_type=row["value_type"],

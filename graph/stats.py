@@ -10,16 +10,19 @@ import networkx as nx
 import numpy as np
 
 from graph.model import ENTITY, LITERAL, MISSING, load_graph
+from graph.ontology import load_ontology
 
 DEGREE_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 1000)
 
 
 def graph_stats(graph: nx.MultiDiGraph, top: int = 20) -> dict:
-    """Nodes by kind, edges by source, the `top` relations, entity types, head entities and degrees.
+    """Nodes by kind, edges by source, the `top` relations, entity types (and the share typed by an ontology
+    class), mapped edges, head entities and degrees.
 
     Degrees count entity-to-entity edges of nodes with a page (literals are values, not neighbours).
     """
     kinds = Counter(data["kind"] for _, data in graph.nodes(data=True))
+    ontology = load_ontology()
     entities = [node for node, data in graph.nodes(data=True) if data["kind"] == ENTITY]
     relations = Counter(data["relation"] for _, _, data in graph.edges(data=True))
     sources = Counter(data["source"] for _, _, data in graph.edges(data=True))
@@ -40,6 +43,10 @@ def graph_stats(graph: nx.MultiDiGraph, top: int = 20) -> dict:
         "relation_count": len(relations),
         "relations_top": dict(relations.most_common(top)),
         "entity_types": dict(Counter(graph.nodes[n]["type"] for n in entities).most_common(top)),
+        "typed_entities": sum(ontology.find_class(graph.nodes[n]["type"] or "") is not None for n in entities),
+        "typed_share": round(sum(ontology.find_class(graph.nodes[n]["type"] or "") is not None for n in entities)
+                             / len(entities), 4) if entities else 0.0,
+        "infobox_edges_mapped": sum(bool(d.get("mapped")) for _, _, d in graph.edges(data=True)),
         "head_entities": sum(bool(graph.nodes[n]["is_head"]) for n in entities),
         "list_pages": sum(bool(graph.nodes[n]["is_list"]) for n in entities),
         "out_degree": degree_summary(out_degree),
@@ -74,6 +81,8 @@ def format_stats(stats: dict) -> str:
         f"nodes              {stats['nodes']}  " + "  ".join(f"{k}={v}" for k, v in stats["nodes_by_kind"].items()),
         f"edges              {stats['edges']}  " + "  ".join(f"{k}={v}" for k, v in stats["edges_by_source"].items()),
         f"head entities      {stats['head_entities']}",
+        f"typed entities     {stats['typed_entities']} ({stats['typed_share']:.1%} with an ontology class)",
+        f"mapped edges       {stats['infobox_edges_mapped']} (infobox facts named by an ontology property)",
         f"list pages         {stats['list_pages']}",
         f"distinct relations {stats['relation_count']}",
         f"weak components    {stats['weak_components']} (largest {stats['largest_component']} nodes)",

@@ -463,7 +463,7 @@ class WalkTransform(beam.PTransform):
             pipeline
             | "GraphDir" >> beam.Create([self.graph_dir])
             | "LoadGraph" >> beam.Map(load_csr, as_of=config.as_of, window_days=config.window_days,
-                                      exclude_relations=config.exclude_relations)
+                                      exclude_relations=config.exclude_relations, mapped_only=config.mapped_only)
         )
         sampled = (
             graph
@@ -594,6 +594,8 @@ def register(subparsers) -> None:
                         help="walk a relation excluded by default (e.g. links_to); repeatable")
     parser.add_argument("--exclude-relation", action="append", default=[], metavar="NAME",
                         help="never walk this relation; repeatable")
+    parser.add_argument("--include-unmapped", action="store_true",
+                        help="also walk infobox parameters that map to no ontology property")
     parser.add_argument("--as-of", type=dt.date.fromisoformat, help="snapshot date (default: the graph's)")
     parser.add_argument("--window", type=int, dest="window_days", help="recency window in days (default: the graph's)")
     parser.add_argument("--seed", type=int, default=defaults.seed)
@@ -611,6 +613,7 @@ def _command(args, beam_args) -> int:
             hub_quantile=args.hub_quantile, min_out_degree=args.min_out_degree, step_retries=args.step_retries,
             require_recent_fact=not args.no_recent_fact, allow_literal_answers=not args.no_literal_answers,
             require_single_answer=not args.allow_multiple_objects, exclude_relations=excluded,
+            mapped_only=not args.include_unmapped,
             as_of=args.as_of, window_days=args.window_days, seed=args.seed, shards=args.shards,
         )
     except ValidationError as error:

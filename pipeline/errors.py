@@ -3,3 +3,8 @@
 
 class UserError(Exception):
     """A problem the user can fix; the CLI prints `hopsmith: error: <message>` and exits with status 2."""
+
+
+class StageIncomplete(UserError):
+    """A stage left work unfinished after transient failures (an LLM endpoint or a wiki API timed out or was
+    down): it writes no manifest and exits non-zero; a rerun retries what is unfinished."""

@@ -51,13 +51,15 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 import apache_beam as beam
 from mwparserfromhell.parser import ParserError
 
+from graph.ontology import load_ontology
 from pipeline.beam import pipeline_options
-from pipeline.errors import UserError
-from pipeline.infobox import Fact, parse_infoboxes
+from pipeline.errors import StageIncomplete, UserError
+from pipeline.infobox import Fact, Infobox, parse_infoboxes
 from pipeline.io import read_table, shard_files, write_records
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
 from pipeline.stage import begin_stage
@@ -65,7 +67,6 @@ from pipeline.wikitext import (
     BrokenMarkup,
     TooDeep,
     infobox_spans,
-    infobox_type,
     is_disambiguation,
     is_list_page,
     lead_sentences,
@@ -82,6 +83,9 @@ log = logging.getLogger(__name__)
 STAGE = "extract"
 TABLES = {"entities": Entity, "relations": Relation, "skipped": SkippedRecord, "pages": Page}
 UNTYPED_ENTITY = "thing"
+MAX_TITLE_CHARS = 255  # MediaWiki's limit: a longer value names no page
+LIST_CLASS = "List"
+_CATEGORY = re.compile(r"\[\[\s*[Cc]ategory\s*:\s*([^\]|\n]+)")
 _STATS_FILE = ".extract-stats.json"
 IMPLAUSIBLE_COUNT = "implausible_timestamps"  # revisions dated after the dump's date or the run
 
@@ -233,6 +237,7 @@ class ArticleResult:
     entity: Entity
     relations: list[Relation]
     page: Page
+    excluded: Counter = dataclasses.field(default_factory=Counter)  # plumbing left out, by reason
 
 
 def is_head(timestamp: dt.datetime, as_of: dt.datetime | None, window_days: int) -> bool:
@@ -301,9 +306,12 @@ def _read_article(
             relations.append(Relation(head=title, relation="links_to", tail=tail, value_type="entity",
                                       source="link", evidence=sentence.text, provenance=Provenance(**provenance)))
     first_box = boxes[0].name if boxes else None
+    excluded: Counter = Counter()
+    for box in boxes:
+        excluded.update(box.excluded)
     entity = Entity(
         title=title,
-        type=infobox_type(first_box) if first_box else UNTYPED_ENTITY,
+        type=entity_class(title, boxes, sentences[0].text if sentences else "", text),
         description=sentences[0].text if sentences else "",
         last_modified=page.timestamp,
         is_head=is_head(page.timestamp, as_of, config.window_days),
@@ -313,13 +321,27 @@ def _read_article(
         is_list=is_list_page(title),
     )
     kept_page = page if page.title == title else page.model_copy(update={"title": title})
-    return ArticleResult(entity, relations, kept_page)
+    return ArticleResult(entity, relations, kept_page, excluded)
+
+
+def entity_class(title: str, boxes: list[Infobox], lead: str, text: str) -> str:
+    """The page's ontology class: its first mapped infobox's, `List` for a list page, else the lead sentence's
+    "X is a ..." noun, else a category's words (the overlay's tables), else `thing` (untyped)."""
+    for box in boxes:
+        if box.cls:
+            return box.cls
+    if is_list_page(title):
+        return LIST_CLASS
+    ontology = load_ontology()
+    return (ontology.type_from_lead(lead) or ontology.type_from_categories(_CATEGORY.findall(text))
+            or UNTYPED_ENTITY)
 
 
 def _relation(head: str, fact: Fact, resolve: Callable[[str], str], provenance: dict) -> Relation:
     return Relation(
         head=head,
-        relation=fact.relation,
+        relation=fact.property or fact.relation,
+        mapped=fact.property is not None,
         group_index=fact.group_index,
         tail=resolve(fact.tail) if fact.tail else None,
         value=fact.value,
@@ -330,6 +352,25 @@ def _relation(head: str, fact: Fact, resolve: Callable[[str], str], provenance: 
         source="infobox",
         provenance=Provenance(**provenance, infobox=fact.infobox, parameter=fact.parameter),
     )
+
+
+def named_value_key(relation: Relation) -> str | None:
+    """The title a plain-text infobox value would name ("country = Angola"), or None when it cannot."""
+    value = relation.value
+    if relation.source != "infobox" or relation.value_type != "string" or not value:
+        return None
+    if len(value) > MAX_TITLE_CHARS or any(char in value for char in "#<>[]{}|"):
+        return None
+    if relation.mapped and load_ontology().range_mismatch(relation.relation, "entity"):
+        return None  # a date, number or measure that happens to spell a page title stays a value
+    return normalize_title(value) or None
+
+
+def name_value(relation: Relation, target: str | None) -> Relation:
+    """A plain-text value that exactly names a page (or a redirect to one) becomes an edge to that page."""
+    if target is None or target == relation.head:
+        return relation
+    return relation.model_copy(update={"tail": target, "value": None, "value_type": "entity"})
 
 
 def attach_aliases(entity: Entity, aliases: Iterable[str]) -> Entity:
@@ -350,10 +391,12 @@ class Extraction:
     as_of: dt.datetime | None
     pages_in: int
     as_of_choice: AsOfChoice | None = None
+    excluded: Counter = dataclasses.field(default_factory=Counter)
 
     def counts(self) -> dict[str, int]:
         counts = outcome_counts(self.pages_in, len(self.entities), [s.reason for s in self.skipped],
-                                [r.source for r in self.relations], sum(e.is_head for e in self.entities))
+                                [r.source for r in self.relations], sum(e.is_head for e in self.entities),
+                                self.excluded)
         if self.as_of_choice is not None and self.as_of_choice.implausible:
             counts[IMPLAUSIBLE_COUNT] = self.as_of_choice.implausible
         return counts
@@ -473,6 +516,7 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
         if redirect.title not in table.cycles:
             aliases.setdefault(table.resolve(redirect.title), []).append(redirect.title)
     entities, relations, pages = [], [], []
+    excluded: Counter = Counter()
     for page in kept_pages:
         result = extract_article(page, table.resolve, as_of, config)
         if isinstance(result, SkippedRecord):
@@ -481,6 +525,10 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
         entities.append(attach_aliases(result.entity, aliases.get(result.entity.title, ())))
         relations.extend(result.relations)
         pages.append(result.page)
+        excluded.update(result.excluded)
+    names = {entity.title: entity.title for entity in entities}
+    names.update((alias, target) for target, titles in aliases.items() for alias in titles)
+    relations = [name_value(r, names.get(named_value_key(r) or "")) for r in relations]
     order = sorted(range(len(relations)), key=lambda i: relation_sort_key(relations[i], i))
     return Extraction(
         entities=sorted(entities, key=lambda e: e.title),
@@ -490,6 +538,7 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
         as_of=as_of,
         pages_in=len(records),
         as_of_choice=choice,
+        excluded=excluded,
     )
 
 
@@ -502,14 +551,16 @@ def skipped_sort_key(record: SkippedRecord) -> tuple:
 
 
 def outcome_counts(pages_in: int, kept: int, skip_reasons: Iterable[str], relation_sources: Iterable[str],
-                   heads: int) -> dict[str, int]:
-    """Counts by outcome: `pages_in == kept + skipped`, `skipped == sum(skipped:<reason>)`."""
+                   heads: int, excluded: dict[str, int] | None = None) -> dict[str, int]:
+    """Counts by outcome: `pages_in == kept + skipped`, `skipped == sum(skipped:<reason>)`, and the infobox
+    values left out as plumbing by reason (`excluded:image_size`, ...)."""
     reasons = Counter(skip_reasons)
     sources = Counter(relation_sources)
     counts = {"pages_in": pages_in, "kept": kept, "skipped": sum(reasons.values()), "head_entities": heads,
               "relations": sum(sources.values())}
     counts.update({f"skipped:{reason}": n for reason, n in reasons.items()})
     counts.update({f"relations:{source}": n for source, n in sources.items()})
+    counts.update({f"excluded:{reason}": n for reason, n in sorted((excluded or {}).items())})
     return counts
 
 
@@ -545,6 +596,16 @@ def _decide_duplicates(keyed):
         yield beam.pvalue.TaggedOutput("skipped", duplicate)
 
 
+class _Outputs(NamedTuple):
+    """The tagged outputs of extraction, each the union over unique and deduplicated articles."""
+
+    entities: beam.PCollection
+    skipped: beam.PCollection
+    pages: beam.PCollection
+    relations: beam.PCollection
+    excluded: beam.PCollection
+
+
 class _ExtractArticles(beam.DoFn):
     def __init__(self, config: ExtractConfig):
         self.config = config
@@ -558,6 +619,8 @@ class _ExtractArticles(beam.DoFn):
         beam.metrics.Metrics.counter("hopsmith.extract", "kept").inc()
         yield (result.entity.title, result.entity)
         yield beam.pvalue.TaggedOutput("pages", (result.page.title, result.page))
+        if result.excluded:
+            yield beam.pvalue.TaggedOutput("excluded", dict(result.excluded))
         for ordinal, relation in enumerate(result.relations):
             yield beam.pvalue.TaggedOutput("relations", (relation_sort_key(relation, ordinal), relation))
 
@@ -611,9 +674,67 @@ class WriteTable(beam.PTransform):
         )
 
 
-def _write_stats(pages_in: int, choice: AsOfChoice, out_dir: str) -> None:
+class _SumCounts(beam.CombineFn):
+    """Per-page counters (plumbing left out, by reason) summed over the run."""
+
+    def create_accumulator(self):
+        return Counter()
+
+    def add_input(self, total, counts):
+        total.update(counts)
+        return total
+
+    def merge_accumulators(self, accumulators):
+        merged = Counter()
+        for accumulator in accumulators:
+            merged.update(accumulator)
+        return merged
+
+    def extract_output(self, total):
+        return dict(total)
+
+
+class _SplitNamedValues(beam.DoFn):
+    """(sort key, relation) pairs: plain-text values that could name a page go out keyed by that title."""
+
+    def process(self, keyed):
+        key = named_value_key(keyed[1])
+        if key is None:
+            yield keyed
+        else:
+            yield beam.pvalue.TaggedOutput("named", (key, keyed))
+
+
+def _named_values(joined):
+    _, grouped = joined
+    targets = sorted(set(grouped["target"]))
+    for sort_key, relation in grouped["value"]:
+        yield sort_key, name_value(relation, targets[0] if targets else None)
+
+
+class NamedValuesToEdges(beam.PTransform):
+    """{"relations", "entities", "aliases"} -> relations whose plain-text value names a page or a redirect
+    turned into entity edges: a keyed join by title with the kept entities and the redirects (no side input
+    that grows with the wiki)."""
+
+    def expand(self, inputs):
+        split = inputs["relations"] | "Find" >> beam.ParDo(_SplitNamedValues()).with_outputs("named", main="plain")
+        titles = (
+            (inputs["entities"] | "PageNames" >> beam.Map(lambda pair: (pair[0], pair[0])),
+             inputs["aliases"] | "RedirectNames" >> beam.Map(lambda pair: (pair[1], pair[0])))
+            | "Names" >> beam.Flatten()
+        )
+        named = (
+            {"target": titles, "value": split.named}
+            | "Join" >> beam.CoGroupByKey()
+            | "Name" >> beam.FlatMap(_named_values)
+        )
+        return (split.plain, named) | "AllRelations" >> beam.Flatten()
+
+
+def _write_stats(pages_in: int, choice: AsOfChoice, excluded: dict, out_dir: str) -> None:
     stats = {"pages_in": pages_in, "as_of": choice.as_of.isoformat() if choice.as_of else None,
-             "as_of_reason": choice.reason, "implausible": choice.implausible}
+             "as_of_reason": choice.reason, "implausible": choice.implausible, "excluded": excluded}
     (Path(out_dir) / _STATS_FILE).write_text(json.dumps(stats))
 
 
@@ -655,12 +776,14 @@ class ExtractGraph(beam.PTransform):
             | "GroupDuplicates" >> beam.GroupByKey()
             | "DecideDuplicates" >> beam.FlatMap(_decide_duplicates).with_outputs("skipped", main="kept")
         )
-        extracted = (
-            (split.unique, decided.kept)
-            | "Articles" >> beam.Flatten()
-            | "Extract" >> beam.ParDo(_ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of))
-            .with_outputs("skipped", "pages", "relations", main="entities")
-        )
+        extract_args = (_ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of))
+        outputs = ("skipped", "pages", "relations", "excluded")
+        unique = split.unique | "Extract" >> beam.ParDo(*extract_args).with_outputs(*outputs, main="entities")
+        winners = decided.kept | "ExtractWinners" >> beam.ParDo(*extract_args).with_outputs(*outputs, main="entities")
+        extracted = _Outputs(*(
+            (unique[tag], winners[tag]) | f"Extracted{tag.title()}" >> beam.Flatten()
+            for tag in ("entities", *outputs)
+        ))
         redirected = classified.redirects | "Redirects" >> beam.ParDo(_RedirectOutcomes(), table_side).with_outputs(
             "skipped", main="aliases"
         )
@@ -676,11 +799,15 @@ class ExtractGraph(beam.PTransform):
         )
         shards = config.output_shards
         entities | "WriteEntities" >> WriteTable(out_dir, "entities", shards)
-        extracted.relations | "WriteRelations" >> WriteTable(out_dir, "relations", shards)
+        relations = ({"relations": extracted.relations, "entities": extracted.entities,
+                      "aliases": redirected.aliases} | "NamedValues" >> NamedValuesToEdges())
+        relations | "WriteRelations" >> WriteTable(out_dir, "relations", shards)
         extracted.pages | "WritePages" >> WriteTable(out_dir, "pages", shards)
         skipped | "WriteSkipped" >> WriteTable(out_dir, "skipped", shards)
         pages_in = records | "CountIn" >> beam.combiners.Count.Globally()
-        return pages_in | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice), out_dir)
+        excluded = extracted.excluded | "SumExcluded" >> beam.CombineGlobally(_SumCounts())
+        return pages_in | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice),
+                                              beam.pvalue.AsSingleton(excluded), out_dir)
 
 
 # ----------------------------------------------------------------------------------- stage entry point
@@ -734,9 +861,12 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     entities = read_table(Entity, out_dir / "entities").select(["is_head"]).column("is_head").to_pylist()
     reasons = read_table(SkippedRecord, out_dir / "skipped").column("reason").to_pylist()
     sources = read_table(Relation, out_dir / "relations").column("source").to_pylist()
-    counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities))
+    counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities), stats["excluded"])
     if counts["pages_in"] != counts["kept"] + counts["skipped"]:
         raise RuntimeError(f"extract counts do not reconcile: {counts}")
+    if unavailable := counts.get("skipped:api_unavailable", 0):  # transient: not finished work
+        raise StageIncomplete(f"extract: {unavailable} of {counts['pages_in']} titles could not be fetched (the API "
+                              "kept failing until its retries ran out); rerun the same command to fetch again")
     if stats["implausible"]:
         counts[IMPLAUSIBLE_COUNT] = stats["implausible"]
     as_of = dt.datetime.fromisoformat(stats["as_of"]) if stats["as_of"] else None

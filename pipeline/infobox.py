@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import mwparserfromhell
 from mwparserfromhell.nodes import Comment, ExternalLink, HTMLEntity, Tag, Template, Text, Wikilink
 from mwparserfromhell.wikicode import Wikicode
 
+from graph.ontology import Ontology, load_ontology
 from pipeline.wikitext import (
     BOX_NAMES,
     complete_date,
@@ -32,13 +34,6 @@ from pipeline.wikitext import (
 
 _GROUP_INDEX = re.compile(r"^(?P<base>.*?[a-z_\-)])(?P<index>\d+)$")
 _SQUARE_UNIT = re.compile(r"(?:^|_)(?:km|mi|m|ft|sq_mi|sq_km)2$")  # area_total_km2 is a unit, not a group
-_SKIP_TOKENS = frozenset(
-    "image img images caption captions map mapsize coordinates coordinate coord coords alt signature logo logos "
-    "pushpin upright imagesize image_size seal shield flag_image locator relief".split()
-)
-_SKIP_SUFFIXES = ("_size", "_width", "_upright", "_alt")
-_SKIP_PREFIXES = ("image", "img", "caption", "map", "logo", "signature", "coord", "pushpin", "blank_emblem")
-
 LIST_TEMPLATES = frozenset(
     {"plainlist", "plain list", "flatlist", "flat list", "hlist", "ubl", "unbulleted list", "ublist",
      "bulleted list", "bulletedlist", "blist", "ordered list", "collapsible list", "cslist", "comma separated list",
@@ -63,6 +58,7 @@ _DATE_PARAMETER_TOKENS = frozenset(
     "inception launched completed dissolved built".split()
 )
 _PARENS = re.compile(r"\(([^()]*)\)")
+_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$")
 _KEEP_FINAL_PERIOD = re.compile(r"(?:\b[A-Z][a-z]{0,3}|\b[a-z]{1,3})\.$")  # Sr. Jr. Inc. U.S. etc.
 
 
@@ -80,12 +76,19 @@ class Fact:
     unit: str | None = None
     date: dt.date | None = None
     qualifiers: list[tuple[str, str]] = field(default_factory=list)
+    property: str | None = None  # the ontology property the parameter maps to (None: unmapped)
 
 
 @dataclass
 class Infobox:
+    """One infobox: its facts, its ontology class (None: unmapped template), the values of the parameters its
+    class conditions read, and the count of parameters and values left out as plumbing, by reason."""
+
     name: str
     facts: list[Fact]
+    cls: str | None = None
+    condition_values: dict[str, list[str]] = field(default_factory=dict)
+    excluded: Counter = field(default_factory=Counter)
 
 
 def normalize_parameter(raw: str) -> tuple[str, int | None]:
@@ -98,9 +101,9 @@ def normalize_parameter(raw: str) -> tuple[str, int | None]:
 
 
 def is_skipped_parameter(name: str) -> bool:
-    """Image, caption, map, coordinate, alt text, signature and logo parameters carry no facts."""
-    return (name.startswith(_SKIP_PREFIXES) or name.endswith(_SKIP_SUFFIXES)
-            or any(token in _SKIP_TOKENS for token in name.split("_")))
+    """Image, caption, map, coordinate, colour, identifier and page-name parameters carry no facts
+    (`data/ontology/overlay.toml`, `plumbing_parameters`)."""
+    return load_ontology().plumbing_reason(name) is not None
 
 
 def is_box_name(name: str) -> bool:
@@ -114,33 +117,61 @@ def parse_infoboxes(span_text: str) -> list[Infobox]:
 
 def boxes_in(code: Wikicode) -> list[Infobox]:
     """The infoboxes among the top-level templates of parsed wikitext (a span, or a whole page)."""
+    ontology = load_ontology()
     boxes: list[Infobox] = []
     for template in code.filter_templates(recursive=False):
         name = normalize_template_name(str(template.name))
         if is_box_name(name):
-            _collect_box(template, name, boxes)
+            _collect_box(template, name, boxes, ontology)
     return boxes
 
 
-def _collect_box(template: Template, name: str, boxes: list[Infobox]) -> None:
+def _collect_box(template: Template, name: str, boxes: list[Infobox], ontology: Ontology) -> None:
     box = Infobox(name, [])
     boxes.append(box)
+    conditions = ontology.condition_parameters(name)
     for param in template.params:
         raw_name = str(param.name)
         relation, group = normalize_parameter(_strip_comments(raw_name))
-        if not param.showkey or not relation or relation.isdigit() or is_skipped_parameter(relation):
+        if not param.showkey or not relation or relation.isdigit():
             continue
+        if relation in conditions:
+            box.condition_values.setdefault(relation, []).append(param.value.strip_code().strip())
         nested = [t for t in param.value.filter_templates(recursive=False)
                   if is_box_name(normalize_template_name(str(t.name)))]
         for inner in nested:
-            _collect_box(inner, normalize_template_name(str(inner.name)), boxes)
+            _collect_box(inner, normalize_template_name(str(inner.name)), boxes, ontology)
         if nested:
+            continue
+        reason = ontology.plumbing_reason(relation)
+        if reason:
+            box.excluded[reason] += 1
             continue
         parameter = raw_name.strip()
         for item in split_items(param.value):
-            for fact in facts_from_item(item, relation, dates_expected=_expects_date(relation)):
+            dates = _expects_date(relation) or ontology.expects_date(ontology.mapped_name(name, relation))
+            for fact in facts_from_item(item, relation, dates_expected=dates):
                 fact.group_index, fact.parameter, fact.infobox = group, parameter, name
                 box.facts.append(fact)
+    map_box(box, ontology)
+
+
+def map_box(box: Infobox, ontology: Ontology) -> None:
+    """The box's class and each fact's property; plumbing facts (by property or by value) leave the box
+    and are counted by reason."""
+    box.cls = ontology.template_class(box.name, lambda parameter: box.condition_values.get(parameter, []))
+    kept = []
+    for fact in box.facts:
+        name = ontology.mapped_name(box.name, fact.relation, box.cls, fact.group_index)
+        reason = ontology.plumbing_reason(fact.relation, name) or ontology.range_mismatch(name, fact.value_type)
+        if not reason and fact.value_type in ("string", "quantity"):  # "220px" reads as 220 with the unit px
+            reason = ontology.value_plumbing(f"{fact.value} {fact.unit}" if fact.unit else fact.value)
+        if reason:
+            box.excluded[reason] += 1
+            continue
+        fact.property = name if name in ontology.properties else None
+        kept.append(fact)
+    box.facts = kept
 
 
 def _strip_comments(text: str) -> str:
@@ -221,6 +252,8 @@ def strip_trailing_punctuation(text: str) -> str:
 
 def literal_fact(relation: str, text: str, dates_expected: bool) -> Fact:
     """A plain-text value typed as date, number, quantity or string."""
+    if _ORDINAL.match(text):  # "22nd" is an ordinal, not 22 with the unit "nd"
+        return Fact(relation, "", "", "string", value=text)
     iso = parse_text_date(text)
     if iso and (len(iso) > 4 or dates_expected):
         return Fact(relation, "", "", "date", value=iso, date=complete_date(iso))

@@ -39,7 +39,7 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
-from pipeline.errors import UserError
+from pipeline.errors import StageIncomplete
 from pipeline.io import atomic_write_text, stable_hash
 from schemas.config import LLMRole
 
@@ -67,10 +67,6 @@ class LLMUnavailable(LLMError):
     """Timeouts, outages, 429/5xx after every retry: not finished work; a rerun retries the unit."""
 
     transient = True
-
-
-class StageIncomplete(UserError):
-    """A stage left work units unfinished (an endpoint timed out or was down): exit non-zero, rerun retries."""
 
 
 class InvalidResponse(ValueError):
@@ -488,9 +484,12 @@ class LLMClient:
                 self.stats.rate_limited += 1
                 last_error, wait = error, _retry_after_seconds(error)
             except openai.APIStatusError as error:
+                # A server that does not know the format says so with a 400 or 422, or (llama-cpp-python)
+                # a 500 whose message names the field.
+                if "response_format" in request and (error.status_code in (400, 422)
+                                                     or "response_format" in str(error)):
+                    raise _FormatRefused() from error
                 if error.status_code < 500:
-                    if "response_format" in request and error.status_code in (400, 422):
-                        raise _FormatRefused() from error
                     self.stats.refused += 1
                     raise LLMError(f"{self.name}: endpoint refused the request ({error.status_code})") from error
                 self.stats.server_errors += 1

@@ -197,15 +197,6 @@ def _inside_comment(text: str, offset: int) -> bool:
     return opened >= 0 and text.find("-->", opened, offset) < 0
 
 
-def infobox_type(name: str) -> str:
-    """The entity type an infobox name gives: "infobox football biography" -> "football biography"."""
-    for prefix in ("infobox",):
-        if name.startswith(prefix):
-            rest = name[len(prefix) :].strip(" _-")
-            return rest or "thing"
-    return name
-
-
 # ----------------------------------------------------------------------------------- dates and numbers
 
 MONTHS = {

@@ -98,6 +98,7 @@ class WalkConfig(_Config):
         default_factory=lambda: list(NON_FACT_RELATIONS),
         description="edges never walked: weak lead links and infobox parameters that name or format the page",
     )
+    mapped_only: bool = Field(default=True, description="walk only relations mapped to an ontology property")
     as_of: dt.date | None = None
     window_days: int | None = Field(default=None, description="recency window; default: the graph's manifest")
     step_retries: int = Field(default=8, ge=1, description="candidate edges tried per step before a walk dies")

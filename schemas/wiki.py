@@ -66,10 +66,16 @@ class Entity(Record):
 
 
 class Relation(Record):
-    """A typed edge: head --relation--> tail entity, or head --relation--> literal value."""
+    """A typed edge: head --relation--> tail entity, or head --relation--> literal value.
+
+    `relation` is the ontology property the infobox parameter maps to (`birthPlace`, see graph/ontology.py)
+    when `mapped`; otherwise the normalised parameter name (`coa_res`) or `links_to`. The raw parameter is
+    always in `provenance.parameter`.
+    """
 
     head: str
     relation: str
+    mapped: bool = False
     group_index: int | None = None
     tail: str | None = None
     value: str | None = None

@@ -676,7 +676,7 @@ def _load_context(graph_dir: FsPath, paths_dir: FsPath, config: QuestionConfig) 
     walk_config = _walk_config(paths_dir)
     as_of = _resolve_as_of(paths_dir, config)
     graph = load_csr(graph_dir, as_of=walk_config.as_of or as_of, window_days=walk_config.window_days or 182,
-                     exclude_relations=walk_config.exclude_relations)
+                     exclude_relations=walk_config.exclude_relations, mapped_only=walk_config.mapped_only)
     table = read_table(Entity, graph_dir / "entities").select(["title", "type", "description", "aliases"])
     entities = {row["title"]: EntityInfo(row["type"], row["description"], row["aliases"] or [])
                 for row in table.to_pylist()}

@@ -27,6 +27,7 @@ class Reply:
     error: str | None = None
     prompt_tokens: int = 10
     completion_tokens: int = 10
+    model: str | None = None  # the model the server reports (default: the one requested)
 
 
 def _completion(reply: Reply, model: str) -> dict[str, Any]:
@@ -125,7 +126,7 @@ class OpenAIServer:
                     error = {"error": {"message": reply.error or "error", "type": "test", "code": reply.status}}
                     self._send(reply.status, error, reply.headers)
                     return
-                self._send(200, _completion(reply, body.get("model", "test-model")), reply.headers)
+                self._send(200, _completion(reply, reply.model or body.get("model", "test-model")), reply.headers)
 
         return Handler
 

@@ -120,7 +120,9 @@ def test_truncated_bz2_keeps_earlier_pages_and_reports_the_cut(multistream, tmp_
     by_units = [r for unit in units for r in read_dump_unit(unit)]
     assert [r.page_id for r in by_units if isinstance(r, Page)] == [p.page_id for p in pages[:24]]
     past_the_end = sum(unit.start >= offsets[6] + 40 for unit in units)
-    assert past_the_end == 2 and reasons(by_units) == {"truncated_bz2": 1 + past_the_end}
+    # ... and each of them reconciles its pages against the index: the cut unit and those past the end.
+    assert past_the_end == 2
+    assert reasons(by_units) == {"truncated_bz2": 1 + past_the_end, "index_mismatch": 1 + past_the_end}
 
 
 def test_truncation_inside_a_page_names_that_page(tmp_path):
@@ -175,7 +177,9 @@ def test_corrupt_stream_costs_only_its_own_pages(multistream, tmp_path):
     by_units = [r for unit in dump_work_units(damaged, index, 1) for r in read_dump_unit(unit)]
     kept = {r.page_id for r in by_units if isinstance(r, Page)}
     assert kept == {p.page_id for p in pages} - {p.page_id for p in pages[12:16]}
-    assert reasons(by_units) == {"corrupt_bz2": 1}
+    assert reasons(by_units) == {"corrupt_bz2": 1, "index_mismatch": 1}
+    (mismatch,) = [r for r in by_units if getattr(r, "reason", "") == "index_mismatch"]
+    assert "the index lists 4 pages in this unit, 0 were read" in mismatch.detail
     # Read sequentially, decoding resumes at the next stream header: the same pages survive.
     sequential = list(iter_dump_pages(damaged))
     assert {r.page_id for r in sequential if isinstance(r, Page)} == kept

@@ -77,25 +77,26 @@ def test_window_boundaries():
 def test_article_relations_resolve_redirects_and_lead_links():
     table = resolve_redirects({"Chris Nolan": "Christopher Nolan", "US": "United States"})
     result = extract_article(page("Inception", FILM), table.resolve, AS_OF, ExtractConfig())
-    rows = [(r.relation, r.tail or r.value, r.source) for r in result.relations]
-    assert rows == [
-        ("name", "Inception", "infobox"),
-        ("director", "Christopher Nolan", "infobox"),
-        ("starring", "Leonardo DiCaprio", "infobox"),
-        ("starring", "Elliot Page", "infobox"),
-        ("released", "2010-07-16", "infobox"),
-        ("country", "United States", "infobox"),
-        ("links_to", "Christopher Nolan", "link"),
-        ("links_to", "Leonardo DiCaprio", "link"),
+    rows = [(r.relation, r.mapped, r.tail or r.value, r.source) for r in result.relations]
+    assert rows == [  # `name` (the title) and `image` are plumbing: counted, not relations
+        ("director", True, "Christopher Nolan", "infobox"),
+        ("starring", True, "Leonardo DiCaprio", "infobox"),
+        ("starring", True, "Elliot Page", "infobox"),
+        ("releaseDate", True, "2010-07-16", "infobox"),
+        ("country", True, "United States", "infobox"),
+        ("links_to", False, "Christopher Nolan", "link"),
+        ("links_to", False, "Leonardo DiCaprio", "link"),
     ]
+    assert result.excluded == {"names_page": 1, "image": 1}
     link = result.relations[-1]
     assert link.evidence == "It stars Leonardo DiCaprio."
-    director = result.relations[1]
+    director = result.relations[0]
     assert director.provenance.infobox == "infobox film" and director.provenance.parameter == "director"
     assert director.provenance.revision_id == 10 and director.provenance.timestamp == AS_OF - dt.timedelta(days=1)
-    assert result.relations[4].date == dt.date(2010, 7, 16)
+    released = result.relations[3]
+    assert released.date == dt.date(2010, 7, 16) and released.provenance.parameter == "released"
     entity = result.entity
-    assert (entity.type, entity.is_head, entity.infobox) == ("film", True, "infobox film")
+    assert (entity.type, entity.is_head, entity.infobox) == ("Film", True, "infobox film")
     assert entity.description == "Inception is a 2010 science fiction film directed by Chris Nolan."
 
 
@@ -171,7 +172,7 @@ def test_records_reconcile_with_duplicates_aliases_and_read_errors():
     assert by_title["Christopher Nolan"].is_head is False and by_title["Inception"].is_head is True
     assert by_title["Inception"].revision_id == 99  # the later duplicate wins
     listing = by_title["List of films by Christopher Nolan"]
-    assert listing.is_list and listing.type == "thing" and not by_title["Inception"].is_list
+    assert listing.is_list and listing.type == "List" and not by_title["Inception"].is_list
     director = next(r for r in result.relations if r.relation == "director")
     assert director.tail == "Christopher Nolan"
 
@@ -200,7 +201,7 @@ def test_real_dump_facts():
     result = extract_records(iter_dump_pages(path), ExtractConfig())
     facts = {(r.head, r.relation, r.tail or r.value) for r in result.relations}
     assert ("Angela Merkel", "predecessor", "Gerhard Schröder") in facts
-    assert ("Angela Merkel", "term_start", "2005-11-22") in facts
+    assert ("Angela Merkel", "birthPlace", "Hamburg") in facts
     merkel = next(e for e in result.entities if e.title == "Angela Merkel")
-    assert merkel.type == "officeholder"
+    assert merkel.type == "Politician"
     assert merkel.description.startswith("Angela Dorothea Merkel (born 17 July 1954) is a German politician")

@@ -181,3 +181,23 @@ def test_api_source(tmp_path):
     assert not entities["London"].is_head and manifest.as_of == NEWEST
     relations = {(r.head, r.relation, r.tail) for r in read_records(TABLES["relations"], tmp_path / "relations")}
     assert {("Ada Lovelace", "spouse", "William King"), ("London", "links_to", "England")} <= relations
+
+
+def test_an_api_outage_leaves_extract_unfinished_and_a_rerun_the_same_day_fetches_again(tmp_path, monkeypatch):
+    """Transient API failures are not finished work (issue 10 item 13): no manifest, a rerun retries."""
+    import functools
+
+    import pipeline.sources as sources
+    from pipeline.errors import StageIncomplete
+    from tests.mediawiki_server import MediaWikiServer, WikiPage, iso
+
+    monkeypatch.setattr(sources, "ApiSettings", functools.partial(sources.ApiSettings, max_retries=1, backoff_s=0.01))
+    pages = [WikiPage("Ada Lovelace", _person("Ada Lovelace", "William King", "London"), 1, 11, iso(NEWEST))]
+    with MediaWikiServer(pages) as wiki:
+        config = ExtractConfig(api_url=wiki.url, api_titles=["Ada Lovelace"])
+        wiki.fail_next("500", "500")
+        with pytest.raises(StageIncomplete, match="1 of 1 titles could not be fetched"):
+            run_extract(config, tmp_path)
+        assert not (tmp_path / "manifest.json").exists()
+        manifest = run_extract(config, tmp_path)
+    assert (manifest.counts["pages_in"], manifest.counts["kept"]) == (1, 1)

@@ -36,7 +36,7 @@ def test_graph_mirrors_the_tables(graph_dir):
     entities = [n for n, d in graph.nodes(data=True) if d["kind"] == ENTITY]
     assert sorted(entities) == sorted(e.title for e in result.entities)
     nolan = graph.nodes["Christopher Nolan"]
-    assert nolan["type"] == "person" and "Christopher Edward Nolan" in nolan["aliases"]
+    assert nolan["type"] == "Person" and "Christopher Edward Nolan" in nolan["aliases"]
     edges = graph.get_edge_data("Inception", "Christopher Nolan")
     assert {e["relation"] for e in edges.values()} >= {"director", "links_to"}
     director = next(e for e in edges.values() if e["relation"] == "director")
@@ -61,6 +61,8 @@ def test_stats(graph_dir):
     assert stats["edges_by_source"] == {"infobox": sum(r.source == "infobox" for r in result.relations),
                                         "link": sum(r.source == "link" for r in result.relations)}
     assert list(stats["relations_top"])[0] == "links_to" and len(stats["relations_top"]) == 5
+    assert stats["typed_entities"] == len(result.entities) and stats["typed_share"] == 1.0  # every sample page
+    assert stats["infobox_edges_mapped"] == sum(r.mapped for r in result.relations) > 0
     assert sum(stats["out_degree"]["histogram"].values()) == len(result.entities)
     assert stats["largest_component"] > 0.9 * len(result.entities)  # the sample is one connected graph
 

@@ -15,7 +15,8 @@ from graph.csr import build_csr
 from pipeline.extract import IMPLAUSIBLE_COUNT, extract_records, run_extract
 from pipeline.io import read_manifest, read_table
 from pipeline.sources import iter_dump_pages
-from pipeline.sources.dump_writer import page_xml, site_header
+from pipeline.sources.dump import dump_work_units, read_dump_unit
+from pipeline.sources.dump_writer import page_xml, site_header, write_multistream
 from schemas.base import arrow_schema
 from schemas.config import ExtractConfig
 from schemas.wiki import Entity, Page, Relation, SkippedRecord
@@ -180,3 +181,50 @@ def test_bidi_controls_are_removed_from_titles():
     titles = sorted(e.title for e in result.entities)
     assert titles == ["Danube", "Ulm gro.elpmaxe"]
     assert [r.tail for r in result.relations if r.head.startswith("Ulm")] == ["Danube"]
+
+
+def _multistream(tmp_path, count=40, per_stream=4):
+    pages = [_page(i, f"Page {i}") for i in range(1, count + 1)]
+    dump, index = tmp_path / "x-multistream.xml.bz2", tmp_path / "x-multistream-index.txt.bz2"
+    offsets = write_multistream(pages, dump, index, pages_per_stream=per_stream)
+    return pages, dump, index, offsets
+
+
+def _rewrite_index(index, change):
+    lines = bz2.decompress(index.read_bytes()).decode().splitlines()
+    index.write_bytes(bz2.compress("".join(change(line) + "\n" for line in lines if change(line)).encode()))
+
+
+def test_index_offsets_shifted_inside_streams_lose_no_page(tmp_path):
+    pages, dump, index, _ = _multistream(tmp_path)
+    _rewrite_index(index, lambda line: f"{int(line.split(':')[0]) + 7}:{line.split(':', 1)[1]}")
+    units = dump_work_units(dump, index, 2)
+    assert all("does not start a bz2 stream" in unit.note for unit in units[1:])
+    records = [r for unit in units for r in read_dump_unit(unit)]
+    assert [r.page_id for r in records] == [p.page_id for p in pages]  # every page, no skip
+    manifest = run_extract(ExtractConfig(dump=str(dump), index=str(index), streams_per_unit=2), tmp_path / "g")
+    assert (manifest.counts["pages_in"], manifest.counts["kept"]) == (40, 40)
+
+
+def test_an_index_that_disagrees_with_the_pages_read_is_reported_per_unit(tmp_path):
+    pages, dump, index, offsets = _multistream(tmp_path)
+    dropped = {"Page 5", "Page 6"}  # two index lines of the second stream are missing
+    _rewrite_index(index, lambda line: "" if line.rsplit(":", 1)[1] in dropped else line)
+    units = dump_work_units(dump, index, 2)
+    records = [r for unit in units for r in read_dump_unit(unit)]
+    (mismatch,) = [r for r in records if isinstance(r, SkippedRecord)]
+    assert mismatch.reason == "index_mismatch" and mismatch.title == f"<unit 0-{offsets[2]}>"
+    assert "the index lists 6 pages in this unit, 8 were read" in mismatch.detail
+    assert sum(isinstance(r, Page) for r in records) == 40
+
+
+def test_an_offset_into_garbage_is_a_counted_loss_not_a_silent_one(tmp_path):
+    pages, dump, index, offsets = _multistream(tmp_path)
+    data = bytearray(dump.read_bytes())
+    data[offsets[4]:offsets[4] + 10] = b"\x00" * 10  # the 5th stream's header is destroyed
+    dump.write_bytes(bytes(data))
+    records = [r for unit in dump_work_units(dump, index, 2) for r in read_dump_unit(unit)]
+    kept = [r.page_id for r in records if isinstance(r, Page)]
+    assert kept == [p.page_id for p in pages if not 17 <= p.page_id <= 20]
+    skips = Counter(r.reason for r in records if isinstance(r, SkippedRecord))
+    assert skips["index_mismatch"] == 1 and set(skips) <= {"index_mismatch", "corrupt_bz2"}

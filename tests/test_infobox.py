@@ -11,7 +11,6 @@ from pipeline.infobox import is_skipped_parameter, normalize_parameter, parse_in
 from pipeline.wikitext import (
     BrokenMarkup,
     infobox_spans,
-    infobox_type,
     is_disambiguation,
     lead_sentences,
     normalize_title,
@@ -130,9 +129,30 @@ def test_typed_literals(facts):
     assert relation(facts, "area") == [("quantity", "346", "km", ())]
     assert relation(facts, "population") == [("number", "1234567", None, (("note", "2010 est."),))]
     assert relation(facts, "nationality") == [("entity", "United States", None, ())]
-    assert relation(facts, "name") == [("string", "Barack Obama", None, ())]
     assert relation(facts, "demonym") == [("string", "Berliner, Berlinerin", None, (("note", "m"), ("note", "f")))]
-    assert relation(facts, "website") == [("string", "barackobama.com", None, ())]
+
+
+def test_plumbing_is_left_out_and_counted():
+    """The page's own name, pictures and their sizes, captions, alt text and the website are plumbing: no
+    fact, one count per parameter by reason."""
+    box = parse_infoboxes(PERSON[infobox_spans(PERSON)[0].start :])[0]
+    assert not {"name", "website", "image", "image_size"} & {f.relation for f in box.facts}
+    assert box.excluded == {"names_page": 1, "image": 2, "image_size": 1, "caption": 2, "identifier": 1}
+    text = ("{{Infobox officeholder\n| order = 22nd\n| flag_s = Flag of Germany.svg\n| colour = #800020\n"
+            "| party = [[Democratic Party (United States)|Democratic]]\n}}")
+    box = parse_infoboxes(text)[0]
+    assert [(f.relation, f.property, f.tail) for f in box.facts] == [
+        ("party", "party", "Democratic Party (United States)")]
+    assert box.excluded == {"ordinal": 1, "image": 1, "colour": 1}
+
+
+def test_parameters_map_to_ontology_properties(facts):
+    box = parse_infoboxes(PERSON[infobox_spans(PERSON)[0].start :])[0]
+    assert box.cls == "Person"
+    mapped = {(f.relation, f.property) for f in box.facts}
+    assert {("birth_place", "birthPlace"), ("birth_date", "birthDate"), ("children", "child"),
+            ("alma_mater", "almaMater"), ("spouse", "spouse"), ("awards", "award")} <= mapped
+    assert ("area", None) in mapped  # Infobox person maps no area, and `area`'s domain is not a person's
 
 
 def test_skipped_parameters_refs_and_positional(facts):
@@ -192,7 +212,6 @@ def test_page_classification_helpers():
     assert normalize_title(" barack_Obama#Early life") == "Barack Obama"
     assert title_namespace("File:X.jpg") == "file" and title_namespace("fr:Paris") == "fr"
     assert title_namespace("Star Wars: A New Hope") is None
-    assert infobox_type("infobox football biography") == "football biography"
 
 
 def test_written_dates_and_quantities():

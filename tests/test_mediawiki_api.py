@@ -106,7 +106,7 @@ def test_retries_are_bounded_and_failures_become_skips():
         records = list(client(wiki, waits, max_retries=2, backoff_s=0.5).fetch_pages(["Ulm", "Danube"]))
     assert len(wiki.requests) == 3
     assert waits == [0.5, 1.0]  # exponential backoff when the server gives no Retry-After
-    assert {(r.title, r.reason) for r in records} == {("Ulm", "api_error"), ("Danube", "api_error")}
+    assert {(r.title, r.reason) for r in records} == {("Ulm", "api_unavailable"), ("Danube", "api_unavailable")}
     assert "HTTP 500" in records[0].detail
 
 

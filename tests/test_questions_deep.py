@@ -12,10 +12,10 @@ from tests.test_questions import assert_reads_as_english, context, path_of
 from tests.walk_graphs import entity, fact
 
 RIVERS = [
-    entity("Ohio River", "Infobox river"),
-    entity("Allegheny River", "Infobox river"),
-    entity("Cincinnati", "Infobox settlement", head=False),
-    entity("Pittsburgh", "Infobox settlement", head=False),
+    entity("Ohio River", "River"),
+    entity("Allegheny River", "River"),
+    entity("Cincinnati", "Settlement", head=False),
+    entity("Pittsburgh", "Settlement", head=False),
 ]
 RIVER_FACTS = [
     fact("Ohio River", "cities", "Cincinnati"),
@@ -42,15 +42,15 @@ def test_a_city_without_a_page_is_an_alternative_and_a_unique_hop_is_kept():
     assert_reads_as_english(write_template(ctx, path, plan).text)
 
 
-FILM = [entity("Dune (2021 film)", "Infobox film"), *(entity(n, "Infobox person", head=False) for n in ("Jon Spaihts", "Eric Roth"))]
+FILM = [entity("Dune (2021 film)", "Film"), *(entity(n, "Person", head=False) for n in ("Jon Spaihts", "Eric Roth"))]
 FILM_FACTS = [
     fact("Dune (2021 film)", "screenplay", "Jon Spaihts"),
     fact("Dune (2021 film)", "screenplay", "Eric Roth"),
     fact("Dune (2021 film)", "screenplay", "Denis Villeneuve"),  # no page
-    fact("Jon Spaihts", "birth_place", "Chattanooga"),
-    fact("Eric Roth", "birth_place", "New York City"),
-    fact("Jon Spaihts", "birth_date", "1970-03-12", "date"),
-    fact("Eric Roth", "birth_date", "1945-03-22", "date"),
+    fact("Jon Spaihts", "birthPlace", "Chattanooga"),
+    fact("Eric Roth", "birthPlace", "New York City"),
+    fact("Jon Spaihts", "birthDate", "1970-03-12", "date"),
+    fact("Eric Roth", "birthDate", "1945-03-22", "date"),
 ]
 
 
@@ -58,26 +58,26 @@ def test_a_hop_with_several_objects_is_rejected_even_when_its_clues_split_the_pa
     ctx = context(FILM, FILM_FACTS)
     path = path_of(ctx, "Dune (2021 film)", "Jon Spaihts", "Chattanooga")
     # The birth date tells the two screenwriters with a page apart, but not the third one without a page.
-    clues = [gates.Clue(position=1, attribute="birth_date", years=(1970, 1979))]
+    clues = [gates.Clue(position=1, attribute="birthDate", years=(1970, 1979))]
     gate, why = gates.unique_chain(ctx.facts, path, clues, start_described=False)
     assert gate == "multi_valued_hop" and "Denis Villeneuve" in why
     assert structural_gate(ctx, path, plan_question(ctx, path, "clues"))[0] == "multi_valued_hop"
 
 
 PEOPLE = [
-    entity("Ada Lane", "Infobox writer", description="Ada Lane (born 1961) is an Irish novelist."),
-    entity("Bea Lane", "Infobox writer", description="Bea Lane (born 1962) is an Irish novelist."),
-    entity("Cara Moss", "Infobox writer", description="Cara Moss (born 1985) is an Irish novelist."),
-    entity("Galway", "Infobox settlement", head=False),
+    entity("Ada Lane", "Writer", description="Ada Lane (born 1961) is an Irish novelist."),
+    entity("Bea Lane", "Writer", description="Bea Lane (born 1962) is an Irish novelist."),
+    entity("Cara Moss", "Writer", description="Cara Moss (born 1985) is an Irish novelist."),
+    entity("Galway", "Settlement", head=False),
 ]
 PEOPLE_FACTS = [
-    fact("Ada Lane", "birth_date", "1961-01-01", "date"),
-    fact("Bea Lane", "birth_date", "1962-05-05", "date"),
-    fact("Cara Moss", "birth_date", "1985-07-07", "date"),
-    fact("Ada Lane", "alma_mater", "Trinity College Dublin"),
-    fact("Bea Lane", "alma_mater", "University College Cork"),
-    fact("Cara Moss", "alma_mater", "Trinity College Dublin"),
-    *(fact(name, "birth_place", "Galway") for name in ("Ada Lane", "Bea Lane", "Cara Moss")),
+    fact("Ada Lane", "birthDate", "1961-01-01", "date"),
+    fact("Bea Lane", "birthDate", "1962-05-05", "date"),
+    fact("Cara Moss", "birthDate", "1985-07-07", "date"),
+    fact("Ada Lane", "almaMater", "Trinity College Dublin"),
+    fact("Bea Lane", "almaMater", "University College Cork"),
+    fact("Cara Moss", "almaMater", "Trinity College Dublin"),
+    *(fact(name, "birthPlace", "Galway") for name in ("Ada Lane", "Bea Lane", "Cara Moss")),
     fact("Galway", "country", "Ireland"),
 ]
 
@@ -97,33 +97,33 @@ def test_the_start_is_described_by_attributes_that_single_it_out():
     for clue in start[1:]:
         assert len(gates.described_candidates(ctx.facts, [start[0], clue])) == 2
     # A description that fits several entities is rejected.
-    loose = [gates.Clue(position=0, type_noun="writer"), gates.Clue(position=0, attribute="birth_place", object="Galway")]
+    loose = [gates.Clue(position=0, type_noun="writer"), gates.Clue(position=0, attribute="birthPlace", object="Galway")]
     gate, why = gates.unique_chain(ctx.facts, path, loose, start_described=True)
     assert gate == "start_not_unique" and "3 entities" in why
 
 
 STUDIO = [
-    entity("Orbit Pictures", "Infobox company"),
-    *(entity(title, "Infobox film", head=False) for title in ("Red Moon", "Blue Sun", "Grey Star")),
+    entity("Orbit Pictures", "Company"),
+    *(entity(title, "Film", head=False) for title in ("Red Moon", "Blue Sun", "Grey Star")),
 ]
 STUDIO_FACTS = [
     fact("Orbit Pictures", "founder", "Ida Orbit"),
-    fact("Orbit Pictures", "founded", "1931-04-01", "date"),
+    fact("Orbit Pictures", "foundingDate", "1931-04-01", "date"),
     *(fact(title, "distributor", "Orbit Pictures") for title in ("Red Moon", "Blue Sun", "Grey Star")),
-    fact("Red Moon", "released", "1952-01-01", "date"),
-    fact("Blue Sun", "released", "1987-01-01", "date"),
-    fact("Grey Star", "released", "1999-01-01", "date"),
+    fact("Red Moon", "releaseDate", "1952-01-01", "date"),
+    fact("Blue Sun", "releaseDate", "1987-01-01", "date"),
+    fact("Grey Star", "releaseDate", "1999-01-01", "date"),
     fact("Red Moon", "director", "Lee Park"),
     fact("Blue Sun", "director", "Lee Park"),
     fact("Grey Star", "director", "Max Ode"),
-    fact("Ida Orbit", "products", "Red Moon"),
-    fact("Ida Orbit", "products", "Blue Sun"),
-    fact("Ida Orbit", "products", "Grey Star"),
+    fact("Ida Orbit", "product", "Red Moon"),
+    fact("Ida Orbit", "product", "Blue Sun"),
+    fact("Ida Orbit", "product", "Grey Star"),
 ]
 
 
 def test_a_tree_question_needs_each_branch_and_each_holds():
-    entities = [*STUDIO, entity("Ida Orbit", "Infobox person", head=False)]
+    entities = [*STUDIO, entity("Ida Orbit", "Person", head=False)]
     ctx = context(entities, STUDIO_FACTS, max_attributes=3)
     path = path_of(ctx, "Orbit Pictures", "Ida Orbit", "Blue Sun")
     plan = plan_question(ctx, path, "clues")
@@ -137,21 +137,21 @@ def test_a_tree_question_needs_each_branch_and_each_holds():
     assert_reads_as_english(text)
     assert any(b.predicate in text for b in plan.branches) and "shape:tree" in plan.obfuscations
     # The final hop alone reaches three films; the branches leave one.
-    final = {int(o) for o in ctx.graph.objects(ctx.graph.node_id("Ida Orbit"), ctx.graph.relation_id("products"))}
+    final = {int(o) for o in ctx.graph.objects(ctx.graph.node_id("Ida Orbit"), ctx.graph.relation_id("product"))}
     assert len(final) == 3
     assert {o for o in final if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)} == {answer}
     # A branch that does not hold for the answer, or one that is not needed, fails the gate.
-    wrong = gates.Clue(position=2, attribute="released", years=(1950, 1959))
+    wrong = gates.Clue(position=2, attribute="releaseDate", years=(1950, 1959))
     assert "does not hold" in gates.tree_branches(ctx.facts, path, [wrong])
-    exact = gates.Clue(position=2, attribute="released", years=(1987, 1987))
+    exact = gates.Clue(position=2, attribute="releaseDate", years=(1987, 1987))
     redundant = gates.Clue(position=2, attribute="director", object="Lee Park")
     assert "not needed" in gates.tree_branches(ctx.facts, path, [exact, redundant])
 
 
 def test_an_ended_marriage_is_asked_in_the_past_without_an_as_of_date():
-    entities = [entity("Tom Reed", "Infobox person"), entity("Una Vale", "Infobox person", head=False)]
+    entities = [entity("Tom Reed", "Person"), entity("Una Vale", "Person", head=False)]
     facts = [fact("Tom Reed", "spouse", "Una Vale", qualifiers={"start": "1990", "end": "2001"}),
-             fact("Una Vale", "birth_place", "Perth"), fact("Una Vale", "birth_date", "1960-01-01", "date")]
+             fact("Una Vale", "birthPlace", "Perth"), fact("Una Vale", "birthDate", "1960-01-01", "date")]
     ctx = context(entities, facts)
     path = path_of(ctx, "Tom Reed", "Una Vale", "Perth")
     for style in ("clues", "nested"):
@@ -166,12 +166,12 @@ def test_an_ended_marriage_is_asked_in_the_past_without_an_as_of_date():
 
 
 def test_a_dominant_answer_is_rejected_and_one_answer_is_capped():
-    entities = [entity(f"Person {i}", "Infobox person") for i in range(5)]
+    entities = [entity(f"Person {i}", "Person") for i in range(5)]
     facts = [fact(f"Person {i}", "spouse", f"Person {(i + 1) % 5}") for i in range(5)]
-    facts += [fact(f"Person {i}", "birth_place", "Springfield" if i else "Shelbyville") for i in range(5)]
+    facts += [fact(f"Person {i}", "birthPlace", "Springfield" if i else "Shelbyville") for i in range(5)]
     ctx = context(entities, facts)
     common = path_of(ctx, "Person 0", "Person 1", "Springfield")
-    assert "most common object of birth_place" in gates.dominant_answer(ctx.facts, common)
+    assert "most common object of birthPlace" in gates.dominant_answer(ctx.facts, common)
     assert gates.dominant_answer(ctx.facts, path_of(ctx, "Person 4", "Person 0", "Shelbyville")) is None
     make = lambda i: Question(question_id=f"{i:02d}", text=f"q{i}", answer="A" if i < 6 else f"B{i}",  # noqa: E731
                               as_of=dt.date(2026, 3, 1), hops=2, engine="template",

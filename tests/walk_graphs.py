@@ -28,13 +28,15 @@ def entity(title: str, type_: str = "person", *, head: bool = True, is_list: boo
 
 def fact(head: str, relation: str, obj: str, value_type: str = "entity", *, when: dt.datetime = RECENT,
          unit: str | None = None, group_index: int | None = None, qualifiers: dict[str, str] | None = None,
-         source: str = "infobox", evidence: str | None = None) -> Relation:
+         source: str = "infobox", evidence: str | None = None, mapped: bool | None = None) -> Relation:
+    """A relation row; infobox facts are mapped ontology properties unless `mapped=False`."""
     is_entity = value_type == "entity"
     date = None
     if value_type == "date" and len(obj) == 10:
         date = dt.date.fromisoformat(obj)
     return Relation(
         head=head, relation=relation, group_index=group_index,
+        mapped=source == "infobox" if mapped is None else mapped,
         tail=obj if is_entity else None, value=None if is_entity else obj, value_type=value_type, unit=unit,
         date=date, qualifiers=[Qualifier(key=k, value=v) for k, v in (qualifiers or {}).items()],
         source=source, evidence=evidence,

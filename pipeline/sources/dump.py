@@ -19,10 +19,13 @@ without a title (0.4, 0.5) leaves the target to the text's `#REDIRECT [[...]]`.
 
 from __future__ import annotations
 
+import bisect
 import bz2
 import datetime as dt
 import html
 import io
+import itertools
+import logging
 import os
 import re
 import xml.etree.ElementTree as ET
@@ -46,6 +49,8 @@ SKIP_REASONS = {
     "corrupt_bz2": "the bytes are not valid bz2 data (damaged file or wrong index offset)",
     "truncated_xml": "the XML ends inside a <page> (the compressed data, if any, is complete)",
     "oversized_xml": "one <page> element is larger than MAX_PAGE_XML_BYTES (a damaged or hostile input)",
+    "index_mismatch": "a work unit read a different number of pages than the multistream index lists for it "
+    "(pages lost to damage or a wrong index); one record per unit, titled <unit START-END>",
 }
 BLOCK_BYTES = 1 << 18
 _BZ2_MAGIC = b"BZh"
@@ -59,6 +64,7 @@ _TITLE = re.compile(rb"<title>(.*?)</title>", re.S)
 MAX_PAGE_XML_BYTES = 64 << 20
 _HEAD_BYTES = 4096  # bytes of an oversized page kept to name it
 DEFAULT_STREAMS_PER_UNIT = ExtractConfig.model_fields["streams_per_unit"].default
+log = logging.getLogger(__name__)
 # MediaWiki's canonical namespace names (and the old aliases Image, Project), for dumps whose <siteinfo>
 # is absent; a dump's own <siteinfo> names (localised ones included) are added over these.
 CANONICAL_NAMESPACES = {
@@ -71,11 +77,14 @@ _SITEINFO_MAX_BYTES = 1 << 20
 
 
 class DumpUnit(NamedTuple):
-    """A byte range of a dump that decompresses and parses on its own: whole bz2 streams [start, end)."""
+    """A byte range of a dump that decompresses and parses on its own: whole bz2 streams [start, end).
+    From an index: `expected_pages` it lists in the range, and `note` on offsets that had to be corrected."""
 
     path: str
     start: int = 0
     end: int | None = None
+    expected_pages: int | None = None
+    note: str = ""
 
 
 class _Damage(NamedTuple):
@@ -369,21 +378,23 @@ def _skip(reason: str, title: str, detail: str, page_id: str | int | None = None
 
 
 def _records(blocks: Iterable[bytes | _Damage], source: str,
-             namespaces: Mapping[str, int] = CANONICAL_NAMESPACES) -> Iterator[Page | SkippedRecord]:
+             namespaces: Mapping[str, int] = CANONICAL_NAMESPACES) -> Iterator[tuple[bool, Page | SkippedRecord]]:
+    """(is a page, record): every started `<page>` is a page, damage between pages is not."""
     for kind, offset, data, damage in _split_pages(blocks):
         if kind == "page":
-            yield parse_page(data, source, offset, namespaces)
+            yield True, parse_page(data, source, offset, namespaces)
         elif kind == "oversized":
             detail = f"{source} @{offset}: <page> larger than {MAX_PAGE_XML_BYTES} bytes, dropped unread"
-            yield _skip("oversized_xml", _title_hint(data, offset), detail)
+            yield True, _skip("oversized_xml", _title_hint(data, offset), detail)
         elif kind == "unterminated":
-            yield _skip("malformed_xml", _title_hint(data, offset), f"{source} @{offset}: <page> without </page>")
+            yield True, _skip("malformed_xml", _title_hint(data, offset), f"{source} @{offset}: <page> without </page>")
         elif kind == "open" and damage is None:
-            yield _skip("truncated_xml", _title_hint(data, offset), f"{source} @{offset}: input ends inside this page")
+            detail = f"{source} @{offset}: input ends inside this page"
+            yield True, _skip("truncated_xml", _title_hint(data, offset), detail)
         elif kind == "open":
-            yield _skip(damage.reason, _title_hint(data, offset), f"{source} @{offset}: {damage.detail}")
+            yield True, _skip(damage.reason, _title_hint(data, offset), f"{source} @{offset}: {damage.detail}")
         else:  # data lost between pages: no page to name, so name the place
-            yield _skip(damage.reason, f"<offset {offset}>", f"{source}: {damage.detail}")
+            yield False, _skip(damage.reason, f"<offset {offset}>", f"{source}: {damage.detail}")
 
 
 def iter_dump_pages(
@@ -404,11 +415,17 @@ def iter_dump_pages(
 
 
 def _iter_file(path: str, start: int, end: int | None, compressed: bool) -> Iterator[Page | SkippedRecord]:
+    for _, record in _file_records(path, start, end, compressed):
+        yield record
+
+
+def _file_records(path: str, start: int, end: int | None,
+                  compressed: bool) -> Iterator[tuple[bool, Page | SkippedRecord]]:
     source = os.path.basename(path)
     size = _size(path)
     if start >= size:  # an index that lists streams past the end: the file was cut short
         detail = f"{source}: stream at byte {start} lies past the end of the file ({size} bytes)"
-        yield _skip("truncated_bz2", f"<offset {start}>", detail)
+        yield False, _skip("truncated_bz2", f"<offset {start}>", detail)
         return
     namespaces = read_namespaces(path, compressed)
     with open_binary(path) as handle:
@@ -416,11 +433,11 @@ def _iter_file(path: str, start: int, end: int | None, compressed: bool) -> Iter
         yield from _records(_bz2_blocks(raw) if compressed else raw, source, namespaces)
 
 
-def read_multistream_index(index_path: str | os.PathLike) -> list[int]:
-    """Sorted distinct stream offsets from a multistream index (`offset:page_id:title` lines, bz2 or plain)."""
+def read_index_counts(index_path: str | os.PathLike) -> dict[int, int]:
+    """Stream offset -> pages the multistream index lists in it (`offset:page_id:title` lines, bz2 or plain)."""
     index_path = check_readable(index_path, "index")
     compressed = _is_bz2(index_path)
-    offsets: set[int] = set()
+    counts: dict[int, int] = {}
     try:
         with open_binary(index_path) as handle, (
             bz2.open(handle, "rt", encoding="utf-8") if compressed else io.TextIOWrapper(handle, encoding="utf-8")
@@ -431,12 +448,32 @@ def read_multistream_index(index_path: str | os.PathLike) -> list[int]:
                 offset, sep, _ = line.partition(":")
                 if not sep or not offset.isdigit():
                     raise UserError(f"index {index_path} line {number} is not 'offset:page_id:title': {line[:80]!r}")
-                offsets.add(int(offset))
+                counts[int(offset)] = counts.get(int(offset), 0) + 1
     except (OSError, EOFError, UnicodeDecodeError) as error:
         raise UserError(f"index {index_path} is unreadable: {error}") from None
-    if not offsets:
+    if not counts:
         raise UserError(f"index {index_path} lists no streams")
-    return sorted(offsets)
+    return dict(sorted(counts.items()))
+
+
+def read_multistream_index(index_path: str | os.PathLike) -> list[int]:
+    """Sorted distinct stream offsets from a multistream index."""
+    return list(read_index_counts(index_path))
+
+
+def stream_start_from(handle, offset: int) -> int | None:
+    """`offset` when a bz2 stream header begins there, else the next stream header after it (an index whose
+    offsets are shifted points inside streams); None when no stream begins at or after it."""
+    handle.seek(offset)
+    carry, position = b"", offset
+    while block := handle.read(BLOCK_BYTES):
+        data = carry + block
+        match = _BZ2_STREAM_HEADER.search(data)
+        if match is not None:
+            return position - len(carry) + match.start()
+        carry = data[-(_BZ2_HEADER_BYTES - 1):]
+        position += len(block)
+    return None
 
 
 def dump_work_units(
@@ -446,27 +483,67 @@ def dump_work_units(
 
     The first unit starts at byte 0 (the `<siteinfo>` stream before its page streams); the last runs to
     the end of the file (the stream holding `</mediawiki>`), so the units together read exactly what a
-    sequential read does. Units past the end of a truncated file each report one `truncated_bz2` skip.
+    sequential read does. Each unit boundary is checked to start a bz2 stream; one that does not (a wrong
+    index) moves to the next stream header, so no stream is cut in two, and the unit's `note` says so.
+    Each unit carries the number of pages the index lists in it, which `read_dump_unit` reconciles.
+    Units past the end of a truncated file each report one `truncated_bz2` skip.
     """
     if streams_per_unit < 1:
         raise UserError(f"streams per unit must be at least 1, got {streams_per_unit}")
     path = check_multistream(path)
-    offsets = read_multistream_index(index_path)
-    starts = [0, *offsets[streams_per_unit::streams_per_unit]]
+    counts = read_index_counts(index_path)
+    offsets = list(counts)
+    size = _size(path)
+    planned = [0, *offsets[streams_per_unit::streams_per_unit]]
+    starts: list[int] = []
+    notes: list[str] = []
+    with open_binary(path) as handle:
+        for offset in planned:
+            start = offset if offset == 0 or offset >= size else stream_start_from(handle, offset)
+            note = "" if start == offset else (
+                f"index offset {offset} does not start a bz2 stream; "
+                + (f"the unit starts at the next stream, byte {start}" if start is not None else "no stream follows it"))
+            if starts and (start is None or start <= starts[-1]):  # nothing of its own left: merge into the previous
+                notes[-1] = "; ".join(filter(None, (notes[-1], note)))
+                continue
+            starts.append(start)
+            notes.append(note)
     ends: list[int | None] = [*starts[1:], None]
-    return [DumpUnit(path, start, end) for start, end in zip(starts, ends, strict=True)]
+    # The pages the index lists in each unit: those whose offset falls inside the unit's (corrected) range.
+    listed = [0, *itertools.accumulate(counts.values())]
+
+    def listed_before(byte: int | None) -> int:
+        return listed[-1] if byte is None else listed[bisect.bisect_left(offsets, byte)]
+
+    expected = [listed_before(end) - listed_before(start) for start, end in zip(starts, ends, strict=True)]
+    return [DumpUnit(path, start, end, count, note)
+            for start, end, count, note in zip(starts, ends, expected, notes, strict=True)]
 
 
 def read_dump_unit(unit: DumpUnit) -> Iterator[Page | SkippedRecord]:
-    """All records of one work unit (plain function; the Beam DoFn wraps it)."""
-    return iter_dump_pages(unit.path, (unit.start, unit.end))
+    """All records of one work unit (plain function; the Beam DoFn wraps it). When the unit comes from an
+    index and reads a different number of pages than the index lists, one `index_mismatch` record says so."""
+    unit = DumpUnit(*unit)
+    path = check_readable(unit.path)
+    if unit.note:
+        log.warning("%s: %s", os.path.basename(path), unit.note)
+    pages = 0
+    for is_page, record in _file_records(path, unit.start, unit.end, _is_bz2(path)):
+        pages += is_page
+        yield record
+    if unit.expected_pages is not None and pages != unit.expected_pages:
+        end = "end" if unit.end is None else unit.end
+        detail = (f"{os.path.basename(path)} bytes {unit.start}-{end}: the index lists {unit.expected_pages} "
+                  f"pages in this unit, {pages} were read")
+        detail += f"; {unit.note}" if unit.note else ""
+        yield _skip("index_mismatch", f"<unit {unit.start}-{end}>", detail)
 
 
 class _ReadUnitFn(beam.DoFn):
     """Read one work unit, counting pages and skips by reason in Beam metrics."""
 
     def process(self, unit: DumpUnit):
-        for record in read_dump_unit(DumpUnit(*unit)):
+        for record in read_dump_unit(unit):
             name = "pages" if isinstance(record, Page) else f"skipped.{record.reason}"
             beam.metrics.Metrics.counter("hopsmith.read", name).inc()
             yield record

@@ -46,7 +46,9 @@ SKIP_REASONS = {
     "invalid_title": "the title is empty, has illegal characters or an interwiki prefix",
     "missing_field": "no revision or no content came back (hidden revision, redirect without a target)",
     "invalid_field": "a returned field does not validate",
-    "api_error": "the request failed for good (retries exhausted or a non-transient API error)",
+    "api_error": "the request failed for good (a non-transient API error)",
+    "api_unavailable": "the request kept failing (timeouts, 5xx, 429) until its retries ran out: transient, so the "
+    "extract stage does not finish and a rerun fetches again",
     "api_deadline": "the server did not finish its reply within the request deadline (a stalled or dripping reply)",
     "api_oversized": "the reply was larger than the response size cap",
     "api_loop": "the server repeated a continuation or sent more replies to one query than the bound allows",
@@ -296,7 +298,7 @@ class MediaWikiApi:
             if attempt < self.settings.max_retries:
                 log.info("API request failed (%s); retrying in %.1f s", problem, wait)
                 self.sleep(min(wait, self.settings.max_wait_s))
-        reason = "api_deadline" if "deadline" in problem else "api_error"
+        reason = "api_deadline" if "deadline" in problem else "api_unavailable"
         raise ApiError(f"gave up after {self.settings.max_retries + 1} attempts: {problem}", reason)
 
     def _attempt(self, params: dict[str, Any], backoff: float) -> dict[str, Any] | tuple[str, float]:

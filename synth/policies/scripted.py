@@ -241,7 +241,8 @@ class ScriptedAgent:
         hops = self.question.path.hops
         found = False
         for number, hop in enumerate(hops):
-            self.entity, self.relation = hop.head, hop.relation.replace("_", " ")
+            # The page shows the infobox parameter ("Birth place: ..."), not the ontology property's name.
+            self.entity, self.relation = hop.head, (hop.provenance.parameter or hop.relation).replace("_", " ")
             first_query = " ".join(tokenize([self.question.text])[0][:QUERY_WORDS]) if number == 0 else None
             title = yield from self._locate(hop.head, first_query)
             found = yield from self._read(title, hop)

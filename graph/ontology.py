@@ -1,0 +1,326 @@
+"""The relation ontology: infobox template -> class, template parameter -> property, and what each property is.
+
+Read from the committed tables in `data/ontology/` (never from ../shared): the DBpedia-derived TSVs written by
+`data/ontology/build_ontology.py`, and the hand-kept `overlay.toml` with what the mappings lack for the
+infoboxes hopsmith meets (template redirects, unmapped templates and parameters, plumbing, lead-sentence
+and category types). Extraction names relations by property (`birthPlace`), phrasing and gates read a
+property's label, domain, range, object-vs-literal and single-valuedness, and a class's ancestors here.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import re
+import tomllib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "ontology"
+ANY_TEMPLATE = "*"
+ROOT_CLASS = "owl:Thing"
+_TOKEN = re.compile(r"[a-z]+")
+_DATE_RANGES = frozenset({"xsd:date", "xsd:gYear", "xsd:gYearMonth", "xsd:dateTime"})
+_TEXT_RANGES = frozenset({"", "xsd:string", "rdf:langString", "xsd:anyURI"})  # a page may name such a value
+_IS_A = re.compile(r"\b(?:is|was|are|were)\s+(?:one of\s+)?(?:(?:a|an|the)\s+)?"
+                   r"(?:(?:series|type|kind|set|group|pair|family|collection|variety|class) of\s+)?"
+                   r"(.+?)(?=[,.;:]|\s(?:of|in|on|at|from|for|by|that|which|who|whose|with|and|located)\s|$)")
+
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    kind: str  # "object" (its values are entities) or "datatype" (literals)
+    label: str  # English label: "birth place"
+    domain: str
+    range: str
+    wikidata: str  # "P19" ("" when DBpedia gives none)
+    functional: bool  # at most one value per subject (owl:FunctionalProperty, or the overlay says so)
+
+    @property
+    def is_object(self) -> bool:
+        return self.kind == "object"
+
+
+@dataclass(frozen=True)
+class OntologyClass:
+    name: str
+    parent: str
+    label: str
+    wikidata: str
+
+
+@dataclass(frozen=True)
+class ClassRule:
+    """One row of a template's class mapping: `cls` when `parameter operator value` holds (or always)."""
+
+    cls: str
+    parameter: str = ""
+    operator: str = ""
+    value: str = ""
+
+    def holds(self, values: Callable[[str], list[str]]) -> bool:
+        if not self.operator or self.operator == "otherwise":
+            return True
+        found = values(self.parameter)
+        if self.operator == "isSet":
+            return any(v.strip() for v in found)
+        wanted = self.value.lower()
+        if self.operator == "equals":
+            return any(v.strip().lower() == wanted for v in found)
+        if self.operator == "contains":
+            return any(wanted in v.lower() for v in found)
+        return False
+
+
+class Ontology:
+    """Lookups over the tables; one instance per process (`load_ontology`)."""
+
+    def __init__(self, properties: dict[str, Property], classes: dict[str, OntologyClass],
+                 templates: dict[str, list[ClassRule]], parameters: dict[tuple[str, str], str],
+                 overlay: dict):
+        self.properties = properties
+        self.classes = classes
+        self.templates = templates
+        self.parameters = parameters
+        self.template_aliases: dict[str, str] = overlay.get("template_aliases", {})
+        self.property_aliases: dict[str, str] = overlay.get("property_aliases", {})
+        self.plumbing_properties: dict[str, str] = overlay.get("plumbing_properties", {})
+        plumbing = overlay.get("plumbing_parameters", {})
+        self.plumbing_tokens: dict[str, str] = plumbing.get("tokens", {})
+        self.plumbing_prefixes: dict[str, str] = plumbing.get("prefixes", {})
+        self.plumbing_suffixes: dict[str, str] = plumbing.get("suffixes", {})
+        self.plumbing_names: dict[str, str] = plumbing.get("names", {})
+        self.value_patterns = [(reason, re.compile(pattern))
+                               for reason, pattern in overlay.get("plumbing_values", {}).items()]
+        types = overlay.get("types", {})
+        self.lead_nouns: dict[str, str] = types.get("lead_nouns", {})
+        self.category_words: dict[str, str] = types.get("category_words", {})
+        self._ancestors: dict[str, tuple[str, ...]] = {}
+        self._plumbing: dict[str, str | None] = {}
+        self._lower_classes = {name.lower(): name for name in classes}
+        self._conditions = {template: frozenset(rule.parameter for rule in rules if rule.parameter)
+                            for template, rules in templates.items()}
+
+    # --- templates and classes --------------------------------------------------------------------------
+
+    def canonical_template(self, template: str) -> str:
+        return self.template_aliases.get(template, template)
+
+    def condition_parameters(self, template: str) -> frozenset[str]:
+        """The parameters a template's class conditions read (`settlement_type`, `background`)."""
+        return self._conditions.get(self.canonical_template(template), frozenset())
+
+    def template_class(self, template: str, values: Callable[[str], list[str]] = lambda _: []) -> str | None:
+        """The class of an infobox, its conditions read through `values(parameter)`; None when unmapped."""
+        for rule in self.templates.get(self.canonical_template(template), ()):
+            if rule.holds(values):
+                return rule.cls
+        return None
+
+    def ancestors(self, cls: str) -> tuple[str, ...]:
+        """`cls` and its superclasses, nearest first (`Politician`, `Person`, `Animal`, ...)."""
+        if cls not in self._ancestors:
+            chain, current = [], cls
+            while current and current in self.classes and current not in chain:
+                chain.append(current)
+                current = self.classes[current].parent
+            self._ancestors[cls] = tuple(chain)
+        return self._ancestors[cls]
+
+    def find_class(self, name: str) -> str | None:
+        """The class called `name`, in any letter case (`person` -> `Person`); None for no class."""
+        if name in self.classes:
+            return name
+        return self._lower_classes.get(name.lower().replace(" ", ""))
+
+    def is_a(self, cls: str, ancestor: str) -> bool:
+        return ancestor in (ROOT_CLASS, "") or ancestor in self.ancestors(cls)
+
+    def class_label(self, cls: str) -> str:
+        entry = self.classes.get(cls)
+        return entry.label.lower() if entry and entry.label else ""
+
+    def type_from_lead(self, sentence: str) -> str | None:
+        """A class from a lead sentence's "X is a ..." phrase ("... is an American rock band" -> Band): the
+        last word (or two) of the phrase the overlay knows, before "of", "in", a comma, ..."""
+        match = _IS_A.search(re.sub(r"\([^)]*\)", "", sentence))
+        if not match:
+            return None
+        return _known_noun(_TOKEN.findall(match.group(1).lower()), self.lead_nouns)
+
+    def type_from_categories(self, categories: Iterable[str]) -> str | None:
+        """A class from category names ("1954 births" -> Person); the first category that names one."""
+        for category in categories:
+            cls = _known_noun(_TOKEN.findall(category.lower()), self.category_words)
+            if cls:
+                return cls
+        return None
+
+    # --- parameters and properties ----------------------------------------------------------------------
+
+    def mapped_name(self, template: str, parameter: str, cls: str | None = None,
+                     group_index: int | None = None) -> str | None:
+        """The name a (normalised) parameter of a template maps to: the template's own mapping (of the
+        numbered name first: `subdivision_name1` is not `subdivision_name`), else the parameter's mapping
+        across templates when its domain fits the entity's class; None when unmapped. Names outside the
+        DBpedia ontology (`foaf:name`) come back as they are: they are plumbing."""
+        template = self.canonical_template(template)
+        name = None
+        if group_index is not None:
+            name = self.parameters.get((template, f"{parameter}{group_index}"))
+            if name is None and self.parameters.get((template, f"{parameter}1")) is not None:
+                name = self.parameters.get((template, f"{parameter}1"))
+        if name is None:
+            name = self.parameters.get((template, parameter))
+        if name is None:
+            name = self.parameters.get((ANY_TEMPLATE, parameter))
+            if name is not None and cls is not None and not self.domain_fits(name, cls):
+                return None
+        return self.property_aliases.get(name, name)
+
+    def property_for(self, template: str, parameter: str, cls: str | None = None) -> Property | None:
+        """The ontology property of a template parameter (None when unmapped)."""
+        name = self.mapped_name(template, parameter, cls)
+        return self.properties.get(name) if name else None
+
+    def domain_fits(self, prop: str, cls: str) -> bool:
+        entry = self.properties.get(prop)
+        return entry is None or not entry.domain or self.is_a(cls, entry.domain)
+
+    def label(self, prop: str) -> str:
+        entry = self.properties.get(prop)
+        return entry.label if entry and entry.label else _split_camel(prop)
+
+    def plumbing_reason(self, parameter: str, prop: str | None = None) -> str | None:
+        """Why a parameter (or the property it maps to) carries template plumbing, not a fact; None if it
+        does not. The tables say: image, caption, map, coordinates, colour, identifier, ..."""
+        if prop and prop in self.plumbing_properties:
+            return self.plumbing_properties[prop]
+        if parameter not in self._plumbing:
+            self._plumbing[parameter] = self._parameter_plumbing(parameter)
+        return self._plumbing[parameter]
+
+    def _parameter_plumbing(self, parameter: str) -> str | None:
+        if parameter in self.plumbing_names:
+            return self.plumbing_names[parameter]
+        for suffix, reason in self.plumbing_suffixes.items():  # `image_size` is a size, not an image
+            if parameter.endswith(suffix):
+                return reason
+        for prefix, reason in self.plumbing_prefixes.items():
+            if parameter.startswith(prefix):
+                return reason
+        for token in parameter.split("_"):
+            if token in self.plumbing_tokens:
+                return self.plumbing_tokens[token]
+        return None
+
+    def expects_date(self, prop: str | None) -> bool:
+        """Whether the property holds dates or years (a bare "1990" is then a year, not a number)."""
+        entry = self.properties.get(prop) if prop else None
+        return entry is not None and entry.range in _DATE_RANGES
+
+    def range_mismatch(self, prop: str | None, value_type: str) -> str | None:
+        """`range_mismatch` when a value cannot be what the property holds: a page for a date, number or
+        measure ("foundation = 1949, [[Wakefield]]" as the founding date), or a date for an entity."""
+        entry = self.properties.get(prop) if prop else None
+        if entry is None:
+            return None
+        if value_type == "entity" and not entry.is_object and entry.range not in _TEXT_RANGES:
+            return "range_mismatch"
+        if value_type == "date" and entry.is_object:
+            return "range_mismatch"
+        return None
+
+    def value_plumbing(self, value: str | None) -> str | None:
+        """Why a literal value is plumbing (an image size, a file name, a colour, coordinates, an ordinal)."""
+        if value:
+            for reason, pattern in self.value_patterns:
+                if pattern.search(value):
+                    return reason
+        return None
+
+
+_DESCRIPTION_NOUN = re.compile(r"\b(?:is|was) (?:an?) ([^,.;:()]+)")
+_NOUN_STOP = {"directed", "written", "by", "in", "on", "from", "who", "that", "which", "based", "and", "with", "of",
+              "for", "set", "known", "best", "starring", "produced", "released", "published", "founded", "located",
+              "at", "near", "born", "created", "whose", "where", "to", "as", "about", "adapted", "the", "first"}
+
+
+def lead_noun_phrase(description: str) -> str | None:
+    """The head noun phrase of a lead sentence: "Amy Adams (born 1974) is an American actress." -> "American actress".
+
+    Numbers are dropped (they would state dates exactly); None when no short phrase is found.
+    """
+    first_sentence = re.sub(r"\([^)]*\)", "", description).split(". ")[0]
+    match = _DESCRIPTION_NOUN.search(first_sentence)
+    if not match:
+        return None
+    words = []
+    for word in match.group(1).split():
+        if word in _NOUN_STOP or (words and word.endswith(("ing", "ed"))):  # "a country comprising ..."
+            break
+        if not any(ch.isdigit() for ch in word):
+            words.append(word)
+    if not 1 <= len(words) <= 5 or not words[-1].isalpha() or not words[-1].islower():
+        return None
+    return " ".join(words)
+
+
+def _known_noun(words: list[str], table: dict[str, str]) -> str | None:
+    """The class of the rightmost word pair or word of `words` that `table` knows (plurals read as singular)."""
+    for size in (2, 1):
+        for end in range(len(words), size - 1, -1):
+            phrase = " ".join(words[end - size : end])
+            forms = [phrase, phrase.removesuffix("s")] + ([phrase[:-3] + "y"] if phrase.endswith("ies") else [])
+            for form in forms:
+                if form in table:
+                    return table[form]
+    return None
+
+
+def parameter_key(raw: str) -> str:
+    """A template parameter as the tables key it: lower case, runs of spaces and underscores as one `_`."""
+    return re.sub(r"[\s_]+", "_", raw.strip().lower()).strip("_")
+
+
+def _split_camel(name: str) -> str:
+    """`birthPlace` -> "birth place" (for properties without an English label)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name.split(":")[-1]).lower()
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle, delimiter="\t"))
+
+
+@functools.lru_cache(maxsize=4)
+def load_ontology(data_dir: str | Path = DATA_DIR) -> Ontology:
+    """The committed tables with the overlay applied (cached: every caller in a process shares one)."""
+    data_dir = Path(data_dir)
+    overlay = tomllib.loads((data_dir / "overlay.toml").read_text(encoding="utf-8"))
+    properties = {
+        row["property"]: Property(row["property"], row["kind"], row["label"], row["domain"], row["range"],
+                                  row["wikidata"], row["functional"] == "1")
+        for row in _rows(data_dir / "properties.tsv")
+    }
+    for name in overlay.get("functional_properties", []):
+        if name in properties:
+            properties[name] = _replace(properties[name], functional=True)
+    classes = {row["class"]: OntologyClass(row["class"], row["parent"], row["label"], row["wikidata"])
+               for row in _rows(data_dir / "classes.tsv")}
+    templates: dict[str, list[ClassRule]] = {}
+    for row in _rows(data_dir / "templates.tsv"):
+        templates.setdefault(row["template"], []).append(
+            ClassRule(row["class"], row["condition_parameter"], row["operator"], row["value"]))
+    for template, cls in overlay.get("template_classes", {}).items():
+        templates[template] = [ClassRule(cls)]
+    parameters = {(row["template"], row["parameter"]): row["property"] for row in _rows(data_dir / "parameters.tsv")}
+    for row in overlay.get("parameters", []):
+        parameters[(row.get("template", ANY_TEMPLATE), row["parameter"])] = row["property"]
+    return Ontology(properties, classes, templates, parameters, overlay)
+
+
+def _replace(prop: Property, **changes) -> Property:
+    return Property(**{**prop.__dict__, **changes})
