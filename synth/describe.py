@@ -83,11 +83,20 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
                                          forms["predicate"].format(o=name), clue(object=label))]
         elif phrase(relation).clue:  # a relation the lexicon can say in a sentence
             noun, name = phrase(relation).noun, display_title(label)
-            found[relation] = [Attribute(relation, "relation", f"whose {noun} is {name}",
-                                         f"has {name} as {its} {noun}", clue(object=label))]
+            if _ended(graph, edge):  # an ended marriage is not stated in the present
+                modifier, predicate = f"whose former {noun} is {name}", f"had {name} as {its} {noun}"
+            else:
+                modifier, predicate = f"whose {noun} is {name}", f"has {name} as {its} {noun}"
+            found[relation] = [Attribute(relation, "relation", modifier, predicate, clue(object=label))]
     options = [option for relation in found.values() for option in relation]
     rng.shuffle(options)
     return options
+
+
+def _ended(graph, edge: int) -> bool:
+    """Whether the fact behind a CSR edge has an end qualifier (a marriage that ended)."""
+    qualifiers = graph.relations["qualifiers"][int(graph.edge_row[edge])].as_py() or []
+    return any(q["key"] == "end" for q in qualifiers)
 
 
 def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]], target: int,

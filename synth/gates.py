@@ -35,6 +35,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from graph.csr import LITERAL, CSRGraph, split_literal_key
+from graph.ontology import load_ontology
 from pipeline.llm import LLMClient
 from schemas.questions import Path
 from synth.matching import match_answer, normalize_answer
@@ -331,11 +332,16 @@ def alternative_answer(index: FactIndex, path: Path, clues: Iterable[Clue]) -> s
 
 def tree_branches(index: FactIndex, path: Path, branches: list[Clue]) -> str | None:
     """A tree question's branches (clues on the answer): each must hold for the answer, the final hop alone
-    must reach several objects, and dropping any branch must let another object through."""
+    must reach several objects over a relation the ontology does not call single-valued (several birth
+    dates are noise to drop, not alternatives to choose from), and dropping any branch must let another
+    object through."""
     graph = index.graph
     ids = path_node_ids(graph, path)
     if ids is None or not branches:
         return "no branch"
+    final = load_ontology().properties.get(path.hops[-1].relation)
+    if final is not None and final.functional:
+        return f"{final.name} is single-valued: its several objects are not alternatives"
     answer = ids[-1]
     for clue in branches:
         if not holds(index, answer, clue):

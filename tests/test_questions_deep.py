@@ -4,9 +4,10 @@ tense from qualifiers, the answer-prior gate and the per-answer cap."""
 from __future__ import annotations
 
 import datetime as dt
+import random
 
 from schemas.questions import Question
-from synth import gates
+from synth import describe, gates
 from synth.questions import cap_answers, plan_question, structural_gate, write_template
 from tests.test_questions import assert_reads_as_english, context, path_of
 from tests.walk_graphs import entity, fact
@@ -148,6 +149,17 @@ def test_a_tree_question_needs_each_branch_and_each_holds():
     assert "not needed" in gates.tree_branches(ctx.facts, path, [exact, redundant])
 
 
+def test_a_tree_over_a_single_valued_property_is_rejected():
+    # Two birth dates recorded for one person are noise, not alternatives that a branch could choose from.
+    entities = [entity("Vic Hale", "Person"), entity("Wyn Hale", "Person", head=False)]
+    facts = [fact("Vic Hale", "spouse", "Wyn Hale"), fact("Wyn Hale", "birthDate", "1950-01-01", "date"),
+             fact("Wyn Hale", "birthDate", "1951-01-01", "date"), fact("Wyn Hale", "birthPlace", "Leeds")]
+    ctx = context(entities, facts)
+    path = path_of(ctx, "Vic Hale", "Wyn Hale", "1950-01-01")
+    branch = gates.Clue(position=2, attribute="birthPlace", object="Leeds")
+    assert "birthDate is single-valued" in gates.tree_branches(ctx.facts, path, [branch])
+
+
 def test_an_ended_marriage_is_asked_in_the_past_without_an_as_of_date():
     entities = [entity("Tom Reed", "Person"), entity("Una Vale", "Person", head=False)]
     facts = [fact("Tom Reed", "spouse", "Una Vale", qualifiers={"start": "1990", "end": "2001"}),
@@ -159,6 +171,13 @@ def test_an_ended_marriage_is_asked_in_the_past_without_an_as_of_date():
         text = write_template(ctx, path, plan).text
         assert plan.ended == {0} and plan.as_of_text is None and not text.startswith("As of")
         assert " is married to" not in text and ("was married to" in text or "former spouse" in text), text
+    # Described by the ended marriage, Una Vale's husband is her former spouse.
+    attributes = describe.attributes(ctx, ctx.graph.node_id("Una Vale"), 1, random.Random(0), True, set(), set())
+    assert [a.modifier for a in attributes if a.relation == "spouse"] == []  # Una Vale states no spouse herself
+    reverse = [*facts, fact("Una Vale", "spouse", "Tom Reed", qualifiers={"start": "1990", "end": "2001"})]
+    ctx = context(entities, reverse)
+    attributes = describe.attributes(ctx, ctx.graph.node_id("Una Vale"), 1, random.Random(0), True, set(), set())
+    assert [a.modifier for a in attributes if a.relation == "spouse"] == ["whose former spouse is Tom Reed"]
     ongoing = [fact("Tom Reed", "spouse", "Una Vale", qualifiers={"start": "1990"}), *facts[1:]]
     ctx = context(entities, ongoing)
     plan = plan_question(ctx, path_of(ctx, "Tom Reed", "Una Vale", "Perth"), "clues")

@@ -93,35 +93,43 @@ def test_questions_read_as_english_and_state_the_as_of_date(sample):
 
 
 # Read aloud and checked by hand against the sample's pages (facts, fuzzed periods, descriptions, grammar).
-CHECKED = {
-    ("A Clockwork Orange (film)", ("director", "death_date"), "1999-03-07"):
-        "A dystopian crime film released in the early 1970s was directed by an American filmmaker whose place of "
-        "death is Hertfordshire. On what date did this American filmmaker die?",
-    ("King Kong (2005 film)", ("director", "birth_place"), "Pukerua Bay"):
-        "An adventure film whose screenwriter is Fran Walsh and whose distributor is Universal Pictures was directed "
-        "by a New Zealand filmmaker born in the 1960s. Where was this New Zealand filmmaker born?",
-    ("The Hobbit", ("publisher", "founded"), "1914"):
-        "A children's fantasy novel whose sequel is The Lord of the Rings was published by an organisation based in "
-        "London. When was this organisation founded?",
-    ("Emma Thomas", ("alma_mater", "established"), "1826-02-11"):
-        "A British film producer whose spouse is Christopher Nolan studied at a public research university in the "
-        "United Kingdom. When was this public research university established?",
-    ("Schindler's List", ("distributor", "founded"), "1912-04-30"):
-        "An American historical drama film released in the early 1990s and whose producer is Steven Spielberg was "
-        "distributed by an American film studio. When was this American film studio founded?",
-    ("Misery (novel)", ("author", "spouse", "birth_place"), "Old Town, Maine"):
-        "As of October 2026, a psychological horror novel published in the late 1980s was written by an American "
-        "author born in the late 1940s. This American author is married to an American novelist born in the 1940s. "
-        "In which place was this American novelist born?",
-    ("Tenet (film)", ("producer", "alma_mater", "country", "currency"), "Pound sterling"):
-        "A science fiction action thriller film released in the early 2020s, whose production company is Syncopy "
-        "and whose distributor is Warner Bros. was produced by a British film producer whose spouse is Christopher "
-        "Nolan. This British film producer studied at a public research university established in the early 19th "
-        "century. This public research university is in a country whose capital is London. What is the currency of "
-        "this country?",
-    ("It (novel)", ("author", "notable_works"), "Carrie (novel)"):
-        "A horror novel published in the mid-1980s was written by an American author whose alma mater is the "
-        "University of Maine. Which notable work of this American author was published in the mid-1970s?",
+CHECKED = {  # relations are ontology properties (graph/ontology.py)
+    ("A Clockwork Orange (film)", ("director", "deathDate"), "1999-03-07"):
+        "A dystopian crime film released in the early 1970s was directed by an American filmmaker born in the late "
+        "1920s. When did this American filmmaker die?",
+    ("King Kong (2005 film)", ("director", "birthPlace"), "Pukerua Bay"):
+        "An adventure film released in the mid-2000s and whose writer is Fran Walsh was directed by a New Zealand "
+        "filmmaker born in the early 1960s. Name the birthplace of this New Zealand filmmaker.",
+    ("Lady Bird (film)", ("director", "spouse", "education", "city"), "Poughkeepsie, New York"):
+        "As of October 2026, an American coming-of-age comedy-drama film whose distributor is A24 was directed by an "
+        "American actress born in the 1980s. This American actress is married to an American filmmaker born in the "
+        "late 20th century. This American filmmaker was educated at a private liberal arts college founded in the "
+        "early 1860s. In which city is this private liberal arts college located?",
+    ("Frank Herbert", ("almaMater", "city"), "Seattle"):
+        "A writer whose notable work is the novel Dune studied at a public research university founded in the "
+        "mid-19th century. In which city is this public research university located?",
+    ("Emma Watson", ("birthPlace", "country", "officialLanguage"), "French"):
+        "An English actress whose place of education is Brown University was born in a city. This city is in a "
+        "country. What is the official language of this country?",
+    ("Michael Crichton", ("deathPlace", "populationTotal"), "3898747"):
+        "As of October 2026, an American author whose birthplace is Chicago died in a city in California. What is "
+        "the population of this city?",
+    ("Amblin Entertainment", ("founder", "education", "city"), "Long Beach, California"):
+        "An American film production company founded in the early 1980s was founded by an American filmmaker whose "
+        "former spouse is Amy Irving. This American filmmaker was educated at a public university founded in the "
+        "late 1940s. In which city is this public university located?",
+    ("Steven Spielberg", ("organisation", "founder"), "Kathleen Kennedy (producer)"):  # a tree: three founders
+        "An American filmmaker whose former spouse is Amy Irving is associated with an American film production "
+        "company founded in the 1980s. Which founder of this American film production company has Berkeley, "
+        "California as their birthplace?",
+    ("Harry Potter and the Prisoner of Azkaban (film)", ("director", "birthPlace", "country", "currency"),
+     "Mexican peso"):
+        "A fantasy film whose producer is the filmmaker Chris Columbus was directed by a Mexican filmmaker born in "
+        "the early 1960s. This Mexican filmmaker was born in a city. This city is in a country. What is the currency "
+        "of this country?",
+    ("The Hobbit", ("author", "almaMater"), "Exeter College, Oxford"):
+        "A children's fantasy novel published in the late 1930s was written by an English writer born in the late "
+        "19th century. Which institution did this English writer attend?",
 }
 
 
