@@ -40,11 +40,13 @@ dataset: $(BASE_STAMP)
 test: $(RL_STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
-# The llama.cpp server env for llm-check: built from source without CPU-specific flags, niced.
+# The llama.cpp server env for llm-check: built from source for this machine's CPU (AVX2/AVX-512: a
+# generic x86-64 build is several times slower), without llama.cpp's tools and multimodal parts; niced.
 $(LLM_STAMP): requirements-llm.txt
 	test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" nice -n 19 \
-		$(LLM_VENV)/bin/python -m pip install --disable-pip-version-check --quiet -r requirements-llm.txt
+	CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAVA_BUILD=OFF" \
+		nice -n 19 \
+		$(LLM_VENV)/bin/python -m pip install --no-cache-dir --disable-pip-version-check --quiet -r requirements-llm.txt
 	touch $@
 
 # Every LLM role against Gemma 3 270M under llama.cpp on 127.0.0.1 (not in CI: see README). RECORD=1

@@ -25,6 +25,7 @@ from pipeline.wikitext import (
     BOX_NAMES,
     complete_date,
     is_entity_link,
+    is_list_page,
     iso_date,
     normalize_template_name,
     normalize_title,
@@ -166,6 +167,8 @@ def map_box(box: Infobox, ontology: Ontology) -> None:
         reason = ontology.plumbing_reason(fact.relation, name) or ontology.range_mismatch(name, fact.value_type)
         if not reason and fact.value_type in ("string", "quantity"):  # "220px" reads as 220 with the unit px
             reason = ontology.value_plumbing(f"{fact.value} {fact.unit}" if fact.unit else fact.value)
+        if not reason and fact.tail and is_list_page(fact.tail):  # "basin_countries = [[List of ...]]"
+            reason = "list_page"
         if reason:
             box.excluded[reason] += 1
             continue
