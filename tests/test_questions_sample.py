@@ -105,31 +105,27 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py)
         "American actress born in the 1980s. This American actress is married to an American filmmaker born in the "
         "late 20th century. This American filmmaker was educated at a private liberal arts college founded in the "
         "early 1860s. In which city is this private liberal arts college located?",
-    ("Frank Herbert", ("almaMater", "city"), "Seattle"):
-        "A writer whose notable work is the novel Dune studied at a public research university founded in the "
-        "mid-19th century. In which city is this public research university located?",
     ("Emma Watson", ("birthPlace", "country", "officialLanguage"), "French"):
         "An English actress whose place of education is Brown University was born in a city. This city is in a "
         "country. What is the official language of this country?",
     ("Michael Crichton", ("deathPlace", "populationTotal"), "3898747"):
         "As of October 2026, an American author whose birthplace is Chicago died in a city in California. What is "
         "the population of this city?",
-    ("Amblin Entertainment", ("founder", "education", "city"), "Long Beach, California"):
-        "An American film production company founded in the early 1980s was founded by an American filmmaker whose "
-        "former spouse is Amy Irving. This American filmmaker was educated at a public university founded in the "
-        "late 1940s. In which city is this public university located?",
-    ("Steven Spielberg", ("organisation", "founder"), "Kathleen Kennedy (producer)"):  # a tree: three founders
-        "An American filmmaker whose former spouse is Amy Irving is associated with an American film production "
-        "company founded in the 1980s. Which founder of this American film production company has Berkeley, "
-        "California as their birthplace?",
-    ("Harry Potter and the Prisoner of Azkaban (film)", ("director", "birthPlace", "country", "currency"),
-     "Mexican peso"):
-        "A fantasy film whose producer is the filmmaker Chris Columbus was directed by a Mexican filmmaker born in "
-        "the early 1960s. This Mexican filmmaker was born in a city. This city is in a country. What is the currency "
-        "of this country?",
-    ("The Hobbit", ("author", "almaMater"), "Exeter College, Oxford"):
-        "A children's fantasy novel published in the late 1930s was written by an English writer born in the late "
-        "19th century. Which institution did this English writer attend?",
+    ("Tabitha King", ("almaMater", "city"), "Orono, Maine"):
+        "An American novelist whose spouse is Stephen King studied at a public research university founded in the "
+        "1860s. In which city is this public research university located?",
+    ("Liam Neeson", ("spouse", "deathPlace"), "New York City"):  # a marriage that ended: in the past tense
+        "An actor whose birthplace is Ballymena was married to an English actress who died in the 2000s. Where did "
+        "this English actress die?",
+    ("A Clockwork Orange (novel)", ("author", "deathDate"), "1993-11-22"):
+        "A dystopian novel published in the early 1960s was written by an English novelist born in the late 1910s. "
+        "When did this English novelist die?",
+    ("Thomas Keneally", ("notableWork", "award"), "Booker Prize"):
+        "A historical novel published in the late 20th century is a notable work of an Australian novelist born in "
+        "the 1930s. What is the award of this historical novel?",
+    ("Jaws (film)", ("director", "education"), "California State University, Long Beach"):
+        "An American thriller film whose writer is Peter Benchley was directed by an American filmmaker whose "
+        "birthplace is Cincinnati. Where was this American filmmaker educated?",
 }
 
 
