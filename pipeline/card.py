@@ -32,6 +32,17 @@ PLOTS = {
     "critic": "critic_pass_rate_per_criterion.png",
     "accuracy": "outcome_accuracy_per_framework.png",
 }
+# The one step from an `openai` row as `datasets` loads it to a chat completions request: Arrow gives every
+# message every field (absent ones as None, which the API's types reject), `loss` and `reasoning_content`
+# are not API fields, and `tools` are JSON strings. Tests run this very text over every row.
+OPENAI_REQUEST_CODE = """import json
+
+def chat_request(row):
+    messages = [{k: v for k, v in m.items() if v is not None and k not in ("loss", "reasoning_content")}
+                for m in row["messages"]]
+    return {"messages": messages, "tools": [json.loads(tool) for tool in row["tools"]]}
+"""
+
 CONFIG_DESCRIPTIONS = {
     "questions": "verified multi-hop questions with answer, aliases, as-of date and the graph path behind them",
     "trajectories": "the canonical record: one agent trajectory with every turn's critic judgement",
@@ -194,7 +205,8 @@ def size_category(rows: int) -> str:
     return f"{bounds[exponent]}<n<{bounds[exponent + 1]}"
 
 
-def card_header(name: str, split_rows: dict[str, dict[str, int]]) -> dict[str, Any]:
+def card_header(name: str, split_rows: dict[str, dict[str, int]],
+                split_bytes: dict[str, dict[str, int]]) -> dict[str, Any]:
     """The Hub YAML header: license, categories, and one config per non-empty table with its data files."""
     configs, infos = [], []
     for config in CONFIGS:
@@ -208,7 +220,7 @@ def card_header(name: str, split_rows: dict[str, dict[str, int]]) -> dict[str, A
         if config == DEFAULT_CONFIG:
             entry["default"] = True
         configs.append(entry)
-        infos.append(dataset_info_yaml(config, splits))
+        infos.append(dataset_info_yaml(config, splits, split_bytes[config]))
     largest = max((sum(s.values()) for s in split_rows.values()), default=0)
     return {
         "license": "cc-by-sa-4.0",
@@ -264,6 +276,7 @@ def render_card(
     name: str,
     stats: DatasetStats,
     split_rows: dict[str, dict[str, int]],
+    split_bytes: dict[str, dict[str, int]],
     manifests: dict[str, Manifest],
     seed: int,
     plots: dict[str, str],
@@ -272,7 +285,7 @@ def render_card(
 ) -> str:
     """The whole `README.md`: YAML header, description, provenance, how the data was made, statistics, the
     question report (`synth.report.question_report`) and plots."""
-    header = yaml.safe_dump(card_header(name, split_rows), sort_keys=False, allow_unicode=True, width=1000)
+    header = yaml.safe_dump(card_header(name, split_rows, split_bytes), sort_keys=False, allow_unicode=True, width=1000)
     config_rows = [
         [f"`{c}`", CONFIG_DESCRIPTIONS[c], *(split_rows.get(c, {}).get(s, 0) for s in ("train", "test"))]
         for c in CONFIGS
@@ -295,6 +308,10 @@ def render_card(
         f'`datasets.load_dataset("parquet", data_files={{"train": "{shard_pattern("toolmind", "train")}"}})` '
         "or by config name from the Hub. Free-form objects (tool-call arguments, tool declarations) are "
         "stored as JSON strings.\n",
+        "An `openai` row becomes a chat completions request (`client.chat.completions.create(model=..., "
+        "**chat_request(row))`) in one step, which drops the fields Arrow filled with null and the "
+        "training-only fields:\n",
+        f"```python\n{OPENAI_REQUEST_CODE}```\n",
         "## Provenance\n",
         _table(["item", "value"], _provenance(manifests, seed)) + "\n",
         *_how_made(manifests, questions),

@@ -257,9 +257,11 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
 
     outputs: dict[str, list[str]] = {}
     split_rows: dict[str, dict[str, int]] = {c: {} for c in CONFIGS}
+    split_bytes: dict[str, dict[str, int]] = {c: {} for c in CONFIGS}
     for (config_name, split), writer in writers.items():
         outputs.setdefault(config_name, []).extend(writer.close())
         split_rows[config_name][split] = writer.count
+        split_bytes[config_name][split] = writer.num_bytes
         counts[f"rows:{config_name}:{split}"] = writer.count
     counts["questions_in"] = stats.questions + stats.skipped["duplicate_question"]
     counts["trajectories_in"] = stats.trajectories + stats.skipped["duplicate_trajectory"]
@@ -271,7 +273,7 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
     plots = write_plots(stats, root)
     published = [path for files in outputs.values() for path in files] + list(plots.values())
     outputs["checksums"] = [write_checksums(root, published)]
-    card = render_card(config.name, stats, split_rows, manifests, config.seed, plots, environment,
+    card = render_card(config.name, stats, split_rows, split_bytes, manifests, config.seed, plots, environment,
                        measure(report_folders(dirs)))
     atomic_write_text(root / "README.md", card)
     outputs["card"] = ["README.md"]
