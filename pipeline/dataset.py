@@ -25,6 +25,7 @@ from pipeline import renders
 from pipeline.card import DatasetStats, render_card, write_plots
 from pipeline.errors import UserError
 from pipeline.extract import parse_as_of
+from pipeline.folder_lock import lock_folder, unlock_folder
 from pipeline.io import atomic_write_text, read_manifest, read_records, shard_files
 from pipeline.layout import CONFIGS, SPLITS, SplitWriter, split_of, write_checksums
 from pipeline.progress import console, print_summary, track, watch_units
@@ -119,6 +120,8 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     out = console()
     reused = []
     manifest = None
+    Path(config.out).mkdir(parents=True, exist_ok=True)
+    lock_folder(config.out)
     try:
         for position, (name, step) in enumerate(steps, start=1):
             before = read_manifest(dirs[name])
@@ -133,6 +136,7 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
                 reused.append(name)
                 out.print(f"      finished by an earlier run (key {manifest.key[:12]}), skipped")
     finally:  # also after a failure or an interrupt: what is finished, and its counts
+        unlock_folder(config.out)
         print_summary(dirs, reused)
         if (report := measure(report_folders(dirs))) is not None:
             print_report(report)

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from pipeline.secrets import register_secret_env
+
 
 class _Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -43,6 +45,13 @@ class LLMRole(_Config):
     structured_output: Literal["json_schema", "json_object", "none"] = Field(
         default="json_schema", description="the first response_format tried for JSON replies; falls back")
     extra_body: dict = Field(default_factory=dict)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_is_a_secret(cls, name: str) -> str:
+        """Whatever variable a role names holds a secret: `pipeline.secrets.scrub` masks its value."""
+        register_secret_env(name)
+        return name
 
     @property
     def offline(self) -> bool:
