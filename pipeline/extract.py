@@ -29,17 +29,23 @@ inputs and config is skipped, an interrupted one runs again and overwrites the s
 Time limit per page: mwparserfromhell's C tokenizer holds the GIL, so no thread can interrupt it and an
 alarm only fires between Python bytecodes. The guard is therefore layered: (1) the size cap and the
 brace/bracket balance check keep pathological input (the usual cause of parser blow-ups) away from the
-tokenizer, and spans are parsed one at a time; (2) in the main thread a SIGALRM timer interrupts Python-
-level work (tree walks, the pure-Python parts of the parser); (3) in worker threads, where signals cannot
-be used, a deadline is checked between spans and infoboxes. A page over its time becomes `timeout`.
+tokenizer, and spans are parsed one at a time; (2) Python-level work (tree walks, the pure-Python parts
+of the parser, fact extraction) is interrupted when the time is up: in the main thread by a SIGALRM
+timer, in any other thread (Beam's worker threads with `--direct_num_workers 2`, in every running mode)
+by one watchdog thread per process that raises the timeout in the late thread between two bytecodes, as
+the alarm does; (3) a deadline is also checked between spans and infoboxes. A page over its time becomes
+`timeout`.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import dataclasses
 import datetime as dt
+import functools
+import itertools
 import json
 import logging
 import os
@@ -191,8 +197,73 @@ class PageTimeout(Exception):
     pass
 
 
+def _set_async_exception(thread_id: int, exception: type[BaseException] | None) -> None:
+    """Raise `exception` in another thread at its next bytecode (None clears a pending one)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread_id), ctypes.py_object(exception) if exception is not None else None)
+
+
+class _ThreadWatchdog:
+    """One daemon thread per process that interrupts threads whose page deadline passed (threads cannot
+    receive SIGALRM). `arm` registers the calling thread; `disarm` removes it and clears an exception that
+    fired but was not yet raised, so it can never escape the page it was meant for. Until disarmed, a late
+    thread is interrupted again every _REFIRE_S seconds."""
+
+    def __init__(self):
+        self._wake = threading.Condition()
+        self._armed: dict[int, tuple[float, int, type[PageTimeout]]] = {}
+        self._tokens = itertools.count()
+        self._thread: threading.Thread | None = None
+        self._sleeps_until = float("inf")  # when the watchdog wakes next: a later deadline need not wake it
+        self._fired: set[int] = set()
+
+    def arm(self, expires: float, exception: type[PageTimeout]) -> int:
+        with self._wake:
+            token = next(self._tokens)
+            self._armed[token] = (expires, threading.get_ident(), exception)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="hopsmith-page-watchdog", daemon=True)
+                self._thread.start()
+            if expires < self._sleeps_until:
+                self._wake.notify()
+            return token
+
+    def disarm(self, token: int) -> None:
+        with self._wake:  # under the lock, so the watchdog cannot fire again between these lines
+            self._armed.pop(token, None)
+            if token in self._fired:
+                self._fired.discard(token)
+                _set_async_exception(threading.get_ident(), None)
+
+    def _run(self) -> None:
+        with self._wake:
+            while True:
+                now = time.monotonic()
+                for token in [t for t, (expires, _, _) in self._armed.items() if expires <= now]:
+                    _, thread_id, exception = self._armed[token]
+                    _set_async_exception(thread_id, exception)
+                    # Raised again until disarmed: one raised inside a weakref callback or __del__ is
+                    # printed and swallowed by the interpreter instead of ending the page.
+                    self._armed[token] = (now + _REFIRE_S, thread_id, exception)
+                    self._fired.add(token)
+                upcoming = min((expires for expires, _, _ in self._armed.values()), default=None)
+                self._sleeps_until = float("inf") if upcoming is None else upcoming
+                self._wake.wait(None if upcoming is None else max(upcoming - now, 1e-3))
+
+
+_WATCHDOG = _ThreadWatchdog()
+_REFIRE_S = 0.05
+
+
+@functools.cache
+def _watchdog_timeout(seconds: float) -> type[PageTimeout]:
+    """The exception the watchdog raises (raised by class, so its message is built in)."""
+    return type("PageTimeout", (PageTimeout,),
+                {"__init__": lambda self: PageTimeout.__init__(self, f"over {seconds:g}s (watchdog)")})
+
+
 class Deadline:
-    """A page's time budget: SIGALRM in the main thread, cooperative checks everywhere."""
+    """A page's time budget: SIGALRM in the main thread, the watchdog in others, cooperative checks everywhere."""
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -204,10 +275,15 @@ class Deadline:
 
     @contextlib.contextmanager
     def alarm(self) -> Iterator[None]:
-        """SIGALRM after `seconds` (main thread only). An interval timer already running (a test runner's
-        own timeout) keeps its deadline: it is re-armed with its remaining time afterwards."""
+        """Interrupt the block when the time is up: SIGALRM in the main thread, the watchdog elsewhere.
+        An interval timer already running (a test runner's own timeout) keeps its deadline: it is re-armed
+        with its remaining time afterwards."""
         if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-            yield
+            token = _WATCHDOG.arm(self.expires, _watchdog_timeout(self.seconds))
+            try:
+                yield
+            finally:
+                _WATCHDOG.disarm(token)
             return
         outer_left, outer_interval = signal.getitimer(signal.ITIMER_REAL)
         outer_first = 0 < outer_left < self.seconds
@@ -609,6 +685,9 @@ class _Outputs(NamedTuple):
 class _ExtractArticles(beam.DoFn):
     def __init__(self, config: ExtractConfig):
         self.config = config
+
+    def setup(self):
+        load_ontology()  # once per worker, before any page's time limit starts
 
     def process(self, page: Page, table: RedirectTable, as_of):
         result = extract_article(page, table.resolve, as_of, self.config)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import bz2
 import datetime as dt
+import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from pipeline.sources import iter_dump_pages
 from pipeline.sources.dump import dump_work_units, read_dump_unit
 from pipeline.sources.dump_writer import page_xml, site_header, write_multistream
 from schemas.base import arrow_schema
-from schemas.config import ExtractConfig
+from schemas.config import BeamOptions, ExtractConfig
 from schemas.wiki import Entity, Page, Relation, SkippedRecord
 
 DUMP_DAY = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
@@ -228,3 +230,51 @@ def test_an_offset_into_garbage_is_a_counted_loss_not_a_silent_one(tmp_path):
     assert kept == [p.page_id for p in pages if not 17 <= p.page_id <= 20]
     skips = Counter(r.reason for r in records if isinstance(r, SkippedRecord))
     assert skips["index_mismatch"] == 1 and set(skips) <= {"index_mismatch", "corrupt_bz2"}
+
+
+def _hangs(_):
+    while True:  # a parser that never returns, in pure Python
+        sum(range(1000))
+
+
+def test_a_hanging_page_in_a_worker_thread_is_interrupted(monkeypatch):
+    """Off the main thread no SIGALRM can be used: the watchdog interrupts the thread instead."""
+    from pipeline import extract
+
+    monkeypatch.setattr(extract, "parse_infoboxes", _hangs)
+    results = []
+    slow = _page(1, "Slow", "{{Infobox person|name=X}}\n'''Slow''' is slow.")
+    worker = threading.Thread(target=lambda: results.append(
+        extract.extract_article(slow, lambda title: title, None, ExtractConfig(page_timeout_s=0.2))), daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "the page ran on past its time limit"
+    assert results[0].reason == "timeout" and "watchdog" in results[0].detail
+    quick = extract.extract_article(_page(2, "Quick"), lambda title: title, None, ExtractConfig(page_timeout_s=0.2))
+    time.sleep(0.3)  # a disarmed deadline never fires later
+    assert quick.entity.title == "Quick"
+
+
+@pytest.mark.parametrize("mode", ["multi_threading", "multi_processing"])
+def test_the_page_time_limit_holds_with_two_workers(tmp_path, mode):
+    """A 200 KB page whose infobox takes seconds to read, against a 1 s limit, in each running mode."""
+    slow_text = "{{Infobox person\n| name = X\n| spouse = " + "[[a]]<br>" * 22_000 + "\n}}\n'''Slow''' is slow."
+    pages = [_page(1, "Slow", slow_text), *(_page(i, f"Town {i}") for i in range(2, 8))]
+    dump = _write(tmp_path / "slow.xml", "".join(page_xml(p) for p in pages))
+    config = ExtractConfig(dump=dump, page_timeout_s=1.0)
+    manifest = run_extract(config, tmp_path / "g", BeamOptions(direct_num_workers=2, direct_running_mode=mode))
+    assert (manifest.counts["kept"], manifest.counts["skipped:timeout"]) == (6, 1)
+    (timeout,) = read_table(SkippedRecord, tmp_path / "g" / "skipped").to_pylist()
+    assert "watchdog" in timeout["detail"]  # interrupted at its limit, not found late after the fact
+
+
+def test_infobox_spans_stay_linear_in_page_size():
+    """Finding boxes looked back and forth for `<!--`/`-->` at every box start: a 1 MB page of boxes inside
+    a comment took minutes (quadratic). It is now one pass, so the page reads well within its time limit."""
+    from pipeline import extract
+
+    text = "'''Big''' is big. <!-- " + "{{Infobox person|name=X}} " * 38_000
+    config = ExtractConfig(page_timeout_s=20.0, max_page_bytes=2_000_000)
+    result = extract.extract_article(_page(1, "Big", text), lambda title: title, None, config)
+    assert isinstance(result, extract.ArticleResult), result
+    assert result.relations == []  # every box was inside the comment

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from pipeline.io import read_records
-from pipeline.llm import LLMClient
+from pipeline.llm import LLMClient, LLMUnavailable
 from schemas.config import IndexConfig, LLMRole, TrajectoryConfig
 from schemas.questions import Question
 from schemas.trajectory import Trajectory
@@ -340,3 +340,40 @@ def test_parts_are_streamed_into_numbered_shards(offline_run, snapshot, tmp_path
     assert outputs == [f"trajectories/trajectories-{i:05d}-of-{shards:05d}.parquet" for i in range(shards)]
     assert list(read_records(Trajectory, tmp_path / "trajectories")) == trajectories
     assert counts == {k: v for k, v in manifest.counts.items() if not k.startswith("questions_")}
+
+
+@pytest.mark.parametrize(("framework_name", "reply"), [
+    ("tagged", ", then"),  # a base model continuing our own format reminder
+    ("function_calling", "I need to find out more about this before I can give the answer."),
+])
+def test_an_echo_or_a_ramble_is_never_the_final_answer(snapshot, framework_name, reply):
+    with OpenAIServer(lambda body: Reply(content=reply)) as server:
+        env = SearchEnvironment.load(snapshot / "index")
+
+        async def episode():
+            client = LLMClient(LLMRole(base_url=server.base_url, model="m", max_retries=0), None)
+            try:
+                return await run_episode(QUESTIONS[0], get_framework(framework_name), LLMPolicy(client, ContextWindow()),
+                                         env, max_turns=5, max_parse_failures=3)
+            finally:
+                await client.aclose()
+
+        trajectory = asyncio.run(episode())
+    assert trajectory.final_answer is None and trajectory.stop_reason == "parse_failures"
+    assert all(turn.parse_error for turn in trajectory.turns) and trajectory.model == "m"
+
+
+def test_an_outage_is_not_an_error_trajectory(snapshot):
+    with OpenAIServer(lambda body: Reply(status=503, error="down")) as server:
+        env = SearchEnvironment.load(snapshot / "index")
+
+        async def episode():
+            client = LLMClient(LLMRole(base_url=server.base_url, model="m", max_retries=1, backoff_s=0.01), None)
+            try:
+                return await run_episode(QUESTIONS[0], get_framework("react"), LLMPolicy(client, ContextWindow()),
+                                         env, max_turns=5)
+            finally:
+                await client.aclose()
+
+        with pytest.raises(LLMUnavailable):
+            asyncio.run(episode())
