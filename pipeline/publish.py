@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pipeline.errors import UserError
 from pipeline.layout import CHECKSUMS, DATA_DIR
+from pipeline.secrets import ScrubLogs, scrub
 from pipeline.validate import validate_dataset
 
 TOKEN_ENV = "HF_TOKEN"
@@ -30,29 +31,13 @@ def files_to_publish(root: Path) -> list[Path]:
     return sorted(path.relative_to(root) for path in files)
 
 
-def _scrub(text: str, token: str) -> str:
-    return text.replace(token, "***") if token else text
-
-
-class _ScrubToken(logging.Filter):
-    """Masks the token in every log record (the Hub client logs server replies, which may echo it)."""
-
-    def __init__(self, token: str):
-        super().__init__()
-        self.token = token
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if self.token in message:
-            record.msg, record.args = _scrub(message, self.token), None
-        return True
-
-
 @contextlib.contextmanager
-def _token_scrubbed_logs(token: str):
+def _scrubbed_logs():
+    """Mask secrets on every handler of every logger while the Hub client runs (it logs server replies,
+    which may echo the token, and some libraries attach handlers of their own)."""
     loggers = [logging.getLogger(), *(v for v in logging.Logger.manager.loggerDict.values() if isinstance(v, logging.Logger))]
     handlers = {handler for logger in loggers for handler in logger.handlers}
-    scrubber = _ScrubToken(token)
+    scrubber = ScrubLogs()
     for handler in handlers:
         handler.addFilter(scrubber)
     try:
@@ -90,7 +75,7 @@ def publish(
     from huggingface_hub import HfApi
 
     api = HfApi(token=token)
-    with _token_scrubbed_logs(token), warnings.catch_warnings():
+    with _scrubbed_logs(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Hub warnings may quote server replies; failures raise below
         _upload(api, root, repo_id, files, private, message, token)
     return files
@@ -109,9 +94,9 @@ def _upload(api, root: Path, repo_id: str, files: list[Path], private: bool, mes
             commit_message=message,
         )
     except HfHubHTTPError as error:
-        raise UserError(f"the Hub refused the upload: {_scrub(str(error), token)}") from None
+        raise UserError(f"the Hub refused the upload: {scrub(str(error), token)}") from None
     except OSError as error:
-        raise UserError(f"could not reach the Hub: {_scrub(str(error), token)}") from None
+        raise UserError(f"could not reach the Hub: {scrub(str(error), token)}") from None
 
 
 def register(subparsers) -> None:

@@ -40,3 +40,6 @@ class Manifest(BaseModel):
     seed: int | None = None
     started_at: AwareDatetime | None = None
     finished_at: AwareDatetime | None = None
+    owned: list[str] = Field(
+        default_factory=list, description="top-level entries of the folder this stage wrote: all a restart removes"
+    )
