@@ -5,6 +5,10 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 BASE_STAMP := $(VENV)/.installed-base
 RL_STAMP := $(VENV)/.installed-rl
+# the verl contract environment: real verl on CPU torch, separate from .venv (verl pins an older transformers)
+VERL_VENV := .venv-verl
+VERL_STAMP := $(VERL_VENV)/.installed
+VERL_CHECK := build/verl-check
 
 # make dataset knobs (see README "Configuration"): a TOML CONFIG, and flags that override it when set.
 CONFIG ?=
@@ -20,7 +24,7 @@ LLM_VENV := .venv-llm
 LLM_STAMP := $(LLM_VENV)/.installed
 RECORD ?=
 
-.PHONY: dataset test bench lint rl clean venv llm-check
+.PHONY: dataset test test-scale bench lint rl clean venv llm-check verl-check
 
 $(BASE_STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,7 +42,11 @@ dataset: $(BASE_STAMP)
 	$(BIN)/hopsmith dataset $(if $(CONFIG),--config $(CONFIG)) --out $(OUT) $(if $(SEED),--seed $(SEED)) $(if $(DUMP),--dump $(DUMP)) $(if $(INDEX),--index $(INDEX)) $(if $(AS_OF),--as-of $(AS_OF)) $(if $(WORKERS),--direct_num_workers $(WORKERS))
 
 test: $(RL_STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not scale" $(PYTEST_ARGS)
+
+# The distributed-engine tests (a dask.distributed cluster on 127.0.0.1): minutes on 2 cores, so apart.
+test-scale: $(BASE_STAMP)
+	$(BIN)/python -m pytest -q -m scale $(PYTEST_ARGS)
 
 # The llama.cpp server env for llm-check: built from source for this machine's CPU (AVX2/AVX-512: a
 # generic x86-64 build is several times slower), without llama.cpp's tools and multimodal parts; niced.
@@ -62,6 +70,18 @@ lint: $(BASE_STAMP)
 
 rl: $(RL_STAMP)
 	$(BIN)/hopsmith rl train --shards $(OUT)/dataset --out $(OUT)/rl --preset tiny-cpu
+
+$(VERL_STAMP): requirements-verl.txt requirements-verl.lock
+	test -x $(VERL_VENV)/bin/python || $(PYTHON) -m venv $(VERL_VENV)
+	$(VERL_VENV)/bin/python -m pip --disable-pip-version-check install --quiet pip==26.3
+	$(VERL_VENV)/bin/python -m pip --disable-pip-version-check install --quiet -c requirements-verl.lock -r requirements-verl.txt
+	touch $@
+
+# `hopsmith rl export-verl` of the shipped sample's dataset, checked by the contract suite with the real verl
+verl-check: $(BASE_STAMP) $(VERL_STAMP)
+	$(BIN)/hopsmith dataset --out $(VERL_CHECK)/out
+	$(BIN)/hopsmith rl export-verl --shards $(VERL_CHECK)/out/dataset --out $(VERL_CHECK)/verl
+	HOPSMITH_VERL_EXPORT=$(CURDIR)/$(VERL_CHECK)/verl PYTHONPATH=$(CURDIR) $(VERL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_verl
 
 clean:
 	rm -rf $(OUT) .pytest_cache

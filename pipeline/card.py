@@ -32,6 +32,17 @@ PLOTS = {
     "critic": "critic_pass_rate_per_criterion.png",
     "accuracy": "outcome_accuracy_per_framework.png",
 }
+# The one step from an `openai` row as `datasets` loads it to a chat completions request: Arrow gives every
+# message every field (absent ones as None, which the API's types reject), `loss` and `reasoning_content`
+# are not API fields, and `tools` are JSON strings. Tests run this very text over every row.
+OPENAI_REQUEST_CODE = """import json
+
+def chat_request(row):
+    messages = [{k: v for k, v in m.items() if v is not None and k not in ("loss", "reasoning_content")}
+                for m in row["messages"]]
+    return {"messages": messages, "tools": [json.loads(tool) for tool in row["tools"]]}
+"""
+
 CONFIG_DESCRIPTIONS = {
     "questions": "verified multi-hop questions with answer, aliases, as-of date and the graph path behind them",
     "trajectories": "the canonical record: one agent trajectory with every turn's critic judgement",
@@ -194,7 +205,8 @@ def size_category(rows: int) -> str:
     return f"{bounds[exponent]}<n<{bounds[exponent + 1]}"
 
 
-def card_header(name: str, split_rows: dict[str, dict[str, int]]) -> dict[str, Any]:
+def card_header(name: str, split_rows: dict[str, dict[str, int]],
+                split_bytes: dict[str, dict[str, int]]) -> dict[str, Any]:
     """The Hub YAML header: license, categories, and one config per non-empty table with its data files."""
     configs, infos = [], []
     for config in CONFIGS:
@@ -208,7 +220,7 @@ def card_header(name: str, split_rows: dict[str, dict[str, int]]) -> dict[str, A
         if config == DEFAULT_CONFIG:
             entry["default"] = True
         configs.append(entry)
-        infos.append(dataset_info_yaml(config, splits))
+        infos.append(dataset_info_yaml(config, splits, split_bytes[config]))
     largest = max((sum(s.values()) for s in split_rows.values()), default=0)
     return {
         "license": "cc-by-sa-4.0",
@@ -255,17 +267,25 @@ def _provenance(manifests: dict[str, Manifest], seed: int) -> list[list[Any]]:
     return rows
 
 
+def _source(manifests: dict[str, Manifest]) -> str:
+    return "the shipped hopsmith sample dump (written in the style of Wikipedia)" if _from_sample(manifests) \
+        else "a Wikipedia snapshot"
+
+
 def render_card(
     name: str,
     stats: DatasetStats,
     split_rows: dict[str, dict[str, int]],
+    split_bytes: dict[str, dict[str, int]],
     manifests: dict[str, Manifest],
     seed: int,
     plots: dict[str, str],
     environment: str,
+    questions: dict[str, Any] | None = None,
 ) -> str:
-    """The whole `README.md`: YAML header, description, provenance, statistics and plots."""
-    header = yaml.safe_dump(card_header(name, split_rows), sort_keys=False, allow_unicode=True, width=1000)
+    """The whole `README.md`: YAML header, description, provenance, how the data was made, statistics, the
+    question report (`synth.report.question_report`) and plots."""
+    header = yaml.safe_dump(card_header(name, split_rows, split_bytes), sort_keys=False, allow_unicode=True, width=1000)
     config_rows = [
         [f"`{c}`", CONFIG_DESCRIPTIONS[c], *(split_rows.get(c, {}).get(s, 0) for s in ("train", "test"))]
         for c in CONFIGS
@@ -275,9 +295,9 @@ def render_card(
     parts = [
         f"---\n{header}---\n",
         f"# {name}\n",
-        "Deep-search training data synthesised by **hopsmith** from a Wikipedia snapshot, following the "
-        "Nanbeige4.1-3B recipe: an entity-relation graph from infoboxes, conditional random walks, verified "
-        "multi-hop questions with unique answers, agent trajectories in several frameworks over a local "
+        f"Deep-search training data synthesised by **hopsmith** from {_source(manifests)}, following the "
+        "Nanbeige4.1-3B recipe: an entity-relation graph from infoboxes, conditional random walks, gated "
+        "multi-hop questions (answer uniqueness checked over the graph), agent trajectories in several frameworks over a local "
         "search environment built from the same snapshot, and a turn-level critic whose verdicts become "
         "per-turn loss masks and rewards.\n",
         "## Configs\n",
@@ -288,8 +308,13 @@ def render_card(
         f'`datasets.load_dataset("parquet", data_files={{"train": "{shard_pattern("toolmind", "train")}"}})` '
         "or by config name from the Hub. Free-form objects (tool-call arguments, tool declarations) are "
         "stored as JSON strings.\n",
+        "An `openai` row becomes a chat completions request (`client.chat.completions.create(model=..., "
+        "**chat_request(row))`) in one step, which drops the fields Arrow filled with null and the "
+        "training-only fields:\n",
+        f"```python\n{OPENAI_REQUEST_CODE}```\n",
         "## Provenance\n",
         _table(["item", "value"], _provenance(manifests, seed)) + "\n",
+        *_how_made(manifests, questions),
         f"RL prompts roll out in the search environment `{environment}` (the `index` stage output of the same "
         "run: `synth.environment.SearchEnvironment.load(<out>/index)`).\n",
         "## Statistics\n",
@@ -332,6 +357,15 @@ def render_card(
             "Rows left out of the training renders, by reason:\n",
             _table(["reason", "rows"], skipped) + "\n",
         ]
+    if questions is not None:
+        from synth.report import report_rows
+
+        parts += [
+            "## Questions\n",
+            "Measured on the published questions by `hopsmith question-report` (the start entity looked for "
+            "in the text, the text sent as one search to the environment, answers counted over the graph):\n",
+            _table(["statistic", "value"], report_rows(questions)) + "\n",
+        ]
     parts += [
         "## Plots\n",
         f"![Hop-count distribution]({plots['hops']})\n",
@@ -339,10 +373,54 @@ def render_card(
         f"![Critic pass rate per criterion]({plots['critic']})\n",
         f"![Outcome accuracy per framework]({plots['accuracy']})\n",
         "## License and attribution\n",
-        "The text is derived from Wikipedia, licensed under the "
-        "[Creative Commons Attribution-ShareAlike 4.0 License](https://creativecommons.org/licenses/by-sa/4.0/); "
-        "this dataset is released under the same license. Attribution: Wikipedia contributors, "
-        "*Wikipedia, The Free Encyclopedia* (see the dump named above for the exact revisions; every "
-        "question's path records the page and revision id of each fact).\n",
+        _attribution(manifests),
     ]
     return "\n".join(parts)
+
+
+SAMPLE_DUMP_NAME = "enwiki-sample-pages-articles-multistream.xml.bz2"
+
+
+def _from_sample(manifests: dict[str, Manifest]) -> bool:
+    extract = manifests.get("extract")
+    return extract is not None and any(Path(i.path).name == SAMPLE_DUMP_NAME for i in extract.inputs)
+
+
+def _attribution(manifests: dict[str, Manifest]) -> str:
+    """Credit whoever wrote the source text: the shipped sample's authors (as its NOTICE does), or Wikipedia."""
+    if _from_sample(manifests):
+        return ("The source is the hopsmith sample dump: page texts written for hopsmith by its authors in the "
+                "style of English Wikipedia articles, abridged and not a reference source "
+                "(`data/sample/NOTICE`), licensed under the "
+                "[Creative Commons Attribution-ShareAlike 4.0 License](https://creativecommons.org/licenses/by-sa/4.0/); "
+                "this dataset is released under the same license. Attribution: \"hopsmith sample dump, by the "
+                "hopsmith authors\".\n")
+    return ("The text is derived from Wikipedia, licensed under the "
+            "[Creative Commons Attribution-ShareAlike 4.0 License](https://creativecommons.org/licenses/by-sa/4.0/); "
+            "this dataset is released under the same license. Attribution: Wikipedia contributors, "
+            "*Wikipedia, The Free Encyclopedia* (see the dump named above for the exact revisions; every "
+            "question's path records the page and revision id of each fact).\n")
+
+
+def _how_made(manifests: dict[str, Manifest], questions: dict[str, Any] | None) -> list[str]:
+    """Which engines and policies made the data, what the offline policy knew, and which checks ran."""
+    lines = []
+    writer = manifests["questions"].engines.get("writer", "") if "questions" in manifests else ""
+    if writer:
+        made = "the offline template engine" if writer == "template" else f"the LLM writer `{writer}`"
+        lines.append(f"- Questions were written by {made}.")
+    trajectories = manifests.get("trajectories")
+    if trajectories is not None:
+        policies = ", ".join(f"{role.removeprefix('policy:')}: `{engine}`" for role, engine in
+                             sorted(trajectories.engines.items()))
+        lines.append(f"- Trajectories were made by these policies per framework: {policies}.")
+        if "offline" in trajectories.engines.values():
+            lines.append("- The offline scripted policy is given each question's gold path (the entities and "
+                         "relations the answer was built from) and plans its searches from it; its runs show "
+                         "searching along a known path, not discovering one, and its errors are injected at set "
+                         "rates.")
+    if questions is not None:
+        lines.append("- Every question passed these gates: " + ", ".join(f"`{g}`" for g in questions["gates"])
+                     + "; no other property is claimed. Uniqueness is checked over the graph, counting objects "
+                     "without a page: a fact the source does not state at all cannot rule an alternative out.")
+    return ["## How the data was made\n", "\n".join(lines) + "\n"] if lines else []

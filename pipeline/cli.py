@@ -13,12 +13,14 @@ import logging
 import sys
 
 from pipeline.errors import UserError
+from pipeline.secrets import install_log_scrubber, one_line, scrub, scrubbed_traceback
 
 COMMAND_MODULES = (
     "pipeline.extract",
     "graph.stats",
     "graph.walks",
     "synth.questions",
+    "synth.report",
     "synth.environment",
     "synth.trajectories",
     "pipeline.dataset",
@@ -37,6 +39,9 @@ def build_parser() -> argparse.ArgumentParser:
         "are passed to Apache Beam (e.g. --runner DataflowRunner, --direct_num_workers 2).",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    parser.add_argument(
+        "--debug", action="store_true", help="on an unexpected error, print its full traceback (secrets masked)"
+    )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).register(subparsers)
@@ -50,23 +55,32 @@ def configure_logging(verbose: bool) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True)
     for handler in logging.getLogger().handlers:
         handler.setLevel(level)
+    install_log_scrubber()
 
 
 def main(argv: list[str] | None = None) -> int:
-    # Importing Beam warns on the root logger about optional GCP clients; only errors matter until the
-    # user's verbosity is known.
-    logging.basicConfig(level=logging.ERROR, force=True)
-    parser = build_parser()
-    args, beam_args = parser.parse_known_args(argv)
-    configure_logging(args.verbose)
+    debug = "--debug" in (sys.argv[1:] if argv is None else argv)
     try:
+        # Importing Beam warns on the root logger about optional GCP clients; only errors matter until the
+        # user's verbosity is known.
+        logging.basicConfig(level=logging.ERROR, force=True)
+        parser = build_parser()
+        args, beam_args = parser.parse_known_args(argv)
+        beam_args = [a for a in beam_args if a != "--debug"]  # also accepted after the subcommand
+        configure_logging(args.verbose)
         return int(args.func(args, beam_args) or 0)
     except UserError as error:
-        print(f"hopsmith: error: {error}", file=sys.stderr)
+        print(f"hopsmith: error: {scrub(str(error))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # also while Beam or the command modules are still importing
         print("hopsmith: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
+    except Exception as error:  # noqa: BLE001 - the last resort: one scrubbed line instead of a raw traceback
+        if debug:
+            print(scrubbed_traceback(error), file=sys.stderr, end="")
+        hint = "" if debug else " (rerun with --debug for the traceback)"
+        print(f"hopsmith: unexpected error: {one_line(error)}{hint}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

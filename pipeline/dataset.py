@@ -25,6 +25,7 @@ from pipeline import renders
 from pipeline.card import DatasetStats, render_card, write_plots
 from pipeline.errors import UserError
 from pipeline.extract import parse_as_of
+from pipeline.folder_lock import lock_folder, unlock_folder
 from pipeline.io import atomic_write_text, read_manifest, read_records, shard_files
 from pipeline.layout import CONFIGS, SPLITS, SplitWriter, split_of, write_checksums
 from pipeline.progress import console, print_summary, track, watch_units
@@ -33,6 +34,7 @@ from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
 from schemas.manifest import Manifest
 from schemas.questions import Question
+from synth.report import measure, print_report
 
 log = logging.getLogger(__name__)
 STAGE = "dataset"
@@ -43,8 +45,8 @@ SAMPLE_INDEX = REPO_ROOT / "data/sample/enwiki-sample-pages-articles-multistream
 STAGE_FOLDERS = {
     "extract": "graph",
     "walk": "paths",
+    "index": "index",  # before questions: their one-search gate searches the agents' index
     "questions": "questions",
-    "index": "index",
     "trajectories": "trajectories",
     "judge": "judged",
     STAGE: "dataset",
@@ -87,13 +89,14 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     steps: list[tuple[str, Callable[[], Manifest]]] = [
         ("extract", lambda: run_extract(config=config.extract, out_dir=dirs["extract"], **beam)),
         ("walk", lambda: run_walks(dirs["extract"], dirs["walk"], config.walk, **beam)),
+        ("index", lambda: build_index(dirs["extract"], dirs["index"], config.index)),
         (
             "questions",
             lambda: run_questions(
-                dirs["extract"], dirs["walk"], dirs["questions"], config.questions, cache, **beam
+                dirs["extract"], dirs["walk"], dirs["questions"], config.questions, cache, **beam,
+                index_dir=dirs["index"],
             ),
         ),
-        ("index", lambda: build_index(dirs["extract"], dirs["index"], config.index)),
         (
             "trajectories",
             lambda: run_trajectories(
@@ -117,6 +120,8 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     out = console()
     reused = []
     manifest = None
+    Path(config.out).mkdir(parents=True, exist_ok=True)
+    lock_folder(config.out)
     try:
         for position, (name, step) in enumerate(steps, start=1):
             before = read_manifest(dirs[name])
@@ -131,8 +136,16 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
                 reused.append(name)
                 out.print(f"      finished by an earlier run (key {manifest.key[:12]}), skipped")
     finally:  # also after a failure or an interrupt: what is finished, and its counts
+        unlock_folder(config.out)
         print_summary(dirs, reused)
+        if (report := measure(report_folders(dirs))) is not None:
+            print_report(report)
     return manifest
+
+
+def report_folders(dirs: dict[str, Path]) -> dict[str, Path]:
+    """The stage folders the question report reads, by the names it knows them by."""
+    return {"graph": dirs["extract"], "paths": dirs["walk"], "questions": dirs["questions"], "index": dirs["index"]}
 
 
 def _count_rows(folder: Path) -> int:
@@ -248,9 +261,11 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
 
     outputs: dict[str, list[str]] = {}
     split_rows: dict[str, dict[str, int]] = {c: {} for c in CONFIGS}
+    split_bytes: dict[str, dict[str, int]] = {c: {} for c in CONFIGS}
     for (config_name, split), writer in writers.items():
         outputs.setdefault(config_name, []).extend(writer.close())
         split_rows[config_name][split] = writer.count
+        split_bytes[config_name][split] = writer.num_bytes
         counts[f"rows:{config_name}:{split}"] = writer.count
     counts["questions_in"] = stats.questions + stats.skipped["duplicate_question"]
     counts["trajectories_in"] = stats.trajectories + stats.skipped["duplicate_trajectory"]
@@ -262,7 +277,8 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
     plots = write_plots(stats, root)
     published = [path for files in outputs.values() for path in files] + list(plots.values())
     outputs["checksums"] = [write_checksums(root, published)]
-    card = render_card(config.name, stats, split_rows, manifests, config.seed, plots, environment)
+    card = render_card(config.name, stats, split_rows, split_bytes, manifests, config.seed, plots, environment,
+                       measure(report_folders(dirs)))
     atomic_write_text(root / "README.md", card)
     outputs["card"] = ["README.md"]
     outputs["plots"] = sorted(plots.values())

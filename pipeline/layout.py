@@ -97,6 +97,7 @@ class SplitWriter:
         self.chars = 0
         self.provisional: list[Path] = []
         self.count = 0
+        self.num_bytes = 0  # Arrow bytes written: the split's `num_bytes` in the card, as `datasets` counts it
 
     def add(self, row: BaseModel, chars: int = 0) -> None:
         self.rows.append(row)
@@ -109,6 +110,7 @@ class SplitWriter:
         if not self.rows:
             return
         table = rows_table(self.config, self.rows)
+        self.num_bytes += table.nbytes
         path = (
             self.root
             / DATA_DIR
@@ -130,17 +132,17 @@ class SplitWriter:
         return final
 
 
-def dataset_info_yaml(config: str, split_rows: dict[str, int]) -> dict:
-    """The card's `dataset_info` entry for a config: declared features and rows per split."""
+def dataset_info_yaml(config: str, split_rows: dict[str, int], split_bytes: dict[str, int]) -> dict:
+    """The card's `dataset_info` entry for a config: declared features, rows and Arrow bytes per split
+    (`datasets` ignores a `splits` entry that lacks either, with a warning on every load)."""
     info = datasets.DatasetInfo(
         features=features(config),
         config_name=config,
-        splits=datasets.SplitDict({s: datasets.SplitInfo(s, num_examples=n) for s, n in split_rows.items()}),
+        splits=datasets.SplitDict(
+            {s: datasets.SplitInfo(s, num_bytes=split_bytes[s], num_examples=n) for s, n in split_rows.items()}
+        ),
     )
-    entry = info._to_yaml_dict()
-    for split in entry.get("splits", []):
-        split.pop("num_bytes", None)
-    return json.loads(json.dumps(entry))
+    return json.loads(json.dumps(info._to_yaml_dict()))
 
 
 def write_checksums(root: Path, relative_paths: list[str]) -> str:

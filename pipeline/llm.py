@@ -41,6 +41,7 @@ from pydantic import BaseModel, ValidationError
 
 from pipeline.errors import StageIncomplete
 from pipeline.io import atomic_write_text, stable_hash
+from pipeline.secrets import scrub
 from schemas.config import LLMRole
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,9 @@ class LLMError(RuntimeError):
     """A request that cannot succeed: the endpoint refused it, or every reply was unusable."""
 
     transient = False
+
+    def __init__(self, message: str):
+        super().__init__(scrub(message))  # it quotes server replies, which may echo the request's key
 
 
 class LLMUnavailable(LLMError):
@@ -178,7 +182,8 @@ class RoleReport:
                    int(data.get("unfinished_units", 0)))
 
     def save(self, path: Path) -> None:
-        atomic_write_text(path, json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True, indent=1))
+        text = json.dumps(self.to_json(), ensure_ascii=False, sort_keys=True, indent=1)
+        atomic_write_text(path, scrub(text))  # samples and failures quote replies, which may echo a key
 
     @classmethod
     def load_all(cls, folder: Path) -> RoleReport:
@@ -515,7 +520,8 @@ class LLMClient:
                 log.info("%s: retry %d after %s (%.2fs)", self.name, attempt + 1, type(last_error).__name__, wait)
                 await asyncio.sleep(wait)
         self.stats.unavailable += 1
-        raise LLMUnavailable(f"{self.name}: gave up after {self.role.max_retries + 1} attempts: {last_error}")
+        failure = f"{self.name}: gave up after {self.role.max_retries + 1} attempts: {last_error}"
+        raise LLMUnavailable(scrub(failure, self._client.api_key))
 
     async def _send(self, request: dict[str, Any]) -> ChatResult:
         self.stats.requests += 1

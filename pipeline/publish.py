@@ -17,7 +17,8 @@ from pathlib import Path
 
 from pipeline.errors import UserError
 from pipeline.layout import CHECKSUMS, DATA_DIR
-from pipeline.validate import validate_dataset
+from pipeline.secrets import ScrubLogs, scrub
+from pipeline.validate import add_low_yield_argument, validate_dataset
 
 TOKEN_ENV = "HF_TOKEN"
 _REPO_ID = re.compile(r"\A[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*\Z")
@@ -30,29 +31,13 @@ def files_to_publish(root: Path) -> list[Path]:
     return sorted(path.relative_to(root) for path in files)
 
 
-def _scrub(text: str, token: str) -> str:
-    return text.replace(token, "***") if token else text
-
-
-class _ScrubToken(logging.Filter):
-    """Masks the token in every log record (the Hub client logs server replies, which may echo it)."""
-
-    def __init__(self, token: str):
-        super().__init__()
-        self.token = token
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if self.token in message:
-            record.msg, record.args = _scrub(message, self.token), None
-        return True
-
-
 @contextlib.contextmanager
-def _token_scrubbed_logs(token: str):
+def _scrubbed_logs():
+    """Mask secrets on every handler of every logger while the Hub client runs (it logs server replies,
+    which may echo the token, and some libraries attach handlers of their own)."""
     loggers = [logging.getLogger(), *(v for v in logging.Logger.manager.loggerDict.values() if isinstance(v, logging.Logger))]
     handlers = {handler for logger in loggers for handler in logger.handlers}
-    scrubber = _ScrubToken(token)
+    scrubber = ScrubLogs()
     for handler in handlers:
         handler.addFilter(scrubber)
     try:
@@ -68,15 +53,17 @@ def publish(
     private: bool = False,
     dry_run: bool = False,
     message: str = "Upload hopsmith dataset",
+    allow_low_yield: bool = False,
 ) -> list[Path]:
     """Validate, then upload; returns the uploaded (or, for a dry run, the listed) files."""
     root = Path(root)
     if not _REPO_ID.match(repo_id):
         raise UserError(f"--repo-id must look like ORG/NAME, got {repo_id!r}")
-    report = validate_dataset(root)
+    report = validate_dataset(root, allow_low_yield=allow_low_yield)
     if not report.ok:
         raise UserError(
-            f"{root} does not validate ({len(report.errors)} problem(s)); run `hopsmith validate {root}`"
+            f"{root} does not validate ({len(report.errors)} problem(s), first: {report.errors[0]}); "
+            f"run `hopsmith validate {root}`"
         )
     files = files_to_publish(root)
     if dry_run:
@@ -90,7 +77,7 @@ def publish(
     from huggingface_hub import HfApi
 
     api = HfApi(token=token)
-    with _token_scrubbed_logs(token), warnings.catch_warnings():
+    with _scrubbed_logs(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # Hub warnings may quote server replies; failures raise below
         _upload(api, root, repo_id, files, private, message, token)
     return files
@@ -109,9 +96,9 @@ def _upload(api, root: Path, repo_id: str, files: list[Path], private: bool, mes
             commit_message=message,
         )
     except HfHubHTTPError as error:
-        raise UserError(f"the Hub refused the upload: {_scrub(str(error), token)}") from None
+        raise UserError(f"the Hub refused the upload: {scrub(str(error), token)}") from None
     except OSError as error:
-        raise UserError(f"could not reach the Hub: {_scrub(str(error), token)}") from None
+        raise UserError(f"could not reach the Hub: {scrub(str(error), token)}") from None
 
 
 def register(subparsers) -> None:
@@ -126,6 +113,7 @@ def register(subparsers) -> None:
     parser.add_argument("--private", action="store_true", help="create the repo as private")
     parser.add_argument("--dry-run", action="store_true", help="validate and list the files; upload nothing")
     parser.add_argument("--message", default="Upload hopsmith dataset", help="commit message")
+    add_low_yield_argument(parser)
     parser.set_defaults(func=_handle)
 
 
@@ -133,7 +121,8 @@ def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise UserError(f"unknown arguments: {' '.join(beam_args)}")
     root = Path(args.dir)
-    files = publish(root, args.repo_id, private=args.private, dry_run=args.dry_run, message=args.message)
+    files = publish(root, args.repo_id, private=args.private, dry_run=args.dry_run, message=args.message,
+                    allow_low_yield=args.allow_low_yield)
     verb = "would upload" if args.dry_run else "uploaded"
     visibility = "private" if args.private else "public"
     from huggingface_hub import constants

@@ -14,7 +14,10 @@ Conventions shared by the renders:
 - the final turn (the trajectory's last turn, when it gave an answer) is the thinking plus `\\boxed{answer}`;
 - a turn whose output could not be parsed is rendered as the model's raw output, followed by the error
   feedback the frameworks send (`parse_error_feedback`): it stays in context but is never trained on;
-- `loss` is the critic's `loss_mask` on assistant turns and 0 on every other message.
+- `loss` is the critic's `loss_mask` on assistant turns and 0 on every other message;
+- observations are page text, i.e. untrusted: `neutralise` escapes the chat template's control tokens
+  (`<|im_start|>` ...) and the tool protocols' tags (`<tool_response>`, `<use_mcp_tool>` ...) in them, so a
+  page cannot close its tool result and forge turns in any render or in RL tokenisation.
 """
 
 from __future__ import annotations
@@ -55,6 +58,23 @@ _MCP_CALL = re.compile(
 )
 _TOOL_CALL = re.compile(r"\A<tool_call>\n(?P<payload>.*)\n</tool_call>\Z", re.DOTALL)
 _TOOL_RESPONSE = re.compile(r"\A<tool_response>\n(?P<observation>.*)\n</tool_response>\Z", re.DOTALL)
+# special tokens of ChatML-style templates (`<|im_start|>`, `<|im_end|>`, `<|endoftext|>`, ...)
+CONTROL_TOKEN = re.compile(r"<\|[^<>|\s]{1,64}\|>")
+# tags of the renders' tool protocols (Qwen3/hermes, MCP) and of the thinking block
+PROTOCOL_TAGS = ("think", "tools", "tool_call", "tool_response", "use_mcp_tool", "server_name", "tool_name",
+                 "arguments")
+PROTOCOL_TAG = re.compile(r"</?\s*(?:" + "|".join(PROTOCOL_TAGS) + r")\s*/?>", re.IGNORECASE)
+_ESCAPES = str.maketrans({"<": "&lt;", ">": "&gt;"})
+
+
+def neutralise_control_tokens(text: str) -> str:
+    """`<|im_start|>` -> `&lt;|im_start|&gt;`: the text reads the same, but no tokenizer sees a special token."""
+    return CONTROL_TOKEN.sub(lambda match: match.group(0).translate(_ESCAPES), text)
+
+
+def neutralise(text: str) -> str:
+    """Untrusted text (an observation) with control tokens and protocol tags escaped; idempotent."""
+    return PROTOCOL_TAG.sub(lambda match: match.group(0).translate(_ESCAPES), neutralise_control_tokens(text))
 
 
 @dataclass(frozen=True)
@@ -92,9 +112,11 @@ def _final_answer(turn: Turn) -> str | None:
 def parse_error_feedback(turn: Turn) -> str:
     """What the environment answers an unparsable output with (its recorded observation when it has one)."""
     if turn.observation is not None:
-        return turn.observation
+        return neutralise(turn.observation)
     reason = turn.parse_error or "no tool call found"
-    return f"Error: your output could not be parsed ({reason}). Reply with one tool call in the required format."
+    return neutralise(
+        f"Error: your output could not be parsed ({reason}). Reply with one tool call in the required format."
+    )
 
 
 def turn_views(trajectory: Trajectory) -> list[TurnView]:
@@ -116,7 +138,7 @@ def turn_views(trajectory: Trajectory) -> list[TurnView]:
                     reasoning=turn.reasoning,
                     name=turn.tool_call.name,
                     arguments=turn.tool_call.arguments,
-                    observation=turn.observation or "",
+                    observation=neutralise(turn.observation or ""),
                 )
             )
     return views
@@ -342,8 +364,8 @@ def nanbeige_tool_call(name: str, arguments: dict[str, Any]) -> str:
 
 
 def nanbeige_tool_response(observation: str) -> str:
-    """A tool result as the content of the user turn that carries it back to the model."""
-    return f"<tool_response>\n{observation}\n</tool_response>"
+    """A tool result as the content of the user turn that carries it back to the model (neutralised)."""
+    return f"<tool_response>\n{neutralise(observation)}\n</tool_response>"
 
 
 def parse_nanbeige_call(text: str) -> tuple[str, dict[str, Any]] | None:
@@ -460,14 +482,23 @@ def openai_messages(judged: JudgedTrajectory) -> list[OpenAIMessage]:
     return messages
 
 
+def openai_tools(messages: list[OpenAIMessage]) -> list[dict[str, Any]]:
+    """The search tools, plus every other environment tool a call of the row names (an early `answer`)."""
+    declared = render_tools()
+    called = {call.function.name for m in messages for call in m.tool_calls or []}
+    names = {spec["function"]["name"] for spec in declared}
+    return declared + [spec for spec in tool_specs() if spec["function"]["name"] in called - names]
+
+
 def render_openai(judged: JudgedTrajectory) -> OpenAIRow:
     trajectory = judged.trajectory
+    messages = openai_messages(judged)
     return OpenAIRow(
         trajectory_id=trajectory.trajectory_id,
         question_id=trajectory.question_id,
         framework=trajectory.framework,
-        messages=openai_messages(judged),
-        tools=render_tools(),
+        messages=messages,
+        tools=openai_tools(messages),
         outcome_reward=judged.outcome_reward,
         correct=trajectory.outcome.correct,
     )

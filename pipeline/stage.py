@@ -3,11 +3,18 @@
 A stage's output folder is finished when `manifest.json` holds the key computed from its inputs, config,
 upstream manifests and code version. An unfinished folder carries `.pending-key`; a rerun with the same key
 keeps the work units already written there, a rerun with another key starts the folder afresh.
+
+hopsmith never deletes what it did not write. It only takes a folder that is new, empty or marked as a
+stage folder (a manifest or a pending marker); any other folder is refused. Starting afresh removes only
+the entries the manifest lists as the stage's (`owned`, else its outputs) or, in an unfinished folder,
+everything but the entries the pending marker lists as not ours (lines after the key). A run holds the
+folder's lock (`pipeline.folder_lock`) from `begin_stage` to `finish`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,10 +22,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pipeline.io import atomic_write_text, describe_input, read_manifest, stage_key, write_manifest
+from pipeline.errors import UserError
+from pipeline.folder_lock import LOCK, lock_folder, unlock_folder
+from pipeline.io import MANIFEST, atomic_write_text, describe_input, read_manifest, stage_key, write_manifest
 from pipeline.version import code_version
 from schemas.manifest import InputFile, Manifest
 
+log = logging.getLogger(__name__)
 PENDING = ".pending-key"
 
 
@@ -31,6 +41,7 @@ class StageRun:
     inputs: list[InputFile]
     upstream: dict[str, str]
     finished: Manifest | None
+    foreign: tuple[str, ...] = ()
     started_at: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
 
     @property
@@ -50,12 +61,65 @@ class StageRun:
             outputs=outputs,
             started_at=self.started_at,
             finished_at=dt.datetime.now(dt.UTC),
+            owned=sorted(_entries(self.out_dir) - set(self.foreign) - {PENDING} | {MANIFEST}),
             **manifest_fields,
         )
         write_manifest(self.out_dir, manifest)
         (self.out_dir / PENDING).unlink(missing_ok=True)
         self.finished = manifest
+        unlock_folder(self.out_dir)
         return manifest
+
+
+def _entries(folder: Path) -> set[str]:
+    """Top-level names in a stage folder, except its lock."""
+    return {entry.name for entry in folder.iterdir()} - {LOCK} if folder.is_dir() else set()
+
+
+def _pending(folder: Path) -> tuple[str, list[str]] | None:
+    """(key, entries that are not ours) from an unfinished folder's marker, or None."""
+    marker = folder / PENDING
+    if not marker.is_file():
+        return None
+    key, *foreign = marker.read_text().splitlines() or [""]
+    return key.strip(), [name for name in foreign if name]
+
+
+def refuse_foreign_folder(folder: Path, stage: str) -> None:
+    """Stop unless `folder` is new, empty or this stage's folder: hopsmith never takes over user files, nor
+    another stage's output."""
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{folder} is a file, not a folder: choose another output folder")
+    if (folder / MANIFEST).is_file() or (folder / PENDING).is_file() or not _entries(folder):
+        other = read_manifest(folder) if (folder / MANIFEST).is_file() else None
+        if other is not None and other.stage != stage:
+            raise UserError(f"{folder} holds the output of stage {other.stage!r}, not {stage!r}: choose another folder")
+        return
+    raise UserError(
+        f"{folder} already exists and was not written by hopsmith (it has no {MANIFEST} or {PENDING}); "
+        "hopsmith never deletes what it did not write: choose another output folder, or empty this one"
+    )
+
+
+def _start_afresh(folder: Path, previous: Manifest | None) -> list[str]:
+    """Remove what an earlier run of this stage wrote into `folder`; returns the entries kept (not ours)."""
+    entries = _entries(folder)
+    pending = _pending(folder)
+    if previous is not None:
+        listed = previous.owned or [path.split("/")[0] for files in previous.outputs.values() for path in files]
+        ours = set(listed) | {MANIFEST, PENDING, "parts"} | {e for e in entries if e.endswith(".tmp")}
+    else:
+        ours = entries - set(pending[1] if pending else ())
+    foreign = sorted(entries - ours)
+    for name in sorted(entries & ours):
+        target = folder / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        else:
+            target.unlink(missing_ok=True)
+    if foreign:
+        log.warning("%s: kept %d entries hopsmith did not write: %s", folder, len(foreign), ", ".join(foreign[:5]))
+    return foreign
 
 
 def begin_stage(
@@ -76,12 +140,17 @@ def begin_stage(
             raise FileNotFoundError(f"stage {stage!r} has no finished output in {folder}")
         upstream[stage] = manifest.key
     key = stage_key(name, config_dict, inputs, upstream, code_version())
+    refuse_foreign_folder(out_dir, name)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lock_folder(out_dir)
     existing = read_manifest(out_dir)
     if existing is not None and existing.key == key:
+        unlock_folder(out_dir)
         return StageRun(name, out_dir, key, config_dict, inputs, upstream, finished=existing)
-    pending = out_dir / PENDING
-    if out_dir.exists() and not (pending.is_file() and pending.read_text().strip() == key):
-        shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(pending, key)
-    return StageRun(name, out_dir, key, config_dict, inputs, upstream, finished=None)
+    pending = _pending(out_dir)
+    if pending is not None and pending[0] == key and existing is None:
+        foreign = pending[1]
+    else:
+        foreign = _start_afresh(out_dir, existing)
+    atomic_write_text(out_dir / PENDING, "\n".join([key, *foreign]) + "\n")
+    return StageRun(name, out_dir, key, config_dict, inputs, upstream, finished=None, foreign=tuple(foreign))

@@ -5,6 +5,12 @@ Checks, each reported as one line: the card's YAML header lists configs whose sh
 config's record type (conversation renders must also parse back into turns); row counts equal the card's
 `num_examples`; ids are unique within a config; no parquet file lies outside the declared configs; and
 the files match `checksums.sha256` when present (a shard corrupted so that it still parses is caught).
+
+Row-level invariants (`row_problems`), so that an edit with a recomputed checksum is still caught: every
+shard embeds its config's `datasets` features; `loss` is 0 on every non-assistant message; no message holds
+a chat-template control token (so a templated row has exactly one `<|im_start|>` and `<|im_end|>` per
+message) and no tool result holds a tool-protocol tag of its own; and every render row equals the render
+of its trajectory in the `trajectories` config (`RenderedDigests`).
 """
 
 from __future__ import annotations
@@ -22,9 +28,11 @@ from pydantic import ValidationError
 from pipeline import renders
 from pipeline.card import parse_card_header
 from pipeline.errors import UserError
-from pipeline.io import sha256_file
+from pipeline.io import sha256_file, stable_hash
 from pipeline.layout import CHECKSUMS, CONFIGS, DATA_DIR, shard_schema
+from pipeline.yields import split_floor_problems
 from schemas.base import from_row
+from schemas.critic import JudgedTrajectory
 
 _SHARD = re.compile(r"(?P<split>[A-Za-z0-9_]+)-(?P<index>\d{5})-of-(?P<count>\d{5})\.parquet\Z")
 ROW_IDS = {
@@ -42,6 +50,80 @@ PARSERS = {
     "openai": lambda row: renders.parse_openai(row["messages"]),
 }
 MAX_ERRORS_PER_SHARD = 5
+FEATURES_KEY = b"huggingface"
+# where a config's rows keep their messages
+MESSAGES = {"toolmind": "conversations", "nanbeige": "messages", "openai": "messages", "turns": "conversations"}
+RENDERS = {
+    "toolmind": lambda judged: [renders.render_toolmind(judged)],
+    "nanbeige": lambda judged: [renders.render_nanbeige(judged)],
+    "openai": lambda judged: [renders.render_openai(judged)],
+    "turns": renders.render_turns,
+}
+
+
+def _digest(record) -> str:
+    return stable_hash(record.model_dump(mode="json"))
+
+
+class RenderedDigests:
+    """Per render config, the digest of each row as rendered from the `trajectories` config's records."""
+
+    def __init__(self) -> None:
+        self.by_config: dict[str, dict[str, str]] = {config: {} for config in RENDERS}
+
+    def add(self, judged: JudgedTrajectory) -> None:
+        for config, render in RENDERS.items():
+            for row in render(judged):
+                self.by_config[config][ROW_IDS[config](row.model_dump())] = _digest(row)
+
+    def problem(self, config: str, row_id: str, record) -> str | None:
+        expected = self.by_config.get(config, {})
+        if not expected:
+            return None  # no trajectories config to compare with
+        if row_id not in expected:
+            return f"no trajectory in `trajectories` renders to {row_id!r}"
+        if expected[row_id] != _digest(record):
+            return f"{row_id!r} differs from the render of its trajectory (a message was changed)"
+        return None
+
+
+def message_problems(config: str, row: dict) -> list[str]:
+    """Loss only on assistant turns; no control token in any message; no protocol tag inside a tool result."""
+    problems = []
+    messages = row.get(MESSAGES[config]) or []
+    for position, message in enumerate(messages):
+        content = message.get("content") or ""
+        if message["role"] != "assistant" and message.get("loss"):
+            problems.append(f"message {position} ({message['role']}) has loss={message['loss']}")
+        if renders.CONTROL_TOKEN.search(content):
+            problems.append(f"message {position} holds a chat-template control token "
+                            f"({len(renders.CONTROL_TOKEN.findall(content))} extra turn markers in the row)")
+        if position >= 2 and message["role"] != "assistant":
+            inner = content.removeprefix("<tool_response>\n").removesuffix("\n</tool_response>")
+            if renders.PROTOCOL_TAG.search(inner):
+                problems.append(f"message {position} (a tool result) holds a tool-protocol tag")
+    return problems
+
+
+def features_problem(schema: pa.Schema, config: str) -> str | None:
+    """The `datasets` features every shard embeds (without them `load_dataset` guesses the types)."""
+    metadata = schema.metadata or {}
+    if FEATURES_KEY not in metadata:
+        return "the shard lacks its `datasets` features (schema metadata `huggingface`)"
+    if metadata[FEATURES_KEY] != shard_schema(config).metadata[FEATURES_KEY]:
+        return f"the shard's `datasets` features differ from the `{config}` config's"
+    return None
+
+
+def row_problems(config: str, row: dict, record, digests: RenderedDigests) -> list[str]:
+    """The row-level invariants of one validated row (see the module docstring)."""
+    if config not in MESSAGES:
+        if config == "trajectories":
+            digests.add(record)
+        return []
+    problems = message_problems(config, row)
+    mismatch = digests.problem(config, ROW_IDS[config](row), record)
+    return problems + ([mismatch] if mismatch else [])
 
 
 @dataclass
@@ -49,13 +131,15 @@ class Report:
     errors: list[str] = field(default_factory=list)
     shards: int = 0
     rows: Counter = field(default_factory=Counter)
+    split_rows: dict[str, Counter] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return not self.errors
 
 
-def _check_shard(path: Path, config: str, report: Report, seen: set[str]) -> int:
+def _check_shard(path: Path, config: str, report: Report, seen: set[str], digests: RenderedDigests) -> int:
     """Validate one shard row by row; returns its row count."""
     relative = path.as_posix()
     try:
@@ -67,6 +151,9 @@ def _check_shard(path: Path, config: str, report: Report, seen: set[str]) -> int
     if schema.remove_metadata() != shard_schema(config).remove_metadata():
         report.errors.append(f"{relative}: schema differs from the `{config}` config's")
         return 0
+    missing_features = features_problem(schema, config)
+    if missing_features:
+        report.errors.append(f"{relative}: {missing_features}")
     model, row_id, parse = CONFIGS[config], ROW_IDS[config], PARSERS.get(config)
     rows = problems = 0
     try:
@@ -74,13 +161,16 @@ def _check_shard(path: Path, config: str, report: Report, seen: set[str]) -> int
             for row in batch.to_pylist():
                 rows += 1
                 try:
-                    from_row(model, row)
+                    record = from_row(model, row)
                     if parse is not None:
                         parse(row)
+                    found = row_problems(config, row, record, digests)
                 except (ValidationError, ValueError, KeyError) as error:
+                    found = [str(error).splitlines()[0]]
+                if found:
                     problems += 1
                     if problems <= MAX_ERRORS_PER_SHARD:
-                        report.errors.append(f"{relative} row {rows - 1}: {str(error).splitlines()[0]}")
+                        report.errors.extend(f"{relative} row {rows - 1}: {problem}" for problem in found)
                     continue
                 identifier = row_id(row)
                 if identifier in seen:
@@ -117,7 +207,9 @@ def _check_checksums(root: Path, report: Report) -> None:
             report.errors.append(f"{name}: checksum mismatch (the file changed after it was written)")
 
 
-def validate_dataset(root: str | Path) -> Report:
+def validate_dataset(root: str | Path, allow_low_yield: bool = False) -> Report:
+    """Every check of the module docstring; low yield (`pipeline.yields`) is an error unless allowed, an
+    empty dataset always is."""
     root = Path(root)
     card = root / "README.md"
     if not card.is_file():
@@ -133,7 +225,9 @@ def validate_dataset(root: str | Path) -> Report:
         for info in header.get("dataset_info", [])
     }
     covered: set[Path] = set()
-    for entry in header.get("configs", []):
+    digests = RenderedDigests()
+    entries = sorted(header.get("configs", []), key=lambda e: e["config_name"] != "trajectories")
+    for entry in entries:
         config = entry["config_name"]
         if config not in CONFIGS:
             report.errors.append(f"README.md: unknown config {config!r}")
@@ -150,8 +244,9 @@ def validate_dataset(root: str | Path) -> Report:
             for path in files:
                 covered.add(path)
                 report.shards += 1
-                rows += _check_shard(path, config, report, seen)
+                rows += _check_shard(path, config, report, seen, digests)
             report.rows[config] += rows
+            report.split_rows.setdefault(config, Counter())[split] += rows
             expected = declared.get(config, {}).get(split)
             if expected != rows:
                 report.errors.append(
@@ -161,7 +256,17 @@ def validate_dataset(root: str | Path) -> Report:
         if path not in covered:
             report.errors.append(f"{path.relative_to(root)}: a parquet file no config of the card declares")
     _check_checksums(root, report)
+    _check_yield(report, allow_low_yield)
     return report
+
+
+def _check_yield(report: Report, allow_low_yield: bool) -> None:
+    if not sum(report.rows.values()):
+        report.errors.append("the dataset is empty: no config holds a row (did the input have readable pages?)")
+        return
+    low = split_floor_problems({config: report.split_rows.get(config, Counter()) for config in CONFIGS})
+    target = report.warnings if allow_low_yield else report.errors
+    target.extend(f"low yield: {problem} (accept it with --allow-low-yield)" for problem in low)
 
 
 def register(subparsers) -> None:
@@ -170,15 +275,23 @@ def register(subparsers) -> None:
         help="check a dataset folder: every shard against the schemas, the card's counts and checksums",
     )
     parser.add_argument("dir", help="a dataset folder written by `hopsmith dataset` (e.g. out/dataset)")
+    add_low_yield_argument(parser)
     parser.set_defaults(func=_handle)
+
+
+def add_low_yield_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-low-yield", action="store_true",
+                        help="accept a dataset with an empty train split or no question (never an empty one)")
 
 
 def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise UserError(f"unknown arguments: {' '.join(beam_args)}")
-    report = validate_dataset(args.dir)
+    report = validate_dataset(args.dir, allow_low_yield=args.allow_low_yield)
     for error in report.errors:
         print(f"invalid: {error}")
+    for warning in report.warnings:
+        print(f"accepted: {warning}")
     summary = ", ".join(f"{config}: {n}" for config, n in sorted(report.rows.items()))
     verdict = "ok" if report.ok else f"{len(report.errors)} problem(s)"
     print(f"{verdict}: {report.shards} shards checked ({summary})")

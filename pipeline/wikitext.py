@@ -9,6 +9,7 @@ Only the infobox spans are handed to mwparserfromhell (`pipeline.infobox`).
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import html
 import re
@@ -173,11 +174,12 @@ def infobox_spans(text: str) -> list[Span]:
     TooDeep when its templates nest deeper than the parser can follow.
     """
     spans: list[Span] = []
+    comments = _comment_ranges(text)
     position = 0
     while match := _BOX_START.search(text, position):
         start = match.start()
-        if _inside_comment(text, start):
-            position = match.end()
+        if (comment_end := _comment_end_around(comments, start)) is not None:
+            position = comment_end  # nothing inside a comment counts: skip all of it at once
             continue
         end, deepest = matching_braces(text, start)
         name = normalize_template_name(match.group("name"))
@@ -192,9 +194,23 @@ def infobox_spans(text: str) -> list[Span]:
     return spans
 
 
-def _inside_comment(text: str, offset: int) -> bool:
-    opened = text.rfind("<!--", 0, offset)
-    return opened >= 0 and text.find("-->", opened, offset) < 0
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)  # an unclosed comment runs to the end of the page
+
+
+def _comment_ranges(text: str) -> tuple[list[int], list[int]]:
+    """Starts and ends of the page's HTML comments, found in one pass (a per-box search back and forth
+    for `<!--` and `-->` made pages with many boxes, or boxes inside a long comment, quadratic)."""
+    if "<!--" not in text:
+        return [], []
+    found = [(match.start(), match.end()) for match in _COMMENT.finditer(text)]
+    return [start for start, _ in found], [end for _, end in found]
+
+
+def _comment_end_around(comments: tuple[list[int], list[int]], offset: int) -> int | None:
+    """The end of the comment `offset` lies in, or None when it lies in none."""
+    starts, ends = comments
+    index = bisect.bisect_right(starts, offset) - 1
+    return ends[index] if index >= 0 and offset < ends[index] else None
 
 
 # ----------------------------------------------------------------------------------- dates and numbers

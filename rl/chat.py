@@ -5,6 +5,10 @@ inner markup (`<tools>` in the system turn, `<tool_call>` in assistant turns, `<
 turns): `pipeline.renders.nanbeige_messages` writes them. Each message renders as
 `<|im_start|>{role}\n{content}<|im_end|>\n`.
 
+Content of system, user and tool messages is never parsed for special tokens: its control tokens are
+escaped (`pipeline.renders.neutralise_control_tokens`), so text quoted from a page cannot open or close a
+turn; only the template's own headers and ends, and what the policy sampled, are control tokens.
+
 Token rendering goes segment by segment (header, content, end, separator), so every token belongs to
 exactly one segment and the masks are exact: an assistant message's content and its `<|im_end|>` (the
 policy samples that stop token) are trainable; headers, separators, system, user and tool-response
@@ -16,6 +20,8 @@ saw at the previous one.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from pipeline.renders import neutralise_control_tokens
 
 IM_START = "<|im_start|>"
 IM_END = "<|im_end|>"
@@ -37,9 +43,15 @@ def message_header(role: str) -> str:
     return f"{IM_START}{role}\n"
 
 
+def message_content(message: dict[str, str]) -> str:
+    """What a message contributes between its header and end: non-assistant text with control tokens escaped."""
+    content = message["content"]
+    return content if message["role"] == "assistant" else neutralise_control_tokens(content)
+
+
 def render_text(messages: list[dict[str, str]], add_generation_prompt: bool = False) -> str:
     """The conversation as template text (what `apply_chat_template(..., tokenize=False)` returns)."""
-    text = "".join(f"{message_header(m['role'])}{m['content']}{IM_END}\n" for m in messages)
+    text = "".join(f"{message_header(m['role'])}{message_content(m)}{IM_END}\n" for m in messages)
     return text + (message_header("assistant") if add_generation_prompt else "")
 
 
@@ -77,7 +89,7 @@ def render_tokens(tokenizer, messages: list[dict[str, str]]) -> RenderedConversa
         if is_assistant:
             assistant_index += 1
         turn = assistant_index if is_assistant else -1
-        for text, in_turn in ((message_header(message["role"]), False), (message["content"], True),
+        for text, in_turn in ((message_header(message["role"]), False), (message_content(message), True),
                               (IM_END, True), ("\n", False)):
             piece = _encode(tokenizer, text)
             ids += piece

@@ -8,6 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Mode = Literal["offline", "online"]
 Estimator = Literal["outcome_grpo", "mt_grpo", "turn_return"]
+# the verl estimator `turn_grpo` reads its settings from these (set by `export-verl`'s launch script)
+ESTIMATOR_ENV = "HOPSMITH_TURN_ESTIMATOR"
+TURN_COEF_ENV = "HOPSMITH_TURN_COEF"
 FailedTurns = Literal["mask", "penalty"]
 OfflineObjective = Literal["awr", "filtered"]
 

@@ -31,6 +31,7 @@ from pipeline.io import (
 )
 from pipeline.renders import render_tools
 from pipeline.stage import begin_stage
+from rl.config import ESTIMATOR_ENV, TURN_COEF_ENV
 from schemas.dataset import RLPrompt
 from schemas.manifest import Manifest
 from schemas.questions import Question
@@ -68,9 +69,10 @@ def verl_row(prompt: RLPrompt, index: int, index_dir: str) -> dict[str, Any]:
     }
 
 
-def trainer_config(out_dir: Path, model: str, splits: list[str], n_gpus: int, estimator: str,
-                   turn_coef: float) -> dict[str, Any]:
-    """A Hydra config over verl's `ppo_trainer`: multi-turn vLLM rollouts, our agent loop and estimator."""
+def trainer_config(out_dir: Path, model: str, splits: list[str], n_gpus: int) -> dict[str, Any]:
+    """A Hydra config over verl's `ppo_trainer`: multi-turn vLLM rollouts, our agent loop, reward manager and
+    estimator. Every key is one of `ppo_trainer`'s (verl's dataclass configs are closed); the estimator's
+    own settings travel in the launch script's environment (`rl.verl_plugin.turn_grpo_settings`)."""
     train = str(out_dir / "data" / "train.parquet") if "train" in splits else str(out_dir / "data" / f"{splits[0]}.parquet")
     val = str(out_dir / "data" / "test.parquet") if "test" in splits else train
     return {
@@ -95,26 +97,41 @@ def trainer_config(out_dir: Path, model: str, splits: list[str], n_gpus: int, es
             "ref": {"log_prob_micro_batch_size_per_gpu": 1},
         },
         "algorithm": {"adv_estimator": "turn_grpo", "use_kl_in_reward": False, "norm_adv_by_std_in_grpo": True,
-                      "gamma": 1.0, "turn_grpo": {"estimator": estimator, "turn_coef": turn_coef}},
-        "reward_model": {"use_reward_loop": False},
-        "reward_manager": {"source": "importlib", "name": "TurnRewardManager",
-                           "module": {"path": "pkg://rl.verl_plugin"}},
-        "trainer": {"project_name": "hopsmith", "experiment_name": "turn_grpo", "logger": ["console"],
+                      "gamma": 1.0},
+        "reward": {"reward_manager": {"source": "importlib", "name": "TurnRewardManager",
+                                      "module": {"path": "pkg://rl.verl_plugin"}}},
+        "trainer": {"use_v1": True, "project_name": "hopsmith", "experiment_name": "turn_grpo", "logger": ["console"],
                     "n_gpus_per_node": n_gpus, "nnodes": 1, "total_epochs": 1, "save_freq": 50, "test_freq": 25,
                     "default_local_dir": str(out_dir / "checkpoints")},
     }
 
 
+PLUGIN_MODULE = "rl.verl_plugin"
+# what the plugin imports besides verl and torch (pip names); run_verl.sh checks them before starting Ray
+PLUGIN_REQUIREMENTS = ("pydantic", "pyarrow", "numpy", "bm25s", "mwparserfromhell", "openai", "pyyaml")
+
 LAUNCH = """#!/usr/bin/env bash
-# Turn-level GRPO for hopsmith on verl. Run inside the verl environment (GPUs, vLLM, verl importable)
-# with hopsmith's source on PYTHONPATH: the plugin imports rl/, critic/, synth/ (needs bm25s, pydantic).
-# Extra Hydra overrides pass through, e.g. ./run_verl.sh trainer.n_gpus_per_node=4 algorithm.turn_grpo.turn_coef=0.5
+# Turn-level GRPO for hopsmith on verl {verl_version} (its default v1 trainer). Run it on a GPU node inside
+# the verl environment: verl {verl_version} with vLLM and TransferQueue (`pip install 'verl[verl-core,vllm]=={verl_version}'`),
+# plus what the plugin imports: {requirements}.
+# Extra Hydra overrides pass through, e.g. ./run_verl.sh trainer.n_gpus_per_node=4 actor_rollout_ref.model.path=/models/x
 set -euo pipefail
 HERE="$(cd "$(dirname "${{BASH_SOURCE[0]}}")" && pwd)"
 export PYTHONPATH="${{HOPSMITH_ROOT:-{root}}}:${{PYTHONPATH:-}}"
-python3 -c "import verl, rl.verl_plugin" || {{ echo "run_verl.sh: verl or the hopsmith plugin is not importable" >&2; exit 2; }}
+# verl imports these modules in every process it starts (driver, Ray workers): registers `turn_grpo`
+export VERL_USE_EXTERNAL_MODULES="{module}${{VERL_USE_EXTERNAL_MODULES:+,$VERL_USE_EXTERNAL_MODULES}}"
+export {estimator_env}="${{{estimator_env}:-{estimator}}}" {coef_env}="${{{coef_env}:-{turn_coef}}}"
+python3 -c "import verl, {module}; assert verl.__version__ == '{verl_version}', verl.__version__" || {{
+  echo "run_verl.sh: needs verl {verl_version} and the hopsmith plugin importable (missing: see above)" >&2; exit 2; }}
 exec python3 -m verl.trainer.main_ppo --config-path "$HERE" --config-name hopsmith_turn_grpo "$@"
 """
+VERL_VERSION = "0.9.1"
+
+
+def launch_script(estimator: str, turn_coef: float) -> str:
+    return LAUNCH.format(root=REPO_ROOT, module=PLUGIN_MODULE, verl_version=VERL_VERSION,
+                         requirements=", ".join(PLUGIN_REQUIREMENTS), estimator_env=ESTIMATOR_ENV,
+                         coef_env=TURN_COEF_ENV, estimator=estimator, turn_coef=turn_coef)
 
 
 def export_verl(shards: str | Path, out_dir: str | Path, *, model: str = "Nanbeige/Nanbeige4.1-3B",
@@ -155,13 +172,13 @@ def export_verl(shards: str | Path, out_dir: str | Path, *, model: str = "Nanbei
     tools = {"tools": [{"class_name": "rl.verl_plugin.HopsmithSearchTool",
                         "config": {"type": "native", "index_dir": settings["index_dir"]}, "tool_schema": spec}
                        for spec in render_tools()]}
-    config = trainer_config(out_dir, model, sorted(by_split), n_gpus, estimator, turn_coef)
+    config = trainer_config(out_dir, model, sorted(by_split), n_gpus)
     config["actor_rollout_ref"]["rollout"]["multi_turn"]["max_assistant_turns"] = max_turns
     atomic_write_text(out_dir / "agent_loops.yaml", yaml.safe_dump(agent_loops, sort_keys=False))
     atomic_write_text(out_dir / "tool_config.yaml", yaml.safe_dump(tools, sort_keys=False))
     atomic_write_text(out_dir / "hopsmith_turn_grpo.yaml", yaml.safe_dump(config, sort_keys=False))
     launch = out_dir / "run_verl.sh"
-    atomic_write_text(launch, LAUNCH.format(root=REPO_ROOT))
+    atomic_write_text(launch, launch_script(estimator, turn_coef))
     launch.chmod(0o755)
     outputs["config"] = ["agent_loops.yaml", "tool_config.yaml", "hopsmith_turn_grpo.yaml", "run_verl.sh",
                          "questions.parquet"]

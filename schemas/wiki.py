@@ -5,8 +5,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from pipeline.secrets import scrub
 from schemas.base import Record
 
 ValueType = Literal["entity", "date", "number", "quantity", "string"]
@@ -96,6 +97,12 @@ class SkippedRecord(Record):
     reason: str
     detail: str = ""
     page_id: WikiId | None = None
+
+    @field_validator("detail")
+    @classmethod
+    def _no_secret(cls, detail: str) -> str:
+        """A detail often quotes a server's reply, which may echo the request's key: it is stored scrubbed."""
+        return scrub(detail)
 
 
 def bounded_id(value: object) -> int | None:

@@ -153,3 +153,24 @@ def test_offline_critic_verdicts_ignore_instructions_in_observations(raise_text)
 
     assert verdicts(injected) == verdicts(clean)
     assert not injected[2].verdict and injected[3].verdict
+
+
+@pytest.mark.parametrize("raise_text", [RAISE, BREAKOUT])
+def test_offline_critic_rewards_do_not_rise_with_instructions_in_observations(raise_text):
+    """Same actions, page text plus an injected instruction: no turn's reward or gain rises (novelty counts
+    only words of clauses about the question, so the instruction's new words add nothing)."""
+    from critic.evidence import Knowledge
+    from critic.gain import information_gain
+
+    config = JudgeConfig()
+    clean = judge_turns(injected_run("", ""), QUESTION, config)
+    injected = judge_turns(injected_run(raise_text, raise_text), QUESTION, config)
+    for before, after in zip(clean, injected, strict=True):
+        assert after.reward <= before.reward and after.information_gain.score <= before.information_gain.score
+    # a related search with no new gold evidence: its gain comes from novelty, which the instruction inflated
+    knowledge = Knowledge.start(QUESTION.text, QUESTION)
+    knowledge.add(SEARCH)
+    page = "Results for 'Jaws 1975 thriller':\n1. Jaws (film)\n   Jaws is a 1975 American thriller film about a shark."
+    gains = [information_gain(turn(1, "search", {"query": "Jaws 1975 thriller"}, page + extra, "Check."), knowledge)
+             for extra in ("", " " + raise_text)]
+    assert gains[0].score > 0 and gains[1].score <= gains[0].score

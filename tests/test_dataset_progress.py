@@ -46,6 +46,20 @@ def test_summary_table_shows_every_count_and_unfinished_stages(tmp_path):
     assert [line.split("│")[4].strip() for line in lines[:3]] == ["kept", "pages_in", "skipped:oversized"]
 
 
+def test_summary_table_says_which_as_of_and_why(tmp_path):
+    import datetime as dt
+
+    run = begin_stage("extract", tmp_path / "graph", {"x": 1})
+    reason = "the newest plausible revision in the input; 2 revision(s) dated after ... ignored"
+    run.finish({"kept": 1, "pages_in": 1, "implausible_timestamps": 2}, {},
+               as_of=dt.datetime(2024, 5, 30, tzinfo=dt.UTC), as_of_reason=reason)
+    buffer = io.StringIO()
+    Console(file=buffer, width=220).print(summary_table({"extract": tmp_path / "graph"}))
+    text = buffer.getvalue()
+    assert "as-of" in text and "2024-05-30T00:00:00+00:00: the newest plausible revision" in text
+    assert "implausible_timestamps" in text
+
+
 def test_binned_tool_call_counts():
     from pipeline.card import binned
 

@@ -266,3 +266,15 @@ def test_the_page_time_limit_holds_with_two_workers(tmp_path, mode):
     assert (manifest.counts["kept"], manifest.counts["skipped:timeout"]) == (6, 1)
     (timeout,) = read_table(SkippedRecord, tmp_path / "g" / "skipped").to_pylist()
     assert "watchdog" in timeout["detail"]  # interrupted at its limit, not found late after the fact
+
+
+def test_infobox_spans_stay_linear_in_page_size():
+    """Finding boxes looked back and forth for `<!--`/`-->` at every box start: a 1 MB page of boxes inside
+    a comment took minutes (quadratic). It is now one pass, so the page reads well within its time limit."""
+    from pipeline import extract
+
+    text = "'''Big''' is big. <!-- " + "{{Infobox person|name=X}} " * 38_000
+    config = ExtractConfig(page_timeout_s=20.0, max_page_bytes=2_000_000)
+    result = extract.extract_article(_page(1, "Big", text), lambda title: title, None, config)
+    assert isinstance(result, extract.ArticleResult), result
+    assert result.relations == []  # every box was inside the comment

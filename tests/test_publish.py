@@ -21,9 +21,10 @@ SENTINEL = "hf_SENTINEL_publish_token_93b1e7"
 class FakeHub:
     """The few Hub endpoints `create_repo` + `upload_folder` use; records every request, can refuse commits."""
 
-    def __init__(self, refuse_commit: bool = False):
+    def __init__(self, refuse_commit: bool = False, garble_commit: bool = False):
         self.requests: list[tuple[str, str, dict[str, str], bytes]] = []
         self.refuse_commit = refuse_commit
+        self.garble_commit = garble_commit
         self.validated_cards: list[str] = []
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.endpoint = f"http://127.0.0.1:{self._httpd.server_address[1]}"
@@ -73,6 +74,10 @@ class FakeHub:
                     if hub.refuse_commit:
                         # a server that echoes the credential back must not make the CLI print it
                         return self._send(403, {"error": f"token {self.headers.get('Authorization')} cannot write"})
+                    if hub.garble_commit:
+                        # a reply the client cannot parse, quoting the credential: an error no `except` expects
+                        return self._send(200, {"commitUrl": f"see {self.headers.get('Authorization')}",
+                                                "commitOid": "a" * 40})
                     return self._send(200, {"commitUrl": f"{hub.endpoint}/datasets/org/name/commit/{'a' * 40}",
                                             "commitOid": "a" * 40})
                 self._send(404, {"error": "not found"})
@@ -128,3 +133,17 @@ def test_a_refused_upload_is_one_clear_line_without_the_token(dataset, capfd, mo
     assert status == 2
     assert "hopsmith: error: the Hub refused the upload" in output and "Bearer ***" in output
     assert SENTINEL not in output
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_unexpected_hub_reply_is_one_scrubbed_line(dataset, capfd, monkeypatch, debug):
+    """A reply the Hub client fails on in a way nobody anticipated still prints no token, with or without
+    `--debug` (which adds the full chained traceback)."""
+    with FakeHub(garble_commit=True) as hub:
+        status, output = _publish(dataset, hub, capfd, monkeypatch, *(["--debug"] if debug else []))
+    assert status == 1, output
+    assert SENTINEL not in output
+    last = output.strip().splitlines()[-1]
+    assert last.startswith("hopsmith: unexpected error: ")
+    assert ("Traceback" in output) == debug
+    assert [line for line in output.splitlines() if line.startswith("hopsmith:")] == [last]

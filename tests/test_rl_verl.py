@@ -103,9 +103,9 @@ def test_export_writes_configs_and_launch_script(exported):
     config = yaml.safe_load((out / "hopsmith_turn_grpo.yaml").read_text())
     assert config["defaults"] == ["ppo_trainer", "_self_"]
     assert config["algorithm"]["adv_estimator"] == "turn_grpo"
-    assert config["algorithm"]["turn_grpo"] == {"estimator": "mt_grpo", "turn_coef": 1.0}
-    assert config["reward_manager"] == {"source": "importlib", "name": "TurnRewardManager",
-                                        "module": {"path": "pkg://rl.verl_plugin"}}
+    assert config["reward"]["reward_manager"] == {"source": "importlib", "name": "TurnRewardManager",
+                                                  "module": {"path": "pkg://rl.verl_plugin"}}
+    assert "reward_manager" not in config and "reward_model" not in config  # verl 0.8 keys, ignored by 0.9
     rollout = config["actor_rollout_ref"]["rollout"]
     assert rollout["multi_turn"]["enable"] and rollout["agent"]["default_agent_loop"] == AGENT_NAME
     assert rollout["agent"]["agent_loop_config_path"] == str(out / "agent_loops.yaml")
@@ -118,6 +118,8 @@ def test_export_writes_configs_and_launch_script(exported):
     assert os.access(launch, os.X_OK)
     script = launch.read_text()
     assert "--config-name hopsmith_turn_grpo" in script and "verl.trainer.main_ppo" in script
+    assert 'export VERL_USE_EXTERNAL_MODULES="rl.verl_plugin' in script
+    assert 'HOPSMITH_TURN_ESTIMATOR="${HOPSMITH_TURN_ESTIMATOR:-mt_grpo}"' in script
 
 
 def test_export_without_an_index_is_a_clear_error(tmp_path):
@@ -144,4 +146,4 @@ def test_verl_plugin_registers_the_agent_loop_and_the_estimator(exported):
     rewards = place_turn_rewards(MASK, TURN_REWARDS, OUTCOMES, [8, 8])
     advantages, _ = estimator(token_level_rewards=rewards, response_mask=MASK, index=["a", "a"], config=None)
     assert torch.allclose(advantages, turn_grpo(rewards, MASK, ["a", "a"])[0])
-    assert issubclass(plugin.TurnRewardManager, plugin.AbstractRewardManager)
+    assert issubclass(plugin.TurnRewardManager, plugin.RewardManagerBase)

@@ -1,0 +1,45 @@
+"""Ctrl-C on a real `hopsmith dataset`: one line, exit status 130, whatever the run was doing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TABLE_CHARS = set("│┃━─┏┓┗┛┡┩└┘├┤┼╇")
+
+
+@pytest.mark.parametrize(
+    ("marker", "delay_s"),
+    [(None, 0.3), ("graph/.pending-key", 2.0), ("questions/.pending-key", 0.5)],
+    ids=["while-importing", "in-extract", "in-questions"],
+)
+def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, marker, delay_s):
+    out = tmp_path / "out"
+    # its own process group, signalled as a whole: what a terminal does on Ctrl-C
+    run = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "dataset", "--out", str(out)], cwd=tmp_path,
+                           env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 600
+        while marker is not None and not (out / marker).exists():
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(delay_s)
+        os.killpg(run.pid, signal.SIGINT)
+        _, err = run.communicate(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 130, err
+    text = [line for line in err.splitlines() if line.strip() and not set(line) & TABLE_CHARS]
+    assert "Traceback" not in err
+    assert text[-1] == "hopsmith: interrupted; rerun the same command to resume", err
+    assert sum("hopsmith:" in line for line in text) == 1
