@@ -66,7 +66,7 @@ from mwparserfromhell.parser import ParserError
 from pydantic import AwareDatetime
 
 from graph.ontology import load_ontology
-from pipeline.beam import pipeline_options
+from pipeline.beam import pipeline_options, use_filesystem_options
 from pipeline.errors import StageIncomplete, UserError
 from pipeline.infobox import Fact, Infobox, parse_infoboxes
 from pipeline.io import WorkUnits, read_records, read_table, shard_files, write_records
@@ -1134,6 +1134,7 @@ def run_extract(
 ) -> Manifest:
     """Run stage 1 over the configured source into `out_dir`; a finished identical run is skipped."""
     out_dir = Path(out_dir)
+    use_filesystem_options(pipeline_options(beam, list(beam_args)))  # an s3:// or gs:// dump is checked here
     run = begin_stage(STAGE, out_dir, _stage_config(config), input_files=_input_files(config))
     if run.done:
         log.info("extract: %s is up to date", out_dir)

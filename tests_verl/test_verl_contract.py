@@ -275,3 +275,17 @@ def test_launch_script_start_up_check_passes_in_the_verl_environment(exported, t
     result = subprocess.run(["bash", str(tmp_path / "start.sh")], capture_output=True, text=True, env=env,
                             timeout=600)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_turn_reward_output_lays_turn_rewards_and_never_drops_them():
+    from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics
+
+    from rl.verl_plugin import TurnRewardOutput
+
+    def output(**fields):
+        return TurnRewardOutput(prompt_ids=[1], response_ids=[5, 6, 7, 8, 9], response_mask=[1, 1, 0, 1, 0],
+                                metrics=AgentLoopMetrics(), extra_fields={"turn_rewards": [0.5, -1.0]}, **fields)
+
+    assert output(reward_score=1.0).as_dict()["rm_scores"].tolist() == [0.0, 0.5, 0.0, -1.0, 1.0]
+    with pytest.raises(ValueError, match="no reward_score"):
+        output().as_dict()
