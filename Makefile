@@ -24,7 +24,7 @@ LLM_VENV := .venv-llm
 LLM_STAMP := $(LLM_VENV)/.installed
 RECORD ?=
 
-.PHONY: dataset test bench lint rl clean venv llm-check verl-check
+.PHONY: dataset test test-scale bench lint rl clean venv llm-check verl-check
 
 $(BASE_STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -42,7 +42,11 @@ dataset: $(BASE_STAMP)
 	$(BIN)/hopsmith dataset $(if $(CONFIG),--config $(CONFIG)) --out $(OUT) $(if $(SEED),--seed $(SEED)) $(if $(DUMP),--dump $(DUMP)) $(if $(INDEX),--index $(INDEX)) $(if $(AS_OF),--as-of $(AS_OF)) $(if $(WORKERS),--direct_num_workers $(WORKERS))
 
 test: $(RL_STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not scale" $(PYTEST_ARGS)
+
+# The distributed-engine tests (a dask.distributed cluster on 127.0.0.1): minutes on 2 cores, so apart.
+test-scale: $(BASE_STAMP)
+	$(BIN)/python -m pytest -q -m scale $(PYTEST_ARGS)
 
 # The llama.cpp server env for llm-check: built from source for this machine's CPU (AVX2/AVX-512: a
 # generic x86-64 build is several times slower), without llama.cpp's tools and multimodal parts; niced.

@@ -17,11 +17,13 @@ from pipeline.cli import configure_logging
 BENCHMARKS = (
     "bench.extract",
     "bench.walks",
+    "bench.questions",
     "bench.trajectories",
     "bench.dump_reader",
     "bench.rl_logprobs",
     "bench.critic",
     "bench.dataset",
+    "bench.scale",
 )
 
 

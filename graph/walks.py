@@ -92,11 +92,14 @@ def _reject(reason: np.ndarray, name: str, mask: np.ndarray) -> None:
 
 
 def sample_walks(
-    graph: CSRGraph, params: WalkParams, starts: np.ndarray, hops: int, rng: np.random.Generator
+    graph: CSRGraph, params: WalkParams, starts: np.ndarray, hops: int, rng: np.random.Generator,
+    may_branch: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, Counter]:
     """Vectorised conditional walks of exactly `hops` hops, `walks_per_start` from each start.
 
-    Returns (nodes [W, hops+1], edges [W, hops], counts) for the walks that satisfied every condition.
+    `may_branch[w]` waives the single-object condition on walk w's final hop: its question becomes a tree
+    whose branches on the answer decide between the objects. Returns (nodes [W, hops+1], edges [W, hops],
+    counts) for the walks that satisfied every condition.
     """
     config = params.config
     counts: Counter = Counter()
@@ -105,6 +108,7 @@ def sample_walks(
     edges = np.full((len(walks), hops), -1, np.int64)
     nodes[:, 0] = walks
     alive = np.ones(len(walks), bool)
+    may_branch = np.zeros(len(walks), bool) if may_branch is None else np.asarray(may_branch, bool)
     out_degree = graph.out_degree
     counts["walks:attempted"] += len(walks)
     for step in range(hops):
@@ -132,7 +136,7 @@ def sample_walks(
                 reject("hub", params.is_hub[nxt])
             else:
                 if config.require_single_answer:
-                    reject("multiple_objects", ~graph.single_object[choice])
+                    reject("multiple_objects", ~graph.single_object[choice] & ~may_branch[pending])
                 if config.allow_literal_answers:
                     reject("long_literal", params.too_long[nxt])
                 else:
@@ -162,12 +166,14 @@ def reference_walks(
     `single_object`, `too_long`. Returns [(node ids, edge keys)] of accepted walks and the counts.
     """
     rng = random.Random(seed)
+    branch_rng = random.Random(f"{seed}-branch")
     counts: Counter = Counter()
     accepted = []
     for start in starts:
         out_edges = list(graph.out_edges(start, keys=True, data=True))
         for _ in range(config.walks_per_start):
             counts["walks:attempted"] += 1
+            may_branch = branch_rng.random() < config.tree_share
             path_nodes, path_edges, path_rels, recent = [start], [], [], False
             for step in range(hops):
                 final = step == hops - 1
@@ -189,7 +195,7 @@ def reference_walks(
                         reason = "dead_end"
                     elif not final and node["degree"] > hub_threshold:
                         reason = "hub"
-                    elif final and config.require_single_answer and not data["single_object"]:
+                    elif final and config.require_single_answer and not may_branch and not data["single_object"]:
                         reason = "multiple_objects"
                     elif final and config.allow_literal_answers and data["too_long"]:
                         reason = "long_literal"
@@ -302,11 +308,15 @@ def walk_task(graph: CSRGraph, params: WalkParams, task_index: int, starts: np.n
     """One task: every configured hop count from a slice of start nodes, with its own seeded RNG."""
     config = params.config
     conditions = held_conditions(config)
+    branching = [c for c in conditions if c != "single_answer"] + ["branching_final_hop"]
     paths: list[Path] = []
     counts: Counter = Counter()
     for hops in config.hops:
         rng = np.random.default_rng([config.seed, task_index, hops])
-        nodes, edges, step_counts = sample_walks(graph, params, starts, hops, rng)
+        # A stream of its own, so the walks themselves do not depend on the tree share.
+        branch = np.random.default_rng([config.seed, task_index, hops, 1])
+        may_branch = branch.random(len(starts) * config.walks_per_start) < config.tree_share
+        nodes, edges, step_counts = sample_walks(graph, params, starts, hops, rng, may_branch)
         counts.update(step_counts)
         # Exact repeats are dropped here, before records are built; repeats across tasks go in `deduplicate`.
         unique = np.unique(np.hstack([nodes, edges]), axis=0) if len(nodes) else np.hstack([nodes, edges])
@@ -314,7 +324,8 @@ def walk_task(graph: CSRGraph, params: WalkParams, task_index: int, starts: np.n
         nodes, edges = unique[:, : hops + 1], unique[:, hops + 1 :]
         records = path_hops(graph, edges.ravel())
         for row_nodes, row_edges in zip(nodes.tolist(), edges.tolist(), strict=True):
-            paths.append(to_path(graph, row_nodes, row_edges, config.seed, conditions, records))
+            held = conditions if graph.single_object[row_edges[-1]] else branching
+            paths.append(to_path(graph, row_nodes, row_edges, config.seed, held, records))
     return paths, counts
 
 

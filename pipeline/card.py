@@ -299,6 +299,11 @@ def _provenance(manifests: dict[str, Manifest], seed: int) -> list[list[Any]]:
     return rows
 
 
+def _source(manifests: dict[str, Manifest]) -> str:
+    return "the shipped hopsmith sample dump (written in the style of Wikipedia)" if _from_sample(manifests) \
+        else "a Wikipedia snapshot"
+
+
 def render_card(
     name: str,
     stats: DatasetStats,
@@ -308,8 +313,10 @@ def render_card(
     seed: int,
     plots: dict[str, str],
     environment: str,
+    questions: dict[str, Any] | None = None,
 ) -> str:
-    """The whole `README.md`: YAML header, description, provenance, statistics and plots."""
+    """The whole `README.md`: YAML header, description, provenance, how the data was made, statistics, the
+    question report (`synth.report.question_report`) and plots."""
     header = yaml.safe_dump(card_header(name, split_rows, split_bytes), sort_keys=False, allow_unicode=True, width=1000)
     config_rows = [
         [f"`{c}`", CONFIG_DESCRIPTIONS[c], *(split_rows.get(c, {}).get(s, 0) for s in ("train", "test"))]
@@ -320,9 +327,9 @@ def render_card(
     parts = [
         f"---\n{header}---\n",
         f"# {name}\n",
-        "Deep-search training data synthesised by **hopsmith** from a Wikipedia snapshot, following the "
-        "Nanbeige4.1-3B recipe: an entity-relation graph from infoboxes, conditional random walks, verified "
-        "multi-hop questions with unique answers, agent trajectories in several frameworks over a local "
+        f"Deep-search training data synthesised by **hopsmith** from {_source(manifests)}, following the "
+        "Nanbeige4.1-3B recipe: an entity-relation graph from infoboxes, conditional random walks, gated "
+        "multi-hop questions (answer uniqueness checked over the graph), agent trajectories in several frameworks over a local "
         "search environment built from the same snapshot, and a turn-level critic whose verdicts become "
         "per-turn loss masks and rewards.\n",
         "## Configs\n",
@@ -343,6 +350,7 @@ def render_card(
         f"```python\n{OPENAI_REQUEST_CODE}```\n",
         "## Provenance\n",
         _table(["item", "value"], _provenance(manifests, seed)) + "\n",
+        *_how_made(manifests, questions),
         f"RL prompts roll out in the search environment `{environment}` (the `index` stage output of the same "
         "run: `synth.environment.SearchEnvironment.load(<out>/index)`).\n",
         "## Statistics\n",
@@ -395,6 +403,15 @@ def render_card(
             "Rows left out of the training renders, by reason:\n",
             _table(["reason", "rows"], skipped) + "\n",
         ]
+    if questions is not None:
+        from synth.report import report_rows
+
+        parts += [
+            "## Questions\n",
+            "Measured on the published questions by `hopsmith question-report` (the start entity looked for "
+            "in the text, the text sent as one search to the environment, answers counted over the graph):\n",
+            _table(["statistic", "value"], report_rows(questions)) + "\n",
+        ]
     parts += [
         "## Plots\n",
         f"![Hop-count distribution]({plots['hops']})\n",
@@ -402,10 +419,54 @@ def render_card(
         f"![Critic pass rate per criterion]({plots['critic']})\n",
         f"![Outcome accuracy per framework]({plots['accuracy']})\n",
         "## License and attribution\n",
-        "The text is derived from Wikipedia, licensed under the "
-        "[Creative Commons Attribution-ShareAlike 4.0 License](https://creativecommons.org/licenses/by-sa/4.0/); "
-        "this dataset is released under the same license. Attribution: Wikipedia contributors, "
-        "*Wikipedia, The Free Encyclopedia* (see the dump named above for the exact revisions; every "
-        "question's path records the page and revision id of each fact).\n",
+        _attribution(manifests),
     ]
     return "\n".join(parts)
+
+
+SAMPLE_DUMP_NAME = "enwiki-sample-pages-articles-multistream.xml.bz2"
+
+
+def _from_sample(manifests: dict[str, Manifest]) -> bool:
+    extract = manifests.get("extract")
+    return extract is not None and any(Path(i.path).name == SAMPLE_DUMP_NAME for i in extract.inputs)
+
+
+def _attribution(manifests: dict[str, Manifest]) -> str:
+    """Credit whoever wrote the source text: the shipped sample's authors (as its NOTICE does), or Wikipedia."""
+    if _from_sample(manifests):
+        return ("The source is the hopsmith sample dump: page texts written for hopsmith by its authors in the "
+                "style of English Wikipedia articles, abridged and not a reference source "
+                "(`data/sample/NOTICE`), licensed under the "
+                "[Creative Commons Attribution-ShareAlike 4.0 License](https://creativecommons.org/licenses/by-sa/4.0/); "
+                "this dataset is released under the same license. Attribution: \"hopsmith sample dump, by the "
+                "hopsmith authors\".\n")
+    return ("The text is derived from Wikipedia, licensed under the "
+            "[Creative Commons Attribution-ShareAlike 4.0 License](https://creativecommons.org/licenses/by-sa/4.0/); "
+            "this dataset is released under the same license. Attribution: Wikipedia contributors, "
+            "*Wikipedia, The Free Encyclopedia* (see the dump named above for the exact revisions; every "
+            "question's path records the page and revision id of each fact).\n")
+
+
+def _how_made(manifests: dict[str, Manifest], questions: dict[str, Any] | None) -> list[str]:
+    """Which engines and policies made the data, what the offline policy knew, and which checks ran."""
+    lines = []
+    writer = manifests["questions"].engines.get("writer", "") if "questions" in manifests else ""
+    if writer:
+        made = "the offline template engine" if writer == "template" else f"the LLM writer `{writer}`"
+        lines.append(f"- Questions were written by {made}.")
+    trajectories = manifests.get("trajectories")
+    if trajectories is not None:
+        policies = ", ".join(f"{role.removeprefix('policy:')}: `{engine}`" for role, engine in
+                             sorted(trajectories.engines.items()))
+        lines.append(f"- Trajectories were made by these policies per framework: {policies}.")
+        if "offline" in trajectories.engines.values():
+            lines.append("- The offline scripted policy is given each question's gold path (the entities and "
+                         "relations the answer was built from) and plans its searches from it; its runs show "
+                         "searching along a known path, not discovering one, and its errors are injected at set "
+                         "rates.")
+    if questions is not None:
+        lines.append("- Every question passed these gates: " + ", ".join(f"`{g}`" for g in questions["gates"])
+                     + "; no other property is claimed. Uniqueness is checked over the graph, counting objects "
+                     "without a page: a fact the source does not state at all cannot rule an alternative out.")
+    return ["## How the data was made\n", "\n".join(lines) + "\n"] if lines else []

@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "graph.stats",
     "graph.walks",
     "synth.questions",
+    "synth.report",
     "synth.environment",
     "synth.trajectories",
     "pipeline.dataset",

@@ -3,9 +3,11 @@
 Beam 2.77's DaskRunner translates a pipeline into dask bags, but (1) it computes only the last step
 applied, so any other sink never runs; (2) a ParDo's tagged outputs all land in one bag without their
 tags, so `with_outputs` consumers read each other's records; (3) a side input is recomputed inside every
-task that reads it (from the dump up). Here every step whose outputs nobody consumes is computed, each
-ParDo emits `(tag, value)` pairs that its consumers select by tag, and side inputs enter the task graph
-once as a delayed list. The translations of Create, GroupByKey and Flatten are Beam's own.
+task that reads it (from the dump up); (4) a grouped partition is a lazy iterator, so a second step
+reading it finds it empty. Here every step whose outputs nobody consumes is computed, each ParDo emits
+`(tag, value)` pairs that its consumers select by tag into lists, grouped partitions are lists, side inputs
+enter the task graph once as a delayed list, and a Flatten keeps its widest input's partition count. The
+translations of Create, GroupByKey and Flatten are otherwise Beam's own.
 
 Connect to a cluster with `--dask_client_address tcp://HOST:PORT`; without it a local cluster starts.
 """
@@ -24,7 +26,13 @@ from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
 from apache_beam.runners.common import DoFnContext, DoFnInvoker, DoFnSignature, Receiver, _OutputHandler
 from apache_beam.runners.dask import dask_runner as beam_dask
 from apache_beam.runners.dask.overrides import dask_overrides
-from apache_beam.runners.dask.transform_evaluator import TRANSLATIONS, Flatten, NoOp, get_windowed_value
+from apache_beam.runners.dask.transform_evaluator import (
+    TRANSLATIONS,
+    Flatten,
+    GroupByKey,
+    NoOp,
+    get_windowed_value,
+)
 from apache_beam.runners.runner import PipelineState
 from apache_beam.transforms import ParDo
 from apache_beam.transforms.sideinputs import SideInputMap
@@ -75,6 +83,12 @@ def _run_bundle(items, fn, label, args, kwargs, window_fn, side_specs, *side_val
     return out
 
 
+def _select(part, tag) -> list:
+    """One tag's values of a ParDo's partition, as a list: a partition read by several steps must not be
+    a lazy iterator, or the second reader finds it exhausted."""
+    return [value for value_tag, value in part if value_tag == tag]
+
+
 def _concat(parts: list[list]) -> list:
     return [value for part in parts for value in part]
 
@@ -92,8 +106,7 @@ class _BagVisitor(PipelineVisitor):
         self.consumed.add(producer)
         bag = self.bags[producer]
         if producer in self.tagged:
-            tag = value.tag
-            bag = bag.filter(lambda pair, tag=tag: pair[0] == tag).map(lambda pair: pair[1])
+            bag = bag.map_partitions(_select, value.tag)
         return bag
 
     def visit_transform(self, node: AppliedPTransform) -> None:
@@ -103,10 +116,15 @@ class _BagVisitor(PipelineVisitor):
             self.tagged.add(node)
             return
         op = TRANSLATIONS.get(node.transform.__class__, NoOp)(node, bag_kwargs=self.bag_kwargs)
-        if isinstance(op, Flatten):
-            self.bags[node] = op.apply(input_bag=inputs)
+        if isinstance(op, Flatten):  # as many partitions as its largest input, not their sum: joins in a
+            # loop (redirect rounds) would otherwise double the partitions, and the shuffle's tasks, each round
+            flat = op.apply(input_bag=inputs)
+            widest = max((bag.npartitions for bag in inputs), default=1)
+            self.bags[node] = flat.repartition(widest) if flat.npartitions > widest else flat
         else:
             self.bags[node] = op.apply(input_bag=inputs[0] if inputs else None)
+            if isinstance(op, GroupByKey):
+                self.bags[node] = self.bags[node].map_partitions(list)  # Beam's is a lazy map (see _select)
 
     def _pardo(self, node: AppliedPTransform, bag: db.Bag) -> db.Bag:
         transform = node.transform

@@ -34,6 +34,7 @@ from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
 from schemas.manifest import Manifest
 from schemas.questions import Question
+from synth.report import measure, print_report
 
 log = logging.getLogger(__name__)
 STAGE = "dataset"
@@ -44,8 +45,8 @@ SAMPLE_INDEX = REPO_ROOT / "data/sample/enwiki-sample-pages-articles-multistream
 STAGE_FOLDERS = {
     "extract": "graph",
     "walk": "paths",
+    "index": "index",  # before questions: their one-search gate searches the agents' index
     "questions": "questions",
-    "index": "index",
     "trajectories": "trajectories",
     "judge": "judged",
     STAGE: "dataset",
@@ -88,13 +89,14 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     steps: list[tuple[str, Callable[[], Manifest]]] = [
         ("extract", lambda: run_extract(config=config.extract, out_dir=dirs["extract"], **beam)),
         ("walk", lambda: run_walks(dirs["extract"], dirs["walk"], config.walk, **beam)),
+        ("index", lambda: build_index(dirs["extract"], dirs["index"], config.index)),
         (
             "questions",
             lambda: run_questions(
-                dirs["extract"], dirs["walk"], dirs["questions"], config.questions, cache, **beam
+                dirs["extract"], dirs["walk"], dirs["questions"], config.questions, cache, **beam,
+                index_dir=dirs["index"],
             ),
         ),
-        ("index", lambda: build_index(dirs["extract"], dirs["index"], config.index)),
         (
             "trajectories",
             lambda: run_trajectories(
@@ -136,7 +138,14 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     finally:  # also after a failure or an interrupt: what is finished, and its counts
         unlock_folder(config.out)
         print_summary(dirs, reused)
+        if (report := measure(report_folders(dirs))) is not None:
+            print_report(report)
     return manifest
+
+
+def report_folders(dirs: dict[str, Path]) -> dict[str, Path]:
+    """The stage folders the question report reads, by the names it knows them by."""
+    return {"graph": dirs["extract"], "paths": dirs["walk"], "questions": dirs["questions"], "index": dirs["index"]}
 
 
 def _count_rows(folder: Path) -> int:
@@ -284,7 +293,8 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
     plots = write_plots(stats, root)
     published = [path for files in outputs.values() for path in files] + list(plots.values())
     outputs["checksums"] = [write_checksums(root, published)]
-    card = render_card(config.name, stats, split_rows, split_bytes, manifests, config.seed, plots, environment)
+    card = render_card(config.name, stats, split_rows, split_bytes, manifests, config.seed, plots, environment,
+                       measure(report_folders(dirs)))
     atomic_write_text(root / "README.md", card)
     outputs["card"] = ["README.md"]
     outputs["plots"] = sorted(plots.values())

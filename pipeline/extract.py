@@ -20,11 +20,13 @@ holds and is checked before the manifest is written.
 Speed: a full mwparserfromhell parse runs at ~2 MB/s. Here only the infobox spans, found by brace matching
 on the raw text (`pipeline.wikitext.infobox_spans`), are parsed; the lead is read with regexes.
 
-Scale: the resolved redirect map and the set of duplicated titles are side inputs (memory grows with the
-number of redirects, ~10M for enwiki); `as_of` is a global combine. Each table is written as
+Scale (the Beam pipeline, `ExtractUnits` + `ExtractGraph`): phase 1 extracts each work unit (a multistream
+byte range) into parts, so a killed run redoes only the units without parts; phase 2 resolves redirect
+chains, link targets and aliases by keyed joins (CoGroupByKey), so no worker holds the redirect map. The
+side inputs left are the as-of choice (one value) and the duplicated titles with the losing revisions'
+keys (sized by the duplicates, a few hundred in an enwiki dump). Each table is written as
 `part-NNNNN-of-NNNNN.parquet` shards keyed by a hash of the title and sorted inside, so the files are the
-same bytes whatever the runner or worker count. The stage is resumable as a whole: a rerun with the same
-inputs and config is skipped, an interrupted one runs again and overwrites the same shard names.
+same bytes whatever the runner, worker count or units reused.
 
 Time limit per page: mwparserfromhell's C tokenizer holds the GIL, so no thread can interrupt it and an
 alarm only fires between Python bytecodes. The guard is therefore layered: (1) the size cap and the
@@ -50,6 +52,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import signal
 import threading
 import time
@@ -57,17 +60,18 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 import apache_beam as beam
 from mwparserfromhell.parser import ParserError
+from pydantic import AwareDatetime
 
 from graph.ontology import load_ontology
-from pipeline.beam import pipeline_options
+from pipeline.beam import pipeline_options, use_filesystem_options
 from pipeline.errors import StageIncomplete, UserError
 from pipeline.infobox import Fact, Infobox, parse_infoboxes
-from pipeline.io import read_table, shard_files, write_records
+from pipeline.io import WorkUnits, read_records, read_table, shard_files, write_records
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
+from pipeline.sources.dump import DumpUnit, dump_work_units, read_dump_unit
 from pipeline.stage import begin_stage
 from pipeline.wikitext import (
     BrokenMarkup,
@@ -79,7 +83,7 @@ from pipeline.wikitext import (
     normalize_title,
     redirect_target,
 )
-from schemas.base import utc
+from schemas.base import Record, utc
 from schemas.config import BeamOptions, ExtractConfig
 from schemas.manifest import Manifest
 from schemas.wiki import Entity, Page, Provenance, Qualifier, Relation, SkippedRecord
@@ -360,27 +364,15 @@ def _read_article(
         deadline.check()
     provenance = {"page_id": page.page_id, "page_title": title, "revision_id": page.revision_id,
                   "timestamp": page.timestamp}
-    relations: list[Relation] = []
-    seen: set[tuple] = set()
-    for box in boxes:
-        for fact in box.facts:
-            relation = _relation(title, fact, resolve, provenance)
-            key = (relation.relation, relation.group_index, relation.tail, relation.value, relation.unit,
-                   tuple((q.key, q.value) for q in relation.qualifiers))
-            if key not in seen:
-                seen.add(key)
-                relations.append(relation)
+    relations = [_relation(title, fact, resolve, provenance) for box in boxes for fact in box.facts]
     deadline.check()
     sentences = lead_sentences(text)
-    linked: set[str] = set()
     for sentence in sentences:
         for link in sentence.links:
-            tail = resolve(link.target)
-            if tail == title or tail in linked:
-                continue
-            linked.add(tail)
-            relations.append(Relation(head=title, relation="links_to", tail=tail, value_type="entity",
-                                      source="link", evidence=sentence.text, provenance=Provenance(**provenance)))
+            relations.append(Relation(head=title, relation="links_to", tail=resolve(link.target),
+                                      value_type="entity", source="link", evidence=sentence.text,
+                                      provenance=Provenance(**provenance)))
+    relations = distinct_relations(title, relations)
     first_box = boxes[0].name if boxes else None
     excluded: Counter = Counter()
     for box in boxes:
@@ -411,6 +403,26 @@ def entity_class(title: str, boxes: list[Infobox], lead: str, text: str) -> str:
     ontology = load_ontology()
     return (ontology.type_from_lead(lead) or ontology.type_from_categories(_CATEGORY.findall(text))
             or UNTYPED_ENTITY)
+
+
+def distinct_relations(title: str, relations: Iterable[Relation]) -> list[Relation]:
+    """A page's relations in order, without repeats: an infobox fact stated twice is kept once, a lead
+    link once per target and never to the page itself. Keeping the first of each kind is stable under
+    redirect resolution, so the join-based pipeline applies it again after resolving the tails."""
+    kept: list[Relation] = []
+    seen: set[tuple] = set()
+    for relation in relations:
+        if relation.source == "link":
+            if relation.tail == title:
+                continue
+            key = ("link", relation.tail)
+        else:
+            key = (relation.relation, relation.group_index, relation.tail, relation.value, relation.unit,
+                   tuple((q.key, q.value) for q in relation.qualifiers))
+        if key not in seen:
+            seen.add(key)
+            kept.append(relation)
+    return kept
 
 
 def _relation(head: str, fact: Fact, resolve: Callable[[str], str], provenance: dict) -> Relation:
@@ -640,75 +652,251 @@ def outcome_counts(pages_in: int, kept: int, skip_reasons: Iterable[str], relati
     return counts
 
 
-# -------------------------------------------------------------------------------------------- Beam
+# -------------------------------------------------------------------------------- work units (phase 1)
+#
+# Beam runs the stage in two phases. Phase 1 reads each work unit (a multistream byte range; the API's
+# pages in hash buckets), classifies its records and extracts every article with its link targets as
+# written, and stores the unit's rows as parts (`parts/<table>/<unit>.parquet`). A unit whose parts all
+# exist is finished: a rerun after a kill reads and parses only the units that are not. Phase 2 joins
+# the parts: duplicates, redirect chains (a keyed join, not a side input), link targets, aliases and
+# the recency window, and writes the shards. Phase 2 is the same whichever units were reused.
 
-class _Classify(beam.DoFn):
-    def process(self, record):
+
+class ArticleRow(Record):
+    """Phase 1's row for every article page, in the unit's order: when extraction skipped the page, why;
+    else how many relations it has (the unit's entities, pages and relations follow the same order)."""
+
+    title: str
+    skip_reason: str | None = None
+    skip_detail: str = ""
+    relations: int = 0
+    excluded: dict[str, int] = {}
+
+
+class RedirectRow(Record):
+    title: str
+    target: str
+    page_id: int
+
+
+class UnitStats(Record):
+    """A unit's page count and its part of the as-of choice (`NewestPlausible`'s accumulator)."""
+
+    unit: str
+    pages_in: int
+    newest_plausible: AwareDatetime | None = None
+    implausible: int = 0
+
+
+UNIT_TABLES = {"articles": ArticleRow, "article_pages": Page, "entities": Entity, "relations": Relation,
+               "skipped": SkippedRecord, "redirects": RedirectRow, "stats": UnitStats}
+API_UNITS = 16  # hash buckets an API read is cut into
+
+
+def _as_written(title: str) -> str:
+    return title
+
+
+def extract_unit(unit_id: str, records: Iterable[Page | SkippedRecord], config: ExtractConfig,
+                 ceiling: dt.datetime) -> dict[str, list]:
+    """Phase 1 on one unit's records: every table of `UNIT_TABLES`. Link targets stay as written and no
+    entity is a head yet; duplicates are not decided (all three need the whole input: phase 2)."""
+    rows: dict[str, list] = {table: [] for table in UNIT_TABLES}
+    newest = NewestPlausible(ceiling)
+    accumulator = newest.create_accumulator()
+    pages_in = 0
+    for record in records:
+        pages_in += 1
+        accumulator = newest.add_input(accumulator, record)
         outcome = classify_record(record)
         if isinstance(outcome, SkippedRecord):
-            yield beam.pvalue.TaggedOutput("skipped", outcome)
-        elif isinstance(outcome, Redirect):
-            yield beam.pvalue.TaggedOutput("redirects", outcome)
-        else:
-            yield outcome
+            rows["skipped"].append(outcome)
+            continue
+        if isinstance(outcome, Redirect):
+            rows["redirects"].append(RedirectRow(title=outcome.title, target=outcome.target, page_id=outcome.page_id))
+            continue
+        result = extract_article(outcome, _as_written, None, config)
+        rows["article_pages"].append(outcome)
+        if isinstance(result, SkippedRecord):
+            rows["articles"].append(ArticleRow(title=normalize_title(outcome.title), skip_reason=result.reason,
+                                               skip_detail=result.detail))
+            continue
+        rows["articles"].append(ArticleRow(title=result.entity.title, relations=len(result.relations),
+                                           excluded=dict(result.excluded)))
+        rows["entities"].append(result.entity)
+        rows["relations"].extend(result.relations)
+    rows["stats"].append(UnitStats(unit=unit_id, pages_in=pages_in, newest_plausible=accumulator[0],
+                                   implausible=accumulator[1]))
+    return rows
 
 
-class _SetAsideDuplicates(beam.DoFn):
-    """Pages whose title occurs more than once go to `contested` (keyed by title) to be decided together."""
-
-    def process(self, page: Page, contested: dict):
-        title = normalize_title(page.title)
-        if title in contested:
-            yield beam.pvalue.TaggedOutput("contested", (title, page))
-        else:
-            yield page
+def dump_unit_id(unit: DumpUnit) -> str:
+    """A unit's name: its byte range of the dump (the dump itself is pinned by the stage key)."""
+    return f"bytes-{unit.start:015d}-{'end' if unit.end is None else f'{unit.end:015d}'}"
 
 
-def _decide_duplicates(keyed):
-    _, pages = keyed
-    winner, duplicates = pick_duplicate(pages)
-    yield winner
-    for duplicate in duplicates:
-        yield beam.pvalue.TaggedOutput("skipped", duplicate)
+def _plan_dump_units(config: ExtractConfig) -> list[tuple[str, DumpUnit]]:
+    units = (dump_work_units(config.dump, config.index, config.streams_per_unit) if config.index
+             else [DumpUnit(config.dump)])
+    return [(dump_unit_id(unit), unit) for unit in units]
 
 
-class _Outputs(NamedTuple):
-    """The tagged outputs of extraction, each the union over unique and deduplicated articles."""
+class _ExtractUnit(beam.DoFn):
+    """Phase 1 for one unit, unless its parts exist: yields (unit id, True when extracted in this run).
 
-    entities: beam.PCollection
-    skipped: beam.PCollection
-    pages: beam.PCollection
-    relations: beam.PCollection
-    excluded: beam.PCollection
+    A dump unit arrives as its DumpUnit and is read here only when needed."""
 
-
-class _ExtractArticles(beam.DoFn):
-    def __init__(self, config: ExtractConfig):
-        self.config = config
+    def __init__(self, config: ExtractConfig, out_dir: str, ceiling: dt.datetime):
+        self.config, self.out_dir, self.ceiling = config, out_dir, ceiling
 
     def setup(self):
         load_ontology()  # once per worker, before any page's time limit starts
 
-    def process(self, page: Page, table: RedirectTable, as_of):
-        result = extract_article(page, table.resolve, as_of, self.config)
-        if isinstance(result, SkippedRecord):
-            beam.metrics.Metrics.counter("hopsmith.extract", f"skipped.{result.reason}").inc()
-            yield beam.pvalue.TaggedOutput("skipped", result)
+    def process(self, element):
+        unit_id, source = element
+        parts = WorkUnits(self.out_dir, UNIT_TABLES)
+        # An API unit holds what this run fetched (a rerun fetches again): only dump units are reused.
+        if isinstance(source, DumpUnit) and parts.is_done(unit_id):
+            beam.metrics.Metrics.counter("hopsmith.extract", "units.reused").inc()
+            yield unit_id, False
             return
-        beam.metrics.Metrics.counter("hopsmith.extract", "kept").inc()
-        yield (result.entity.title, result.entity)
-        yield beam.pvalue.TaggedOutput("pages", (result.page.title, result.page))
-        if result.excluded:
-            yield beam.pvalue.TaggedOutput("excluded", dict(result.excluded))
-        for ordinal, relation in enumerate(result.relations):
-            yield beam.pvalue.TaggedOutput("relations", (relation_sort_key(relation, ordinal), relation))
+        records = read_dump_unit(DumpUnit(*source)) if isinstance(source, DumpUnit) else source
+        rows = extract_unit(unit_id, records, self.config, self.ceiling)
+        parts.write(unit_id, {table: (model, rows[table]) for table, model in UNIT_TABLES.items()})
+        beam.metrics.Metrics.counter("hopsmith.extract", "units.extracted").inc()
+        yield unit_id, True
 
 
-class _RedirectOutcomes(beam.DoFn):
-    def process(self, redirect: Redirect, table: RedirectTable):
-        yield beam.pvalue.TaggedOutput("skipped", redirect_outcome(redirect, table))
-        if redirect.title not in table.cycles:
-            yield (table.resolve(redirect.title), redirect.title)
+@dataclasses.dataclass(frozen=True)
+class UnitArticle:
+    """One article of a unit as phase 2 sees it: `key` names it across the run (duplicates share titles)."""
+
+    key: tuple[str, int]
+    row: ArticleRow
+    page: Page
+
+
+class _ReadUnit(beam.DoFn):
+    """A finished unit's parts: each article (with its key) and, tagged, its entity, pages and relations
+    (with their order in the page), and the unit's skipped, redirect and stats rows."""
+
+    def __init__(self, out_dir: str):
+        self.out_dir = out_dir
+
+    def process(self, element):
+        unit_id, _ = element
+        parts = WorkUnits(self.out_dir, UNIT_TABLES)
+        tables = {table: read_records(model, parts.part_path(table, unit_id)) for table, model in UNIT_TABLES.items()}
+        for seq, (row, page) in enumerate(zip(tables["articles"], tables["article_pages"], strict=True)):
+            key = (unit_id, seq)
+            yield UnitArticle(key, row, page)
+            if row.skip_reason is not None:
+                continue
+            yield beam.pvalue.TaggedOutput("entities", (key, next(tables["entities"])))
+            yield beam.pvalue.TaggedOutput("pages", (key, page))
+            for ordinal in range(row.relations):
+                yield beam.pvalue.TaggedOutput("relations", (key, (ordinal, next(tables["relations"]))))
+        for table in ("skipped", "redirects", "stats"):
+            yield from (beam.pvalue.TaggedOutput(table, record) for record in tables[table])
+
+
+# ------------------------------------------------------------------------------- joins (phase 2)
+
+REDIRECT_ROUNDS = 6  # pointer doubling: chains of up to 2**(6-1) = 32 redirects resolve; longer ones count as cycles
+
+
+def _step_pointers(joined):
+    """One pointer-doubling round at title `p`: each redirect pointing at p moves on to p's own pointer,
+    or ends at p when p is not a redirect (a state is (pointer, done))."""
+    pointer, grouped = joined
+    own = list(grouped["state"])
+    for title in grouped["askers"]:
+        yield title, own[0] if own else (pointer, True)
+
+
+class ResolveRedirects(beam.PTransform):
+    """(redirect title, target) pairs -> (title, final target) for resolved chains, and the titles caught
+    in a cycle (tag "cycles"): `resolve_redirects` as a keyed join, whose memory grows with the largest
+    key group (the redirects pointing at one title), not with the wiki."""
+
+    def __init__(self, rounds: int = REDIRECT_ROUNDS):
+        super().__init__()
+        self.rounds = rounds
+
+    def expand(self, pairs):
+        state = pairs | "OneTargetPerTitle" >> beam.CombinePerKey(max) | "Start" >> beam.MapTuple(
+            lambda title, target: (title, (target, False)))
+        for round_ in range(self.rounds):
+            askers = state | f"Askers{round_}" >> beam.Filter(lambda kv: not kv[1][1]) | f"ByPointer{round_}" >> (
+                beam.MapTuple(lambda title, s: (s[0], title)))
+            done = state | f"Done{round_}" >> beam.Filter(lambda kv: kv[1][1])
+            stepped = {"askers": askers, "state": state} | f"Join{round_}" >> beam.CoGroupByKey() | (
+                f"Step{round_}" >> beam.FlatMap(_step_pointers))
+            state = (done, stepped) | f"Next{round_}" >> beam.Flatten()
+        return state | "Final" >> beam.ParDo(_SplitResolved()).with_outputs("cycles", main="resolved")
+
+
+class _SplitResolved(beam.DoFn):
+    def process(self, element):
+        title, (pointer, done) = element
+        yield (title, pointer) if done else beam.pvalue.TaggedOutput("cycles", title)
+
+
+def _redirect_outcomes(joined):
+    """A redirect page's skipped row, and its alias for the final target (none for a cycle)."""
+    title, grouped = joined
+    finals = list(grouped["final"])
+    for row in grouped["redirect"]:
+        if finals:
+            yield beam.pvalue.TaggedOutput("skipped", SkippedRecord(
+                title=title, stage=STAGE, reason="redirect", detail=f"-> {finals[0]}", page_id=row.page_id))
+            yield finals[0], title
+        else:
+            yield beam.pvalue.TaggedOutput("skipped", SkippedRecord(
+                title=title, stage=STAGE, reason="redirect_cycle", detail=f"-> {row.target}", page_id=row.page_id))
+
+
+def _resolve_tails(joined):
+    """Relations whose tail is this title, with the tail replaced by its final target when it redirects."""
+    _, grouped = joined
+    finals = list(grouped["final"])
+    for ordinal, relation in grouped["relations"]:
+        if finals:
+            relation = relation.model_copy(update={"tail": finals[0]})
+        yield relation.head, (ordinal, relation)
+
+
+def _page_relations(grouped):
+    """One page's resolved relations, in their original order, without repeats: (sort key, relation)."""
+    head, numbered = grouped
+    ordered = [relation for _, relation in sorted(numbered, key=lambda pair: pair[0])]
+    for ordinal, relation in enumerate(distinct_relations(head, ordered)):
+        yield relation_sort_key(relation, ordinal), relation
+
+
+def _decide_duplicates(keyed):
+    """`pick_duplicate` over the articles sharing a title: the losers' keys (tag "losers") and skips."""
+    _, articles = keyed
+    articles = list(articles)
+    winner, duplicates = pick_duplicate([article.page for article in articles])
+    yield from duplicates
+    for article in articles:
+        if article.page is not winner:
+            yield beam.pvalue.TaggedOutput("losers", (article.key, True))
+
+
+def _article_outcome(article: UnitArticle, losers: dict):
+    """An extracted article's plumbing counts (tag "excluded"), or the skip its extraction gave."""
+    if article.key in losers:
+        return
+    if article.row.skip_reason is not None:
+        yield beam.pvalue.TaggedOutput("skipped", _skip(article.page, article.row.skip_reason, article.row.skip_detail))
+    elif article.row.excluded:
+        yield article.row.excluded
+
+
+def _headed(entity: Entity, as_of, window_days: int) -> tuple[str, Entity]:
+    return entity.title, entity.model_copy(update={"is_head": is_head(entity.last_modified, as_of, window_days)})
 
 
 def _with_aliases(joined):
@@ -811,82 +999,132 @@ class NamedValuesToEdges(beam.PTransform):
         return (split.plain, named) | "AllRelations" >> beam.Flatten()
 
 
-def _write_stats(pages_in: int, choice: AsOfChoice, excluded: dict, out_dir: str) -> None:
-    stats = {"pages_in": pages_in, "as_of": choice.as_of.isoformat() if choice.as_of else None,
-             "as_of_reason": choice.reason, "implausible": choice.implausible, "excluded": excluded}
-    (Path(out_dir) / _STATS_FILE).write_text(json.dumps(stats))
+def _choose_as_of(stats: list[UnitStats], config: ExtractConfig, ceiling) -> AsOfChoice:
+    merged = NewestPlausible(ceiling[0]).merge_accumulators((s.newest_plausible, s.implausible) for s in stats)
+    return AsOfChoice.choose(config.as_of, *merged, ceiling)
+
+
+def _write_stats(stats: list[UnitStats], choice: AsOfChoice, excluded: dict, units: list, out_dir: str) -> None:
+    summary = {"pages_in": sum(s.pages_in for s in stats),
+               "as_of": choice.as_of.isoformat() if choice.as_of else None,
+               "as_of_reason": choice.reason, "implausible": choice.implausible, "excluded": excluded,
+               "units": len(units), "units_extracted": sum(extracted for _, extracted in units)}
+    (Path(out_dir) / _STATS_FILE).write_text(json.dumps(summary))
+
+
+class ExtractUnits(beam.PTransform):
+    """PBegin -> (unit id, extracted now?) once each unit's parts exist under `out_dir/parts` (phase 1)."""
+
+    def __init__(self, config: ExtractConfig, out_dir: str | Path, ceiling: tuple[dt.datetime, str]):
+        super().__init__()
+        self.config, self.out_dir, self.ceiling = config, str(out_dir), ceiling
+
+    def expand(self, pbegin):
+        config = self.config
+        if config.dump is not None:
+            units = (pbegin | "Source" >> beam.Create([config]) | "PlanUnits" >> beam.FlatMap(_plan_dump_units)
+                     | "SpreadUnits" >> beam.Reshuffle())
+        else:
+            units = (
+                pbegin
+                | "Read" >> source_transform(config)
+                | "Bucket" >> beam.Map(lambda r: (f"api-{shard_of(normalize_title(r.title), API_UNITS):02d}", r))
+                | "Units" >> beam.GroupByKey()
+            )
+        return units | "ExtractUnit" >> beam.ParDo(_ExtractUnit(config, self.out_dir, self.ceiling[0]))
 
 
 class ExtractGraph(beam.PTransform):
-    """PCollection of Page | SkippedRecord -> the stage's tables written under `out_dir`."""
+    """(unit id, extracted now?) -> the stage's tables written under `out_dir` (phase 2: the joins).
 
-    def __init__(self, config: ExtractConfig, out_dir: str | Path, now: dt.datetime | None = None):
+    Side inputs left: the as-of choice (one value), and the titles seen twice and the duplicates' keys
+    (both sized by the duplicated titles, not by the wiki)."""
+
+    def __init__(self, config: ExtractConfig, out_dir: str | Path, ceiling: tuple[dt.datetime, str]):
         super().__init__()
-        self.config, self.out_dir = config, str(out_dir)
-        self.ceiling = timestamp_ceiling(config, now)
+        self.config, self.out_dir, self.ceiling = config, str(out_dir), ceiling
 
-    def expand(self, records):
+    def expand(self, units):
         config, out_dir, ceiling = self.config, self.out_dir, self.ceiling
-        choice = (
-            records
-            | "NewestPlausibleRevision" >> beam.CombineGlobally(NewestPlausible(ceiling[0]))
-            | "ChooseAsOf" >> beam.Map(lambda found: AsOfChoice.choose(config.as_of, *found, ceiling))
-        )
-        as_of = choice | "AsOf" >> beam.Map(lambda chosen: chosen.as_of)
-        classified = records | "Classify" >> beam.ParDo(_Classify()).with_outputs("skipped", "redirects",
-                                                                                  main="articles")
-        table = (
-            classified.redirects
-            | "RedirectPairs" >> beam.Map(lambda r: (r.title, r.target))
-            | "RedirectMap" >> beam.combiners.ToDict()
-            | "ResolveChains" >> beam.Map(resolve_redirects)
-        )
-        table_side = beam.pvalue.AsSingleton(table)
-        contested = (
-            classified.articles
-            | "TitleOnce" >> beam.Map(lambda p: (normalize_title(p.title), 1))
+        parts = units | "ReadParts" >> beam.ParDo(_ReadUnit(out_dir)).with_outputs(
+            "entities", "pages", "relations", "skipped", "redirects", "stats", main="articles")
+        stats = parts.stats | "AllStats" >> beam.combiners.ToList()
+        choice = stats | "ChooseAsOf" >> beam.Map(_choose_as_of, config, ceiling)
+        as_of = beam.pvalue.AsSingleton(choice | "AsOf" >> beam.Map(lambda chosen: chosen.as_of))
+        contested = beam.pvalue.AsDict(
+            parts.articles
+            | "TitleOnce" >> beam.Map(lambda article: (article.row.title, 1))
             | "CountTitles" >> beam.CombinePerKey(sum)
             | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1] > 1)
         )
-        split = classified.articles | "SetAsideDuplicates" >> beam.ParDo(
-            _SetAsideDuplicates(), beam.pvalue.AsDict(contested)).with_outputs("contested", main="unique")
         decided = (
-            split.contested
+            parts.articles
+            | "Contested" >> beam.Filter(lambda article, titles: article.row.title in titles, contested)
+            | "ByTitle" >> beam.Map(lambda article: (article.row.title, article))
             | "GroupDuplicates" >> beam.GroupByKey()
-            | "DecideDuplicates" >> beam.FlatMap(_decide_duplicates).with_outputs("skipped", main="kept")
+            | "DecideDuplicates" >> beam.FlatMap(_decide_duplicates).with_outputs("losers", main="skipped")
         )
-        extract_args = (_ExtractArticles(config), table_side, beam.pvalue.AsSingleton(as_of))
-        outputs = ("skipped", "pages", "relations", "excluded")
-        unique = split.unique | "Extract" >> beam.ParDo(*extract_args).with_outputs(*outputs, main="entities")
-        winners = decided.kept | "ExtractWinners" >> beam.ParDo(*extract_args).with_outputs(*outputs, main="entities")
-        extracted = _Outputs(*(
-            (unique[tag], winners[tag]) | f"Extracted{tag.title()}" >> beam.Flatten()
-            for tag in ("entities", *outputs)
-        ))
-        redirected = classified.redirects | "Redirects" >> beam.ParDo(_RedirectOutcomes(), table_side).with_outputs(
-            "skipped", main="aliases"
+        losers = beam.pvalue.AsDict(decided.losers)
+        outcomes = parts.articles | "ArticleOutcomes" >> beam.FlatMap(_article_outcome, losers).with_outputs(
+            "skipped", main="excluded")
+
+        def kept(pcoll, label):
+            return pcoll | label >> beam.Filter(lambda pair, lost: pair[0] not in lost, losers) | (
+                f"Unkey{label}" >> beam.Map(lambda pair: pair[1]))
+
+        resolved = (
+            parts.redirects
+            | "RedirectPairs" >> beam.Map(lambda r: (r.title, r.target))
+            | "ResolveRedirects" >> ResolveRedirects()
+        )
+        redirected = (
+            {"redirect": parts.redirects | "RedirectByTitle" >> beam.Map(lambda r: (r.title, r)),
+             "final": resolved.resolved}
+            | "JoinRedirects" >> beam.CoGroupByKey()
+            | "RedirectOutcomes" >> beam.FlatMap(_redirect_outcomes).with_outputs("skipped", main="aliases")
+        )
+        kept_relations = kept(parts.relations, "KeptRelations")
+        linked = (
+            {"relations": kept_relations
+             | "WithTail" >> beam.Filter(lambda pair: pair[1].tail is not None)
+             | "ByTail" >> beam.Map(lambda pair: (pair[1].tail, pair)),
+             "final": resolved.resolved}
+            | "JoinTails" >> beam.CoGroupByKey()
+            | "ResolveTails" >> beam.FlatMap(_resolve_tails)
+        )
+        literal = (kept_relations | "NoTail" >> beam.Filter(lambda pair: pair[1].tail is None)
+                   | "ByHead" >> beam.Map(lambda pair: (pair[1].head, pair)))
+        relations = (
+            (linked, literal)
+            | "AllRelations" >> beam.Flatten()
+            | "ByPage" >> beam.GroupByKey()
+            | "PageRelations" >> beam.FlatMap(_page_relations)
         )
         entities = (
-            {"entity": extracted.entities, "aliases": redirected.aliases}
+            {"entity": kept(parts.entities, "KeptEntities") | "Heads" >> beam.Map(_headed, as_of, config.window_days),
+             "aliases": redirected.aliases}
             | "JoinAliases" >> beam.CoGroupByKey()
             | "Aliases" >> beam.FlatMap(_with_aliases)
         )
+        pages = kept(parts.pages, "KeptPages") | "PageByTitle" >> beam.Map(
+            lambda p: (normalize_title(p.title), p.model_copy(update={"title": normalize_title(p.title)})))
         skipped = (
-            (classified.skipped, decided.skipped, extracted.skipped, redirected.skipped)
+            (parts.skipped, decided.skipped, outcomes.skipped, redirected.skipped)
             | "AllSkipped" >> beam.Flatten()
             | "SkipKey" >> beam.Map(lambda s: (skipped_sort_key(s), s))
         )
         shards = config.output_shards
         entities | "WriteEntities" >> WriteTable(out_dir, "entities", shards)
-        relations = ({"relations": extracted.relations, "entities": extracted.entities,
-                      "aliases": redirected.aliases} | "NamedValues" >> NamedValuesToEdges())
+        relations = ({"relations": relations, "entities": entities, "aliases": redirected.aliases}
+                     | "NamedValues" >> NamedValuesToEdges())
         relations | "WriteRelations" >> WriteTable(out_dir, "relations", shards)
-        extracted.pages | "WritePages" >> WriteTable(out_dir, "pages", shards)
+        pages | "WritePages" >> WriteTable(out_dir, "pages", shards)
         skipped | "WriteSkipped" >> WriteTable(out_dir, "skipped", shards)
-        pages_in = records | "CountIn" >> beam.combiners.Count.Globally()
-        excluded = extracted.excluded | "SumExcluded" >> beam.CombineGlobally(_SumCounts())
-        return pages_in | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice),
-                                              beam.pvalue.AsSingleton(excluded), out_dir)
+        excluded = outcomes.excluded | "SumExcluded" >> beam.CombineGlobally(_SumCounts())
+        all_units = units | "AllUnits" >> beam.combiners.ToList()
+        return stats | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice),
+                                           beam.pvalue.AsSingleton(excluded), beam.pvalue.AsSingleton(all_units),
+                                           out_dir)
 
 
 # ----------------------------------------------------------------------------------- stage entry point
@@ -896,6 +1134,7 @@ def run_extract(
 ) -> Manifest:
     """Run stage 1 over the configured source into `out_dir`; a finished identical run is skipped."""
     out_dir = Path(out_dir)
+    use_filesystem_options(pipeline_options(beam, list(beam_args)))  # an s3:// or gs:// dump is checked here
     run = begin_stage(STAGE, out_dir, _stage_config(config), input_files=_input_files(config))
     if run.done:
         log.info("extract: %s is up to date", out_dir)
@@ -903,8 +1142,10 @@ def run_extract(
     for table in TABLES:
         for stale in shard_files(out_dir / table):
             stale.unlink()
+    ceiling = timestamp_ceiling(config)
     with _pipeline(beam, beam_args) as pipeline:
-        pipeline | "Read" >> source_transform(config) | "ExtractGraph" >> ExtractGraph(config, out_dir)
+        _ = (pipeline | "ExtractUnits" >> ExtractUnits(config, out_dir, ceiling)
+             | "ExtractGraph" >> ExtractGraph(config, out_dir, ceiling))
     return _finish(run, config, out_dir)
 
 
@@ -929,6 +1170,19 @@ def _pipeline(beam_options: BeamOptions | None, beam_args) -> beam.Pipeline:
     return beam.Pipeline(options=pipeline_options(beam_options, list(beam_args)))
 
 
+def no_page_message(config: ExtractConfig, counts: dict[str, int], out_dir: Path) -> str:
+    """Why an input gave no page to build on: nothing readable, or every page skipped (top reasons)."""
+    source = config.dump or config.api_url
+    if not counts["pages_in"]:
+        return (f"extract: no readable page in {source}: is it a MediaWiki XML export (.xml or .xml.bz2)? "
+                "Nothing to build a dataset from")
+    reasons = sorted(((n, k.removeprefix("skipped:")) for k, n in counts.items() if k.startswith("skipped:")),
+                     reverse=True)
+    listed = ", ".join(f"{reason} {n:,}" for n, reason in reasons[:4])
+    return (f"extract: {counts['pages_in']:,} pages read from {source}, none kept ({listed}); the skipped "
+            f"records are in {out_dir / 'skipped'}. Nothing to build a dataset from")
+
+
 def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     stats_path = out_dir / _STATS_FILE
     stats = json.loads(stats_path.read_text())
@@ -946,12 +1200,17 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     if unavailable := counts.get("skipped:api_unavailable", 0):  # transient: not finished work
         raise StageIncomplete(f"extract: {unavailable} of {counts['pages_in']} titles could not be fetched (the API "
                               "kept failing until its retries ran out); rerun the same command to fetch again")
+    if counts["kept"] == 0:
+        raise UserError(no_page_message(config, counts, out_dir))
     if stats["implausible"]:
         counts[IMPLAUSIBLE_COUNT] = stats["implausible"]
     as_of = dt.datetime.fromisoformat(stats["as_of"]) if stats["as_of"] else None
-    manifest = run.finish(counts, outputs, as_of=as_of, as_of_reason=stats["as_of_reason"],
+    units = {"units": stats["units"], "extracted": stats["units_extracted"],
+             "reused": stats["units"] - stats["units_extracted"]}
+    manifest = run.finish(counts, outputs, as_of=as_of, work_units=units, as_of_reason=stats["as_of_reason"],
                           window_days=config.window_days)
     stats_path.unlink()
+    shutil.rmtree(WorkUnits(out_dir, ()).folder, ignore_errors=True)  # only an unfinished run needs the parts
     return manifest
 
 
@@ -1005,6 +1264,6 @@ def _command(args, beam_args) -> int:
           f"{counts['relations']} relations, {counts['skipped']} skipped -> {args.out}")
     print(f"  as-of {manifest.as_of.isoformat() if manifest.as_of else 'none'}: {manifest.as_of_reason}")
     for key, value in counts.items():
-        if key.startswith("skipped:") or key == IMPLAUSIBLE_COUNT:
+        if key.startswith(("skipped:", "excluded:")) or key == IMPLAUSIBLE_COUNT:
             print(f"  {key:<28} {value}")
     return 0

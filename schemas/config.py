@@ -96,7 +96,7 @@ NON_FACT_RELATIONS = (
 
 class WalkConfig(_Config):
     hops: list[int] = [2, 3, 4]
-    walks_per_start: int = 8
+    walks_per_start: int = 24
     max_paths: int | None = None
     hub_quantile: float = 0.98
     min_out_degree: int = 1
@@ -114,6 +114,8 @@ class WalkConfig(_Config):
     forbid_inverse_hop: bool = True
     forbid_repeated_relation: bool = True
     require_single_answer: bool = True
+    tree_share: float = Field(default=0.4, ge=0.0, le=1.0, description="share of walks whose final hop may "
+                              "reach several objects: they become tree questions whose branches decide")
     max_literal_chars: int = 40
     starts_per_task: int = Field(default=256, ge=1, description="start nodes per Beam element")
     shards: int = Field(default=4, ge=1)
@@ -135,6 +137,16 @@ class QuestionConfig(_Config):
     seed: int = 0
     leak_ngram: int = Field(default=8, ge=3, description="evidence n-gram length that counts as a leak")
     attributes_per_entity: int = Field(default=1, ge=0, description="attributes added to each obfuscated entity")
+    describe_start: float = Field(default=1.0, ge=0.0, le=1.0,
+                                  description="share of questions whose start entity is described, not named")
+    start_attributes: int = Field(default=2, ge=2, description="fewest attributes (type included) describing a start")
+    max_attributes: int = Field(default=3, ge=1, description="most attributes describing one entity or answer")
+    one_search_top_k: int = Field(default=5, ge=0, description="the question as one search must not show the "
+                                  "answer in this many results (0: gate off; needs the index)")
+    reject_dominant_answer: bool = Field(default=True, description="reject answers that are the most common "
+                                         "object of their final relation")
+    max_answer_share: float = Field(default=0.02, gt=0.0, le=1.0,
+                                    description="most questions of a run (share) with one answer")
     paths_per_unit: int = Field(default=32, ge=1, description="paths per resumable work unit")
     shards: int = Field(default=4, ge=1)
 

@@ -37,6 +37,8 @@ class Manifest(BaseModel):
     as_of: AwareDatetime | None = None
     as_of_reason: str | None = Field(default=None, description="why this as-of: given, or the newest plausible revision")
     window_days: int | None = None
+    work_units: dict[str, int] = Field(default_factory=dict, description="the run that finished: units in all, "
+                                       "`extracted` by it, `reused` from an interrupted run")
     seed: int | None = None
     started_at: AwareDatetime | None = None
     finished_at: AwareDatetime | None = None

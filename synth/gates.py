@@ -4,9 +4,19 @@
 - `answer_leak`: the answer or one of its aliases appears in the question text;
 - `evidence_leak`: the question copies a long n-gram of a hop's evidence sentence;
 - `intermediate_leak`: an obfuscated intermediate entity is named anyway (the question loses a hop);
+- `start_leak`: the start entity is described, but the text names it anyway;
 - `fewer_hops`: the answer is reachable from the start entity in fewer hops than the question asks;
-- `alternative_answer`: following the question's constraint chain over the graph (relations, plus the
-  type and attribute clues given for each intermediate) reaches more than one answer;
+- `start_not_unique`: another entity fits every attribute the question describes the start entity by;
+- `multi_valued_hop`: an intermediate hop leads to several objects (pages, objects without a page and
+  literals alike: the graph is an open world) that the question's clues do not tell apart;
+- `alternative_answer`: the final hop, with the clues (or a tree question's branches) on the answer,
+  reaches more than one object;
+- `tree_branch`: a tree question's branch does not hold for the answer, or is not needed to single it out;
+- `dominant_answer`: the answer is the most common object of its final relation across the graph (a
+  guess, not a search, would find it);
+- `answer_cap`: one answer already fills its share of the run (applied by the stage);
+- `one_search`: the question text as one `search` in the agents' environment shows the answer or the
+  answer's page in its top k;
 - `missing_as_of`: a fact on the path can change, but the text states no as-of date;
 - `unfaithful`: an LLM-written text does not express the plan it was given (the start entity, each
   intermediate's description, the relations of the chain, above all the one asked for), so the gold
@@ -25,13 +35,15 @@ import numpy as np
 from pydantic import BaseModel
 
 from graph.csr import LITERAL, CSRGraph, split_literal_key
+from graph.ontology import load_ontology
 from pipeline.llm import LLMClient
 from schemas.questions import Path
 from synth.matching import match_answer, normalize_answer
 from synth.phrasing import parse_date, phrase, type_noun
 
-GATES = ("vague_answer", "fewer_hops", "alternative_answer", "answer_leak", "evidence_leak", "intermediate_leak",
-         "missing_as_of", "unfaithful", "shortcut", "duplicate")
+GATES = ("vague_answer", "fewer_hops", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
+         "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
+         "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap")
 MAX_FRONTIER = 100_000
 
 
@@ -133,52 +145,226 @@ def vague_answer(path: Path) -> str | None:
     return None
 
 
-def _years_of(graph: CSRGraph, node: int, relation: int) -> list[int]:
-    years = []
-    for obj in graph.objects(node, relation):
-        if graph.kind[obj] == LITERAL:
-            value_type, value, _ = split_literal_key(graph.keys[obj])
-            parsed = parse_date(value) if value_type == "date" else None
-            if parsed:
-                years.append(parsed[0])
-    return years
+def satisfies(index: FactIndex, node: int, clue: Clue) -> bool:
+    """Open world: a candidate is excluded only when the graph states something contradicting the clue.
 
-
-def _satisfies(graph: CSRGraph, node: int, clue: Clue) -> bool:
-    """Conservative: a candidate is excluded only when the graph states something contradicting the clue."""
-    if clue.type_noun and graph.entity_type[node] and type_noun(graph.entity_type[node]) != clue.type_noun:
+    A node without a page, or a page silent about the clue's relation, may still fit, so it stays.
+    """
+    if clue.type_noun and index.type_nouns[node] and index.type_nouns[node] != clue.type_noun:
         return False
-    relation = graph.relation_id(clue.attribute) if clue.attribute else None
-    if relation is not None and clue.years:
-        years = _years_of(graph, node, relation)
-        if years and not any(clue.years[0] <= y <= clue.years[1] for y in years):
-            return False
-    if relation is not None and clue.object:
-        objects = [graph.label(o) for o in graph.objects(node, relation)]
-        if objects and clue.object not in objects:
-            return False
+    relation = index.relation(clue.attribute)
+    if relation is None:
+        return True
+    if clue.years:
+        years = index.years(node, relation)
+        return not len(years) or bool(((years >= clue.years[0]) & (years <= clue.years[1])).any())
+    if clue.object:
+        objects = index.objects(node, relation)
+        return not len(objects) or index.node(clue.object) in objects
     return True
 
 
-def chain_answers(graph: CSRGraph, path: Path, clues: Iterable[Clue]) -> set[int]:
-    """Every node that satisfies the question's constraint chain, starting from the named start entity."""
-    by_position: dict[int, list[Clue]] = {}
-    for clue in clues:
-        by_position.setdefault(clue.position, []).append(clue)
-    start = graph.node_id(path.start)
-    current = {start} if start is not None else set()
-    for index, hop in enumerate(path.hops):
-        relation = graph.relation_id(hop.relation)
+def holds(index: FactIndex, node: int, clue: Clue) -> bool:
+    """Closed reading: the graph states the clue's fact of the node (a branch of a tree question holds)."""
+    relation = index.relation(clue.attribute)
+    if relation is None:
+        return bool(clue.type_noun) and index.type_nouns[node] == clue.type_noun
+    if clue.years:
+        years = index.years(node, relation)
+        return bool(((years >= clue.years[0]) & (years <= clue.years[1])).any())
+    return index.node(clue.object) in index.objects(node, relation)
+
+
+class FactIndex:
+    """Lookups over the CSR graph built once per run, so that gates and descriptions cost microseconds: the
+    heads of a (relation, object) fact, the heads of a date relation by year, each literal date's year,
+    coarse type nouns, and each relation's dominant object."""
+
+    NO_YEAR = np.iinfo(np.int32).min
+
+    def __init__(self, graph: CSRGraph):
+        self.graph = graph
+        n = graph.num_nodes
+        heads = np.repeat(np.arange(n, dtype=np.int64), graph.out_degree)
+        keys = graph.rel.astype(np.int64) * n + graph.dst.astype(np.int64)
+        order = np.argsort(keys, kind="stable")
+        self._keys, self._heads = keys[order], heads[order]
+        unique, counts = np.unique(self._keys, return_counts=True)
+        self._dominant: set[int] = set()
+        relations = unique // max(n, 1)
+        for relation in np.unique(relations):
+            mask = relations == relation
+            top = counts[mask].max()
+            if top >= 2:  # an object held by one head only dominates nothing
+                self._dominant.update(unique[mask][counts[mask] == top].tolist())
+        coarse = {t: type_noun(t) for t in set(graph.entity_type.tolist())}
+        self.type_nouns = np.array([coarse[t] if t else "" for t in graph.entity_type], dtype=object)
+        self.node_year = np.full(n, self.NO_YEAR, np.int64)
+        for node in np.flatnonzero(graph.kind == LITERAL):
+            value_type, value, _ = split_literal_key(graph.keys[node])
+            parsed = parse_date(value) if value_type == "date" else None
+            if parsed:
+                self.node_year[node] = parsed[0]
+        self._relations = {name: i for i, name in enumerate(graph.relation_names)}
+        self._nodes: dict[str, int | None] = {}
+        self._by_year: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def relation(self, name: str | None) -> int | None:
+        return self._relations.get(name) if name else None
+
+    def node(self, label: str) -> int | None:
+        if label not in self._nodes:
+            self._nodes[label] = self.graph.node_id(label)
+        return self._nodes[label]
+
+    def objects(self, node: int, relation: int) -> np.ndarray:
+        """Object ids of node --relation--> (sorted and distinct in the CSR already)."""
+        graph = self.graph
+        start, end = graph.indptr[node], graph.indptr[node + 1]
+        rels = graph.rel[start:end]
+        return graph.dst[start + np.searchsorted(rels, relation, "left") : start + np.searchsorted(rels, relation, "right")]
+
+    def years(self, node: int, relation: int) -> np.ndarray:
+        years = self.node_year[self.objects(node, relation)]
+        return years[years != self.NO_YEAR]
+
+    def _range(self, lo: int, hi: int) -> np.ndarray:
+        return self._heads[np.searchsorted(self._keys, lo, "left") : np.searchsorted(self._keys, hi, "left")]
+
+    def heads_of(self, relation: int, obj: int) -> np.ndarray:
+        key = relation * self.graph.num_nodes + obj
+        return self._range(key, key + 1)
+
+    def heads_in_years(self, relation: int, first: int, last: int) -> np.ndarray:
+        """Heads with a date fact of `relation` in the year range [first, last]."""
+        if relation not in self._by_year:
+            n = self.graph.num_nodes
+            lo, hi = np.searchsorted(self._keys, relation * n), np.searchsorted(self._keys, (relation + 1) * n)
+            years = self.node_year[self._keys[lo:hi] - relation * n]
+            dated = years != self.NO_YEAR
+            order = np.argsort(years[dated], kind="stable")
+            self._by_year[relation] = (years[dated][order], self._heads[lo:hi][dated][order])
+        years, heads = self._by_year[relation]
+        return np.unique(heads[np.searchsorted(years, first, "left") : np.searchsorted(years, last, "right")])
+
+    def is_dominant(self, relation: int, obj: int) -> bool:
+        return relation * self.graph.num_nodes + obj in self._dominant
+
+
+def described_candidates(index: FactIndex, clues: Iterable[Clue]) -> set[int]:
+    """Every entity that fits a description given without a name: the heads the graph shows holding its
+    first stated fact (the anchor), filtered by every clue in the open-world reading of `satisfies`."""
+    graph, clues = index.graph, list(clues)
+    anchor = next((c for c in clues if c.attribute), None)
+    if anchor is None:
+        typed = next((c.type_noun for c in clues if c.type_noun), None)
+        pool = np.flatnonzero(index.type_nouns == typed) if typed else np.arange(graph.num_nodes)
+    else:
+        relation = index.relation(anchor.attribute)
         if relation is None:
             return set()
-        following: set[int] = set()
-        for node in current:
-            following.update(graph.objects(node, relation).tolist())
-        if index + 1 < len(path.nodes) - 1:
-            for clue in by_position.get(index + 1, []):
-                following = {n for n in following if _satisfies(graph, n, clue)}
-        current = following
-    return current
+        if anchor.years:
+            pool = index.heads_in_years(relation, *anchor.years)
+        else:
+            obj = index.node(anchor.object)
+            pool = index.heads_of(relation, obj) if obj is not None else np.array([], np.int64)
+    rest = [c for c in clues if c is not anchor]
+    return {int(n) for n in pool.tolist() if all(satisfies(index, n, c) for c in rest)}
+
+
+def path_node_ids(graph: CSRGraph, path: Path) -> list[int] | None:
+    """The graph node of every position of the path (literal nodes are found by their label)."""
+    current = graph.node_id(path.start)
+    if current is None:
+        return None
+    ids = [current]
+    for hop, label in zip(path.hops, path.nodes[1:], strict=True):
+        relation = graph.relation_id(hop.relation)
+        if relation is None:
+            return None
+        current = next((int(o) for o in graph.objects(current, relation) if graph.label(o) == label), None)
+        if current is None:
+            return None
+        ids.append(current)
+    return ids
+
+
+def _by_position(clues: Iterable[Clue]) -> dict[int, list[Clue]]:
+    grouped: dict[int, list[Clue]] = {}
+    for clue in clues:
+        grouped.setdefault(clue.position, []).append(clue)
+    return grouped
+
+
+def _examples(graph: CSRGraph, nodes: Iterable[int], exclude: int) -> list[str]:
+    return sorted(graph.label(n) for n in nodes if n != exclude)[:3]
+
+
+def unique_chain(index: FactIndex, path: Path, clues: Iterable[Clue], start_described: bool) -> tuple[str, str] | None:
+    """Open-world uniqueness, position by position: the described start, then every hop with the clues on
+    its object, must single out exactly the path's node. Returns (gate, why) for the first that does not."""
+    graph = index.graph
+    ids = path_node_ids(graph, path)
+    if ids is None:
+        return "alternative_answer", "the path's answer does not satisfy its own chain"
+    clues = _by_position(clues)
+    if start_described:
+        fits = described_candidates(index, clues.get(0, []))
+        if fits != {ids[0]}:
+            return "start_not_unique", f"{len(fits)} entities fit the start's description, e.g. {_examples(graph, fits, ids[0])}"
+    last = len(path.hops) - 1
+    for position, hop in enumerate(path.hops):
+        relation = index.relation(hop.relation)
+        reached = {int(o) for o in index.objects(ids[position], relation)}
+        reached = {o for o in reached if all(satisfies(index, o, c) for c in clues.get(position + 1, []))}
+        if reached != {ids[position + 1]}:
+            gate = "alternative_answer" if position == last else "multi_valued_hop"
+            return gate, (f"{len(reached)} objects of {hop.relation} fit at hop {position + 1}, "
+                          f"e.g. {_examples(graph, reached, ids[position + 1])}")
+    return None
+
+
+def alternative_answer(index: FactIndex, path: Path, clues: Iterable[Clue]) -> str | None:
+    """None when exactly the path's answer satisfies the chain (start named); otherwise why not."""
+    failed = unique_chain(index, path, clues, start_described=False)
+    return None if failed is None else failed[1]
+
+
+def tree_branches(index: FactIndex, path: Path, branches: list[Clue]) -> str | None:
+    """A tree question's branches (clues on the answer): each must hold for the answer, the final hop alone
+    must reach several objects over a relation the ontology does not call single-valued (several birth
+    dates are noise to drop, not alternatives to choose from), and dropping any branch must let another
+    object through."""
+    graph = index.graph
+    ids = path_node_ids(graph, path)
+    if ids is None or not branches:
+        return "no branch"
+    final = load_ontology().properties.get(path.hops[-1].relation)
+    if final is not None and final.functional:
+        return f"{final.name} is single-valued: its several objects are not alternatives"
+    answer = ids[-1]
+    for clue in branches:
+        if not holds(index, answer, clue):
+            return f"branch {clue.attribute} does not hold for the answer"
+    reached = graph.objects(ids[-2], graph.relation_id(path.hops[-1].relation)).tolist()
+    if len(reached) < 2:
+        return "the final hop has one object: no branch is needed"
+    for dropped in range(len(branches)):
+        rest = branches[:dropped] + branches[dropped + 1 :]
+        if len([o for o in reached if all(satisfies(index, o, c) for c in rest)]) < 2:
+            return f"branch {branches[dropped].attribute} is not needed"
+    return None
+
+
+def dominant_answer(index: FactIndex, path: Path) -> str | None:
+    """Why the answer is its final relation's dominant object across the graph, or None."""
+    graph = index.graph
+    ids = path_node_ids(graph, path)
+    relation = graph.relation_id(path.hops[-1].relation)
+    if ids is None or relation is None or not index.is_dominant(relation, ids[-1]):
+        return None
+    heads = len(index.heads_of(relation, ids[-1]))
+    return f"{path.answer!r} is the most common object of {path.hops[-1].relation} ({heads} heads)"
 
 
 def answer_node(graph: CSRGraph, path: Path) -> int | None:
@@ -194,15 +380,17 @@ def answer_node(graph: CSRGraph, path: Path) -> int | None:
     return None
 
 
-def alternative_answer(graph: CSRGraph, path: Path, clues: Iterable[Clue]) -> str | None:
-    """None when exactly the path's answer satisfies the chain; otherwise why the question is ambiguous."""
-    answers = chain_answers(graph, path, clues)
-    target = answer_node(graph, path)
-    if target is None or target not in answers:
-        return "the path's answer does not satisfy its own chain"
-    if len(answers) > 1:
-        others = sorted(graph.label(a) for a in answers if a != target)[:3]
-        return f"{len(answers)} answers satisfy the chain, e.g. {others}"
+def one_search(environment, text: str, answer: str, forms: Iterable[str], top_k: int) -> str | None:
+    """The retrieval shortcut: the question as one `search` lists the answer's page or shows the answer."""
+    page = environment.resolve(answer)
+    needles = [(form, _tokens(form)) for form in dict.fromkeys([answer, *forms])]
+    for rank, hit in enumerate(environment.search(text, top_k), 1):
+        if page is not None and hit.title == page.title:
+            return f"the answer's page {hit.title!r} is result {rank}"
+        shown = " ".join(_tokens(f"{hit.title} {hit.snippet}"))
+        for form, tokens in needles:
+            if tokens and f" {' '.join(tokens)} " in f" {shown} ":
+                return f"result {rank} ({hit.title!r}) shows {form!r}"
     return None
 
 

@@ -26,7 +26,7 @@ from pathlib import Path as FsPath
 import apache_beam as beam
 from pydantic import BaseModel
 
-from graph.csr import LITERAL, CSRGraph, load_csr, split_literal_key
+from graph.csr import CSRGraph, load_csr, split_literal_key
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.io import (
@@ -52,53 +52,27 @@ from schemas.config import BeamOptions, LLMRole, QuestionConfig, WalkConfig
 from schemas.manifest import Manifest
 from schemas.questions import Path, Question
 from schemas.wiki import Entity, SkippedRecord
-from synth import gates
+from synth import describe, gates
+from synth.describe import Attribute
+from synth.environment import SearchEnvironment
 from synth.matching import normalize_answer
 from synth.phrasing import (
     PERSON_NOUNS,
     date_variants,
     description_noun,
     display_title,
-    fuzz_year,
     is_mutable,
     month_year,
     number_variants,
     parse_date,
     phrase,
-    proper_name,
     sentence,
     type_noun,
-    with_article,
 )
 
 STAGE = "questions"
 TEMPLATE_ENGINE = "template"
 TABLES = ("questions", "skipped")
-# Date facts that make a good vague attribute, with how they read after a noun.
-ATTRIBUTE_PHRASES = {  # keyed by ontology property (graph/ontology.py)
-    "birthDate": "born in {p}",
-    "deathDate": "{who} died in {p}",
-    "foundingDate": "founded in {p}",
-    "foundingYear": "founded in {p}",
-    "formationDate": "formed in {p}",
-    "openingDate": "opened in {p}",
-    "releaseDate": "released in {p}",
-    "publicationDate": "published in {p}",
-    "buildingEndDate": "built in {p}",
-    "completionDate": "completed in {p}",
-}
-
-
-# Entity facts that place an intermediate without naming it ("a city in Ireland").
-PLACE_ATTRIBUTE_PHRASES = {
-    "country": "in {o}",
-    "subdivision": "in {o}",
-    "state": "in {o}",
-    "location": "in {o}",
-    "locationCity": "based in {o}",
-    "locationCountry": "based in {o}",
-    "headquarter": "based in {o}",
-}
 
 
 @dataclass
@@ -117,18 +91,28 @@ class QuestionContext:
     as_of: dt.date
     config: QuestionConfig
     paths: dict[str, Path] = field(default_factory=dict)  # path_id -> Path, filled for the pipeline
+    facts: gates.FactIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.facts = gates.FactIndex(self.graph)
 
 
 @dataclass
 class Plan:
-    """What a question may say about each intermediate, the constraints that implies, and the as-of date."""
+    """What a question may say about each entity it does not name, the constraints that implies, the tense
+    of every hop and the as-of date. Positions index `path.nodes` (0 = the start entity)."""
 
-    style: str
+    style: str  # "clues" (a sentence per hop) or "nested" (one noun phrase; named start only)
+    shape: str  # "chain", or "tree": the final hop reaches several objects and branches on the answer decide
+    start_described: bool
     nouns: dict[int, str]
-    attributes: dict[int, str]
+    attributes: dict[int, list[Attribute]]
+    branches: list[Attribute]
     clues: list[gates.Clue]
+    ended: set[int]  # hops whose fact has ended (a marriage with an end date): phrased in the past
     obfuscations: list[str]
     as_of_text: str | None
+    unresolved: int | None = None  # the first position no attributes single out (the plan gate rejects it)
 
 
 @dataclass
@@ -146,97 +130,127 @@ def _rng(config: QuestionConfig, path: Path, purpose: str) -> random.Random:
     return random.Random(stable_hash(config.seed, path.path_id, purpose))
 
 
-def _noun_for(ctx: QuestionContext, title: str) -> tuple[str, str | None]:
-    """The noun an intermediate is described by (from its description, else its type) and its checkable type."""
+def _noun_for(ctx: QuestionContext, title: str) -> tuple[str | None, str | None]:
+    """The noun an entity is described by (from its description, else its type) and its checkable type."""
     info = ctx.entities.get(title)
     coarse = type_noun(info.type) if info else "entity"
-    described = description_noun(info.description) if info else None
-    return described or coarse, None if coarse == "entity" else coarse
+    described_noun = description_noun(info.description) if info else None
+    checkable = None if coarse == "entity" else coarse
+    return described_noun or checkable, checkable
 
 
-@dataclass(frozen=True)
-class Attribute:
-    """A fact of an intermediate that the question may state in vague form."""
-
-    relation: str
-    text: str  # "born in the early 1950s", "in Ireland"
-    clue_years: tuple[int, int] | None = None
-    clue_object: str | None = None
-    obfuscation: str | None = None
+def _ended(hop) -> bool:
+    return any(q.key == "end" for q in hop.qualifiers)
 
 
-def _attributes(ctx: QuestionContext, path: Path, position: int, rng: random.Random, who: str) -> list[Attribute]:
-    """Facts of the node usable as attributes: fuzzed dates, and places it lies in or is based in.
+def _changeable(hop) -> bool:
+    """A fact that can still change after the snapshot (an ended one cannot)."""
+    return not _ended(hop) and is_mutable(hop.relation, hop.value_type, {q.key: q.value for q in hop.qualifiers})
 
-    Relations on the path are excluded (they would give a hop away), and so are objects on the path.
-    """
-    graph = ctx.graph
-    node = graph.node_id(path.nodes[position])
-    if node is None:
-        return []
-    on_path = {h.relation for h in path.hops}
-    found = []
-    for edge in range(graph.indptr[node], graph.indptr[node + 1]):
-        relation = graph.relation_names[graph.rel[edge]]
-        obj = graph.dst[edge]
-        if relation in on_path or graph.label(obj) in path.nodes:
-            continue
-        if relation in ATTRIBUTE_PHRASES and graph.kind[obj] == LITERAL:
-            value_type, value, _ = split_literal_key(graph.keys[obj])
-            parsed = parse_date(value) if value_type == "date" else None
-            if parsed and parsed[0] > 0:
-                period, years = fuzz_year(parsed[0], rng.randrange(3))
-                found.append(Attribute(relation, ATTRIBUTE_PHRASES[relation].format(p=period, who=who),
-                                       clue_years=years, obfuscation=f"date:{value}->{period}"))
-        elif relation in PLACE_ATTRIBUTE_PHRASES and graph.kind[obj] != LITERAL:
-            label = graph.label(obj)
-            found.append(Attribute(relation, PLACE_ATTRIBUTE_PHRASES[relation].format(o=proper_name(label)),
-                                   clue_object=label))
-    return found
+
+def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, rng: random.Random,
+              reached: set[int] | None) -> tuple[str | None, list[gates.Clue], list[Attribute], bool]:
+    """The noun, type clue and attributes that describe the node at `position` among its competitors (the
+    objects its hop `reached`, or (None) for the start every entity that fits the description), and
+    whether they single it out."""
+    config = ctx.config
+    noun, checkable = _noun_for(ctx, path.nodes[position])
+    base = [gates.Clue(position=position, type_noun=checkable)] if checkable else []
+    options = describe.attributes(ctx, ids[position], position, rng, checkable in PERSON_NOUNS,
+                                  {h.relation for h in path.hops}, set(path.nodes))
+    if reached is None:
+        minimum = max(config.start_attributes - len(base), 1)
+
+        def fits(clues):
+            return gates.described_candidates(ctx.facts, clues)
+    else:
+        minimum = min(config.attributes_per_entity, len(options))
+
+        def fits(clues):
+            return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
+    chosen = describe.choose(list(options), fits, ids[position], base, minimum, config.max_attributes)
+    # Nothing singles it out: keep a plain description and let the plan gate count why.
+    return noun, base, chosen if chosen is not None else options[:minimum], chosen is not None
 
 
 def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) -> Plan:
-    """Choose the style, the obfuscation of the intermediates it describes, and the as-of statement.
-
-    "clues" describes every intermediate by a type noun and a fuzzed date; "nested" ("the birthplace of
-    the spouse of X, a scientist born in the 1940s,") describes only the last one, the others are known
-    only through their relation. The clues recorded for the alternative-answer gate match the text.
-    """
-    rng = _rng(ctx.config, path, "plan")
+    """Describe the start entity (unless it is named), every intermediate, and for a tree question the
+    answer's branches, each chosen until the graph proves the description unique; then the tense of every
+    hop and the as-of statement. The clues recorded for the gates are exactly what the text states."""
+    config, graph = ctx.config, ctx.graph
+    rng = _rng(config, path, "plan")
     hops = len(path.hops)
+    ids = gates.path_node_ids(graph, path)
+    start_described = ids is not None and rng.random() < config.describe_start
     if style is None:
-        style = "nested" if hops == 1 or rng.random() < {2: 0.5, 3: 0.25}.get(hops, 0.0) else "clues"
-    described = range(1, hops) if style == "clues" else range(max(hops - 1, 1), hops)
-    nouns, attributes, clues, obfuscations = {}, {}, [], []
-    for position in described:
-        title = path.nodes[position]
-        noun, checkable = _noun_for(ctx, title)
-        options = _attributes(ctx, path, position, rng, "who" if checkable in PERSON_NOUNS else "that")
-        chosen = rng.sample(options, min(ctx.config.attributes_per_entity, len(options)))
-        if style == "nested" and not chosen:
+        named_nested = not start_described and (hops == 1 or rng.random() < {2: 0.5, 3: 0.25}.get(hops, 0.0))
+        style = "nested" if named_nested else "clues"
+    nouns: dict[int, str] = {}
+    attributes: dict[int, list[Attribute]] = {}
+    clues: list[gates.Clue] = []
+    obfuscations: list[str] = []
+    described_positions = ([0] if start_described else []) + (
+        list(range(1, hops)) if style == "clues" else list(range(max(hops - 1, 1), hops)))
+    for position in described_positions if ids is not None else []:
+        reached = None
+        if position:
+            relation = graph.relation_id(path.hops[position - 1].relation)
+            reached = {int(o) for o in graph.objects(ids[position - 1], relation)}
+        noun, base, chosen, unique = _describe(ctx, path, ids, position, rng, reached)
+        if style == "nested" and position and not chosen:
             continue  # a bare ", a person," appositive adds nothing: the relation alone describes it
-        nouns[position] = noun
-        if chosen:
-            attributes[position] = " and ".join(a.text for a in chosen)
-        clues += [gates.Clue(position=position, type_noun=checkable)] + [
-            gates.Clue(position=position, attribute=a.relation, years=a.clue_years, object=a.clue_object)
-            for a in chosen
-        ]
-        obfuscations += [f"entity:{title}->{_described(noun, attributes.get(position))}",
+        nouns[position] = noun or "entity"
+        attributes[position] = chosen
+        clues += base + [a.clue for a in chosen]
+        obfuscations += [f"entity:{path.nodes[position]}->{describe.described(nouns[position], chosen)}",
                          *(a.obfuscation for a in chosen if a.obfuscation)]
-    mutable = any(is_mutable(h.relation, h.value_type, {q.key: q.value for q in h.qualifiers}) for h in path.hops)
-    as_of_text = month_year(ctx.as_of) if mutable else None
+        if not unique:
+            unresolved = position
+            break  # the plan gate rejects the path here: choosing attributes for the rest would be wasted
+    else:
+        unresolved = None
+    for position in described_positions if unresolved is not None else []:
+        nouns.setdefault(position, _noun_for(ctx, path.nodes[position])[0] or "entity")  # text stays writable
+    branches: list[Attribute] = []
+    shape = "chain"
+    if ids is not None and unresolved is None:
+        final = graph.objects(ids[-2], graph.relation_id(path.hops[-1].relation))
+        if len(final) > 1:
+            shape = "tree"
+            options = describe.attributes(ctx, ids[-1], hops, rng, _answer_noun(ctx, path) in PERSON_NOUNS,
+                                          {h.relation for h in path.hops}, set(path.nodes))
+            reached = {int(o) for o in final}
+
+            def fits(branch_clues):
+                return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)}
+            branches = describe.choose(list(options), fits, ids[-1], [], 1, ctx.config.max_attributes) or []
+            clues += [b.clue for b in branches]
+            obfuscations += [f"branch:{b.predicate}" for b in branches]
+            obfuscations += [b.obfuscation for b in branches if b.obfuscation]
+    ended = {index for index, hop in enumerate(path.hops) if _ended(hop)}
+    as_of_text = month_year(ctx.as_of) if any(_changeable(h) for h in path.hops) else None
     if as_of_text:
         obfuscations.append(f"as_of:{as_of_text}")
-    obfuscations.append(f"style:{style}")
-    return Plan(style, nouns, attributes, clues, obfuscations, as_of_text)
+    obfuscations += [f"style:{style}", f"shape:{shape}"]
+    return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
+                unresolved)
 
 
-def _described(noun: str, attribute: str | None) -> str:
-    return f"{with_article(noun)} {attribute}" if attribute else with_article(noun)
+def _described(plan: Plan, position: int) -> str:
+    return describe.described(plan.nouns[position], plan.attributes.get(position, []))
 
 
 # --- the template engine -------------------------------------------------------------------------------
+
+# Present -> past for a fact that has ended ("is married to" -> "was married to").
+_PAST = ((" is ", " was "), ("Who is ", "Who was "), ("What is ", "What was "), (" does ", " did "),
+         (" are ", " were "))
+
+
+def _past(template: str) -> str:
+    for present, past in _PAST:
+        template = template.replace(present, past)
+    return template
 
 
 def _answer_noun(ctx: QuestionContext, path: Path) -> str | None:
@@ -245,30 +259,40 @@ def _answer_noun(ctx: QuestionContext, path: Path) -> str | None:
     return None if noun == "entity" else noun
 
 
-def _ask(ctx: QuestionContext, path: Path, subject: str, rng: random.Random) -> str:
-    """The final question sentence about `subject`, relation-aware, with a varied surface form."""
+def _ask(ctx: QuestionContext, path: Path, plan: Plan, subject: str, rng: random.Random) -> str:
+    """The final question sentence about `subject`, relation-aware, with a varied surface form; a tree
+    question asks for the object of the final relation that the branches single out."""
     relation = path.hops[-1].relation
     entry = phrase(relation)
     noun = entry.noun
-    if path.answer_type in ("number", "quantity") and entry.count_ask:
+    ended = len(path.hops) - 1 in plan.ended
+    if plan.branches:
+        who = "who" if _answer_noun(ctx, path) in PERSON_NOUNS else "that"
+        predicates = " and ".join(a.predicate for a in sorted(plan.branches, key=lambda a: describe.ORDER[a.kind]))
+        return rng.choice([f"Name the {noun} of {{s}} {who} {predicates}.",
+                           f"Which {noun} of {{s}} {predicates}?"]).format(s=subject)
+    if path.answer_type in ("number", "quantity") and entry.count_ask and not ended:
         return entry.count_ask.format(s=subject)
     if entry.ask:  # the lexicon's own frames read best; "Name the ..." adds variety
         frames = [*entry.ask, "Name the {n} of {s}."] if path.answer_type == "entity" else list(entry.ask)
+        if ended:
+            frames = [_past(f) for f in frames if _past(f) != f] or ["Who was the {n} of {s}?"]
         return rng.choice(_fit_precision(frames, path) or frames).format(n=noun, s=subject)
+    verb = "was" if ended else "is"
     frames = []
     if path.answer_type == "entity":
         answer_noun = _answer_noun(ctx, path)
         if answer_noun in PERSON_NOUNS:
-            frames.append("Who is the {n} of {s}?")
+            frames.append(f"Who {verb} the {{n}} of {{s}}?")
         elif answer_noun:
-            frames.append(f"Which {answer_noun} is the {{n}} of {{s}}?")
-        frames += ["What is the {n} of {s}?", "Name the {n} of {s}."]
+            frames.append(f"Which {answer_noun} {verb} the {{n}} of {{s}}?")
+        frames += [f"What {verb} the {{n}} of {{s}}?", "Name the {n} of {s}."]
     elif path.answer_type == "date":
-        frames += ["What is the {n} of {s}?", "What date is given as the {n} of {s}?"]
+        frames += [f"What {verb} the {{n}} of {{s}}?", "What date is given as the {n} of {s}?"]
     elif path.answer_type in ("number", "quantity"):
-        frames += ["What is the {n} of {s}?", "What figure is recorded as the {n} of {s}?"]
+        frames += [f"What {verb} the {{n}} of {{s}}?", "What figure is recorded as the {n} of {s}?"]
     else:
-        frames += ["What is the {n} of {s}?"]
+        frames += [f"What {verb} the {{n}} of {{s}}?"]
     return rng.choice(frames).format(n=noun, s=subject)
 
 
@@ -281,13 +305,13 @@ def _fit_precision(frames: list[str], path: Path) -> list[str]:
     return [f for f in frames if ("what year" in f) == year_only or ("what date" not in f and "what year" not in f)]
 
 
-def _clue_sentence(relation: str, subject: str, obj: str) -> str:
+def _clue_sentence(relation: str, subject: str, obj: str, ended: bool) -> str:
     template = phrase(relation).clue or "The {n} of {s} is {o}."
-    return sentence(template.format(n=phrase(relation).noun, s=subject, o=obj))
+    return sentence((_past(template) if ended else template).format(n=phrase(relation).noun, s=subject, o=obj))
 
 
 def _tidy(text: str) -> str:
-    for bad, good in ((",?", "?"), (",.", "."), (" ,", ","), (" ?", "?"), ("  ", " ")):
+    for bad, good in ((",?", "?"), (",.", "."), (" ,", ","), (" ?", "?"), ("  ", " "), ("..", ".")):
         text = text.replace(bad, good)
     return text.strip()
 
@@ -296,27 +320,29 @@ def write_template(ctx: QuestionContext, path: Path, plan: Plan) -> Draft:
     """The offline engine: a nested noun phrase or a chain of clue sentences, as the plan's style says."""
     rng = _rng(ctx.config, path, "template")
     hops = len(path.hops)
-    start = display_title(path.start)
+    start = _described(plan, 0) if plan.start_described else display_title(path.start)
     if plan.style == "nested":
         subject = start
         for position in range(1, hops):
-            subject = f"the {phrase(path.hops[position - 1].relation).noun} of {subject}"
+            hop = position - 1
+            former = "former " if hop in plan.ended else ""
+            subject = f"the {former}{phrase(path.hops[hop].relation).noun} of {subject}"
         if hops - 1 in plan.nouns:
-            subject += f", {_described(plan.nouns[hops - 1], plan.attributes.get(hops - 1))},"
-        text = _ask(ctx, path, subject, rng)
+            subject += f", {_described(plan, hops - 1)},"
+        text = _ask(ctx, path, plan, subject, rng)
     else:
         sentences, subject, used = [], start, Counter()
         for position in range(1, hops):
             noun = plan.nouns[position]
-            obj = _described(noun, plan.attributes.get(position))
-            sentences.append(_clue_sentence(path.hops[position - 1].relation, subject, obj))
+            sentences.append(_clue_sentence(path.hops[position - 1].relation, subject, _described(plan, position),
+                                            position - 1 in plan.ended))
             used[noun] += 1
             subject = f"this {noun}" if used[noun] == 1 else f"the latter {noun}"
-        sentences.append(sentence(_ask(ctx, path, subject, rng)))
+        sentences.append(sentence(_ask(ctx, path, plan, subject, rng)))
         text = " ".join(sentences)
     text = _tidy(sentence(text))
     if plan.as_of_text:
-        lowered = text if text.startswith(start) else text[:1].lower() + text[1:]
+        lowered = text if text.startswith(start) and not plan.start_described else text[:1].lower() + text[1:]
         text = f"As of {plan.as_of_text}, {lowered}"
     return Draft(text=text, engine=TEMPLATE_ENGINE, obfuscations=list(plan.obfuscations))
 
@@ -331,34 +357,40 @@ class WrittenQuestion(BaseModel):
 
 WRITER_PROMPT = """You write one multi-hop search question from a chain of facts.
 Rules:
-- Name the start entity; refer to every intermediate entity ONLY by the description given for it.
-- Never mention the answer or any of its forms, and never name an intermediate entity.
-- Ask for exactly the final object of the chain; the question must need every hop.
+- Refer to the start entity and to every intermediate entity ONLY by the description given for it
+  ("refer_to_it_as"); a start entity is named only when its "name" is given.
+- Never mention the answer or any of its forms, and never name an entity you were given a description for.
+- Ask for exactly the final object of the chain; the question must need every hop. When "answer_constraints"
+  are given, the final relation has several objects: ask for the one that satisfies every constraint.
+- Write a hop marked "ended": true in the past tense ("was married to"), never as a present fact.
 - If "as_of" is given, begin with "As of <as_of>," because the facts can change.
 - Write one fluent, grammatical English question (clue sentences before it are allowed).
 Reply with JSON {"question": str, "obfuscations": [str]} listing how you disguised entities and dates."""
 
 
 def writer_messages(ctx: QuestionContext, path: Path, plan: Plan) -> list[dict[str, str]]:
-    """The writer's prompt: the path, entity descriptions and temporal context as JSON data."""
+    """The writer's prompt: the plan (descriptions, branches, tenses) and the temporal context as JSON data.
+
+    A described start entity's name is not sent, so the writer cannot leak it."""
     hops = []
     for index, hop in enumerate(path.hops):
         position = index + 1
         item = {"subject": "start" if index == 0 else f"entity {index}", "relation": hop.relation,
-                "relation_meaning": phrase(hop.relation).noun}
+                "relation_meaning": phrase(hop.relation).noun, "ended": index in plan.ended}
         if position < len(path.nodes) - 1:
             info = ctx.entities.get(path.nodes[position])
             item["object"] = f"entity {position}"
             item["object_description"] = (info.description if info else "")[:300]
-            item["refer_to_it_as"] = _described(plan.nouns[position], plan.attributes.get(position))
+            item["refer_to_it_as"] = _described(plan, position)
         else:
             item["object"] = "ANSWER (do not reveal)"
         hops.append(item)
-    start = ctx.entities.get(path.start)
+    start = {"refer_to_it_as": _described(plan, 0)} if plan.start_described else {
+        "name": path.start, "description": (ctx.entities[path.start].description if path.start in ctx.entities else "")[:300]}
     payload = {
-        "start": path.start,
-        "start_description": (start.description if start else "")[:300],
+        "start": start,
         "chain": hops,
+        "answer_constraints": [b.predicate for b in plan.branches],
         "answer_type": path.answer_type,
         "answer_to_hide": path.answer,
         "as_of": plan.as_of_text,
@@ -396,19 +428,40 @@ def answer_aliases(ctx: QuestionContext, path: Path) -> list[str]:
     return [f for f in dict.fromkeys(forms) if f and f != path.answer]
 
 
-def structural_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] | None:
-    """Gates that need no text: checked before a writer spends an LLM call."""
+def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
+    """Gates on the path alone, checked before any planning: a vague answer, a shortcut through the graph,
+    an answer that a prior over the final relation would guess."""
     if (detail := gates.vague_answer(path)) is not None:
         return "vague_answer", detail
     if (detail := gates.fewer_hops(ctx.graph, path)) is not None:
         return "fewer_hops", detail
-    if (detail := gates.alternative_answer(ctx.graph, path, plan.clues)) is not None:
-        return "alternative_answer", detail
+    if ctx.config.reject_dominant_answer and (detail := gates.dominant_answer(ctx.facts, path)) is not None:
+        return "dominant_answer", detail
     return None
 
 
-def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: list[str]) -> tuple[str, str] | None:
-    """Gates on the written text: leaks, and the as-of date a changeable fact needs."""
+def structural_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] | None:
+    """Gates that need no text: checked before a writer spends an LLM call."""
+    return path_gate(ctx, path) or plan_gate(ctx, path, plan)
+
+
+def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] | None:
+    """Open-world uniqueness of what the plan states: the described start, every hop, a tree's branches."""
+    if plan.unresolved is not None:
+        gate = "start_not_unique" if plan.unresolved == 0 else "multi_valued_hop"
+        failed = gates.unique_chain(ctx.facts, path, plan.clues, plan.start_described)
+        return failed or (gate, f"no attributes single out position {plan.unresolved} ({path.nodes[plan.unresolved]})")
+    if (failed := gates.unique_chain(ctx.facts, path, plan.clues, plan.start_described)) is not None:
+        return failed
+    if plan.shape == "tree" and (detail := gates.tree_branches(ctx.facts, path, [b.clue for b in plan.branches])):
+        return "tree_branch", detail
+    return None
+
+
+def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: list[str],
+              environment: SearchEnvironment | None = None) -> tuple[str, str] | None:
+    """Gates on the written text (either engine's): leaks, the as-of date a changeable fact needs, and the
+    retrieval shortcut (one search in the agents' environment)."""
     if (form := gates.answer_leak(text, path.answer, aliases)) is not None:
         return "answer_leak", form
     # Evidence sentences of the hops, and the lead sentences of the intermediates (a writer that copies
@@ -419,16 +472,24 @@ def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: 
         return "evidence_leak", gram
     if (name := gates.intermediate_leak(text, path.nodes[1:-1])) is not None:
         return "intermediate_leak", name
+    if plan.start_described and (name := gates.intermediate_leak(text, [path.start])) is not None:
+        return "start_leak", name
     if plan.as_of_text and f"as of {plan.as_of_text}".lower() not in text.lower():
         return "missing_as_of", f"a fact can change but the text does not say 'As of {plan.as_of_text}'"
+    top_k = ctx.config.one_search_top_k
+    if environment is not None and top_k and (
+            found := gates.one_search(environment, text, path.answer, aliases, top_k)) is not None:
+        return "one_search", found
     return None
 
 
 def faithfulness_gate(path: Path, plan: Plan, text: str) -> tuple[str, str] | None:
-    """An LLM's text must say what its prompt gave it: the start, each intermediate's description, the chain."""
-    mentions = [("the start entity", path.start.split(" (")[0])]
-    mentions += [(f"entity {p}", _described(plan.nouns[p], plan.attributes.get(p)))
-                 for p in range(1, len(path.nodes) - 1) if p in plan.nouns]
+    """An LLM's text must say what its prompt gave it: the start (its name, or its description when it is
+    described), each intermediate's description, the chain."""
+    start = _described(plan, 0) if plan.start_described else path.start.split(" (")[0]
+    mentions = [("the start entity", start)]
+    mentions += [(f"entity {p}", _described(plan, p)) for p in range(1, len(path.nodes) - 1) if p in plan.nouns]
+    mentions += [("an answer constraint", branch.predicate) for branch in plan.branches]
     if (detail := gates.unfaithful(text, mentions, [hop.relation for hop in path.hops])) is not None:
         return "unfaithful", detail
     return None
@@ -470,11 +531,13 @@ def _skip(path: Path, reason: str, detail: str) -> SkippedRecord:
 
 
 async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPath | None,
-                       report: RoleReport | None = None) -> tuple[list[Question], list[SkippedRecord]]:
+                       report: RoleReport | None = None,
+                       environment: SearchEnvironment | None = None) -> tuple[list[Question], list[SkippedRecord]]:
     """Plan, gate, write and check every path of a unit; each path ends as a Question or a SkippedRecord.
 
     Raises `LLMUnavailable` (after the other paths finished, so their replies are cached) on a transient
-    failure; `report` receives the clients' counts either way.
+    failure; `report` receives the clients' counts either way. `environment` is the agents' search index:
+    with it, the one-search gate runs on every text, whichever engine wrote it.
     """
     config = ctx.config
     writer = None if config.writer.offline else LLMClient(config.writer, cache_dir and cache_dir / "writer", "question-writer")
@@ -483,8 +546,10 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
         checker = LLMClient(config.shortcut, cache_dir and cache_dir / "shortcut", "shortcut-check")
 
     async def one(path: Path) -> Question | SkippedRecord:
+        if (failed := path_gate(ctx, path)) is not None:  # cheap: before planning
+            return _skip(path, *failed)
         plan = plan_question(ctx, path, style=None if writer is None else "clues")
-        if (failed := structural_gate(ctx, path, plan)) is not None:
+        if (failed := plan_gate(ctx, path, plan)) is not None:
             return _skip(path, *failed)
         try:
             draft = write_template(ctx, path, plan) if writer is None else await write_llm(writer, ctx, path, plan)
@@ -493,7 +558,7 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
         except LLMError as error:
             return _skip(path, "writer_failed", str(error))
         aliases = answer_aliases(ctx, path)
-        failed = text_gate(ctx, path, plan, draft.text, aliases)
+        failed = text_gate(ctx, path, plan, draft.text, aliases, environment)
         if failed is None and writer is not None:
             failed = faithfulness_gate(path, plan, draft.text)
         if failed is not None:
@@ -542,6 +607,24 @@ def deduplicate(questions: Iterable[Question]) -> tuple[list[Question], list[Ski
     return kept, skipped
 
 
+def cap_answers(questions: list[Question], share: float) -> tuple[list[Question], list[SkippedRecord]]:
+    """Keep at most `cap` questions per answer (the first by path id), with the largest cap that is still
+    within `share` of the questions kept (at least one per answer)."""
+    counts = Counter(normalize_answer(q.answer) for q in questions)
+    cap = 1
+    while any(n > cap for n in counts.values()) and cap + 1 <= share * sum(min(n, cap + 1) for n in counts.values()):
+        cap += 1
+    kept, skipped, used = [], [], Counter()
+    for question in sorted(questions, key=lambda q: q.path.path_id):
+        key = normalize_answer(question.answer)
+        if used[key] >= cap:
+            skipped.append(_skip(question.path, "answer_cap", f"{cap} questions already answer {question.answer!r}"))
+            continue
+        used[key] += 1
+        kept.append(question)
+    return kept, skipped
+
+
 def _units(path_ids: list[str], config: QuestionConfig) -> list[tuple[str, list[str]]]:
     """Consecutive path ids (sorted) in units named by a hash of their ids and the writer."""
     engine = config.writer.model if not config.writer.offline else TEMPLATE_ENGINE
@@ -553,8 +636,13 @@ def _units(path_ids: list[str], config: QuestionConfig) -> list[tuple[str, list[
 class _WriteUnit(beam.DoFn):
     """Beam step: process one unit unless its parts already exist; leaves its LLM report in the stage folder."""
 
-    def __init__(self, out_dir: str, cache_dir: str | None):
-        self.out_dir, self.cache_dir = out_dir, cache_dir
+    def __init__(self, out_dir: str, cache_dir: str | None, index_dir: str | None):
+        self.out_dir, self.cache_dir, self.index_dir = out_dir, cache_dir, index_dir
+        self._environment: SearchEnvironment | None = None
+
+    def setup(self) -> None:
+        if self.index_dir is not None:  # loaded by each worker: the bm25s index memory-maps its files
+            self._environment = SearchEnvironment.load(self.index_dir)
 
     def process(self, unit: tuple[str, list[str]], ctx: QuestionContext) -> Iterator[str]:
         unit_id, path_ids = unit
@@ -565,7 +653,7 @@ class _WriteUnit(beam.DoFn):
         cache = FsPath(self.cache_dir) if self.cache_dir else None
         report = RoleReport()
         try:
-            questions, skipped = run_async(lambda: process_unit(ctx, paths, cache, report))
+            questions, skipped = run_async(lambda: process_unit(ctx, paths, cache, report, self._environment))
         except LLMUnavailable as failure:
             report.note_unfinished(failure)
         else:
@@ -620,11 +708,19 @@ def run_questions(
     cache_dir: str | FsPath | None,
     beam: BeamOptions | None = None,
     beam_args: Iterable[str] = (),
+    index_dir: str | FsPath | None = None,
 ) -> Manifest:
-    """Stage `questions`: write and gate one question per path; resumable per unit of paths."""
+    """Stage `questions`: write and gate one question per path; resumable per unit of paths.
+
+    With `index_dir` (the `index` stage's output) the one-search gate runs against the agents' index."""
     graph_dir, paths_dir, out_dir = FsPath(graph_dir), FsPath(paths_dir), FsPath(out_dir)
     resolved = config.model_copy(update={"as_of": _resolve_as_of(paths_dir, config)})
-    run = begin_stage(STAGE, out_dir, resolved, upstream_dirs={"extract": graph_dir, "walk": paths_dir})
+    upstream = {"extract": graph_dir, "walk": paths_dir}
+    if index_dir is not None:
+        if read_manifest(index_dir) is None:
+            raise UserError(f"{index_dir} holds no finished search index: run `hopsmith index` first")
+        upstream["index"] = FsPath(index_dir)
+    run = begin_stage(STAGE, out_dir, resolved, upstream_dirs=upstream)
     if run.done:
         return run.finished
     path_ids = sorted(read_table(Path, paths_dir / "paths").column("path_id").to_pylist())
@@ -632,13 +728,14 @@ def run_questions(
     work = WorkUnits(out_dir, TABLES)
     pending = [unit for unit in units if not work.is_done(unit[0])]
     if pending:
-        _run_pipeline((graph_dir, paths_dir, resolved), pending, out_dir, cache_dir, beam, list(beam_args))
+        _run_pipeline((graph_dir, paths_dir, resolved), pending, out_dir, cache_dir, index_dir, beam, list(beam_args))
     report = stage_report(STAGE, out_dir, sum(not work.is_done(uid) for uid, _ in units), len(units))
     written = [uid for uid, _ in units]
     questions = [q for uid in written for q in read_records(Question, work.part_path("questions", uid))]
     skipped = [s for uid in written for s in read_records(SkippedRecord, work.part_path("skipped", uid))]
     kept, duplicates = deduplicate(questions)
-    skipped += duplicates
+    kept, capped = cap_answers(kept, config.max_answer_share)
+    skipped += duplicates + capped
     if config.max_questions is not None and len(kept) > config.max_questions:
         skipped += [_skip(q.path, "max_questions", q.text) for q in kept[config.max_questions :]]
         kept = kept[: config.max_questions]
@@ -648,6 +745,7 @@ def run_questions(
     counts["questions:kept"] = len(kept)
     counts.update(f"rejected:{s.reason}" for s in skipped)
     counts.update(f"questions:hops_{q.hops}" for q in kept)
+    counts.update(f"questions:{o.removeprefix('shape:')}" for q in kept for o in q.obfuscations if o.startswith("shape:"))
     counts.update(report.flat_counts())
     engines = {"writer": TEMPLATE_ENGINE if config.writer.offline else f"openai:{config.writer.model}"}
     if config.shortcut is not None and not config.shortcut.offline:
@@ -664,15 +762,16 @@ def _pipeline_context(source: tuple[FsPath, FsPath, QuestionConfig]) -> Question
     return ctx
 
 
-def _run_pipeline(source, units, out_dir, cache_dir, options, args) -> None:
+def _run_pipeline(source, units, out_dir, cache_dir, index_dir, options, args) -> None:
     cache = str(cache_dir) if cache_dir else None
+    index = str(index_dir) if index_dir is not None else None
     with beam.Pipeline(options=pipeline_options(options, args)) as pipeline:
         context = pipeline | "Source" >> beam.Create([source]) | "Context" >> beam.Map(_pipeline_context)
         (
             pipeline
             | "Units" >> beam.Create(units)
             | "Reshuffle" >> beam.Reshuffle()
-            | "Write" >> beam.ParDo(_WriteUnit(str(out_dir), cache), ctx=beam.pvalue.AsSingleton(context))
+            | "Write" >> beam.ParDo(_WriteUnit(str(out_dir), cache, index), ctx=beam.pvalue.AsSingleton(context))
         )
 
 
@@ -683,14 +782,24 @@ def register(subparsers) -> None:
         "questions",
         help="stage 2b: relational paths -> verified multi-hop questions",
         description="Write one question per path (offline templates, or an LLM with --writer-base-url), gate "
-        "it (answer/alias/evidence leaks, alternative answers, fewer hops, duplicates, and a closed-book "
-        "shortcut check with --shortcut-base-url) and write OUT/questions/ and OUT/skipped/ (parquet). "
-        "Resumable per unit of paths. Unknown --options are Apache Beam pipeline options.",
+        "it (a described start entity and every hop unique over the graph, tree branches, answer leaks, "
+        "dominant answers, fewer hops, duplicates, one answer's share of the run, the question as one search "
+        "with --index, and a closed-book shortcut check with --shortcut-base-url) and write OUT/questions/ "
+        "and OUT/skipped/ (parquet). Resumable per unit of paths. Unknown --options are Apache Beam options.",
     )
     parser.add_argument("--graph", default="out/graph", help="stage 1 output folder (default: %(default)s)")
     parser.add_argument("--paths", default="out/paths", help="walk output folder (default: %(default)s)")
     parser.add_argument("--out", default="out/questions", help="output folder (default: %(default)s)")
     parser.add_argument("--cache", default="out/cache/llm", help="LLM response cache folder (default: %(default)s)")
+    parser.add_argument("--index", default=None, help="the agents' search index (`hopsmith index`): questions whose "
+                        "text as one search shows the answer are rejected (default: gate off)")
+    parser.add_argument("--one-search-top-k", type=int, default=defaults.one_search_top_k)
+    parser.add_argument("--describe-start", type=float, default=defaults.describe_start,
+                        help="share of questions whose start entity is described, not named (default: %(default)s)")
+    parser.add_argument("--max-answer-share", type=float, default=defaults.max_answer_share,
+                        help="most questions of the run with one answer, as a share (default: %(default)s)")
+    parser.add_argument("--keep-dominant-answers", action="store_true",
+                        help="keep answers that are the most common object of their final relation")
     add_role_arguments(parser, "writer", "the question writer")
     add_role_arguments(parser, "shortcut", "the closed-book shortcut checker")
     parser.add_argument("--shortcut-attempts", type=int, default=defaults.shortcut_attempts)
@@ -709,9 +818,12 @@ def _command(args, beam_args) -> int:
     config = QuestionConfig(
         writer=role_from_args(args, "writer") or LLMRole(), shortcut=role_from_args(args, "shortcut"),
         shortcut_attempts=args.shortcut_attempts, as_of=args.as_of, max_questions=args.max_questions,
-        leak_ngram=args.leak_ngram, seed=args.seed, shards=args.shards,
+        leak_ngram=args.leak_ngram, seed=args.seed, shards=args.shards, one_search_top_k=args.one_search_top_k,
+        describe_start=args.describe_start, max_answer_share=args.max_answer_share,
+        reject_dominant_answer=not args.keep_dominant_answers,
     )
-    manifest = run_questions(args.graph, args.paths, args.out, config, args.cache, beam_args=beam_args)
+    manifest = run_questions(args.graph, args.paths, args.out, config, args.cache, beam_args=beam_args,
+                             index_dir=args.index)
     counts = manifest.counts
     hops = ", ".join(f"{k.split('_')[1]} hops: {v}" for k, v in counts.items() if k.startswith("questions:hops_"))
     print(f"questions: {counts['questions:kept']} kept of {counts['paths:read']} paths ({hops}) -> {args.out}")

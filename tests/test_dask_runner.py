@@ -15,6 +15,7 @@ from pipeline.cli import main
 from pipeline.io import read_manifest
 
 distributed = pytest.importorskip("distributed")
+pytestmark = pytest.mark.scale
 
 SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
 DUMP = SAMPLE / "enwiki-sample-pages-articles-multistream.xml.bz2"

@@ -22,8 +22,10 @@ from pipeline.extract import extract_records, named_value_key
 from pipeline.infobox import normalize_parameter, parse_infoboxes
 from pipeline.sources.dump import iter_dump_pages
 from schemas.base import to_table
-from schemas.config import ExtractConfig, WalkConfig
+from schemas.config import ExtractConfig, QuestionConfig, WalkConfig
 from schemas.wiki import Entity, Page, Relation
+from synth.phrasing import LEXICON, phrase
+from synth.questions import EntityInfo, QuestionContext, path_gate, plan_gate, plan_question, write_template
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 WIKISAMPLES = SHARED / "wikisamples" / "xml"
@@ -277,3 +279,22 @@ def test_walks_on_real_pages_use_mapped_relations_only(real):
             if hop.value_type == "string":
                 assert load_ontology().value_plumbing(hop.value) is None
     assert len(paths) > 10
+    # The questions of those walks name relations by their lexicon noun or DBpedia label, never by a raw
+    # infobox parameter.
+    infos = {e.title: EntityInfo(e.type, e.description, e.aliases) for e in entities}
+    ctx = QuestionContext(graph=graph, entities=infos, as_of=dt.date(2022, 1, 1), config=QuestionConfig())
+    written = 0
+    for path in paths:
+        if path_gate(ctx, path) is not None:
+            continue
+        plan = plan_question(ctx, path)
+        if plan_gate(ctx, path, plan) is not None:
+            continue
+        text = write_template(ctx, path, plan).text
+        written += 1
+        assert "_" not in text, text
+        for hop in path.hops:  # phrased from the lexicon or the property's label, not from the parameter
+            assert hop.relation in LEXICON or hop.relation in load_ontology().properties
+            assert phrase(hop.relation).noun in (LEXICON[hop.relation].noun if hop.relation in LEXICON
+                                                 else load_ontology().label(hop.relation).lower())
+    assert written > 0

@@ -19,6 +19,11 @@ from tests.test_questions import MERKEL, MERKEL_FACTS
 from tests.walk_graphs import write_graph
 
 
+def named(writer: LLMRole, **config) -> QuestionConfig:
+    """A config whose start entities are named (the writer tests check how the name is used)."""
+    return QuestionConfig(writer=writer, describe_start=0.0, **config)
+
+
 def role(server: OpenAIServer, **overrides) -> LLMRole:
     return LLMRole(**{"base_url": server.base_url, "model": "test-model", "timeout_s": 5.0, "max_retries": 3,
                       "backoff_s": 0.01, **overrides})
@@ -26,7 +31,7 @@ def role(server: OpenAIServer, **overrides) -> LLMRole:
 
 def faithful_text(payload: dict) -> str:
     """A question that says what the writer was given: the start, each description, every relation."""
-    subject = payload["start"]
+    subject = payload["start"].get("name") or payload["start"]["refer_to_it_as"]
     for hop in payload["chain"][:-1]:
         subject = f"{hop['refer_to_it_as']}, the {hop['relation_meaning']} of {subject},"
     return f"As of March 2026, what is the {payload['chain'][-1]['relation_meaning']} of {subject}?"
@@ -93,7 +98,7 @@ def test_llm_writer_recovers_and_records_engine(tmp_path, graph_and_paths, case,
     paths = list(read_records(Path, paths_dir / "paths"))
     script = Script(first=first)
     with OpenAIServer(script) as server:
-        config = QuestionConfig(writer=role(server, **overrides))
+        config = named(role(server, **overrides))
         ctx = questions_module._load_context(graph_dir, paths_dir, config)
         report = RoleReport()
         kept, skipped = run_async(lambda: questions_module.process_unit(ctx, paths, tmp_path / "cache", report))
@@ -110,7 +115,7 @@ def test_llm_writer_recovers_and_records_engine(tmp_path, graph_and_paths, case,
     answered = expected if case == "invalid_then_valid" else len(paths)  # a 429 or a timeout reports no usage
     assert stats["llm:question-writer:prompt_tokens"] == 10 * answered  # the test server reports 10 per reply
     prompt = json.loads(writer_requests[0]["messages"][1]["content"])
-    assert prompt["as_of"] == "March 2026" and prompt["start"] == "Angela Merkel"
+    assert prompt["as_of"] == "March 2026" and prompt["start"]["name"] == "Angela Merkel"
     assert writer_requests[0]["response_format"]["type"] == "json_schema"
     if case == "invalid_then_valid":  # the repair quotes the bad reply: never the identical request again
         assert any(r["messages"][-2]["content"].startswith("Sure! Here is") for r in writer_requests)
@@ -128,7 +133,7 @@ def test_llm_requests_in_flight_stay_within_the_role_bound(tmp_path, graph_and_p
         return reply
 
     with OpenAIServer(slow) as server:
-        config = QuestionConfig(writer=role(server, max_concurrency=bound, start_concurrency=bound))
+        config = named(role(server, max_concurrency=bound, start_concurrency=bound))
         ctx = questions_module._load_context(graph_dir, paths_dir, config)
         kept, _ = run_async(lambda: questions_module.process_unit(ctx, paths, None))
     assert server.in_flight_peak == bound and len(server.requests) == len(paths)
@@ -136,7 +141,7 @@ def test_llm_requests_in_flight_stay_within_the_role_bound(tmp_path, graph_and_p
 
 def test_rerun_is_served_from_the_cache(tmp_path, graph_and_paths):
     with OpenAIServer(Script()) as server:
-        config = QuestionConfig(writer=role(server))
+        config = named(role(server))
         first, kept_1, _ = run(tmp_path, graph_and_paths, config, out="first")
         sent = len(server.requests)
         second, kept_2, _ = run(tmp_path, graph_and_paths, config, out="second")
@@ -150,7 +155,7 @@ def test_rerun_is_served_from_the_cache(tmp_path, graph_and_paths):
 
 def test_shortcut_check_rejects_questions_a_model_answers_without_tools(tmp_path, graph_and_paths):
     with OpenAIServer(Script(shortcut_answer="Hosena")) as server:
-        config = QuestionConfig(writer=role(server), shortcut=role(server, temperature=1.0), shortcut_attempts=4)
+        config = named(role(server), shortcut=role(server, temperature=1.0), shortcut_attempts=4)
         manifest, kept, skipped = run(tmp_path, graph_and_paths, config)
         shortcut_requests = [r for r in server.requests if not is_writer(r)]
     hosena = [s for s in skipped if s.reason == "shortcut"]
@@ -171,7 +176,7 @@ def test_leaking_llm_question_is_rejected(tmp_path, graph_and_paths):
         return Reply(content=json.dumps({"question": f"Is it {payload['answer_to_hide']}? Where did Joachim Sauer go?"}))
 
     with OpenAIServer(leaky) as server:
-        manifest, kept, skipped = run(tmp_path, graph_and_paths, QuestionConfig(writer=role(server)))
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, named(role(server)))
     assert kept == [] and {s.reason for s in skipped} == {"answer_leak"}
     assert manifest.counts["rejected:answer_leak"] == manifest.counts["paths:read"]
 
@@ -188,7 +193,7 @@ def test_llm_question_copying_an_intermediate_description_is_rejected(tmp_path, 
         return Reply(content=json.dumps({"question": text}))
 
     with OpenAIServer(copies) as server:
-        config = QuestionConfig(writer=role(server))
+        config = named(role(server))
         ctx = questions_module._load_context(graph_dir, paths_dir, config)
         ctx.entities["Joachim Sauer"] = questions_module.EntityInfo("Infobox scientist", lead, [])
         kept, skipped = run_async(lambda: questions_module.process_unit(ctx, [path], None))
@@ -201,14 +206,14 @@ def test_llm_question_without_the_as_of_date_is_rejected(tmp_path, graph_and_pat
         return Reply(content=json.dumps({"question": "Where was the spouse of Angela Merkel born?"}))
 
     with OpenAIServer(undated) as server:
-        manifest, kept, skipped = run(tmp_path, graph_and_paths, QuestionConfig(writer=role(server)))
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, named(role(server)))
     assert kept == [] and {s.reason for s in skipped} == {"missing_as_of"}  # a spouse can change
 
 
 def test_killed_run_resumes_without_repeating_requests(tmp_path, graph_and_paths, monkeypatch):
     graph_dir, paths_dir = graph_and_paths
     with OpenAIServer(Script()) as server:
-        config = QuestionConfig(writer=role(server), paths_per_unit=1)
+        config = named(role(server), paths_per_unit=1)
         original = questions_module.process_unit
         calls = {"n": 0}
 
@@ -241,7 +246,7 @@ def test_an_llm_question_that_does_not_express_its_plan_is_rejected(tmp_path, gr
         return Reply(content=json.dumps({"question": text}))
 
     with OpenAIServer(nonsense) as server:
-        manifest, kept, skipped = run(tmp_path, graph_and_paths, QuestionConfig(writer=role(server)))
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, named(role(server)))
     assert kept == [] and manifest.counts["rejected:unfaithful"] == manifest.counts["paths:read"] > 0
     assert all(text in s.detail for s in skipped if s.reason == "unfaithful")
 
@@ -253,7 +258,7 @@ def test_an_outage_leaves_units_unfinished_and_a_rerun_finishes_them(tmp_path, g
         return Reply(status=503, error="down") if down["on"] else Script()(body)
 
     with OpenAIServer(flaky) as server:
-        config = QuestionConfig(writer=role(server, max_retries=1), paths_per_unit=2)
+        config = named(role(server, max_retries=1), paths_per_unit=2)
         with pytest.raises(StageIncomplete, match="units unfinished after transient LLM failures"):
             run(tmp_path, graph_and_paths, config)
         assert not (tmp_path / "q" / "manifest.json").exists()
@@ -262,3 +267,22 @@ def test_an_outage_leaves_units_unfinished_and_a_rerun_finishes_them(tmp_path, g
     assert kept and len(kept) + len(skipped) == manifest.counts["paths:read"]
     assert not any(s.reason == "writer_failed" for s in skipped)
     assert manifest.counts["llm:question-writer:server_errors"] > 0  # the failed attempts are reported too
+
+
+@pytest.mark.parametrize("names_it", [False, True])
+def test_a_described_start_is_never_sent_by_name_and_naming_it_is_rejected(tmp_path, graph_and_paths, names_it):
+    def writer(body: dict) -> Reply:
+        if not is_writer(body):
+            return Reply(content=json.dumps({"answer": "no idea"}))
+        assert "Angela Merkel" not in body["messages"][1]["content"]  # the writer only sees the description
+        text = faithful_text(json.loads(body["messages"][1]["content"]))
+        return Reply(content=json.dumps({"question": text.replace("?", ", Angela Merkel?") if names_it else text}))
+
+    with OpenAIServer(writer) as server:
+        config = QuestionConfig(writer=role(server), describe_start=1.0)
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, config)
+    assert manifest.counts["paths:read"] > 0
+    if names_it:
+        assert kept == [] and manifest.counts["rejected:start_leak"] > 0
+    else:
+        assert kept and all("Angela Merkel" not in q.text and "a politician" in q.text for q in kept)

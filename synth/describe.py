@@ -1,0 +1,125 @@
+"""Describe an entity without naming it: the facts a question may state about it, chosen until the graph
+proves they single it out among the candidates it competes with.
+
+A description is a noun ("a Canadian filmmaker", checked by its coarse type) plus attributes: a date
+fact fuzzed into a period ("born in the late 1960s"), a place it lies in or is based in ("in Ireland"),
+or another relation with its object named ("whose distributor is Warner Bros."). Which date and place
+relations qualify, and how they read, is data (`data/questions/attributes.toml`). Candidates come from
+the caller: the objects a hop reaches, or for an unnamed start entity every entity the graph shows
+holding the anchor fact (`gates.described_candidates`). Every attribute is also a `gates.Clue`, so the
+gates re-check exactly what the text states.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from graph.csr import LITERAL, split_literal_key
+from synth import gates
+from synth.phrasing import display_title, fuzz_year, parse_date, phrase, with_article
+
+ATTRIBUTES_FILE = Path(__file__).resolve().parents[1] / "data" / "questions" / "attributes.toml"
+
+
+@functools.cache
+def attribute_table() -> dict[str, dict[str, dict[str, str]]]:
+    """{"dates": {relation: {"modifier", "predicate"}}, "places": {...}} from the committed table."""
+    with ATTRIBUTES_FILE.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+@dataclass(frozen=True)
+class Attribute:
+    """One fact of a described entity as the text states it, and the clue that checks it."""
+
+    relation: str
+    kind: str  # "date", "place" or "relation"
+    modifier: str  # after a noun: "born in the early 1950s", "in Ireland", "whose director is X"
+    predicate: str  # after a subject: "was born in the early 1950s", "is in Ireland", "has X as its director"
+    clue: gates.Clue
+    obfuscation: str | None = None
+
+
+ORDER = {"date": 0, "place": 1, "relation": 2}
+
+
+def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
+               skip_relations: set[str], skip_labels: set[str]) -> list[Attribute]:
+    """Facts of the node usable as attributes, in a seeded random order: one per relation, except dates,
+    offered at every fuzzing level (a decade, a third of one, a third of a century) so that the level that
+    tells the candidates apart can be chosen.
+
+    Relations and objects in `skip_*` (the path's own) are left out: stating them would give a hop away.
+    """
+    graph, table = ctx.graph, attribute_table()
+    who, its = ("who", "their") if person else ("that", "its")
+    found: dict[str, list[Attribute]] = {}
+    for edge in range(graph.indptr[node], graph.indptr[node + 1]):
+        relation = graph.relation_names[graph.rel[edge]]
+        obj = int(graph.dst[edge])
+        label = graph.label(obj)
+        if relation in found or relation in skip_relations or label in skip_labels:
+            continue
+        clue = functools.partial(gates.Clue, position=position, attribute=relation)
+        if relation in table["dates"] and graph.kind[obj] == LITERAL:
+            value_type, value, _ = split_literal_key(graph.keys[obj])
+            parsed = parse_date(value) if value_type == "date" else None
+            if parsed and parsed[0] > 0:
+                forms = table["dates"][relation]
+                found[relation] = [
+                    Attribute(relation, "date", forms["modifier"].format(p=period, who=who),
+                              forms["predicate"].format(p=period), clue(years=years), f"date:{value}->{period}")
+                    for period, years in (fuzz_year(parsed[0], level) for level in range(3))]
+        elif graph.kind[obj] == LITERAL:
+            continue
+        elif relation in table["places"]:
+            forms, name = table["places"][relation], display_title(label)
+            found[relation] = [Attribute(relation, "place", forms["modifier"].format(o=name),
+                                         forms["predicate"].format(o=name), clue(object=label))]
+        elif phrase(relation).clue:  # a relation the lexicon can say in a sentence
+            noun, name = phrase(relation).noun, display_title(label)
+            if _ended(graph, edge):  # an ended marriage is not stated in the present
+                modifier, predicate = f"whose former {noun} is {name}", f"had {name} as {its} {noun}"
+            else:
+                modifier, predicate = f"whose {noun} is {name}", f"has {name} as {its} {noun}"
+            found[relation] = [Attribute(relation, "relation", modifier, predicate, clue(object=label))]
+    options = [option for relation in found.values() for option in relation]
+    rng.shuffle(options)
+    return options
+
+
+def _ended(graph, edge: int) -> bool:
+    """Whether the fact behind a CSR edge has an end qualifier (a marriage that ended)."""
+    qualifiers = graph.relations["qualifiers"][int(graph.edge_row[edge])].as_py() or []
+    return any(q["key"] == "end" for q in qualifiers)
+
+
+def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]], target: int,
+           base: list[gates.Clue], minimum: int, maximum: int) -> list[Attribute] | None:
+    """Greedy: add the attribute that leaves the fewest candidates until only `target` fits (and at least
+    `minimum` are chosen); None when `maximum` attributes cannot single it out."""
+    chosen: list[Attribute] = []
+    remaining = fits(base)
+    while len(remaining) > 1 or len(chosen) < minimum:
+        if len(chosen) == maximum or not options:
+            return None
+        scored = [(len(fits(base + [a.clue for a in chosen] + [option.clue])), i) for i, option in enumerate(options)]
+        size, best = min(scored)
+        if size >= len(remaining) and len(remaining) > 1:
+            return None  # nothing left tells the candidates apart
+        chosen.append(options.pop(best))
+        options = [o for o in options if o.relation != chosen[-1].relation]  # one fuzzing level per fact
+        remaining = fits(base + [a.clue for a in chosen])
+    return chosen if remaining == {target} else None
+
+
+def described(noun: str, chosen: list[Attribute]) -> str:
+    """"a Canadian filmmaker born in the late 1960s and whose alma mater is X"."""
+    modifiers = [a.modifier for a in sorted(chosen, key=lambda a: ORDER[a.kind])]
+    joined = ", ".join(modifiers[:-2] + [" and ".join(modifiers[-2:])])
+    return f"{with_article(noun)} {joined}".strip()

@@ -1,0 +1,170 @@
+"""`hopsmith question-report OUT`: how hard a run's questions are, measured afresh from its outputs.
+
+Nothing here trusts a question's own flags: the start entity is looked for in the text, the text is sent
+as one `search` to the run's index, the answer's standing is counted over the run's graph. The same
+figures go into the run summary and the dataset card, with the gates the questions stage ran.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from graph.csr import load_csr
+from pipeline.errors import UserError
+from pipeline.io import read_manifest, read_records, read_table
+from schemas.config import QuestionConfig, WalkConfig
+from schemas.questions import Question
+from schemas.wiki import Entity
+from synth import gates
+from synth.matching import normalize_answer
+
+TOP_ANSWERS = 5
+
+
+def _shape(question: Question) -> str:
+    return next((o.removeprefix("shape:") for o in question.obfuscations if o.startswith("shape:")), "chain")
+
+
+def _share(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0
+
+
+def question_report(out: str | Path, top_k: int | None = None) -> dict[str, Any]:
+    """The report of the run folder `out` (its questions/, graph/, paths/ and, when built, index/)."""
+    out = Path(out)
+    report = measure({name: out / name for name in ("graph", "paths", "questions", "index")}, top_k)
+    if report is None:
+        raise UserError(f"{out} holds no finished questions and graph stages (run `hopsmith dataset --out {out}`)")
+    return report
+
+
+def measure(folders: dict[str, Path], top_k: int | None = None) -> dict[str, Any] | None:
+    """The report from the stage folders `graph`, `paths`, `questions` and `index` (the last may be unbuilt);
+    None unless the graph and questions stages have finished."""
+    from synth.environment import SearchEnvironment  # bm25s is imported only when a report is made
+
+    manifest = read_manifest(folders["questions"])
+    if manifest is None or read_manifest(folders["graph"]) is None:
+        return None
+    config = QuestionConfig.model_validate(manifest.config)
+    walk = read_manifest(folders["paths"])
+    walk_config = WalkConfig.model_validate(walk.config) if walk else WalkConfig()
+    graph = load_csr(folders["graph"], as_of=config.as_of, window_days=walk_config.window_days or 182,
+                     exclude_relations=walk_config.exclude_relations)
+    facts = gates.FactIndex(graph)
+    types = {row["title"]: row["type"] for row in read_table(Entity, folders["graph"] / "entities")
+             .select(["title", "type"]).to_pylist()}
+    aliases = {row["title"]: row["aliases"] or [] for row in read_table(Entity, folders["graph"] / "entities")
+               .select(["title", "aliases"]).to_pylist()}
+    environment = SearchEnvironment.load(folders["index"]) if read_manifest(folders["index"]) else None
+    top_k = top_k or config.one_search_top_k or 5
+    questions = list(read_records(Question, folders["questions"] / "questions"))
+
+    by_shape: Counter = Counter()
+    answers: Counter = Counter()
+    relations: Counter = Counter()
+    classes: Counter = Counter()
+    named = one_search = dominant = 0
+    for question in questions:
+        path = question.path
+        by_shape[f"{question.hops} hops, {_shape(question)}"] += 1
+        answers[normalize_answer(question.answer)] += 1
+        relations.update(h.relation for h in path.hops)
+        classes.update(types[n] or "untyped" for n in path.nodes if n in types)
+        named += gates.intermediate_leak(question.text, [path.start, *aliases.get(path.start, [])]) is not None
+        dominant += gates.dominant_answer(facts, path) is not None
+        if environment is not None:
+            one_search += gates.one_search(environment, question.text, question.answer, question.aliases,
+                                           top_k) is not None
+    total = len(questions)
+    top = answers.most_common(TOP_ANSWERS)
+    return {
+        "questions": total,
+        "by_hops_and_shape": dict(sorted(by_shape.items())),
+        "tree_share": _share(sum(n for k, n in by_shape.items() if k.endswith("tree")), total),
+        "names_start_share": _share(named, total),
+        "one_search_share": _share(one_search, total) if environment is not None else None,
+        "one_search_top_k": top_k,
+        "dominant_answer_share": _share(dominant, total),
+        "top_answers": [[answer, count] for answer, count in top],
+        "top5_answer_share": _share(sum(n for _, n in top), total),
+        "max_answer_share": _share(top[0][1], total) if top else 0.0,
+        "relations": dict(relations.most_common()),
+        "classes": dict(classes.most_common()),
+        "gates": gates_run(config, environment is not None and config.one_search_top_k > 0),
+        "engine": manifest.engines.get("writer", ""),
+    }
+
+
+def gates_run(config: QuestionConfig, searched: bool) -> list[str]:
+    """The gates every kept question passed in this configuration (the card claims no other)."""
+    ran = ["vague_answer", "fewer_hops", "multi_valued_hop", "alternative_answer", "tree_branch", "answer_leak",
+           "evidence_leak", "intermediate_leak", "missing_as_of", "duplicate", "answer_cap"]
+    if config.describe_start > 0:
+        ran += ["start_not_unique", "start_leak"]
+    if config.reject_dominant_answer:
+        ran.append("dominant_answer")
+    if searched:
+        ran.append("one_search")
+    if config.shortcut is not None and not config.shortcut.offline:
+        ran.append("shortcut")
+    return sorted(ran)
+
+
+def report_rows(report: dict[str, Any]) -> list[list[Any]]:
+    """The report as (statistic, value) rows, for the run summary and the card."""
+    one_search = report["one_search_share"]
+    return [
+        ["questions", report["questions"]],
+        *[[f"questions: {key}", count] for key, count in report["by_hops_and_shape"].items()],
+        ["tree-shaped share", f"{report['tree_share']:.1%}"],
+        ["share naming the start entity", f"{report['names_start_share']:.1%}"],
+        [f"share answered by one search (top {report['one_search_top_k']})",
+         "not measured (no index)" if one_search is None else f"{one_search:.1%}"],
+        ["share answered by the final relation's dominant object", f"{report['dominant_answer_share']:.1%}"],
+        ["top-5 answer share", f"{report['top5_answer_share']:.1%}"],
+        ["largest share of one answer", f"{report['max_answer_share']:.1%}"],
+        ["relations used", ", ".join(f"{k} ({v})" for k, v in list(report["relations"].items())[:12])],
+        ["classes used", ", ".join(f"{k} ({v})" for k, v in list(report["classes"].items())[:12])],
+        ["gates passed by every question", ", ".join(report["gates"])],
+    ]
+
+
+def print_report(report: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    from pipeline.progress import console
+
+    table = Table(title="hopsmith question report")
+    table.add_column("statistic")
+    table.add_column("value", overflow="fold")
+    for name, value in report_rows(report):
+        table.add_row(str(name), str(value))
+    console().print(table)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "question-report",
+        help="how hard a run's questions are: hops and shapes, named starts, one-search and prior answers",
+        description="Measure the questions of a run folder (OUT/questions with OUT/graph and OUT/index): "
+        "questions per hop count and shape, the share naming the start entity, the share whose text as one "
+        "search shows the answer, the share answered by the final relation's dominant object, the top-5 "
+        "answer share, and the relations and classes used.",
+    )
+    parser.add_argument("out", help="the run folder (`hopsmith dataset --out`)")
+    parser.add_argument("--top-k", type=int, default=None, help="results of the one search (default: the run's)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.set_defaults(func=_command)
+
+
+def _command(args, beam_args) -> int:
+    report = question_report(args.out, args.top_k)
+    if args.json:
+        print(json.dumps(report, indent=1, ensure_ascii=False))
+    else:
+        print_report(report)
+    return 0

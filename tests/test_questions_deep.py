@@ -1,0 +1,200 @@
+"""Deep-search questions on crafted graphs: open-world uniqueness, described start entities, tree questions,
+tense from qualifiers, the answer-prior gate and the per-answer cap."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+
+from schemas.questions import Question
+from synth import describe, gates
+from synth.questions import cap_answers, plan_question, structural_gate, write_template
+from tests.test_questions import assert_reads_as_english, context, path_of
+from tests.walk_graphs import entity, fact
+
+RIVERS = [
+    entity("Ohio River", "River"),
+    entity("Allegheny River", "River"),
+    entity("Cincinnati", "Settlement", head=False),
+    entity("Pittsburgh", "Settlement", head=False),
+]
+RIVER_FACTS = [
+    fact("Ohio River", "cities", "Cincinnati"),
+    fact("Ohio River", "cities", "Louisville"),  # a city without a page: nothing is known about it
+    fact("Cincinnati", "country", "United States"),
+    fact("Cincinnati", "mayor", "Aftab Pureval"),
+    fact("Allegheny River", "cities", "Pittsburgh"),
+    fact("Pittsburgh", "country", "United States"),
+    fact("Pittsburgh", "mayor", "Ed Gainey"),
+]
+
+
+def test_a_city_without_a_page_is_an_alternative_and_a_unique_hop_is_kept():
+    ctx = context(RIVERS, RIVER_FACTS)
+    # "The Ohio River flows through a city in the United States. Who is its mayor?": Louisville may be
+    # such a city too (the graph says nothing against it), so the hop is not unique.
+    path = path_of(ctx, "Ohio River", "Cincinnati", "Aftab Pureval")
+    plan = plan_question(ctx, path, "clues")
+    gate, why = structural_gate(ctx, path, plan)
+    assert gate == "multi_valued_hop" and "Louisville" in why
+    path = path_of(ctx, "Allegheny River", "Pittsburgh", "Ed Gainey")
+    plan = plan_question(ctx, path, "clues")
+    assert structural_gate(ctx, path, plan) is None
+    assert_reads_as_english(write_template(ctx, path, plan).text)
+
+
+FILM = [entity("Dune (2021 film)", "Film"), *(entity(n, "Person", head=False) for n in ("Jon Spaihts", "Eric Roth"))]
+FILM_FACTS = [
+    fact("Dune (2021 film)", "screenplay", "Jon Spaihts"),
+    fact("Dune (2021 film)", "screenplay", "Eric Roth"),
+    fact("Dune (2021 film)", "screenplay", "Denis Villeneuve"),  # no page
+    fact("Jon Spaihts", "birthPlace", "Chattanooga"),
+    fact("Eric Roth", "birthPlace", "New York City"),
+    fact("Jon Spaihts", "birthDate", "1970-03-12", "date"),
+    fact("Eric Roth", "birthDate", "1945-03-22", "date"),
+]
+
+
+def test_a_hop_with_several_objects_is_rejected_even_when_its_clues_split_the_pages():
+    ctx = context(FILM, FILM_FACTS)
+    path = path_of(ctx, "Dune (2021 film)", "Jon Spaihts", "Chattanooga")
+    # The birth date tells the two screenwriters with a page apart, but not the third one without a page.
+    clues = [gates.Clue(position=1, attribute="birthDate", years=(1970, 1979))]
+    gate, why = gates.unique_chain(ctx.facts, path, clues, start_described=False)
+    assert gate == "multi_valued_hop" and "Denis Villeneuve" in why
+    assert structural_gate(ctx, path, plan_question(ctx, path, "clues"))[0] == "multi_valued_hop"
+
+
+PEOPLE = [
+    entity("Ada Lane", "Writer", description="Ada Lane (born 1961) is an Irish novelist."),
+    entity("Bea Lane", "Writer", description="Bea Lane (born 1962) is an Irish novelist."),
+    entity("Cara Moss", "Writer", description="Cara Moss (born 1985) is an Irish novelist."),
+    entity("Galway", "Settlement", head=False),
+]
+PEOPLE_FACTS = [
+    fact("Ada Lane", "birthDate", "1961-01-01", "date"),
+    fact("Bea Lane", "birthDate", "1962-05-05", "date"),
+    fact("Cara Moss", "birthDate", "1985-07-07", "date"),
+    fact("Ada Lane", "almaMater", "Trinity College Dublin"),
+    fact("Bea Lane", "almaMater", "University College Cork"),
+    fact("Cara Moss", "almaMater", "Trinity College Dublin"),
+    *(fact(name, "birthPlace", "Galway") for name in ("Ada Lane", "Bea Lane", "Cara Moss")),
+    fact("Galway", "country", "Ireland"),
+]
+
+
+def test_the_start_is_described_by_attributes_that_single_it_out():
+    ctx = context(PEOPLE, PEOPLE_FACTS, describe_start=1.0, attributes_per_entity=0)
+    path = path_of(ctx, "Ada Lane", "Galway", "Ireland")
+    plan = plan_question(ctx, path)
+    assert plan.start_described and structural_gate(ctx, path, plan) is None
+    start = [c for c in plan.clues if c.position == 0]
+    assert len(start) >= 2 and gates.described_candidates(ctx.facts, start) == {ctx.graph.node_id("Ada Lane")}
+    text = write_template(ctx, path, plan).text
+    assert_reads_as_english(text)
+    assert "Ada Lane" not in text and text.startswith("An Irish novelist ")
+    assert any(o.startswith("entity:Ada Lane->an Irish novelist") for o in plan.obfuscations)
+    # One attribute alone fits two novelists (born in the early 1960s, or studied at Trinity).
+    for clue in start[1:]:
+        assert len(gates.described_candidates(ctx.facts, [start[0], clue])) == 2
+    # A description that fits several entities is rejected.
+    loose = [gates.Clue(position=0, type_noun="writer"), gates.Clue(position=0, attribute="birthPlace", object="Galway")]
+    gate, why = gates.unique_chain(ctx.facts, path, loose, start_described=True)
+    assert gate == "start_not_unique" and "3 entities" in why
+
+
+STUDIO = [
+    entity("Orbit Pictures", "Company"),
+    *(entity(title, "Film", head=False) for title in ("Red Moon", "Blue Sun", "Grey Star")),
+]
+STUDIO_FACTS = [
+    fact("Orbit Pictures", "founder", "Ida Orbit"),
+    fact("Orbit Pictures", "foundingDate", "1931-04-01", "date"),
+    *(fact(title, "distributor", "Orbit Pictures") for title in ("Red Moon", "Blue Sun", "Grey Star")),
+    fact("Red Moon", "releaseDate", "1952-01-01", "date"),
+    fact("Blue Sun", "releaseDate", "1987-01-01", "date"),
+    fact("Grey Star", "releaseDate", "1999-01-01", "date"),
+    fact("Red Moon", "director", "Lee Park"),
+    fact("Blue Sun", "director", "Lee Park"),
+    fact("Grey Star", "director", "Max Ode"),
+    fact("Ida Orbit", "product", "Red Moon"),
+    fact("Ida Orbit", "product", "Blue Sun"),
+    fact("Ida Orbit", "product", "Grey Star"),
+]
+
+
+def test_a_tree_question_needs_each_branch_and_each_holds():
+    entities = [*STUDIO, entity("Ida Orbit", "Person", head=False)]
+    ctx = context(entities, STUDIO_FACTS, max_attributes=3)
+    path = path_of(ctx, "Orbit Pictures", "Ida Orbit", "Blue Sun")
+    plan = plan_question(ctx, path, "clues")
+    assert plan.shape == "tree" and plan.branches
+    answer = ctx.graph.node_id("Blue Sun")
+    branch_clues = [b.clue for b in plan.branches]
+    assert all(gates.holds(ctx.facts, answer, clue) for clue in branch_clues)  # each branch holds
+    assert gates.tree_branches(ctx.facts, path, branch_clues) is None  # and each is needed
+    assert structural_gate(ctx, path, plan) is None
+    text = write_template(ctx, path, plan).text
+    assert_reads_as_english(text)
+    assert any(b.predicate in text for b in plan.branches) and "shape:tree" in plan.obfuscations
+    # The final hop alone reaches three films; the branches leave one.
+    final = {int(o) for o in ctx.graph.objects(ctx.graph.node_id("Ida Orbit"), ctx.graph.relation_id("product"))}
+    assert len(final) == 3
+    assert {o for o in final if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)} == {answer}
+    # A branch that does not hold for the answer, or one that is not needed, fails the gate.
+    wrong = gates.Clue(position=2, attribute="releaseDate", years=(1950, 1959))
+    assert "does not hold" in gates.tree_branches(ctx.facts, path, [wrong])
+    exact = gates.Clue(position=2, attribute="releaseDate", years=(1987, 1987))
+    redundant = gates.Clue(position=2, attribute="director", object="Lee Park")
+    assert "not needed" in gates.tree_branches(ctx.facts, path, [exact, redundant])
+
+
+def test_a_tree_over_a_single_valued_property_is_rejected():
+    # Two birth dates recorded for one person are noise, not alternatives that a branch could choose from.
+    entities = [entity("Vic Hale", "Person"), entity("Wyn Hale", "Person", head=False)]
+    facts = [fact("Vic Hale", "spouse", "Wyn Hale"), fact("Wyn Hale", "birthDate", "1950-01-01", "date"),
+             fact("Wyn Hale", "birthDate", "1951-01-01", "date"), fact("Wyn Hale", "birthPlace", "Leeds")]
+    ctx = context(entities, facts)
+    path = path_of(ctx, "Vic Hale", "Wyn Hale", "1950-01-01")
+    branch = gates.Clue(position=2, attribute="birthPlace", object="Leeds")
+    assert "birthDate is single-valued" in gates.tree_branches(ctx.facts, path, [branch])
+
+
+def test_an_ended_marriage_is_asked_in_the_past_without_an_as_of_date():
+    entities = [entity("Tom Reed", "Person"), entity("Una Vale", "Person", head=False)]
+    facts = [fact("Tom Reed", "spouse", "Una Vale", qualifiers={"start": "1990", "end": "2001"}),
+             fact("Una Vale", "birthPlace", "Perth"), fact("Una Vale", "birthDate", "1960-01-01", "date")]
+    ctx = context(entities, facts)
+    path = path_of(ctx, "Tom Reed", "Una Vale", "Perth")
+    for style in ("clues", "nested"):
+        plan = plan_question(ctx, path, style)
+        text = write_template(ctx, path, plan).text
+        assert plan.ended == {0} and plan.as_of_text is None and not text.startswith("As of")
+        assert " is married to" not in text and ("was married to" in text or "former spouse" in text), text
+    # Described by the ended marriage, Una Vale's husband is her former spouse.
+    attributes = describe.attributes(ctx, ctx.graph.node_id("Una Vale"), 1, random.Random(0), True, set(), set())
+    assert [a.modifier for a in attributes if a.relation == "spouse"] == []  # Una Vale states no spouse herself
+    reverse = [*facts, fact("Una Vale", "spouse", "Tom Reed", qualifiers={"start": "1990", "end": "2001"})]
+    ctx = context(entities, reverse)
+    attributes = describe.attributes(ctx, ctx.graph.node_id("Una Vale"), 1, random.Random(0), True, set(), set())
+    assert [a.modifier for a in attributes if a.relation == "spouse"] == ["whose former spouse is Tom Reed"]
+    ongoing = [fact("Tom Reed", "spouse", "Una Vale", qualifiers={"start": "1990"}), *facts[1:]]
+    ctx = context(entities, ongoing)
+    plan = plan_question(ctx, path_of(ctx, "Tom Reed", "Una Vale", "Perth"), "clues")
+    assert plan.as_of_text == "March 2026" and "is married to" in write_template(ctx, path, plan).text
+
+
+def test_a_dominant_answer_is_rejected_and_one_answer_is_capped():
+    entities = [entity(f"Person {i}", "Person") for i in range(5)]
+    facts = [fact(f"Person {i}", "spouse", f"Person {(i + 1) % 5}") for i in range(5)]
+    facts += [fact(f"Person {i}", "birthPlace", "Springfield" if i else "Shelbyville") for i in range(5)]
+    ctx = context(entities, facts)
+    common = path_of(ctx, "Person 0", "Person 1", "Springfield")
+    assert "most common object of birthPlace" in gates.dominant_answer(ctx.facts, common)
+    assert gates.dominant_answer(ctx.facts, path_of(ctx, "Person 4", "Person 0", "Shelbyville")) is None
+    make = lambda i: Question(question_id=f"{i:02d}", text=f"q{i}", answer="A" if i < 6 else f"B{i}",  # noqa: E731
+                              as_of=dt.date(2026, 3, 1), hops=2, engine="template",
+                              path=common.model_copy(update={"path_id": f"{i:02d}"}))
+    kept, skipped = cap_answers([make(i) for i in range(60)], share=0.05)
+    assert sum(q.answer == "A" for q in kept) == 2 <= 0.05 * len(kept) < 3
+    assert {s.reason for s in skipped} == {"answer_cap"} and len(skipped) == 4
