@@ -23,6 +23,7 @@ BENCHMARKS = (
     "bench.rl_logprobs",
     "bench.critic",
     "bench.dataset",
+    "bench.scale",
 )
 
 

@@ -54,3 +54,12 @@ def pipeline_options(beam: BeamOptions | None = None, extra_args: list[str] | No
         direct.direct_running_mode = "multi_processing"  # `--direct_num_workers 2` on the command line too
     return options
 
+
+def use_filesystem_options(options: PipelineOptions) -> None:
+    """Let Beam's FileSystems (`s3://`, `gs://`, ...) read with the run's options (`--s3_endpoint_url`,
+    `--s3_region_name`, ...) outside the pipeline too: checksums and checks run on the launching machine.
+    Credentials come from the environment as the cloud SDKs read them, never from hopsmith's options."""
+    from apache_beam.io.filesystems import FileSystems
+
+    FileSystems.set_options(options)
+

@@ -66,7 +66,7 @@ from mwparserfromhell.parser import ParserError
 from pydantic import AwareDatetime
 
 from graph.ontology import load_ontology
-from pipeline.beam import pipeline_options
+from pipeline.beam import pipeline_options, use_filesystem_options
 from pipeline.errors import StageIncomplete, UserError
 from pipeline.infobox import Fact, Infobox, parse_infoboxes
 from pipeline.io import WorkUnits, read_records, read_table, shard_files, write_records
@@ -1134,6 +1134,7 @@ def run_extract(
 ) -> Manifest:
     """Run stage 1 over the configured source into `out_dir`; a finished identical run is skipped."""
     out_dir = Path(out_dir)
+    use_filesystem_options(pipeline_options(beam, list(beam_args)))  # an s3:// or gs:// dump is checked here
     run = begin_stage(STAGE, out_dir, _stage_config(config), input_files=_input_files(config))
     if run.done:
         log.info("extract: %s is up to date", out_dir)
@@ -1169,6 +1170,19 @@ def _pipeline(beam_options: BeamOptions | None, beam_args) -> beam.Pipeline:
     return beam.Pipeline(options=pipeline_options(beam_options, list(beam_args)))
 
 
+def no_page_message(config: ExtractConfig, counts: dict[str, int], out_dir: Path) -> str:
+    """Why an input gave no page to build on: nothing readable, or every page skipped (top reasons)."""
+    source = config.dump or config.api_url
+    if not counts["pages_in"]:
+        return (f"extract: no readable page in {source}: is it a MediaWiki XML export (.xml or .xml.bz2)? "
+                "Nothing to build a dataset from")
+    reasons = sorted(((n, k.removeprefix("skipped:")) for k, n in counts.items() if k.startswith("skipped:")),
+                     reverse=True)
+    listed = ", ".join(f"{reason} {n:,}" for n, reason in reasons[:4])
+    return (f"extract: {counts['pages_in']:,} pages read from {source}, none kept ({listed}); the skipped "
+            f"records are in {out_dir / 'skipped'}. Nothing to build a dataset from")
+
+
 def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     stats_path = out_dir / _STATS_FILE
     stats = json.loads(stats_path.read_text())
@@ -1186,6 +1200,8 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     if unavailable := counts.get("skipped:api_unavailable", 0):  # transient: not finished work
         raise StageIncomplete(f"extract: {unavailable} of {counts['pages_in']} titles could not be fetched (the API "
                               "kept failing until its retries ran out); rerun the same command to fetch again")
+    if counts["kept"] == 0:
+        raise UserError(no_page_message(config, counts, out_dir))
     if stats["implausible"]:
         counts[IMPLAUSIBLE_COUNT] = stats["implausible"]
     as_of = dt.datetime.fromisoformat(stats["as_of"]) if stats["as_of"] else None

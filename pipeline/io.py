@@ -29,17 +29,34 @@ T = TypeVar("T")
 MANIFEST = "manifest.json"
 
 
+def _open_input(path: str):
+    """A binary handle on a local path, or on `s3://`, `gs://`, ... through Beam's FileSystems."""
+    if "://" not in path:
+        return open(path, "rb")
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+
+
 def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """The file's checksum, streamed (local or object storage): memory holds one chunk."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with _open_input(os.fspath(path)) as handle:
         while block := handle.read(chunk):
             digest.update(block)
     return digest.hexdigest()
 
 
 def describe_input(path: str | os.PathLike) -> InputFile:
-    path = Path(path)
-    return InputFile(path=str(path), sha256=sha256_file(path), bytes=path.stat().st_size)
+    path = os.fspath(path)
+    if "://" in path:
+        from apache_beam.io.filesystems import FileSystems
+
+        size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+    else:
+        size = os.path.getsize(path)
+    return InputFile(path=path, sha256=sha256_file(path), bytes=size)
 
 
 def stable_hash(*parts: Any, length: int = 16) -> str:

@@ -29,6 +29,7 @@ from rich.text import Text
 
 from pipeline.io import read_manifest
 from pipeline.llm import LIVE, RoleReport, report_folder
+from pipeline.yields import below_floor
 from schemas.manifest import Manifest
 
 T = TypeVar("T")
@@ -207,5 +208,23 @@ def summary_table(stage_dirs: dict[str, Path], reused: Iterable[str] = ()) -> Ta
     return table
 
 
+def yield_lines(stage_dirs: dict[str, Path]) -> list[str]:
+    """The yield floors the finished stages missed, in plain words (`pipeline.yields`)."""
+    lines = []
+    for stage, folder in stage_dirs.items():
+        manifest = read_manifest(folder)
+        if manifest is not None:
+            lines.extend(below_floor(stage, manifest.counts))
+    return lines
+
+
 def print_summary(stage_dirs: dict[str, Path], reused: Iterable[str] = ()) -> None:
-    console().print(summary_table(stage_dirs, reused))
+    """The summary table, then every yield floor missed (`hopsmith validate` refuses such a dataset)."""
+    out = console()
+    out.print(summary_table(stage_dirs, reused))
+    lines = yield_lines(stage_dirs)
+    for line in lines:
+        out.print(f"[bold red]low yield:[/bold red] {line}", highlight=False, soft_wrap=True)
+    if lines:
+        out.print("This is not a usable dataset yet: `hopsmith validate` refuses it unless given --allow-low-yield.",
+                  highlight=False, soft_wrap=True)

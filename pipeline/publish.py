@@ -18,7 +18,7 @@ from pathlib import Path
 from pipeline.errors import UserError
 from pipeline.layout import CHECKSUMS, DATA_DIR
 from pipeline.secrets import ScrubLogs, scrub
-from pipeline.validate import validate_dataset
+from pipeline.validate import add_low_yield_argument, validate_dataset
 
 TOKEN_ENV = "HF_TOKEN"
 _REPO_ID = re.compile(r"\A[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*\Z")
@@ -53,15 +53,17 @@ def publish(
     private: bool = False,
     dry_run: bool = False,
     message: str = "Upload hopsmith dataset",
+    allow_low_yield: bool = False,
 ) -> list[Path]:
     """Validate, then upload; returns the uploaded (or, for a dry run, the listed) files."""
     root = Path(root)
     if not _REPO_ID.match(repo_id):
         raise UserError(f"--repo-id must look like ORG/NAME, got {repo_id!r}")
-    report = validate_dataset(root)
+    report = validate_dataset(root, allow_low_yield=allow_low_yield)
     if not report.ok:
         raise UserError(
-            f"{root} does not validate ({len(report.errors)} problem(s)); run `hopsmith validate {root}`"
+            f"{root} does not validate ({len(report.errors)} problem(s), first: {report.errors[0]}); "
+            f"run `hopsmith validate {root}`"
         )
     files = files_to_publish(root)
     if dry_run:
@@ -111,6 +113,7 @@ def register(subparsers) -> None:
     parser.add_argument("--private", action="store_true", help="create the repo as private")
     parser.add_argument("--dry-run", action="store_true", help="validate and list the files; upload nothing")
     parser.add_argument("--message", default="Upload hopsmith dataset", help="commit message")
+    add_low_yield_argument(parser)
     parser.set_defaults(func=_handle)
 
 
@@ -118,7 +121,8 @@ def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise UserError(f"unknown arguments: {' '.join(beam_args)}")
     root = Path(args.dir)
-    files = publish(root, args.repo_id, private=args.private, dry_run=args.dry_run, message=args.message)
+    files = publish(root, args.repo_id, private=args.private, dry_run=args.dry_run, message=args.message,
+                    allow_low_yield=args.allow_low_yield)
     verb = "would upload" if args.dry_run else "uploaded"
     visibility = "private" if args.private else "public"
     from huggingface_hub import constants

@@ -30,6 +30,7 @@ from pipeline.card import parse_card_header
 from pipeline.errors import UserError
 from pipeline.io import sha256_file, stable_hash
 from pipeline.layout import CHECKSUMS, CONFIGS, DATA_DIR, shard_schema
+from pipeline.yields import split_floor_problems
 from schemas.base import from_row
 from schemas.critic import JudgedTrajectory
 
@@ -130,6 +131,8 @@ class Report:
     errors: list[str] = field(default_factory=list)
     shards: int = 0
     rows: Counter = field(default_factory=Counter)
+    split_rows: dict[str, Counter] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -204,7 +207,9 @@ def _check_checksums(root: Path, report: Report) -> None:
             report.errors.append(f"{name}: checksum mismatch (the file changed after it was written)")
 
 
-def validate_dataset(root: str | Path) -> Report:
+def validate_dataset(root: str | Path, allow_low_yield: bool = False) -> Report:
+    """Every check of the module docstring; low yield (`pipeline.yields`) is an error unless allowed, an
+    empty dataset always is."""
     root = Path(root)
     card = root / "README.md"
     if not card.is_file():
@@ -241,6 +246,7 @@ def validate_dataset(root: str | Path) -> Report:
                 report.shards += 1
                 rows += _check_shard(path, config, report, seen, digests)
             report.rows[config] += rows
+            report.split_rows.setdefault(config, Counter())[split] += rows
             expected = declared.get(config, {}).get(split)
             if expected != rows:
                 report.errors.append(
@@ -250,7 +256,17 @@ def validate_dataset(root: str | Path) -> Report:
         if path not in covered:
             report.errors.append(f"{path.relative_to(root)}: a parquet file no config of the card declares")
     _check_checksums(root, report)
+    _check_yield(report, allow_low_yield)
     return report
+
+
+def _check_yield(report: Report, allow_low_yield: bool) -> None:
+    if not sum(report.rows.values()):
+        report.errors.append("the dataset is empty: no config holds a row (did the input have readable pages?)")
+        return
+    low = split_floor_problems({config: report.split_rows.get(config, Counter()) for config in CONFIGS})
+    target = report.warnings if allow_low_yield else report.errors
+    target.extend(f"low yield: {problem} (accept it with --allow-low-yield)" for problem in low)
 
 
 def register(subparsers) -> None:
@@ -259,15 +275,23 @@ def register(subparsers) -> None:
         help="check a dataset folder: every shard against the schemas, the card's counts and checksums",
     )
     parser.add_argument("dir", help="a dataset folder written by `hopsmith dataset` (e.g. out/dataset)")
+    add_low_yield_argument(parser)
     parser.set_defaults(func=_handle)
+
+
+def add_low_yield_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--allow-low-yield", action="store_true",
+                        help="accept a dataset with an empty train split or no question (never an empty one)")
 
 
 def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise UserError(f"unknown arguments: {' '.join(beam_args)}")
-    report = validate_dataset(args.dir)
+    report = validate_dataset(args.dir, allow_low_yield=args.allow_low_yield)
     for error in report.errors:
         print(f"invalid: {error}")
+    for warning in report.warnings:
+        print(f"accepted: {warning}")
     summary = ", ".join(f"{config}: {n}" for config, n in sorted(report.rows.items()))
     verdict = "ok" if report.ok else f"{len(report.errors)} problem(s)"
     print(f"{verdict}: {report.shards} shards checked ({summary})")

@@ -69,11 +69,13 @@ class TurnRewardOutput(AgentLoopOutput):
 
     def as_dict(self) -> dict[str, Any]:
         output = super().as_dict()
-        if "rm_scores" in output:
-            mask = output["response_mask"].unsqueeze(0)
-            last = mask.shape[1] - 1
-            output["rm_scores"] = place_turn_rewards(
-                mask, [list(self.extra_fields["turn_rewards"])], [float(output["rm_scores"][last])], [last])[0]
+        if "rm_scores" not in output:  # never drop the turn rewards silently
+            raise ValueError("no reward_score from verl's reward loop workers: the turn rewards travel with it "
+                             "(a colocated reward model computes rewards after the agent loop; disable it)")
+        mask = output["response_mask"].unsqueeze(0)
+        last = mask.shape[1] - 1
+        output["rm_scores"] = place_turn_rewards(
+            mask, [list(self.extra_fields["turn_rewards"])], [float(output["rm_scores"][last])], [last])[0]
         return output
 
 

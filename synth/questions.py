@@ -206,9 +206,11 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
                          *(a.obfuscation for a in chosen if a.obfuscation)]
         if not unique:
             unresolved = position
-            break  # the plan gate rejects the path here: describing the rest would be wasted
+            break  # the plan gate rejects the path here: choosing attributes for the rest would be wasted
     else:
         unresolved = None
+    for position in described_positions if unresolved is not None else []:
+        nouns.setdefault(position, _noun_for(ctx, path.nodes[position])[0] or "entity")  # text stays writable
     branches: list[Attribute] = []
     shape = "chain"
     if ids is not None and unresolved is None:

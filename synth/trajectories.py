@@ -330,6 +330,6 @@ def _command(args, beam_args) -> int:
     print(f"trajectories: {counts['trajectories']} runs of {counts['questions_used']} questions, "
           f"{counts['correct']} correct, {counts.get('turns', 0)} turns -> {args.out}")
     for key, value in counts.items():
-        if key.startswith(("framework:", "stop:", "injected:")):
+        if key.startswith(("framework:", "stop:", "injected:", "llm:")):
             print(f"  {key:<32} {value}")
     return 0

@@ -47,7 +47,7 @@ def free_port() -> int:
 
 def start_server(python: Path, gguf: Path, port: int, log: Path) -> subprocess.Popen:
     command = [str(python), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", MODEL,
-               "--chat_format", "gemma", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "16384",
+               "--chat_format", "gemma", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
                "--n_threads", "1", "--n_threads_batch", "1"]  # spinning ggml threads starve on a shared machine
     process = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 300
@@ -64,23 +64,24 @@ def start_server(python: Path, gguf: Path, port: int, log: Path) -> subprocess.P
 
 
 def role_toml(table: str, base_url: str, **extra: object) -> str:
-    """One role on the local server. llama-cpp-python refuses `json_schema`, and its `json_object` grammar
-    checks every one of Gemma's 262k tokens at each step (minutes per reply on 2 cores), so JSON is read
-    from the plain reply (and repaired), as for any server without structured output."""
-    values = {"base_url": base_url, "model": MODEL, "api_key_env": "HOPSMITH_LLM_CHECK_KEY", "timeout_s": 180.0,
-              "max_concurrency": 2, "structured_output": "none", "max_tokens": 160, **extra}
+    """One role on the local server, sized for a CPU that serves one request at a time. llama-cpp-python
+    refuses `json_schema`, and its `json_object` grammar checks every one of Gemma's 262k tokens at each
+    step (minutes per reply on 2 cores), so JSON is read from the plain reply (and repaired), as for any
+    server without structured output."""
+    values = {"base_url": base_url, "model": MODEL, "api_key_env": "HOPSMITH_LLM_CHECK_KEY", "timeout_s": 300.0,
+              "max_concurrency": 1, "structured_output": "none", "max_tokens": 80, "max_repairs": 1, **extra}
     return f"[{table}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
 
 
 def config_text(base_url: str, llm_writer: bool) -> str:
     text = """seed = 7
 [walk]
-max_paths = 4
+max_paths = 3
 [questions]
 shortcut_attempts = 1
 [trajectories]
 rollouts = 1
-max_turns = 3
+max_turns = 2
 max_questions = 1
 [judge]
 batch_size = 3
@@ -89,7 +90,7 @@ batch_size = 3
         text += role_toml("questions.writer", base_url) + role_toml("questions.shortcut", base_url)
     for framework in ("react", "function_calling", "tagged"):
         text += role_toml(f"trajectories.policies.{framework}", base_url)
-    return text + role_toml("judge.judge", base_url, max_repairs=1)
+    return text + role_toml("judge.judge", base_url, max_tokens=96)
 
 
 def run_dataset(config: Path, out: Path) -> int:
@@ -150,14 +151,14 @@ def main() -> int:
     port = free_port()
     print(f"llm-check: llama.cpp server with {gguf.name} on 127.0.0.1:{port}; output in {work}", flush=True)
     server = start_server(python, gguf, port, work / "llama-server.log")
-    recorder = Recorder(f"http://127.0.0.1:{port}/v1")
+    recorder = Recorder(f"http://127.0.0.1:{port}/v1", log=work / "exchanges.jsonl")
     started = time.monotonic()
     try:
         with OpenAIServer(recorder) as proxy:
             (work / "all-roles.toml").write_text(config_text(proxy.base_url, llm_writer=True))
             print("every role on the model:", flush=True)
             run_dataset(work / "all-roles.toml", work / "all-roles")
-            reported = check(work / "all-roles", ["question-writer", "shortcut-check", "judge"])
+            reported = check(work / "all-roles", ["question-writer"])  # the others get work when a question passes
             if read_manifest(work / "all-roles" / "questions").counts["questions:kept"] == 0:
                 print("the writer kept no question: policies and judge on the template engine's questions",
                       flush=True)
@@ -169,6 +170,7 @@ def main() -> int:
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
+        recorder.save(work / "transcript.jsonl")  # kept for inspection, also when a check failed
     if args.record:
         recorder.save(TRANSCRIPT)
         print(f"transcript: {len(recorder.entries)} exchanges -> {TRANSCRIPT}")

@@ -45,8 +45,8 @@ def role_of(body: dict[str, Any]) -> str:
 class Recorder:
     """Forward to `upstream` (an OpenAI-compatible /v1 URL) and record every exchange."""
 
-    def __init__(self, upstream: str, timeout_s: float = 600.0):
-        self.upstream, self.timeout_s = upstream.rstrip("/"), timeout_s
+    def __init__(self, upstream: str, timeout_s: float = 600.0, log: Path | None = None):
+        self.upstream, self.timeout_s, self.log = upstream.rstrip("/"), timeout_s, log
         self.entries: list[dict[str, Any]] = []
         self._lock = threading.Lock()
 
@@ -72,6 +72,9 @@ class Recorder:
             entry["error"] = str(data.get("error"))[:500]
         with self._lock:
             self.entries.append(entry)
+            if self.log is not None:  # as it happens, so a long run can be watched (and survives a crash)
+                with self.log.open("a") as handle:
+                    handle.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
         return reply_of(entry)
 
     def save(self, path: Path) -> None:

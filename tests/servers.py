@@ -15,6 +15,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class LoopbackServer:
+    """`with Sub(...) as server:` serves `handler_class` on 127.0.0.1 (a free port, `server.url`) for the block;
+    subclasses build their handler class and pass it to `__init__`."""
+
+    def __init__(self, handler_class: type[BaseHTTPRequestHandler]):
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler_class)
+        self._httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def __enter__(self):
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
 @dataclass
 class Reply:
     """What the server sends for one request."""

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -14,11 +13,12 @@ from huggingface_hub import constants
 from pipeline.cli import main
 from pipeline.publish import files_to_publish
 from tests.dataset_fixtures import build_fixture_dataset
+from tests.servers import LoopbackServer
 
 SENTINEL = "hf_SENTINEL_publish_token_93b1e7"
 
 
-class FakeHub:
+class FakeHub(LoopbackServer):
     """The few Hub endpoints `create_repo` + `upload_folder` use; records every request, can refuse commits."""
 
     def __init__(self, refuse_commit: bool = False, garble_commit: bool = False):
@@ -26,16 +26,8 @@ class FakeHub:
         self.refuse_commit = refuse_commit
         self.garble_commit = garble_commit
         self.validated_cards: list[str] = []
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.endpoint = f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def __enter__(self) -> FakeHub:
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        super().__init__(self._handler())
+        self.endpoint = self.url
 
     def _handler(self):
         hub = self

@@ -8,8 +8,7 @@ import logging
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -19,6 +18,7 @@ from schemas.config import IndexConfig, LLMRole, TrajectoryConfig
 from schemas.wiki import SkippedRecord
 from synth.environment import build_index
 from synth.trajectories import run_trajectories
+from tests.servers import LoopbackServer
 from tests.trajectory_fixtures import make_graph, make_questions
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,23 +71,15 @@ def test_a_stored_skip_detail_never_holds_a_secret(monkeypatch):
     assert "sk-stored-SENTINEL" not in record.detail
 
 
-class EchoingEndpoint:
+class EchoingEndpoint(LoopbackServer):
     """An OpenAI-compatible endpoint that quotes the request's Authorization header and the bare key: as the
     body of a 502 (a proxy that is down), or as the reply's text (a model that is not a judge)."""
 
     def __init__(self, mode: str):
         self.requests = 0
         self.mode = mode
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> EchoingEndpoint:
-        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
+        super().__init__(self._handler())
+        self.base_url = f"{self.url}/v1"
 
     def _handler(self):
         endpoint = self

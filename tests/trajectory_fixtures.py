@@ -166,3 +166,14 @@ def make_questions(questions_dir: Path) -> Path:
     write_records(Question, QUESTIONS, questions_dir / "questions" / "questions-00000.parquet")
     run.finish({"kept": len(QUESTIONS)}, {})
     return questions_dir
+
+
+def make_snapshot(root: Path) -> Path:
+    """The whole stage 3 input under `root`: graph, search index and questions."""
+    from schemas.config import IndexConfig
+    from synth.environment import build_index
+
+    make_graph(root / "graph")
+    build_index(root / "graph", root / "index", IndexConfig(chunk_chars=400))
+    make_questions(root / "questions")
+    return root

@@ -263,3 +263,29 @@ def test_turn_grpo_runs_in_a_trainer_process_from_the_launch_environment(episode
     # the two rollouts differ in outcome, so every trained token carries a non-zero advantage
     assert all((a[masks[i] == 1] != 0).all() for i, a in enumerate(result["advantages"]))
     assert turn_end_positions(mask)[0]
+
+
+def test_launch_script_start_up_check_passes_in_the_verl_environment(exported, tmp_path):
+    """`run_verl.sh` up to its `exec`: exports, then the verl version and plugin import check."""
+    script = (exported / "run_verl.sh").read_text()
+    (tmp_path / "start.sh").write_text(script[: script.index("exec python3")])
+    env = {"PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}", "HOME": os.environ.get("HOME", "/tmp")}
+    if os.environ.get("HOPSMITH_ROOT"):
+        env["HOPSMITH_ROOT"] = os.environ["HOPSMITH_ROOT"]
+    result = subprocess.run(["bash", str(tmp_path / "start.sh")], capture_output=True, text=True, env=env,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_turn_reward_output_lays_turn_rewards_and_never_drops_them():
+    from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics
+
+    from rl.verl_plugin import TurnRewardOutput
+
+    def output(**fields):
+        return TurnRewardOutput(prompt_ids=[1], response_ids=[5, 6, 7, 8, 9], response_mask=[1, 1, 0, 1, 0],
+                                metrics=AgentLoopMetrics(), extra_fields={"turn_rewards": [0.5, -1.0]}, **fields)
+
+    assert output(reward_score=1.0).as_dict()["rm_scores"].tolist() == [0.0, 0.5, 0.0, -1.0, 1.0]
+    with pytest.raises(ValueError, match="no reward_score"):
+        output().as_dict()
