@@ -86,6 +86,7 @@ class Ontology:
         self.parameters = parameters
         self.template_aliases: dict[str, str] = overlay.get("template_aliases", {})
         self.property_aliases: dict[str, str] = overlay.get("property_aliases", {})
+        self.parameter_units: dict[str, str] = overlay.get("parameter_units", {})
         self.plumbing_properties: dict[str, str] = overlay.get("plumbing_properties", {})
         plumbing = overlay.get("plumbing_parameters", {})
         self.plumbing_tokens: dict[str, str] = plumbing.get("tokens", {})
@@ -231,6 +232,13 @@ class Ontology:
             return "range_mismatch"
         if value_type == "date" and entry.is_object:
             return "range_mismatch"
+        return None
+
+    def parameter_unit(self, parameter: str) -> str | None:
+        """The unit a parameter's name states (`area_total_km2` -> km2, `elevation_ft` -> ft), if any."""
+        for suffix, unit in self.parameter_units.items():
+            if parameter.endswith(suffix):
+                return unit
         return None
 
     def value_plumbing(self, value: str | None) -> str | None:

@@ -173,6 +173,9 @@ def map_box(box: Infobox, ontology: Ontology) -> None:
             box.excluded[reason] += 1
             continue
         fact.property = name if name in ontology.properties else None
+        unit = ontology.parameter_unit(fact.relation) if fact.value_type == "number" else None
+        if unit:  # area_total_km2 = 350: 350 km2, not a bare number beside area_total_sq_mi's
+            fact.value_type, fact.unit = "quantity", unit
         kept.append(fact)
     box.facts = kept
 

@@ -58,6 +58,8 @@ def test_properties_carry_label_domain_range_kind_wikidata_and_functionality():
     birth_date = ontology.properties["birthDate"]
     assert birth_date.functional and not birth_date.is_object and birth_date.range == "xsd:date"
     assert not ontology.properties["spouse"].functional
+    assert ontology.properties["foundingDate"].functional  # the overlay's single-valued properties
+    assert ontology.parameter_unit("area_total_km2") == "km2" and ontology.parameter_unit("area_total") is None
     assert ontology.label("bandMember") == "band member"
 
 
