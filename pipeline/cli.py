@@ -56,6 +56,25 @@ def configure_logging(verbose: bool) -> None:
     for handler in logging.getLogger().handlers:
         handler.setLevel(level)
     install_log_scrubber()
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_drop_interrupt_reports)
+
+
+def _drop_interrupt_reports(record: logging.LogRecord) -> bool:
+    """Ctrl-C is reported once, by `main`: Beam's own error log of the interrupted DoFn (with its traceback)
+    is dropped."""
+    interrupted = record.exc_info is not None and isinstance(record.exc_info[1], KeyboardInterrupt)
+    return not (interrupted or str(record.msg).startswith("KeyboardInterrupt"))
+
+
+def _interrupted(error: BaseException | None) -> bool:
+    """Whether Ctrl-C caused `error`: Beam re-raises a KeyboardInterrupt in a DoFn as a RuntimeError whose
+    message starts with `KeyboardInterrupt`, sometimes without chaining it."""
+    while error is not None:
+        if isinstance(error, KeyboardInterrupt) or str(error).startswith("KeyboardInterrupt"):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         print("hopsmith: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130
     except Exception as error:  # noqa: BLE001 - the last resort: one scrubbed line instead of a raw traceback
+        if _interrupted(error):
+            print("hopsmith: interrupted; rerun the same command to resume", file=sys.stderr)
+            return 130
         if debug:
             print(scrubbed_traceback(error), file=sys.stderr, end="")
         hint = "" if debug else " (rerun with --debug for the traceback)"
