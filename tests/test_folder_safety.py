@@ -16,6 +16,7 @@ from pipeline.dataset import SAMPLE_DUMP, SAMPLE_INDEX
 from pipeline.errors import UserError
 from pipeline.folder_lock import LOCK
 from pipeline.stage import PENDING, begin_stage
+from tests.processes import restore_sigint
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -90,7 +91,7 @@ def test_a_file_given_as_output_folder_is_refused(tmp_path):
 def _hopsmith(*args: str, cwd: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.Popen([sys.executable, "-m", "pipeline.cli", *args], cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=restore_sigint)
 
 
 def _wait_for(path: Path, process: subprocess.Popen, timeout_s: float = 300) -> None:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import restore_sigint
+
 REPO = Path(__file__).resolve().parent.parent
 TABLE_CHARS = set("│┃━─┏┓┗┛┡┩└┘├┤┼╇")
 
@@ -25,7 +27,8 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, marker, delay_s):
     # its own process group, signalled as a whole: what a terminal does on Ctrl-C
     run = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "dataset", "--out", str(out)], cwd=tmp_path,
                            env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, start_new_session=True)
+                           stderr=subprocess.PIPE, text=True, start_new_session=True,
+                           preexec_fn=restore_sigint)
     try:
         deadline = time.monotonic() + 600
         while marker is not None and not (out / marker).exists():

@@ -32,6 +32,7 @@ from schemas.trajectory import Trajectory
 from schemas.wiki import SkippedRecord
 from synth.trajectories import run_trajectories
 from tests.llm_replay import Replay, load, role_of
+from tests.processes import restore_sigint
 from tests.servers import OpenAIServer
 from tests.test_questions import MERKEL, MERKEL_FACTS
 from tests.trajectory_fixtures import make_snapshot
@@ -151,7 +152,8 @@ def test_ctrl_c_ends_a_run_within_seconds(transcript, snapshot, tmp_path):
                    "--index", str(snapshot / "index"), "--out", str(tmp_path / "t"), "--cache", str(tmp_path / "c"),
                    "--llm-base-url", server.base_url, "--llm-model", "gemma-3-270m"]
         process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=restore_sigint)
         deadline = time.monotonic() + 120
         while not server.requests and time.monotonic() < deadline and process.poll() is None:
             time.sleep(0.1)
