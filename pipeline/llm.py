@@ -23,6 +23,7 @@ The API key is read from the environment variable the role names and never store
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import logging
 import os
@@ -30,7 +31,7 @@ import random
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -118,6 +119,7 @@ class LLMStats:
     unavailable: int = 0
     refused: int = 0
     fallbacks: int = 0  # replies replaced by the offline engine (a judge turn left to the offline critic)
+    deduplicated: int = 0  # calls that awaited an identical request already in flight instead of sending it
     prompt_tokens: int = 0
     completion_tokens: int = 0
     invalid_samples: list[dict[str, str]] = field(default_factory=list)
@@ -338,6 +340,7 @@ class LLMClient:
         self._limit: AdaptiveLimit | None = None
         self._format = RESPONSE_FORMATS.index(role.structured_output)
         self._failures_in_a_row = 0
+        self._in_flight: dict[str, asyncio.Future] = {}
         self._client = openai.AsyncOpenAI(
             base_url=role.base_url,
             api_key=os.environ.get(role.api_key_env) or "EMPTY",
@@ -374,11 +377,39 @@ class LLMClient:
             request["extra_body"] = self.role.extra_body
         return request
 
-    def _cache_path(self, request: dict[str, Any], salt: str) -> Path | None:
+    def _request_key(self, request: dict[str, Any], salt: str) -> str:
+        return stable_hash(self.role.base_url, request, salt, length=40)
+
+    def _cache_path(self, key: str) -> Path | None:
         if self.cache_dir is None:
             return None
-        key = stable_hash(self.role.base_url, request, salt, length=40)
         return self.cache_dir / key[:2] / f"{key}.json"
+
+    async def _once(self, key: str, produce: Callable[[], Awaitable[T]]) -> T:
+        """Identical calls in flight at the same time send one request; the others await its outcome.
+
+        The cache only helps once a reply is stored, so without this concurrent units asking the same
+        thing (identical judge turns, identical writer plans) would each pay for a request.
+        """
+        if (waiting := self._in_flight.get(key)) is not None:
+            self.stats.deduplicated += 1
+            return copy.deepcopy(await asyncio.shield(waiting))
+        outcome = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = outcome
+        try:
+            result = await produce()
+        except asyncio.CancelledError:
+            outcome.cancel()
+            raise
+        except Exception as error:
+            outcome.set_exception(error)
+            outcome.exception()  # retrieved: waiters re-raise it, asyncio logs no "never retrieved"
+            raise
+        else:
+            outcome.set_result(result)
+            return result
+        finally:
+            del self._in_flight[key]
 
     def _cached(self, path: Path | None) -> ChatResult | None:
         if path is None or not path.is_file():
@@ -402,12 +433,17 @@ class LLMClient:
     ) -> ChatResult:
         """One chat completion (cached); transient failures are retried, then raise `LLMUnavailable`."""
         request = self._request(messages, tools, None, temperature, max_tokens, seed)
-        cache_path = self._cache_path(request, cache_salt)
+        key = self._request_key(request, cache_salt)
+        cache_path = self._cache_path(key)
         if (hit := self._cached(cache_path)) is not None:
             return hit
-        result = await self._send_with_retries(request)
-        self._store(cache_path, result)
-        return result
+
+        async def send() -> ChatResult:
+            result = await self._send_with_retries(request)
+            self._store(cache_path, result)
+            return result
+
+        return await self._once(key, send)
 
     async def complete_json(
         self,
@@ -423,13 +459,20 @@ class LLMClient:
 
         Raises `LLMError` when every repair failed too, `LLMUnavailable` on transient failures.
         """
-        key = self._request(messages, None, {"json": model.__name__}, temperature, max_tokens, seed)
-        cache_path = self._cache_path(key, cache_salt)
+        key = self._request_key(
+            self._request(messages, None, {"json": model.__name__}, temperature, max_tokens, seed), cache_salt)
+        cache_path = self._cache_path(key)
         if (hit := self._cached(cache_path)) is not None:
             try:
                 return parse_json_model(model, hit.content)
             except InvalidResponse:
                 pass  # a cache entry of an older schema: ask again
+        return await self._once(
+            key, lambda: self._complete_json_uncached(messages, model, temperature, max_tokens, seed, cache_path))
+
+    async def _complete_json_uncached(self, messages, model: type[M], temperature, max_tokens, seed,
+                                      cache_path: Path | None) -> M:
+        """Ask, and repair unusable replies, until one validates as `model` or the repairs run out."""
         conversation = list(messages)
         base_temperature = self.role.temperature if temperature is None else temperature
         repairs = 0

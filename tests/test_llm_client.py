@@ -220,3 +220,28 @@ def test_concurrency_adapts_to_timeouts_and_is_bounded_per_role():
     with OpenAIServer(lambda body: Reply(content="x", delay_s=0.6 if next(slow) < 4 else 0.0)) as server:
         results, client = asyncio.run(go(_role(server, max_concurrency=4, start_concurrency=4, timeout_s=0.3)))
     assert len(results) == 12 and client.stats.timeouts == 4 and client._limit.lowest == 1
+
+
+def test_identical_requests_in_flight_at_once_are_sent_once():
+    """Two units asking the same thing at the same time share one request (the cache only helps later)."""
+
+    async def go(role):
+        client = LLMClient(role, None, name="test")
+        try:
+            same = await asyncio.gather(client.chat(MESSAGES), client.chat(MESSAGES),
+                                        client.complete_json(MESSAGES, River), client.complete_json(MESSAGES, River))
+            other = await client.chat(MESSAGES, cache_salt="rollout-1")
+            return same, other, client.stats
+        finally:
+            await client.aclose()
+
+    def reply(body):
+        json_asked = "response_format" in body
+        return Reply(content='{"name": "Thames"}' if json_asked else "Thames", delay_s=0.3)
+
+    with OpenAIServer(reply) as server:
+        (first, second, river, river_again), other, stats = asyncio.run(go(_role(server, start_concurrency=4)))
+        assert first.content == second.content == other.content == "Thames"
+        assert river == river_again == River(name="Thames") and river is not river_again
+        assert stats.deduplicated == 2
+        assert len(server.requests) == 3  # one chat, one JSON request, and the salted (different) request
