@@ -7,10 +7,13 @@ pipeline options (`--runner`, `--direct_num_workers`, ...) and are passed throug
 
 from __future__ import annotations
 
+import _thread
 import argparse
 import importlib
 import logging
+import signal
 import sys
+import threading
 
 from pipeline.errors import UserError
 from pipeline.secrets import install_log_scrubber, one_line, scrub, scrubbed_traceback
@@ -77,8 +80,66 @@ def _interrupted(error: BaseException | None) -> bool:
     return False
 
 
+class InsistentInterrupt:
+    """Ctrl-C that cannot be lost: after the first SIGINT, KeyboardInterrupt is raised again every second
+    until `main` has handled it.
+
+    Python swallows an exception raised while it runs a weakref callback or `__del__` ("Exception ignored
+    in ...", with a traceback), so one Ctrl-C landing there would let the run go on to the end; such a
+    swallowed KeyboardInterrupt is not printed either, since it is raised again. A SIGINT that was ignored
+    when hopsmith started (`nohup`, a background job) stays ignored.
+    """
+
+    def __init__(self, every_s: float = 1.0):
+        self.every_s = every_s
+        self.received = False
+        self._handled = threading.Event()
+        self._previous = None
+        self._previous_hook = sys.unraisablehook
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+            self._previous_hook, sys.unraisablehook = sys.unraisablehook, self._on_unraisable
+
+    def handled(self) -> None:
+        self._handled.set()
+
+    def uninstall(self) -> None:
+        """Stop insisting and give SIGINT back to whoever had it (an embedding program, pytest)."""
+        self.handled()
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+            sys.unraisablehook = self._previous_hook
+
+    def _on_unraisable(self, unraisable) -> None:
+        if not isinstance(unraisable.exc_value, KeyboardInterrupt):
+            self._previous_hook(unraisable)
+
+    def _on_sigint(self, signum, frame) -> None:
+        if self._handled.is_set():
+            return
+        if not self.received:
+            self.received = True
+            threading.Thread(target=self._insist, name="hopsmith-interrupt", daemon=True).start()
+        raise KeyboardInterrupt
+
+    def _insist(self) -> None:
+        while not self._handled.wait(self.every_s):
+            _thread.interrupt_main(signal.SIGINT)
+
+
+def _report_interrupt(interrupt: InsistentInterrupt) -> int:
+    interrupt.handled()
+    print("hopsmith: interrupted; rerun the same command to resume", file=sys.stderr)
+    return 130
+
+
 def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in (sys.argv[1:] if argv is None else argv)
+    interrupt = InsistentInterrupt()
+    interrupt.install()
     try:
         # Importing Beam warns on the root logger about optional GCP clients; only errors matter until the
         # user's verbosity is known.
@@ -87,22 +148,25 @@ def main(argv: list[str] | None = None) -> int:
         args, beam_args = parser.parse_known_args(argv)
         beam_args = [a for a in beam_args if a != "--debug"]  # also accepted after the subcommand
         configure_logging(args.verbose)
-        return int(args.func(args, beam_args) or 0)
+        status = int(args.func(args, beam_args) or 0)
+        if interrupt.received:  # the KeyboardInterrupt was swallowed and the work went on: still honour it
+            return _report_interrupt(interrupt)
+        return status
     except UserError as error:
         print(f"hopsmith: error: {scrub(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # also while Beam or the command modules are still importing
-        print("hopsmith: interrupted; rerun the same command to resume", file=sys.stderr)
-        return 130
+        return _report_interrupt(interrupt)
     except Exception as error:  # noqa: BLE001 - the last resort: one scrubbed line instead of a raw traceback
-        if _interrupted(error):
-            print("hopsmith: interrupted; rerun the same command to resume", file=sys.stderr)
-            return 130
+        if _interrupted(error) or interrupt.received:
+            return _report_interrupt(interrupt)
         if debug:
             print(scrubbed_traceback(error), file=sys.stderr, end="")
         hint = "" if debug else " (rerun with --debug for the traceback)"
         print(f"hopsmith: unexpected error: {one_line(error)}{hint}", file=sys.stderr)
         return 1
+    finally:
+        interrupt.uninstall()
 
 
 if __name__ == "__main__":

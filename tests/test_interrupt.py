@@ -7,10 +7,12 @@ import signal
 import subprocess
 import sys
 import time
+import weakref
 from pathlib import Path
 
 import pytest
 
+from pipeline.cli import InsistentInterrupt
 from tests.processes import restore_sigint
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,3 +48,30 @@ def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, marker, delay_s):
     assert "Traceback" not in err
     assert text[-1] == "hopsmith: interrupted; rerun the same command to resume", err
     assert sum("hopsmith:" in line for line in text) == 1
+
+
+def _sigint_inside_callback(_ref) -> None:
+    os.kill(os.getpid(), signal.SIGINT)
+    sum(range(10_000))  # the handler runs here, inside a weakref callback, where Python swallows its exception
+
+
+def test_a_ctrl_c_swallowed_by_a_weakref_callback_is_raised_again():
+    """What the in-questions run showed: one Ctrl-C landed in a WeakSet callback and the run went on."""
+    before, hook_before = signal.getsignal(signal.SIGINT), sys.unraisablehook
+    interrupt = InsistentInterrupt(every_s=0.05)
+    interrupt.install()
+    finished = False
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            payload = type("Payload", (), {})()
+            ref = weakref.ref(payload, _sigint_inside_callback)
+            del payload  # the callback runs now
+            assert ref() is None
+            for _ in range(100):
+                time.sleep(0.02)
+            finished = True
+    finally:
+        interrupt.uninstall()
+    assert interrupt.received and not finished
+    assert signal.getsignal(signal.SIGINT) is before  # given back to pytest
+    assert sys.unraisablehook is hook_before
