@@ -19,9 +19,11 @@ import json
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from tests.servers import QuietHandler
 
 _INVALID_TITLE_CHARS = set("<>[]{}|#")
 
@@ -204,11 +206,7 @@ class MediaWikiServer:
     def _make_handler(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
+        class Handler(QuietHandler):
 
             def do_GET(self):
                 query = parse_qs(urlsplit(self.path).query, keep_blank_values=True)

@@ -15,6 +15,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class QuietHandler(BaseHTTPRequestHandler):
+    """What every test server's handler shares: keep-alive HTTP/1.1 and no access log on stderr."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+
 class LoopbackServer:
     """`with Sub(...) as server:` serves `handler_class` on 127.0.0.1 (a free port, `server.url`) for the block;
     subclasses build their handler class and pass it to `__init__`."""
@@ -103,12 +112,8 @@ class OpenAIServer:
     def _make_handler(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+        class Handler(QuietHandler):
             disable_nagle_algorithm = True  # headers and body go out as separate writes: no 40 ms delayed-ACK stall
-
-            def log_message(self, *args):  # keep test output quiet
-                pass
 
             def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None):
                 payload = json.dumps(body).encode()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from huggingface_hub import constants
 from pipeline.cli import main
 from pipeline.publish import files_to_publish
 from tests.dataset_fixtures import build_fixture_dataset
-from tests.servers import LoopbackServer
+from tests.servers import LoopbackServer, QuietHandler
 
 SENTINEL = "hf_SENTINEL_publish_token_93b1e7"
 
@@ -32,11 +31,7 @@ class FakeHub(LoopbackServer):
     def _handler(self):
         hub = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
+        class Handler(QuietHandler):
 
             def _send(self, status: int, body: dict) -> None:
                 payload = json.dumps(body).encode()

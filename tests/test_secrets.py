@@ -8,7 +8,6 @@ import logging
 import os
 import subprocess
 import sys
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from schemas.config import IndexConfig, LLMRole, TrajectoryConfig
 from schemas.wiki import SkippedRecord
 from synth.environment import build_index
 from synth.trajectories import run_trajectories
-from tests.servers import LoopbackServer
+from tests.servers import LoopbackServer, QuietHandler
 from tests.trajectory_fixtures import make_graph, make_questions
 
 REPO = Path(__file__).resolve().parent.parent
@@ -84,11 +83,7 @@ class EchoingEndpoint(LoopbackServer):
     def _handler(self):
         endpoint = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
+        class Handler(QuietHandler):
 
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
