@@ -25,6 +25,7 @@ from critic.judge import run_judge
 from graph.walks import run_walks
 from pipeline.io import read_records
 from pipeline.llm import StageIncomplete
+from pipeline.renders import render_nanbeige
 from schemas.config import JudgeConfig, LLMRole, QuestionConfig, TrajectoryConfig, WalkConfig
 from schemas.critic import JudgedTrajectory
 from schemas.questions import Question
@@ -133,7 +134,7 @@ def test_an_outage_mid_run_is_retried_on_rerun_and_no_error_trajectory_is_publis
 
     judge_replay = Replay(transcript)
     with OpenAIServer(judge_replay) as server:
-        judge = JudgeConfig(judge=role(server, max_repairs=1), batch_size=4)
+        judge = JudgeConfig(judge=role(server, max_repairs=1, model="local-judge"), batch_size=4)
         judged_manifest = run_judge(tmp_path / "t", snapshot / "questions", snapshot / "index", tmp_path / "j", judge,
                                     tmp_path / "cache")
     judged = list(read_records(JudgedTrajectory, tmp_path / "j" / "judged"))
@@ -143,6 +144,13 @@ def test_an_outage_mid_run_is_retried_on_rerun_and_no_error_trajectory_is_publis
     fallbacks = sum(j.engine == "offline" for record in judged for j in record.judgements)
     assert jc.get("llm:judge:fallbacks", 0) == fallbacks <= turns
     assert jc.get("llm:judge:invalid_responses", 0) == jc.get("llm:judge:repairs", 0) + fallbacks
+    for record in judged:  # rows name the configured engines and the models the server reported
+        produced = render_nanbeige(record).produced_by
+        assert (produced.policy_engine, produced.policy_model) == ("openai:gemma-3-270m", record.trajectory.model)
+        if any(j.engine != "offline" for j in record.judgements):
+            assert (produced.judge_engine, produced.judge_model) == ("offline+openai:local-judge", transcript[0]["model"])
+        else:
+            assert (produced.judge_engine, produced.judge_model) == ("offline", None)
 
 
 def test_ctrl_c_ends_a_run_within_seconds(transcript, snapshot, tmp_path):
