@@ -12,7 +12,8 @@ runs are shorter and surer than a real searcher's; the card says so.
 Rollouts of one question differ where a searcher's would (a per-rollout style drawn from the episode seed):
 the wording and order of queries, whether a fact is looked up with find_in_page before the page is read,
 a look at another listed page that mentions the entity, checking other values of a listed row (several
-cast members) before the one the path follows, and a last check of the answer before giving it.
+cast members) before the one the path follows, a check that the start's page names what the question
+describes it by (the reason for picking it), and a last check of the answer before giving it.
 
 A seeded error model then injects plausible imperfect turns at per-turn rates, each tagged in
 `Turn.injected_error`:
@@ -47,6 +48,9 @@ _PAGE_PREFIX = re.compile(r"^\[page (\d+)\] ")
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)")
 QUERY_WORDS = 8
 EVIDENCE_CHARS = 200
+MAX_DESCRIPTION_CHECKS = 2
+_NAMED = re.compile(r"\b[A-Z][\w'.-]*(?:\s+(?:of |the |de |von |van )?[A-Z][\w'.-]*)+")
+MIN_FIND_CHARS = 3  # a one-word find_in_page text this short matches common words
 
 
 @dataclass
@@ -95,6 +99,7 @@ class RolloutStyle:
     verify: bool  # confirm the answer on its page before giving it
     corroborate: float  # chance of checking that the value's own page names the entity it was read on
     explore_pages: int  # other listed pages considered per hop
+    check_description: bool  # check that the start's page names what the question describes it by
 
     @classmethod
     def draw(cls, seed: int) -> RolloutStyle:
@@ -102,11 +107,16 @@ class RolloutStyle:
         order = [0, 1, 2, 3]
         rng.shuffle(order)
         return cls(tuple(order), rng.random() < 0.4, rng.choice((0.5, 1.0)), rng.choice((1, 2, 3)),
-                   rng.random() < 0.8, rng.choice((0.5, 1.0)), rng.choice((1, 2, 3)))
+                   rng.random() < 0.8, rng.choice((0.5, 1.0)), rng.choice((1, 2, 3)), rng.random() < 0.8)
 
 
 def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+def distinctive(text: str) -> bool:
+    """Is a find_in_page text specific enough to find the entity it names (not "It", "Up", "Her")?"""
+    return bool(tokenize([text])[0]) and (len(text.strip()) > MIN_FIND_CHARS or len(text.split()) > 1)
 
 
 def result_titles(observation: str) -> list[str]:
@@ -309,6 +319,8 @@ class ScriptedAgent:
             self.hop = hop
             first_query = " ".join(tokenize([self.question.text])[0][:QUERY_WORDS]) if number == 0 else None
             title = yield from self._locate(hop.head, first_query)
+            if number == 0 and self.style.check_description:
+                yield from self._check_description(title)
             found = yield from self._read(title, hop)
             if found and hop.tail is not None:
                 yield from self._corroborate(hop)
@@ -321,9 +333,33 @@ class ScriptedAgent:
         closing = "That answers the question." if found else "I will give my best answer."
         yield Step(f"{self.note} {closing}".strip(), ANSWER_TOOL, {"text": self.question.answer})
 
+    def _check_description(self, title: str) -> Generator[Step, str, None]:
+        """The question describes its start entity by what it is linked to ("whose spouse is Stephen King"):
+        before relying on the page it picked, a searcher checks that the page names those links. (This
+        policy knows the start from the gold path; the check gives the reason for the pick that a searcher
+        without it needs.)"""
+        page = self.env.resolve(title)
+        if page is None or _norm(title) in _norm(self.question.text):
+            return  # the question names its start: nothing to match
+        text = _norm(" ".join(page.chunks))
+        links = [name for name in dict.fromkeys(_NAMED.findall(self.question.text))
+                 if _norm(name) not in self.path_titles and self.env.resolve(name) is not None and _norm(name) in text]
+        checked = []
+        for name in links[:MAX_DESCRIPTION_CHECKS]:
+            reasoning = (f"{self.note} The question describes the entity by its link to {name}; "
+                         f"I will check that {title} names {name}.")
+            observation = yield Step(reasoning.strip(), "find_in_page", {"title": title, "text": name})
+            self.note = ""
+            if _norm(name) in _norm(observation or ""):
+                checked.append(name)
+        if checked:
+            self.note = f"{title} names {' and '.join(checked)}, as the question describes it."
+
     def _verify(self, title: str) -> Generator[Step, str, None]:
         """A last look for the answer on the page that gave it, as a careful searcher does before answering."""
         surface = self.target or self.question.answer
+        if not distinctive(surface):
+            return
         reasoning = f"{self.note} Before answering, I will confirm that {title} names {surface}."
         observation = yield Step(reasoning, "find_in_page", {"title": title, "text": surface})
         confirmed = _norm(surface) in _norm(observation or "")
@@ -335,8 +371,8 @@ class ScriptedAgent:
         if page is None or self.explore_rng.random() >= self.style.corroborate:
             return
         head = _PARENTHETICAL.sub("", hop.head)
-        if not any(_norm(head) in _norm(chunk) for chunk in page.chunks):
-            return
+        if not distinctive(head) or not any(_norm(head) in _norm(chunk) for chunk in page.chunks):
+            return  # a bare title such as "It" (novel) would match every "it" of the page
         reasoning = f"{self.note} To be sure, I will check that the page of {page.title} mentions {head}."
         observation = yield Step(reasoning, "find_in_page", {"title": page.title, "text": head})
         if _norm(head) in _norm(observation or ""):
