@@ -9,6 +9,7 @@ shard files already in `parts/`.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import tempfile
@@ -88,24 +89,51 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def write_table(table: pa.Table, path: str | os.PathLike) -> None:
-    """Write an Arrow table as one parquet file, atomically."""
+def write_table(table: pa.Table, path: str | os.PathLike, row_group_rows: int | None = None) -> None:
+    """Write an Arrow table as one parquet file, atomically (row groups of `row_group_rows`, when given,
+    let a reader hold fewer rows at a time)."""
     path = Path(path)
     fd, tmp = _atomic_target(path)
     os.close(fd)
     try:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, compression="zstd", row_group_size=row_group_rows)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_records(model: type[BaseModel], records: Iterable[BaseModel], path: str | os.PathLike) -> int:
+def write_records(model: type[BaseModel], records: Iterable[BaseModel], path: str | os.PathLike,
+                  row_group_rows: int | None = None) -> int:
     """Write records of one type to a parquet shard with the schema derived from `model`."""
     table = to_table(model, records)
-    write_table(table, path)
+    write_table(table, path, row_group_rows)
     return table.num_rows
+
+
+def write_record_stream(model: type[BaseModel], records: Iterable[BaseModel], path: str | os.PathLike,
+                        group_rows: int) -> int:
+    """Write records to one parquet file a row group of `group_rows` at a time, atomically: memory holds
+    one group, however many records come. No records, no file. Returns the number written."""
+    path = Path(path)
+    records = iter(records)
+    batches = iter(lambda: list(itertools.islice(records, group_rows)), [])
+    first = next(batches, None)
+    if first is None:
+        return 0
+    fd, tmp = _atomic_target(path)
+    os.close(fd)
+    written = 0
+    try:
+        with pq.ParquetWriter(tmp, arrow_schema(model), compression="zstd") as writer:
+            for batch in itertools.chain([first], batches):
+                writer.write_table(to_table(model, batch))
+                written += len(batch)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return written
 
 
 def shard_files(folder: str | os.PathLike) -> list[Path]:
@@ -123,13 +151,14 @@ def read_table(model: type[BaseModel], folder_or_file: str | os.PathLike) -> pa.
     return pa.concat_tables(pq.read_table(f, schema=schema) for f in files)
 
 
-def read_records(model: type[M], folder_or_file: str | os.PathLike) -> Iterator[M]:
-    """Iterate validated records from a folder of shards (or one file), shard by shard."""
+def read_records(model: type[M], folder_or_file: str | os.PathLike, batch_rows: int = 1024) -> Iterator[M]:
+    """Iterate validated records from a folder of shards (or one file), shard by shard, `batch_rows` at
+    a time."""
     target = Path(folder_or_file)
     files = [target] if target.is_file() else shard_files(target)
     schema = arrow_schema(model)
     for file in files:
-        for batch in pq.ParquetFile(file).iter_batches(batch_size=1024):
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=batch_rows):
             for row in pa.Table.from_batches([batch]).cast(schema).to_pylist():
                 yield from_row(model, row)
 
