@@ -76,6 +76,7 @@ class WalkParams:
     def build(cls, graph: CSRGraph, config: WalkConfig) -> WalkParams:
         pages = graph.degree[graph.kind == PAGE]
         threshold = float(np.quantile(pages, config.hub_quantile)) if len(pages) else 0.0
+        threshold = max(threshold, config.hub_min_degree - 1.0)  # a small slice's top pages are no hubs
         too_long = np.zeros(graph.num_nodes, bool)
         for node in np.flatnonzero(graph.kind == LITERAL):
             too_long[node] = len(graph.label(node)) > config.max_literal_chars

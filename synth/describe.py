@@ -22,7 +22,7 @@ from pathlib import Path
 from graph.csr import LITERAL, LITERAL_PREFIX, split_literal_key
 from graph.ontology import load_ontology
 from synth import gates
-from synth.phrasing import LEXICON, display_title, fuzz_year, parse_date, phrase, with_article
+from synth.phrasing import LEXICON, display_title, fuzz_year, is_work, parse_date, phrase, with_article
 
 ATTRIBUTES_FILE = Path(__file__).resolve().parents[1] / "data" / "questions" / "attributes.toml"
 
@@ -62,6 +62,7 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
     """
     graph, table = ctx.graph, attribute_table()
     who, its = ("who", "their") if person else ("that", "its")
+    work = is_work(graph.entity_type[node])
     found: dict[str, list[Attribute]] = {}
     for edge in range(graph.indptr[node], graph.indptr[node + 1]):
         relation = graph.relation_names[graph.rel[edge]]
@@ -87,6 +88,8 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
             if gates.lies_in(graph, obj, node, table["places"]) or gates.lists_parts(graph, node, graph.rel[edge]):
                 continue  # the infobox reverses containment (a city listing its boroughs as its regions)
             forms, name = table["places"][relation], display_title(label)
+            if work and relation in table["work_places"]:
+                forms = table["work_places"][relation]
             found.setdefault(relation, []).append(Attribute(
                 relation, "place", forms["modifier"].format(o=name, who=who), forms["predicate"].format(o=name),
                 clue(object=str(graph.keys[obj]))))

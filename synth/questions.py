@@ -63,6 +63,7 @@ from synth.phrasing import (
     description_noun,
     display_title,
     is_mutable,
+    is_work,
     month_year,
     number_variants,
     parse_date,
@@ -276,7 +277,7 @@ def _ask(ctx: QuestionContext, path: Path, plan: Plan, subject: str, rng: random
     """The final question sentence about `subject`, relation-aware, with a varied surface form; a tree
     question asks for the object of the final relation that the branches single out."""
     relation = path.hops[-1].relation
-    entry = phrase(relation)
+    entry = phrase(relation, _is_work(ctx, path.hops[-1].head))
     noun = entry.noun
     ended = len(path.hops) - 1 in plan.ended
     if plan.branches:
@@ -318,9 +319,15 @@ def _fit_precision(frames: list[str], path: Path) -> list[str]:
     return [f for f in frames if ("what year" in f) == year_only or ("what date" not in f and "what year" not in f)]
 
 
-def _clue_sentence(relation: str, subject: str, obj: str, ended: bool) -> str:
-    template = phrase(relation).clue or "The {n} of {s} is {o}."
-    return sentence((_past(template) if ended else template).format(n=phrase(relation).noun, s=subject, o=obj))
+def _is_work(ctx: QuestionContext, title: str) -> bool:
+    info = ctx.entities.get(title)
+    return info is not None and is_work(info.type)
+
+
+def _clue_sentence(relation: str, subject: str, obj: str, ended: bool, work: bool = False) -> str:
+    entry = phrase(relation, work)
+    template = entry.clue or "The {n} of {s} is {o}."
+    return sentence((_past(template) if ended else template).format(n=entry.noun, s=subject, o=obj))
 
 
 def _tidy(text: str) -> str:
@@ -347,8 +354,9 @@ def write_template(ctx: QuestionContext, path: Path, plan: Plan) -> Draft:
         sentences, subject, used = [], start, Counter()
         for position in range(1, hops):
             noun = plan.nouns[position]
-            sentences.append(_clue_sentence(path.hops[position - 1].relation, subject, _described(plan, position),
-                                            position - 1 in plan.ended))
+            hop = path.hops[position - 1]
+            sentences.append(_clue_sentence(hop.relation, subject, _described(plan, position),
+                                            position - 1 in plan.ended, _is_work(ctx, hop.head)))
             used[noun] += 1
             subject = f"this {noun}" if used[noun] == 1 else f"the latter {noun}"
         sentences.append(sentence(_ask(ctx, path, plan, subject, rng)))
