@@ -116,7 +116,8 @@ def display_title(title: str) -> str:
     return f"the {qualifier} {bare}"
 
 
-_CONSONANT_SOUND = ("uni", "use", "usu", "eu", "one", "once")  # "a university", "a European", "a one-off"
+# "a university", "a European", "a one-off", "a Ukrainian", "a Uruguayan", "a Ugandan"
+_CONSONANT_SOUND = ("uni", "use", "usu", "eu", "one", "once", "ukr", "uru", "uga", "uta")
 
 
 def with_article(noun: str) -> str:
