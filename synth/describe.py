@@ -22,7 +22,16 @@ from pathlib import Path
 from graph.csr import LITERAL, LITERAL_PREFIX, split_literal_key
 from graph.ontology import load_ontology
 from synth import gates
-from synth.phrasing import LEXICON, display_title, fuzz_year, is_work, parse_date, phrase, with_article
+from synth.phrasing import (
+    LEXICON,
+    display_title,
+    fuzz_year,
+    has_ended,
+    is_work,
+    parse_date,
+    phrase,
+    with_article,
+)
 
 ATTRIBUTES_FILE = Path(__file__).resolve().parents[1] / "data" / "questions" / "attributes.toml"
 
@@ -96,7 +105,7 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
         elif relation in LEXICON:  # a relation the lexicon names
             noun, name = phrase(relation).noun, _name(label, phrase(relation).noun)
             several = len(graph.objects(node, graph.rel[edge])) > 1
-            if _ended(graph, edge):  # an ended marriage or term is not stated in the present
+            if _ended(graph, edge, ctx.as_of):  # an ended marriage or term is not stated in the present
                 modifier, predicate = f"whose former {noun} is {name}", f"had {name} as {its} {noun}"
             elif several:
                 modifier, predicate = f"whose {plural(noun)} include {name}", f"has {name} among {its} {plural(noun)}"
@@ -148,10 +157,10 @@ def plural(noun: str) -> str:
     return head + sep + tail
 
 
-def _ended(graph, edge: int) -> bool:
-    """Whether the fact behind a CSR edge has an end qualifier (a marriage that ended)."""
+def _ended(graph, edge: int, as_of) -> bool:
+    """Whether the fact behind a CSR edge had ended by the snapshot (a marriage, a term of office)."""
     qualifiers = graph.relations["qualifiers"][int(graph.edge_row[edge])].as_py() or []
-    return any(q["key"] == "end" for q in qualifiers)
+    return has_ended({q["key"]: q["value"] for q in qualifiers}, as_of)
 
 
 def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]], target: int,

@@ -159,10 +159,13 @@ def test_a_handful_checked_by_hand(sample):
 
 
 def test_every_stated_fact_holds_in_the_graph(sample_context):
+    assert_states_graph_facts(*sample_context)
+
+
+def assert_states_graph_facts(ctx, questions) -> None:
     """Each question re-planned: every attribute it states about an unnamed entity (a fuzzed date, a place, a
     related entity, a tree's branch) is a fact of that entity in the graph, its type noun is the entity's,
     and the text says the description the plan chose."""
-    ctx, questions = sample_context
     for question in questions:
         path = question.path
         plan = plan_question(ctx, path)
