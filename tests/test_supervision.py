@@ -6,10 +6,14 @@ import json
 
 import pyarrow.parquet as pq
 
+from critic.critical import is_corroboration
+from critic.evidence import Knowledge
+from critic.judge import load_aliases
 from pipeline.dataset import build_dataset
 from pipeline.io import read_manifest, read_records
 from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
+from schemas.questions import Question
 from tests.dataset_fixtures import make_judged, make_question, write_upstream
 
 
@@ -50,3 +54,23 @@ def test_an_exact_duplicate_conversation_is_left_out_of_every_training_config_an
     assert counts["rows:trajectories:train"] == 6  # the canonical records keep every rollout
     for config in ("toolmind", "nanbeige", "openai"):
         assert counts[f"rows:{config}:train"] == 3
+
+
+def test_the_sample_run_marks_at_most_each_fact_intermediate_and_answer_and_no_corroboration(small_dataset_run):
+    """Critical turns on real rollouts: per trajectory at most one per gold fact, one per intermediate entity
+    and the answer (2 x hops), never a turn that only re-checks a fact already retrieved."""
+    questions = {q.question_id: q for q in read_records(Question, small_dataset_run / "questions" / "questions")}
+    aliases = load_aliases(small_dataset_run / "index")
+    judged = [r for r in read_records(JudgedTrajectory, small_dataset_run / "judged" / "judged")
+              if r.trajectory.outcome.correct]
+    corroborations = 0
+    for record in judged:
+        question = questions[record.trajectory.question_id]
+        assert sum(j.critical for j in record.judgements) <= 2 * question.hops
+        knowledge = Knowledge.start(record.trajectory.question, question, aliases)
+        for turn, judgement in zip(record.trajectory.turns, record.judgements, strict=True):
+            corroboration = judgement.verdict and is_corroboration(turn, knowledge)
+            corroborations += corroboration
+            assert not (corroboration and judgement.critical), (record.trajectory.trajectory_id, turn.index)
+            knowledge.add(turn)
+    assert judged and corroborations > 0  # the sample's rollouts do re-check facts: the rule is exercised
