@@ -123,9 +123,14 @@ def _peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _on_dask(workers: int, folder: Path, dump: Path, index: Path) -> dict:
     """Extract on a fresh LocalCluster of `workers` single-threaded processes: seconds (cluster start not
-    counted) and each worker's peak RSS."""
+    counted), each worker's peak RSS and CPU seconds (how evenly the work was split, whatever the load)."""
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
@@ -133,6 +138,7 @@ def _on_dask(workers: int, folder: Path, dump: Path, index: Path) -> dict:
         figures = _measure("extract", folder, dump, index, "--runner", "DaskRunner",
                            "--dask_client_address", cluster.scheduler_address)
         figures["worker_peak_mib"] = sorted(client.run(_peak_rss_mib).values())
+        figures["worker_cpu_s"] = sorted(client.run(_cpu_seconds).values())
     return figures
 
 
@@ -172,7 +178,8 @@ def run(quick: bool = False) -> dict[str, float]:
             run_dir.mkdir()
             dask[workers] = _on_dask(workers, run_dir, dump, index)
             print(f"   dask, {workers} worker(s), {sizes[1]} pages: {sizes[1] / dask[workers]['seconds']:.0f} pages/s, "
-                  f"worker peak {', '.join(f'{m:.0f}' for m in dask[workers]['worker_peak_mib'])} MiB; {_load()}",
+                  f"worker peak {', '.join(f'{m:.0f}' for m in dask[workers]['worker_peak_mib'])} MiB, "
+                  f"CPU {', '.join(f'{c:.0f}' for c in dask[workers]['worker_cpu_s'])} s; {_load()}",
                   flush=True)
     small, large = (figures[n] for n in sizes)
     ratios = {

@@ -70,7 +70,7 @@ from graph.ontology import load_ontology
 from pipeline.beam import pipeline_options, use_filesystem_options
 from pipeline.errors import StageIncomplete, UserError
 from pipeline.infobox import Fact, Infobox, parse_infoboxes
-from pipeline.io import WorkUnits, read_records, read_table, shard_files, write_record_stream, write_records
+from pipeline.io import WorkUnits, read_column, read_records, shard_files, write_record_stream, write_records
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
 from pipeline.sources.dump import DumpUnit, dump_work_units, read_dump_unit
 from pipeline.stage import begin_stage
@@ -1204,10 +1204,10 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
         if not shard_files(out_dir / table):
             write_records(model, [], out_dir / table / "part-00000-of-00001.parquet")
         outputs[table] = [str(p.relative_to(out_dir)) for p in shard_files(out_dir / table)]
-    entities = read_table(Entity, out_dir / "entities").select(["is_head"]).column("is_head").to_pylist()
-    reasons = read_table(SkippedRecord, out_dir / "skipped").column("reason").to_pylist()
-    sources = read_table(Relation, out_dir / "relations").column("source").to_pylist()
-    counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities), stats["excluded"])
+    entities = Counter(read_column(out_dir / "entities", "is_head"))
+    reasons = read_column(out_dir / "skipped", "reason")
+    sources = read_column(out_dir / "relations", "source")
+    counts = outcome_counts(stats["pages_in"], entities.total(), reasons, sources, entities[True], stats["excluded"])
     if counts["pages_in"] != counts["kept"] + counts["skipped"]:
         raise RuntimeError(f"extract counts do not reconcile: {counts}")
     if unavailable := counts.get("skipped:api_unavailable", 0):  # transient: not finished work
