@@ -93,6 +93,9 @@ class Ontology:
         self.plumbing_prefixes: dict[str, str] = plumbing.get("prefixes", {})
         self.plumbing_suffixes: dict[str, str] = plumbing.get("suffixes", {})
         self.plumbing_names: dict[str, str] = plumbing.get("names", {})
+        self.template_renames: dict[str, dict[str, str]] = overlay.get("template_property_renames", {})
+        self.terms: dict = {"start_parameters": {}, "end_parameters": {}, "bound_properties": [],
+                            **overlay.get("terms", {})}
         self.unmapped_parameters = {(template, parameter) for template, parameters
                                     in overlay.get("unmapped_parameters", {}).items() for parameter in parameters}
         self.value_patterns = [(reason, re.compile(pattern))
@@ -206,6 +209,7 @@ class Ontology:
                 name = self.parameters.get((template, f"{parameter}1"))
         if name is None:
             name = self.parameters.get((template, parameter))
+        name = self.template_renames.get(template, {}).get(name, name)
         if name is None:
             name = self.parameters.get((ANY_TEMPLATE, parameter))
             if name is not None and cls is not None and not self.domain_fits(name, cls):

@@ -62,7 +62,9 @@ from synth.phrasing import (
     date_variants,
     description_noun,
     display_title,
+    has_ended,
     is_mutable,
+    is_work,
     month_year,
     number_variants,
     parse_date,
@@ -142,13 +144,14 @@ def _noun_for(ctx: QuestionContext, title: str) -> tuple[str | None, str | None]
     return lead or checkable, checkable
 
 
-def _ended(hop) -> bool:
-    return any(q.key == "end" for q in hop.qualifiers)
+def _ended(hop, as_of: dt.date) -> bool:
+    return has_ended({q.key: q.value for q in hop.qualifiers}, as_of)
 
 
-def _changeable(hop) -> bool:
-    """A fact that can still change after the snapshot (an ended one cannot)."""
-    return not _ended(hop) and is_mutable(hop.relation, hop.value_type, {q.key: q.value for q in hop.qualifiers})
+def _changeable(hop, as_of: dt.date) -> bool:
+    """A fact that can still change after the snapshot: not an ended one, but a running term that is to end."""
+    qualifiers = {q.key: q.value for q in hop.qualifiers}
+    return not _ended(hop, as_of) and (is_mutable(hop.relation, hop.value_type, qualifiers) or "end" in qualifiers)
 
 
 def _adjacent_relations(path: Path, position: int) -> set[str]:
@@ -240,8 +243,8 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
             clues += [b.clue for b in branches]
             obfuscations += [f"branch:{b.predicate}" for b in branches]
             obfuscations += [b.obfuscation for b in branches if b.obfuscation]
-    ended = {index for index, hop in enumerate(path.hops) if _ended(hop)}
-    as_of_text = month_year(ctx.as_of) if any(_changeable(h) for h in path.hops) else None
+    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, ctx.as_of)}
+    as_of_text = month_year(ctx.as_of) if any(_changeable(h, ctx.as_of) for h in path.hops) else None
     if as_of_text:
         obfuscations.append(f"as_of:{as_of_text}")
     obfuscations += [f"style:{style}", f"shape:{shape}"]
@@ -257,7 +260,7 @@ def _described(plan: Plan, position: int) -> str:
 
 # Present -> past for a fact that has ended ("is married to" -> "was married to").
 _PAST = ((" is ", " was "), ("Who is ", "Who was "), ("What is ", "What was "), (" does ", " did "),
-         (" are ", " were "))
+         (" are ", " were "), (" holds", " held"))
 
 
 def _past(template: str) -> str:
@@ -276,7 +279,7 @@ def _ask(ctx: QuestionContext, path: Path, plan: Plan, subject: str, rng: random
     """The final question sentence about `subject`, relation-aware, with a varied surface form; a tree
     question asks for the object of the final relation that the branches single out."""
     relation = path.hops[-1].relation
-    entry = phrase(relation)
+    entry = phrase(relation, _is_work(ctx, path.hops[-1].head))
     noun = entry.noun
     ended = len(path.hops) - 1 in plan.ended
     if plan.branches:
@@ -318,9 +321,15 @@ def _fit_precision(frames: list[str], path: Path) -> list[str]:
     return [f for f in frames if ("what year" in f) == year_only or ("what date" not in f and "what year" not in f)]
 
 
-def _clue_sentence(relation: str, subject: str, obj: str, ended: bool) -> str:
-    template = phrase(relation).clue or "The {n} of {s} is {o}."
-    return sentence((_past(template) if ended else template).format(n=phrase(relation).noun, s=subject, o=obj))
+def _is_work(ctx: QuestionContext, title: str) -> bool:
+    info = ctx.entities.get(title)
+    return info is not None and is_work(info.type)
+
+
+def _clue_sentence(relation: str, subject: str, obj: str, ended: bool, work: bool = False) -> str:
+    entry = phrase(relation, work)
+    template = entry.clue or "The {n} of {s} is {o}."
+    return sentence((_past(template) if ended else template).format(n=entry.noun, s=subject, o=obj))
 
 
 def _tidy(text: str) -> str:
@@ -347,8 +356,9 @@ def write_template(ctx: QuestionContext, path: Path, plan: Plan) -> Draft:
         sentences, subject, used = [], start, Counter()
         for position in range(1, hops):
             noun = plan.nouns[position]
-            sentences.append(_clue_sentence(path.hops[position - 1].relation, subject, _described(plan, position),
-                                            position - 1 in plan.ended))
+            hop = path.hops[position - 1]
+            sentences.append(_clue_sentence(hop.relation, subject, _described(plan, position),
+                                            position - 1 in plan.ended, _is_work(ctx, hop.head)))
             used[noun] += 1
             subject = f"this {noun}" if used[noun] == 1 else f"the latter {noun}"
         sentences.append(sentence(_ask(ctx, path, plan, subject, rng)))

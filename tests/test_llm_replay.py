@@ -32,11 +32,11 @@ from schemas.questions import Question
 from schemas.trajectory import Trajectory
 from schemas.wiki import SkippedRecord
 from synth.trajectories import run_trajectories
-from tests.llm_replay import Replay, load, role_of
+from tests.llm_replay import POLICY_EPISODES, Replay, load, replay_policy_episodes, role_of
 from tests.processes import restore_sigint
 from tests.servers import OpenAIServer
 from tests.test_questions import MERKEL, MERKEL_FACTS
-from tests.trajectory_fixtures import make_snapshot
+from tests.trajectory_fixtures import QUESTIONS, make_snapshot
 from tests.walk_graphs import write_graph
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -177,3 +177,14 @@ def test_ctrl_c_ends_a_run_within_seconds(transcript, snapshot, tmp_path):
     # message and exit status 130 for an interrupt inside Beam are the CLI's; see tests/test_cli.py)
     assert process.returncode != 0 and waited < 15, (waited, stderr[-2000:])
     assert not (tmp_path / "t" / "manifest.json").exists() and len(server.requests) <= 2
+
+
+def test_the_recorded_policy_episodes_replay_into_trajectories_of_every_framework(transcript, tmp_path):
+    """What the critic's natural labelled set builds on: the real model's runs, without the model."""
+    trajectories, replay = replay_policy_episodes(tmp_path, transcript)
+    expected = {(q.question_id, f, r) for q in QUESTIONS for f in FRAMEWORKS for r in range(POLICY_EPISODES["rollouts"])}
+    assert {(t.question_id, t.framework, t.rollout) for t in trajectories} == expected
+    assert all(t.stop_reason != "error" and t.model == transcript[0]["model"] for t in trajectories)
+    # every reply is the one the model gave in that episode (at that step), not another episode's
+    assert replay.matched["role"] == 0 and replay.matched["request"] + replay.matched["episode step"] > 0, (
+        dict(replay.matched), "the episodes are not in the transcript: record it again, `make llm-check RECORD=1`")
