@@ -94,6 +94,8 @@ class Ontology:
         self.plumbing_suffixes: dict[str, str] = plumbing.get("suffixes", {})
         self.plumbing_names: dict[str, str] = plumbing.get("names", {})
         self.template_renames: dict[str, dict[str, str]] = overlay.get("template_property_renames", {})
+        self.terms: dict = {"start_parameters": {}, "end_parameters": {}, "bound_properties": [],
+                            **overlay.get("terms", {})}
         self.unmapped_parameters = {(template, parameter) for template, parameters
                                     in overlay.get("unmapped_parameters", {}).items() for parameter in parameters}
         self.value_patterns = [(reason, re.compile(pattern))

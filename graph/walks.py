@@ -36,6 +36,7 @@ from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.io import atomic_write_text, read_manifest, stable_hash, write_records
 from pipeline.stage import begin_stage
+from pipeline.yields import below_floor
 from schemas.config import BeamOptions, WalkConfig
 from schemas.manifest import Manifest
 from schemas.questions import Path, PathHop
@@ -101,6 +102,15 @@ def branchable_edges(graph: CSRGraph) -> np.ndarray:
     every = np.minimum.reduceat(described.astype(np.int8), starts).astype(bool)
     group = np.cumsum(np.r_[True, (heads[1:] != heads[:-1]) | (graph.rel[1:] != graph.rel[:-1])]) - 1
     return ~graph.single_object & every[group]
+
+
+def chain_edges(graph: CSRGraph) -> int:
+    """Edges from a page to another page with facts of its own: the only steps a walk of two or more hops
+    can take before its last. None in a slice whose infobox facts name pages it does not hold."""
+    dst = graph.dst.astype(np.int64)
+    heads = np.repeat(np.arange(graph.num_nodes), graph.out_degree)
+    return int(((graph.kind[heads] == PAGE) & (graph.kind[dst] == PAGE) & (graph.out_degree[dst] > 0)
+                & (dst != heads)).sum())
 
 
 def start_nodes(graph: CSRGraph) -> np.ndarray:
@@ -514,7 +524,7 @@ class WalkTransform(beam.PTransform):
             )
         )
         build_counts = graph | "GraphCounts" >> beam.Map(
-            lambda g: {**g.build_counts, "starts:eligible": len(start_nodes(g))}
+            lambda g: {**g.build_counts, "starts:eligible": len(start_nodes(g)), "graph:chain_edges": chain_edges(g)}
         )
         paths, count_parts = sampled.paths, [sampled.counts, build_counts]
         for level in DEDUP_LEVELS:
@@ -665,4 +675,6 @@ def _command(args, beam_args) -> int:
     for key, value in counts.items():
         if key.startswith("rejected:"):
             print(f"  {key:<28} {value}")
+    for line in below_floor(STAGE, counts):
+        print(line)
     return 0

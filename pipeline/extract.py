@@ -70,7 +70,7 @@ from graph.ontology import load_ontology
 from pipeline.beam import pipeline_options, use_filesystem_options
 from pipeline.errors import StageIncomplete, UserError
 from pipeline.infobox import Fact, Infobox, parse_infoboxes
-from pipeline.io import WorkUnits, read_records, read_table, shard_files, write_record_stream, write_records
+from pipeline.io import WorkUnits, read_column, read_records, shard_files, write_record_stream, write_records
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
 from pipeline.sources.dump import DumpUnit, dump_work_units, read_dump_unit
 from pipeline.stage import begin_stage
@@ -800,7 +800,8 @@ class _UnitParts:
 
 REDIRECT_ROUNDS = 6  # pointer doubling: chains of up to 2**(6-1) = 32 redirects resolve; longer ones count as cycles
 MERGE_BATCH_ROWS = 16  # rows per row group of a unit's run: the merge holds one group of each run
-OUTPUT_GROUP_ROWS = 2048  # rows per row group of an output shard: the merge buffers one group
+MERGE_FAN_IN = 64  # runs merged at once (open files, row groups in memory); more are merged in steps
+OUTPUT_GROUP_ROWS = 256  # rows per row group of an output shard: the merge buffers one group (~2 MB of pages)
 
 
 def _step_pointers(joined):
@@ -993,19 +994,37 @@ def _run_path(out_dir: str, table: str, unit_id: str, shard: int) -> Path:
     return WorkUnits(out_dir, ()).folder / "runs" / table / f"{unit_id}-{shard:05d}.parquet"
 
 
+def merge_runs(model: type[Record], runs: list[Path], key: Callable, path: Path, group_rows: int,
+               scratch: Path) -> int:
+    """Sorted runs -> one sorted file at `path` (none when all are empty), MERGE_FAN_IN runs at a time: more
+    are first merged in order into intermediate runs under `scratch`, so memory holds at most MERGE_FAN_IN
+    row groups of MERGE_BATCH_ROWS and one output group of `group_rows`, however many units there are.
+    Equal keys keep the order of their runs."""
+    level = 0
+    while len(runs) > MERGE_FAN_IN:
+        merged = []
+        for start in range(0, len(runs), MERGE_FAN_IN):
+            step = scratch / f"merge{level}-{start // MERGE_FAN_IN:05d}.parquet"
+            if merge_runs(model, runs[start:start + MERGE_FAN_IN], key, step, MERGE_BATCH_ROWS, scratch):
+                merged.append(step)
+        runs, level = merged, level + 1
+    readers = [read_records(model, run, batch_rows=MERGE_BATCH_ROWS) for run in runs]
+    return write_record_stream(model, heapq.merge(*readers, key=key), path, group_rows)
+
+
 class _MergeShard(beam.DoFn):
-    """One output shard: every unit's run for it merged in order and written a row group at a time, so
-    memory holds one row group per run and one of the output; an empty shard is not written."""
+    """One output shard: every unit's run for it merged in order (`merge_runs`) and written a row group at
+    a time; an empty shard is not written."""
 
     def __init__(self, out_dir: str, shards: int):
         self.out_dir, self.shards = out_dir, shards
 
     def process(self, task, unit_ids, _finished):
         table, shard = task
-        runs = [read_records(TABLES[table], _run_path(self.out_dir, table, unit_id, shard), batch_rows=MERGE_BATCH_ROWS)
-                for unit_id in sorted(unit_ids)]
+        runs = [_run_path(self.out_dir, table, unit_id, shard) for unit_id in sorted(unit_ids)]
         path = Path(self.out_dir) / table / f"part-{shard:05d}-of-{self.shards:05d}.parquet"
-        if write_record_stream(TABLES[table], heapq.merge(*runs, key=_SORT_KEYS[table]), path, OUTPUT_GROUP_ROWS):
+        scratch = WorkUnits(self.out_dir, ()).folder / "merges" / f"{table}-{shard:05d}"
+        if merge_runs(TABLES[table], runs, _SORT_KEYS[table], path, OUTPUT_GROUP_ROWS, scratch):
             yield str(path)
 
 
@@ -1185,10 +1204,10 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
         if not shard_files(out_dir / table):
             write_records(model, [], out_dir / table / "part-00000-of-00001.parquet")
         outputs[table] = [str(p.relative_to(out_dir)) for p in shard_files(out_dir / table)]
-    entities = read_table(Entity, out_dir / "entities").select(["is_head"]).column("is_head").to_pylist()
-    reasons = read_table(SkippedRecord, out_dir / "skipped").column("reason").to_pylist()
-    sources = read_table(Relation, out_dir / "relations").column("source").to_pylist()
-    counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities), stats["excluded"])
+    entities = Counter(read_column(out_dir / "entities", "is_head"))
+    reasons = read_column(out_dir / "skipped", "reason")
+    sources = read_column(out_dir / "relations", "source")
+    counts = outcome_counts(stats["pages_in"], entities.total(), reasons, sources, entities[True], stats["excluded"])
     if counts["pages_in"] != counts["kept"] + counts["skipped"]:
         raise RuntimeError(f"extract counts do not reconcile: {counts}")
     if unavailable := counts.get("skipped:api_unavailable", 0):  # transient: not finished work

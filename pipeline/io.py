@@ -163,6 +163,15 @@ def read_records(model: type[M], folder_or_file: str | os.PathLike, batch_rows: 
                 yield from_row(model, row)
 
 
+def read_column(folder_or_file: str | os.PathLike, column: str, batch_rows: int = 65536) -> Iterator[Any]:
+    """One field's values from a folder of shards (or one file), `batch_rows` at a time: counting a
+    stage's rows by a field need not load the rows."""
+    target = Path(folder_or_file)
+    for file in [target] if target.is_file() else shard_files(target):
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=batch_rows, columns=[column]):
+            yield from batch.column(0).to_pylist()
+
+
 def write_manifest(folder: str | os.PathLike, manifest: Manifest) -> None:
     atomic_write_text(Path(folder) / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
 

@@ -84,6 +84,16 @@ def phrase(relation: str, work: bool = False) -> RelationPhrase:
                           mutable=any(h in relation for h in _MUTABLE_HINTS))
 
 
+def has_ended(qualifiers: dict[str, str], as_of: dt.date) -> bool:
+    """Whether a fact's end qualifier (a marriage's end, a term of office's `term_end`) lies on or before the
+    snapshot: a term that ends later is still running."""
+    parsed = parse_date(qualifiers.get("end", ""))
+    if parsed is None or parsed[0] <= 0:
+        return "end" in qualifiers  # an end stated without a readable date ("div.") has happened
+    year, month, day = parsed
+    return dt.date(year, month or 1, day or 1) <= as_of
+
+
 def is_mutable(relation: str, value_type: str, qualifiers: dict[str, str]) -> bool:
     """Whether a fact can change after the snapshot: an as-of date must then be stated."""
     if "start" in qualifiers and "end" not in qualifiers:
@@ -133,11 +143,11 @@ def display_title(title: str) -> str:
 
 
 # "a university", "a European", "a one-off", "a Ukrainian", "a Uruguayan", "a Ugandan"
-_CONSONANT_SOUND = ("uni", "use", "usu", "eu", "one", "once", "ukr", "uru", "uga", "uta")
+CONSONANT_SOUND = ("uni", "use", "usu", "eu", "one", "once", "ukr", "uru", "uga", "uta")
 
 
 def with_article(noun: str) -> str:
-    vowel = noun[:1].lower() in "aeiou" and not noun.lower().startswith(_CONSONANT_SOUND)
+    vowel = noun[:1].lower() in "aeiou" and not noun.lower().startswith(CONSONANT_SOUND)
     return f"{'an' if vowel else 'a'} {noun}"
 
 

@@ -62,6 +62,7 @@ from synth.phrasing import (
     date_variants,
     description_noun,
     display_title,
+    has_ended,
     is_mutable,
     is_work,
     month_year,
@@ -143,13 +144,14 @@ def _noun_for(ctx: QuestionContext, title: str) -> tuple[str | None, str | None]
     return lead or checkable, checkable
 
 
-def _ended(hop) -> bool:
-    return any(q.key == "end" for q in hop.qualifiers)
+def _ended(hop, as_of: dt.date) -> bool:
+    return has_ended({q.key: q.value for q in hop.qualifiers}, as_of)
 
 
-def _changeable(hop) -> bool:
-    """A fact that can still change after the snapshot (an ended one cannot)."""
-    return not _ended(hop) and is_mutable(hop.relation, hop.value_type, {q.key: q.value for q in hop.qualifiers})
+def _changeable(hop, as_of: dt.date) -> bool:
+    """A fact that can still change after the snapshot: not an ended one, but a running term that is to end."""
+    qualifiers = {q.key: q.value for q in hop.qualifiers}
+    return not _ended(hop, as_of) and (is_mutable(hop.relation, hop.value_type, qualifiers) or "end" in qualifiers)
 
 
 def _adjacent_relations(path: Path, position: int) -> set[str]:
@@ -241,8 +243,8 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
             clues += [b.clue for b in branches]
             obfuscations += [f"branch:{b.predicate}" for b in branches]
             obfuscations += [b.obfuscation for b in branches if b.obfuscation]
-    ended = {index for index, hop in enumerate(path.hops) if _ended(hop)}
-    as_of_text = month_year(ctx.as_of) if any(_changeable(h) for h in path.hops) else None
+    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, ctx.as_of)}
+    as_of_text = month_year(ctx.as_of) if any(_changeable(h, ctx.as_of) for h in path.hops) else None
     if as_of_text:
         obfuscations.append(f"as_of:{as_of_text}")
     obfuscations += [f"style:{style}", f"shape:{shape}"]
@@ -258,7 +260,7 @@ def _described(plan: Plan, position: int) -> str:
 
 # Present -> past for a fact that has ended ("is married to" -> "was married to").
 _PAST = ((" is ", " was "), ("Who is ", "Who was "), ("What is ", "What was "), (" does ", " did "),
-         (" are ", " were "))
+         (" are ", " were "), (" holds", " held"))
 
 
 def _past(template: str) -> str:
