@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import random
 import tomllib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,8 +62,9 @@ ORDER = {"date": 0, "place": 1, "relation": 2}
 def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
                skip_relations: set[str], skip_labels: set[str]) -> list[Attribute]:
     """Facts of the node usable as attributes, in a seeded random order: each object of a relation (the
-    choice keeps at most one per relation), one date per date relation, offered at every fuzzing level (a decade, a third of one, a third of a century) so that the level that
-    tells the candidates apart can be chosen.
+    choice keeps at most one per relation), one date per date relation, offered at every fuzzing level (a
+    decade, a third of one, a third of a century) so that the level that tells the candidates apart can be
+    chosen.
 
     Relations in `skip_relations` (the hops into and out of the node) and objects in `skip_labels` (the
     path's nodes) are left out: stating them would give a hop away. An entity fact is offered when the
@@ -73,6 +75,7 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
     who, its = ("who", "their") if person else ("that", "its")
     work = is_work(graph.entity_type[node])
     found: dict[str, list[Attribute]] = {}
+    objects_of = Counter(graph.rel[graph.indptr[node] : graph.indptr[node + 1]].tolist())  # distinct in the CSR
     for edge in range(graph.indptr[node], graph.indptr[node + 1]):
         relation = graph.relation_names[graph.rel[edge]]
         obj = int(graph.dst[edge])
@@ -94,7 +97,7 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
         elif graph.kind[obj] == LITERAL and not _named_value(graph, obj, relation):
             continue
         elif relation in table["places"]:
-            if gates.lies_in(graph, obj, node, table["places"]) or gates.lists_parts(graph, node, graph.rel[edge]):
+            if gates.lies_in(graph, obj, node, table["places"]) or objects_of[graph.rel[edge]] > gates.MAX_CONTAINERS:
                 continue  # the infobox reverses containment (a city listing its boroughs as its regions)
             forms, name = table["places"][relation], display_title(label)
             if work and relation in table["work_places"]:
@@ -104,7 +107,7 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
                 clue(object=str(graph.keys[obj]))))
         elif relation in LEXICON:  # a relation the lexicon names
             noun, name = phrase(relation).noun, _name(label, phrase(relation).noun)
-            several = len(graph.objects(node, graph.rel[edge])) > 1
+            several = objects_of[graph.rel[edge]] > 1
             if _ended(graph, edge, ctx.as_of):  # an ended marriage or term is not stated in the present
                 modifier, predicate = f"whose former {noun} is {name}", f"had {name} as {its} {noun}"
             elif several:

@@ -429,14 +429,20 @@ def lies_in(graph: CSRGraph, place: int, container: int, place_relations) -> boo
 
 
 def fewer_hops(graph: CSRGraph, path: Path) -> str | None:
-    """The shortest distance from start to answer when it is below the path's hop count."""
+    """The shortest distance from start to answer when it is below the path's hop count.
+
+    A literal answer counts as reached only over the final hop's relation: another entity's fact that
+    happens to hold the same value ("1865", "Urban") under another relation is no shortcut to this one."""
     start, target = graph.node_id(path.start), answer_node(graph, path)
     if start is None or target is None:
         return None
+    final = graph.relation_id(path.hops[-1].relation) if graph.kind[target] == LITERAL else None
     frontier, seen = np.array([start]), {start}
     for depth in range(1, len(path.hops)):
         targets = np.concatenate([graph.dst[graph.indptr[n] : graph.indptr[n + 1]] for n in frontier]) if len(frontier) else np.array([], np.int32)
-        if target in set(targets.tolist()):
+        reached = targets if final is None else np.concatenate(
+            [graph.objects(int(n), final) for n in frontier]) if len(frontier) else targets
+        if target in set(reached.tolist()):
             return f"answer reachable in {depth} hop(s)"
         fresh = [int(n) for n in np.unique(targets) if int(n) not in seen]
         seen.update(fresh)

@@ -89,6 +89,7 @@ def measure(folders: dict[str, Path], top_k: int | None = None) -> dict[str, Any
         "tree_share": tree_share,
         "tree_share_configured": walk_config.tree_share,
         "tree_note": tree_note(folders, walk, walk_config, tree_share),
+        "yield_by_hops": yield_by_hops(folders, Counter(q.hops for q in questions)),
         "names_start_share": _share(named, total),
         "one_search_share": _share(one_search, total) if environment is not None else None,
         "one_search_top_k": top_k,
@@ -103,6 +104,22 @@ def measure(folders: dict[str, Path], top_k: int | None = None) -> dict[str, Any
     }
 
 
+def yield_by_hops(folders: dict[str, Path], kept: Counter) -> dict[str, dict[str, Any]]:
+    """Per hop count: the paths the walk found, the questions kept, and the commonest reasons the rest were
+    rejected (why 4-hop questions are few: mostly a shorter route to the answer in a dense graph)."""
+    if read_manifest(folders["paths"]) is None:
+        return {}
+    hops = {row["path_id"]: len(row["hops"]) for row in
+            read_table(Path_, folders["paths"] / "paths").select(["path_id", "hops"]).to_pylist()}
+    rejected: dict[int, Counter] = {}
+    for record in read_records(SkippedRecord, folders["questions"] / "skipped"):
+        if record.title in hops:
+            rejected.setdefault(hops[record.title], Counter())[record.reason] += 1
+    return {str(count): {"paths": paths, "questions": kept.get(count, 0),
+                    "rejected": dict(rejected.get(count, Counter()).most_common(3))}
+            for count, paths in sorted(Counter(hops.values()).items())}
+
+
 def tree_note(folders: dict[str, Path], walk, walk_config: WalkConfig, tree_share: float) -> str:
     """Why the tree share falls short of the configured one, in plain words (empty when it does not): how
     many walks drawn to branch found a final relation whose objects branches can tell apart, and what the
@@ -115,7 +132,7 @@ def tree_note(folders: dict[str, Path], walk, walk_config: WalkConfig, tree_shar
     fates = Counter(record.reason for record in read_records(SkippedRecord, folders["questions"] / "skipped")
                     if record.title in tree_paths)
     rejected = ", ".join(f"{reason} {count}" for reason, count in fates.most_common(4)) or "none"
-    return (f"{tree_share:.1%} tree-shaped against walk.tree_share {walk_config.tree_share:.0%}: of {drawn} walks "
+    return (f"walk.tree_share is {walk_config.tree_share:.0%}: of {drawn} walks "
             f"drawn to branch, {branched} found a final relation whose several objects are all pages with facts "
             f"(the graph offers no other place for a tree); {len(tree_paths)} distinct tree paths, "
             f"{sum(fates.values())} rejected ({rejected})")
@@ -142,6 +159,9 @@ def report_rows(report: dict[str, Any]) -> list[list[Any]]:
     return [
         ["questions", report["questions"]],
         *[[f"questions: {key}", count] for key, count in report["by_hops_and_shape"].items()],
+        *[[f"{count}-hop paths -> questions", f"{row['paths']} -> {row['questions']} (rejected most: "
+           + ", ".join(f"{reason} {n}" for reason, n in row["rejected"].items()) + ")"]
+          for count, row in report.get("yield_by_hops", {}).items()],
         ["tree-shaped share", f"{report['tree_share']:.1%}"
          + (f" ({report['tree_note']})" if report.get("tree_note") else "")],
         ["share naming the start entity", f"{report['names_start_share']:.1%}"],

@@ -191,3 +191,8 @@ def test_the_question_report_shows_hard_questions(sample):
     assert report["dominant_answer_share"] <= 0.05
     assert report["max_answer_share"] <= 0.02
     assert "one_search" in report["gates"] and "start_not_unique" in report["gates"]
+    # Where the yield goes, per hop count, and why trees fall short of the configured share (if they do).
+    assert set(report["yield_by_hops"]) == {"2", "3", "4"}
+    assert sum(row["questions"] for row in report["yield_by_hops"].values()) == report["questions"]
+    assert all(row["paths"] >= row["questions"] for row in report["yield_by_hops"].values())
+    assert report["tree_share"] >= report["tree_share_configured"] / 2 or "found a final relation" in report["tree_note"]
