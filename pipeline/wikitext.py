@@ -89,8 +89,12 @@ def is_disambiguation(title: str, text: str) -> bool:
     return _DAB_TEMPLATE.search(text) is not None
 
 
+_LIST_SUFFIXES = (" filmography", " discography", " bibliography", " videography", " awards and nominations")
+
+
 def is_list_page(title: str) -> bool:
-    return title.startswith(("List of ", "Lists of "))
+    """"List of ...", and the lists named by their subject ("Christopher Nolan filmography")."""
+    return title.startswith(("List of ", "Lists of ")) or title.endswith(_LIST_SUFFIXES)
 
 
 # ------------------------------------------------------------------------------------- span scanning
