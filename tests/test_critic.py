@@ -305,7 +305,7 @@ def test_critical_policy_trains_only_the_turns_that_moved_the_run_toward_the_ans
     assert not judge_turns(trajectory(restated), QUESTION, JudgeConfig())[4].critical  # stated before: not new
 
 
-def test_a_check_of_a_fact_already_retrieved_is_context_and_leaves_the_statement_to_the_next_turn():
+def test_a_check_of_a_fact_already_retrieved_is_context_and_its_statement_is_not_new_later():
     check = turn(2, "find_in_page", {"title": "Kate Capshaw", "text": "Steven Spielberg"},
                  "1 match(es) of 'Steven Spielberg' in 'Kate Capshaw':\n[page 1] Spouse: Steven Spielberg (m. 1991)",
                  "The infobox of Steven Spielberg lists Kate Capshaw as his spouse. To be sure, I will check that "
@@ -315,9 +315,22 @@ def test_a_check_of_a_fact_already_retrieved_is_context_and_leaves_the_statement
            turn(4, "answer", {"text": "Fort Worth, Texas"}, None, "Kate Capshaw was born in Fort Worth, Texas.")]
     judgements = judge_turns(trajectory(run), QUESTION, JudgeConfig())
     assert judgements[2].verdict and not judgements[2].critical  # passes, stays in context with loss 0
-    assert judgements[3].critical_reasons == ["retrieves Kate Capshaw --birth_place--> Fort Worth, Texas",
-                                              "states Kate Capshaw"]
+    assert judgements[3].critical_reasons == ["retrieves Kate Capshaw --birth_place--> Fort Worth, Texas"]
     assert [j.loss_mask for j in judgements] == [0, 1, 0, 1, 1]
+    unchecked = judge_turns(trajectory(run[:2] + run[3:]), QUESTION, JudgeConfig())  # stated where it moves on
+    assert unchecked[2].critical_reasons == judgements[3].critical_reasons + ["states Kate Capshaw"]
+
+
+def test_a_result_sharing_one_common_word_with_the_question_adds_nothing_of_the_chain():
+    knowledge = Knowledge.start(QUESTION_TEXT, QUESTION)
+    for earlier in _run()[:2]:
+        knowledge.add(earlier)
+    lookup = turn(2, "search", {"query": "Steven Spielberg"},
+                  "Results for 'Steven Spielberg':\n1. Steven Spielberg\n   Steven Allan Spielberg is an American "
+                  "filmmaker.\n2. Chicago\n   In 1850 the city council of Chicago approved plan number 0 for new "
+                  "streets and bridges near the lake.", "I will search for Steven Spielberg.")
+    gain = information_gain(lookup, knowledge)  # "city" is the question's word, but nothing here is its chain
+    assert not gain.new_units and gain.score < JudgeConfig().thresholds["information_gain"], gain
 
 
 def test_reward_is_the_weighted_mean_of_scores_and_outcome_reward_follows_correctness():
