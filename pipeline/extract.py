@@ -800,7 +800,7 @@ class _UnitParts:
 
 REDIRECT_ROUNDS = 6  # pointer doubling: chains of up to 2**(6-1) = 32 redirects resolve; longer ones count as cycles
 MERGE_BATCH_ROWS = 16  # rows per row group of a unit's run: the merge holds one group of each run
-MERGE_FAN_IN = 64  # runs merged at once (open files, row groups in memory); more are merged in steps
+MERGE_FAN_IN = 32  # runs merged at once (~0.5 MB of reader each); more are merged in steps
 OUTPUT_GROUP_ROWS = 256  # rows per row group of an output shard: the merge buffers one group (~2 MB of pages)
 
 

@@ -158,7 +158,8 @@ def read_records(model: type[M], folder_or_file: str | os.PathLike, batch_rows: 
     files = [target] if target.is_file() else shard_files(target)
     schema = arrow_schema(model)
     for file in files:
-        for batch in pq.ParquetFile(file).iter_batches(batch_size=batch_rows):
+        # no pre-buffering: it doubles a reader's memory, and a merge holds one reader per run
+        for batch in pq.ParquetFile(file, pre_buffer=False).iter_batches(batch_size=batch_rows):
             for row in pa.Table.from_batches([batch]).cast(schema).to_pylist():
                 yield from_row(model, row)
 
