@@ -78,7 +78,11 @@ class ScrubLogs(logging.Filter):
     """Masks secrets in a log record's message, arguments, traceback and stack before any handler formats it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = scrub(record.getMessage()), None
+        try:
+            message = record.getMessage()
+        except Exception:  # a format string its arguments do not fit: shown, not raised into the caller
+            message = f"{record.msg!r} (arguments that do not fit it: {record.args!r})"
+        record.msg, record.args = scrub(message), None
         if record.exc_info and not record.exc_text:
             record.exc_text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
         if record.exc_text:

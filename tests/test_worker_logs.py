@@ -70,3 +70,12 @@ def test_a_secret_written_in_pieces_is_masked_whole(monkeypatch):
     assert target.getvalue() == "key *** end\n"
     stream.flush()
     assert target.getvalue() == "key *** end\npartial ***"
+
+
+def test_a_log_call_whose_arguments_do_not_fit_is_shown_scrubbed_not_raised(monkeypatch):
+    from pipeline.secrets import ScrubLogs
+
+    monkeypatch.setenv(NAMED, NAMED_VALUE)
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "%d items for %s", (NAMED_VALUE,), None)
+    assert ScrubLogs().filter(record)
+    assert NAMED_VALUE not in record.getMessage() and "%d items for %s" in record.getMessage()
