@@ -851,6 +851,12 @@ def _unit_titles(unit, out_dir: str) -> Iterator[tuple[str, int]]:
         yield row.title, 1
 
 
+def _contested_title(grouped):
+    title, counts = grouped
+    if sum(counts) > 1:
+        yield title, True
+
+
 def _contested_articles(unit, out_dir: str, contested: dict):
     """The unit's articles whose title another article shares, with their pages: (title, (key, page))."""
     if not contested:
@@ -1102,8 +1108,8 @@ class ExtractGraph(beam.PTransform):
         contested = beam.pvalue.AsDict(
             units
             | "Titles" >> beam.FlatMap(_unit_titles, out_dir)
-            | "CountTitles" >> beam.CombinePerKey(sum)
-            | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1] > 1)
+            | "GroupTitles" >> beam.GroupByKey()  # not CombinePerKey: its lifting holds up to 10^6 titles per worker
+            | "OnlyDuplicates" >> beam.FlatMap(_contested_title)
         )
         decided = (
             units
