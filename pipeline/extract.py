@@ -52,7 +52,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import signal
 import threading
 import time
@@ -69,10 +68,11 @@ from graph.ontology import load_ontology
 from pipeline.beam import pipeline_options, use_filesystem_options
 from pipeline.errors import StageIncomplete, UserError
 from pipeline.infobox import Fact, Infobox, parse_infoboxes
-from pipeline.io import WorkUnits, read_records, read_table, shard_files, write_records
+from pipeline.io import WorkUnits, atomic_write_text, read_records, read_table, shard_files, write_records
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
 from pipeline.sources.dump import DumpUnit, dump_work_units, read_dump_unit
 from pipeline.stage import begin_stage
+from pipeline.storage import as_path, remove_tree
 from pipeline.wikitext import (
     BrokenMarkup,
     TooDeep,
@@ -919,7 +919,7 @@ class _WriteShard(beam.DoFn):
     def process(self, element):
         shard, keyed = element
         ordered = sorted(keyed, key=lambda pair: pair[0])
-        path = Path(self.out_dir) / self.table / f"part-{shard:05d}-of-{self.shards:05d}.parquet"
+        path = as_path(self.out_dir) / self.table / f"part-{shard:05d}-of-{self.shards:05d}.parquet"
         write_records(TABLES[self.table], [record for _, record in ordered], path)
         yield str(path)
 
@@ -1009,7 +1009,7 @@ def _write_stats(stats: list[UnitStats], choice: AsOfChoice, excluded: dict, uni
                "as_of": choice.as_of.isoformat() if choice.as_of else None,
                "as_of_reason": choice.reason, "implausible": choice.implausible, "excluded": excluded,
                "units": len(units), "units_extracted": sum(extracted for _, extracted in units)}
-    (Path(out_dir) / _STATS_FILE).write_text(json.dumps(summary))
+    atomic_write_text(as_path(out_dir) / _STATS_FILE, json.dumps(summary))
 
 
 class ExtractUnits(beam.PTransform):
@@ -1133,8 +1133,8 @@ def run_extract(
     config: ExtractConfig, out_dir: str | Path, beam: BeamOptions | None = None, beam_args=()
 ) -> Manifest:
     """Run stage 1 over the configured source into `out_dir`; a finished identical run is skipped."""
-    out_dir = Path(out_dir)
-    use_filesystem_options(pipeline_options(beam, list(beam_args)))  # an s3:// or gs:// dump is checked here
+    out_dir = as_path(out_dir)
+    use_filesystem_options(pipeline_options(beam, list(beam_args)))  # s3:// or gs:// dump and output folder
     run = begin_stage(STAGE, out_dir, _stage_config(config), input_files=_input_files(config))
     if run.done:
         log.info("extract: %s is up to date", out_dir)
@@ -1210,7 +1210,7 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     manifest = run.finish(counts, outputs, as_of=as_of, work_units=units, as_of_reason=stats["as_of_reason"],
                           window_days=config.window_days)
     stats_path.unlink()
-    shutil.rmtree(WorkUnits(out_dir, ()).folder, ignore_errors=True)  # only an unfinished run needs the parts
+    remove_tree(WorkUnits(out_dir, ()).folder)  # only an unfinished run needs the parts
     return manifest
 
 
