@@ -23,6 +23,7 @@ PYTEST_ARGS ?=
 LLM_VENV := .venv-llm
 LLM_STAMP := $(LLM_VENV)/.installed
 RECORD ?=
+NO_AMX := -U__AMX_TILE__ -U__AMX_INT8__ -U__AMX_BF16__
 
 .PHONY: dataset test test-scale bench lint rl clean venv llm-check verl-check
 
@@ -50,8 +51,11 @@ test-scale: $(BASE_STAMP)
 
 # The llama.cpp server env for llm-check: built from source for this machine's CPU (AVX2/AVX-512: a
 # generic x86-64 build is several times slower), without llama.cpp's tools and multimodal parts; niced.
+# Not AMX: virtual machines advertise it but fault on its first tile instruction (llama.cpp's AMX matmul
+# segfaulted on the first request here), and -march=native would enable it; -U keeps every other feature.
 $(LLM_STAMP): requirements-llm.txt
 	test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
+	CFLAGS="$(NO_AMX)" CXXFLAGS="$(NO_AMX)" \
 	CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAVA_BUILD=OFF" \
 		nice -n 19 \
 		$(LLM_VENV)/bin/python -m pip install --no-cache-dir --disable-pip-version-check --quiet -r requirements-llm.txt

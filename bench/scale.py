@@ -5,13 +5,21 @@ bodies follow `bench.extract`'s realistic, long-tailed page shape; on top, an in
 a linked lead point at other generated articles with a heavy-tailed in-degree (a target id drawn
 log-uniformly, so page k is linked about 1/k as often as page 1), and one article in five has a redirect
 (some chained). Each stage runs in a fresh child process on the in-process DirectRunner (one worker), so
-the child's peak RSS is the peak memory of one worker. The figures feed docs/SCALING.md's projection.
+the child's peak RSS is the peak memory of one worker (the in-process runner's shuffle included). Then
+extract runs on a dask.distributed LocalCluster (127.0.0.1) of 1 and of 2 single-threaded worker
+processes on the larger dump: pages/s on 2 workers against 1, and each worker's peak RSS. The ratios are
+printed beside issue 13's targets; the figures feed docs/SCALING.md's projection.
+
+Sizes: 2,000 and 8,000 articles (`--quick`: 300 and 1,200); `HOPSMITH_SCALE_SIZES=100000,400000` sets
+others (the issue's full check: hours on 2 cores). Timings are only meaningful on an idle machine, so the
+load average is printed with them.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import random
 import resource
 import subprocess
@@ -28,6 +36,11 @@ from schemas.wiki import Page
 AS_OF = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 SIZES = (2_000, 8_000)
 QUICK_SIZES = (300, 1_200)
+SIZES_ENV = "HOPSMITH_SCALE_SIZES"
+# issue 13's targets, as ratios between the two sizes (x4 pages) and between 2 and 1 Dask workers
+MAX_MEMORY_GROWTH = 1.3
+MAX_RATE_CHANGE = 0.2
+MIN_DASK_SPEEDUP = 1.6
 
 
 def _target(rng: random.Random, n: int) -> str:
@@ -71,7 +84,15 @@ def synthetic_dump(n: int, folder: Path, seed: int = 0) -> tuple[Path, Path]:
     return dump, index
 
 
-def _child(stage: str, folder: str, dump: str, index: str) -> None:
+def _sizes(quick: bool) -> tuple[int, int]:
+    given = os.environ.get(SIZES_ENV)
+    if not given:
+        return QUICK_SIZES if quick else SIZES
+    small, large = (int(n) for n in given.split(","))
+    return small, large
+
+
+def _child(stage: str, folder: str, dump: str, index: str, *beam_args: str) -> None:
     """One stage in this process; prints its seconds, peak RSS (MiB) and output bytes as JSON."""
     from graph.walks import run_walks
     from pipeline.extract import run_extract
@@ -80,7 +101,8 @@ def _child(stage: str, folder: str, dump: str, index: str) -> None:
     out = Path(folder)
     started = time.perf_counter()
     if stage == "extract":
-        manifest = run_extract(ExtractConfig(dump=dump, index=index, as_of=AS_OF), out / "graph")
+        manifest = run_extract(ExtractConfig(dump=dump, index=index, as_of=AS_OF), out / "graph",
+                               beam_args=list(beam_args))
         produced = out / "graph"
     else:
         manifest = run_walks(out / "graph", out / "paths", WalkConfig())
@@ -91,14 +113,47 @@ def _child(stage: str, folder: str, dump: str, index: str) -> None:
                       "bytes": size, "counts": manifest.counts}))
 
 
-def _measure(stage: str, folder: Path, dump: Path, index: Path) -> dict:
-    result = subprocess.run([sys.executable, "-m", "bench.scale", stage, str(folder), str(dump), str(index)],
-                            check=True, capture_output=True, text=True)
+def _measure(stage: str, folder: Path, dump: Path, index: Path, *beam_args: str) -> dict:
+    result = subprocess.run([sys.executable, "-m", "bench.scale", stage, str(folder), str(dump), str(index),
+                             *beam_args], check=True, capture_output=True, text=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _on_dask(workers: int, folder: Path, dump: Path, index: Path) -> dict:
+    """Extract on a fresh LocalCluster of `workers` single-threaded processes: seconds (cluster start not
+    counted), each worker's peak RSS and CPU seconds (how evenly the work was split, whatever the load)."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None, memory_limit=0) as cluster, Client(cluster) as client:
+        figures = _measure("extract", folder, dump, index, "--runner", "DaskRunner",
+                           "--dask_client_address", cluster.scheduler_address)
+        figures["worker_peak_mib"] = sorted(client.run(_peak_rss_mib).values())
+        figures["worker_cpu_s"] = sorted(client.run(_cpu_seconds).values())
+    return figures
+
+
+def _verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
+
+
 def run(quick: bool = False) -> dict[str, float]:
-    sizes = QUICK_SIZES if quick else SIZES
+    sizes = _sizes(quick)
+    print(f"   sizes {sizes[0]:,} and {sizes[1]:,} articles; {_load()}", flush=True)
     figures: dict[int, dict] = {}
     with tempfile.TemporaryDirectory(prefix="hopsmith-scale-") as tmp:
         for n in sizes:
@@ -117,6 +172,15 @@ def run(quick: bool = False) -> dict[str, float]:
             print(f"   {n:>7} pages ({f['dump_mib']:.1f} MiB bz2): extract {f['extract_pages_per_s']:.0f} pages/s, "
                   f"peak {f['extract_peak_mib']:.0f} MiB, graph {f['graph_mib']:.1f} MiB ({f['relations']} relations); "
                   f"walk {f['walk_s']:.1f} s, peak {f['walk_peak_mib']:.0f} MiB, {f['paths']} paths", flush=True)
+        dask: dict[int, dict] = {}
+        for workers in (1, 2):
+            run_dir = Path(tmp) / f"dask{workers}"
+            run_dir.mkdir()
+            dask[workers] = _on_dask(workers, run_dir, dump, index)
+            print(f"   dask, {workers} worker(s), {sizes[1]} pages: {sizes[1] / dask[workers]['seconds']:.0f} pages/s, "
+                  f"worker peak {', '.join(f'{m:.0f}' for m in dask[workers]['worker_peak_mib'])} MiB, "
+                  f"CPU {', '.join(f'{c:.0f}' for c in dask[workers]['worker_cpu_s'])} s; {_load()}",
+                  flush=True)
     small, large = (figures[n] for n in sizes)
     ratios = {
         "pages_ratio": large["pages"] / small["pages"],
@@ -124,13 +188,24 @@ def run(quick: bool = False) -> dict[str, float]:
         "extract_peak_mib_ratio": large["extract_peak_mib"] / small["extract_peak_mib"],
         "graph_mib_ratio": large["graph_mib"] / small["graph_mib"],
         "walk_peak_mib_ratio": large["walk_peak_mib"] / small["walk_peak_mib"],
+        "dask_2_vs_1_worker_throughput": dask[1]["seconds"] / dask[2]["seconds"],
     }
-    print(f"   {sizes[1]} vs {sizes[0]} pages (x{ratios['pages_ratio']:.0f}): extract pages/s "
-          f"x{ratios['extract_pages_per_s_ratio']:.2f}, extract peak memory x{ratios['extract_peak_mib_ratio']:.2f}, "
-          f"graph size x{ratios['graph_mib_ratio']:.2f}, walk peak memory x{ratios['walk_peak_mib_ratio']:.2f}")
+    print(f"   {sizes[1]} vs {sizes[0]} pages (x{ratios['pages_ratio']:.0f}): graph size x{ratios['graph_mib_ratio']:.2f}, "
+          f"walk peak memory x{ratios['walk_peak_mib_ratio']:.2f} (the graph side input grows with the graph)")
+    memory, rate, speedup = (ratios["extract_peak_mib_ratio"], ratios["extract_pages_per_s_ratio"],
+                             ratios["dask_2_vs_1_worker_throughput"])
+    print(f"   issue 13 targets ({_load()}; timings need an idle machine):\n"
+          f"     extract peak memory per worker x{memory:.2f} for x{ratios['pages_ratio']:.0f} pages "
+          f"(target <= x{MAX_MEMORY_GROWTH}): {_verdict(memory <= MAX_MEMORY_GROWTH)}\n"
+          f"     extract pages/s per worker x{rate:.2f} (target within {MAX_RATE_CHANGE:.0%}): "
+          f"{_verdict(abs(rate - 1) <= MAX_RATE_CHANGE)}\n"
+          f"     Dask extract throughput, 2 workers vs 1: x{speedup:.2f} (target >= x{MIN_DASK_SPEEDUP}): "
+          f"{_verdict(speedup >= MIN_DASK_SPEEDUP)}", flush=True)
     flat = {f"{key}@{n}": value for n, f in figures.items() for key, value in f.items()}
+    flat.update({f"dask_{key}@{workers}_workers": value for workers, f in dask.items() for key, value in f.items()
+                 if key != "counts"})
     return {**flat, **ratios}
 
 
 if __name__ == "__main__":
-    _child(*sys.argv[1:5])
+    _child(*sys.argv[1:])

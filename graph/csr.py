@@ -24,17 +24,17 @@ from pipeline.storage import as_path
 from schemas.wiki import Entity, Relation
 
 PAGE, NO_PAGE, LITERAL = 0, 1, 2
-_LITERAL_PREFIX = "\x00"
+LITERAL_PREFIX = "\x00"
 _SEP = "\x1f"
 
 
 def literal_key(value_type: str, value: str, unit: str | None) -> str:
     """The node key of a literal object: literals with equal type, value and unit are one node."""
-    return f"{_LITERAL_PREFIX}{value_type}{_SEP}{value}{_SEP}{unit or ''}"
+    return f"{LITERAL_PREFIX}{value_type}{_SEP}{value}{_SEP}{unit or ''}"
 
 
 def split_literal_key(key: str) -> tuple[str, str, str | None]:
-    value_type, value, unit = key[len(_LITERAL_PREFIX) :].split(_SEP)
+    value_type, value, unit = key[len(LITERAL_PREFIX) :].split(_SEP)
     return value_type, value, unit or None
 
 
@@ -125,7 +125,7 @@ def _object_keys(relations: pa.Table) -> pa.Array:
     """Entity objects keep their title; literal objects become literal_key(type, value, unit)."""
     is_entity = pc.equal(relations["value_type"], "entity")
     literal = pc.binary_join_element_wise(
-        pc.binary_join_element_wise(_LITERAL_PREFIX, relations["value_type"], ""),
+        pc.binary_join_element_wise(LITERAL_PREFIX, relations["value_type"], ""),
         pc.fill_null(relations["value"], ""),
         pc.fill_null(relations["unit"], ""),
         _SEP,

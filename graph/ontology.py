@@ -93,11 +93,17 @@ class Ontology:
         self.plumbing_prefixes: dict[str, str] = plumbing.get("prefixes", {})
         self.plumbing_suffixes: dict[str, str] = plumbing.get("suffixes", {})
         self.plumbing_names: dict[str, str] = plumbing.get("names", {})
+        self.template_renames: dict[str, dict[str, str]] = overlay.get("template_property_renames", {})
+        self.terms: dict = {"start_parameters": {}, "end_parameters": {}, "bound_properties": [],
+                            **overlay.get("terms", {})}
+        self.unmapped_parameters = {(template, parameter) for template, parameters
+                                    in overlay.get("unmapped_parameters", {}).items() for parameter in parameters}
         self.value_patterns = [(reason, re.compile(pattern))
                                for reason, pattern in overlay.get("plumbing_values", {}).items()]
         types = overlay.get("types", {})
         self.lead_nouns: dict[str, str] = types.get("lead_nouns", {})
         self.category_words: dict[str, str] = types.get("category_words", {})
+        self.lead_noun_drop: frozenset[str] = frozenset(types.get("lead_noun_drop", []))
         self._ancestors: dict[str, tuple[str, ...]] = {}
         self._plumbing: dict[str, str | None] = {}
         self._lower_classes = {name.lower(): name for name in classes}
@@ -151,6 +157,31 @@ class Ontology:
             return None
         return _known_noun(_TOKEN.findall(match.group(1).lower()), self.lead_nouns)
 
+    def lead_noun_class(self, noun: str) -> str | None:
+        """The class a lead noun phrase's head names ("Ukrainian ska band" -> Band): its last two words or
+        its last word as the overlay knows them; None when the head is no known noun ("American adult")."""
+        words = noun.lower().split()
+        for size in (2, 1):
+            if len(words) >= size and (cls := _known_noun([" ".join(words[-size:])], self.lead_nouns)) is not None:
+                return cls
+        return None
+
+    def lead_noun(self, noun: str | None, entity_class: str) -> str | None:
+        """A lead noun phrase fit to describe an entity of `entity_class`: its head is a known noun whose class
+        agrees with the entity's (one is the other's ancestor, they are siblings, or the entity is untyped), and evaluative
+        words ("famous", "popular") are dropped. None otherwise: the caller uses the class noun."""
+        if not noun:
+            return None
+        kept = " ".join(w for w in noun.split() if w.lower() not in self.lead_noun_drop)
+        cls = self.lead_noun_class(kept) if kept else None
+        if cls is None:
+            return None
+        entity = self.find_class(entity_class) or ""
+        siblings = entity in self.classes and cls in self.classes and self.classes[entity].parent == self.classes[cls].parent
+        if entity in ("", ROOT_CLASS) or self.is_a(cls, entity) or self.is_a(entity, cls) or siblings:
+            return kept  # "a liberal arts college" for a University: a sibling class reads right too
+        return None
+
     def type_from_categories(self, categories: Iterable[str]) -> str | None:
         """A class from category names ("1954 births" -> Person); the first category that names one."""
         for category in categories:
@@ -165,9 +196,12 @@ class Ontology:
                      group_index: int | None = None) -> str | None:
         """The name a (normalised) parameter of a template maps to: the template's own mapping (of the
         numbered name first: `subdivision_name1` is not `subdivision_name`), else the parameter's mapping
-        across templates when its domain fits the entity's class; None when unmapped. Names outside the
+        across templates when its domain fits the entity's class; None when unmapped (or the overlay unmaps
+        it: `unmapped_parameters`). Names outside the
         DBpedia ontology (`foaf:name`) come back as they are: they are plumbing."""
         template = self.canonical_template(template)
+        if (template, parameter) in self.unmapped_parameters:
+            return None
         name = None
         if group_index is not None:
             name = self.parameters.get((template, f"{parameter}{group_index}"))
@@ -175,6 +209,7 @@ class Ontology:
                 name = self.parameters.get((template, f"{parameter}1"))
         if name is None:
             name = self.parameters.get((template, parameter))
+        name = self.template_renames.get(template, {}).get(name, name)
         if name is None:
             name = self.parameters.get((ANY_TEMPLATE, parameter))
             if name is not None and cls is not None and not self.domain_fits(name, cls):

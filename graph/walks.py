@@ -37,6 +37,7 @@ from pipeline.errors import UserError
 from pipeline.io import atomic_write_text, read_manifest, stable_hash, write_records
 from pipeline.stage import begin_stage
 from pipeline.storage import as_path
+from pipeline.yields import below_floor
 from schemas.config import BeamOptions, WalkConfig
 from schemas.manifest import Manifest
 from schemas.questions import Path, PathHop
@@ -70,15 +71,47 @@ class WalkParams:
     hub_threshold: float
     too_long: np.ndarray  # literal nodes whose label exceeds max_literal_chars
     config: WalkConfig
+    branch_edges: np.ndarray  # edges a tree's final hop can take, grouped by head (CSR order)
+    branch_indptr: np.ndarray  # node i's branch edges: branch_edges[branch_indptr[i]:branch_indptr[i+1]]
 
     @classmethod
     def build(cls, graph: CSRGraph, config: WalkConfig) -> WalkParams:
         pages = graph.degree[graph.kind == PAGE]
         threshold = float(np.quantile(pages, config.hub_quantile)) if len(pages) else 0.0
+        threshold = max(threshold, config.hub_min_degree - 1.0)  # a small slice's top pages are no hubs
         too_long = np.zeros(graph.num_nodes, bool)
         for node in np.flatnonzero(graph.kind == LITERAL):
             too_long[node] = len(graph.label(node)) > config.max_literal_chars
-        return cls(is_hub=graph.degree > threshold, hub_threshold=threshold, too_long=too_long, config=config)
+        branch_edges = np.flatnonzero(branchable_edges(graph))
+        heads = np.repeat(np.arange(graph.num_nodes), graph.out_degree)[branch_edges]
+        branch_indptr = np.concatenate([[0], np.cumsum(np.bincount(heads, minlength=graph.num_nodes))])
+        return cls(is_hub=graph.degree > threshold, hub_threshold=threshold, too_long=too_long, config=config,
+                   branch_edges=branch_edges, branch_indptr=branch_indptr)
+
+
+def branchable_edges(graph: CSRGraph) -> np.ndarray:
+    """Edges a tree question can end with: the head has several objects for the relation, and every one of
+    them is a page with facts of its own (branches can tell them apart only over facts the graph holds; an
+    object without a page fits any branch)."""
+    dst = graph.dst.astype(np.int64)
+    described = (graph.kind[dst] == PAGE) & (graph.out_degree[dst] > 0)
+    if not len(dst):
+        return described
+    heads = np.repeat(np.arange(graph.num_nodes), graph.out_degree)
+    # CSR edges are sorted by (head, relation): each run of one (head, relation) is one group of objects.
+    starts = np.flatnonzero(np.r_[True, (heads[1:] != heads[:-1]) | (graph.rel[1:] != graph.rel[:-1])])
+    every = np.minimum.reduceat(described.astype(np.int8), starts).astype(bool)
+    group = np.cumsum(np.r_[True, (heads[1:] != heads[:-1]) | (graph.rel[1:] != graph.rel[:-1])]) - 1
+    return ~graph.single_object & every[group]
+
+
+def chain_edges(graph: CSRGraph) -> int:
+    """Edges from a page to another page with facts of its own: the only steps a walk of two or more hops
+    can take before its last. None in a slice whose infobox facts name pages it does not hold."""
+    dst = graph.dst.astype(np.int64)
+    heads = np.repeat(np.arange(graph.num_nodes), graph.out_degree)
+    return int(((graph.kind[heads] == PAGE) & (graph.kind[dst] == PAGE) & (graph.out_degree[dst] > 0)
+                & (dst != heads)).sum())
 
 
 def start_nodes(graph: CSRGraph) -> np.ndarray:
@@ -98,8 +131,9 @@ def sample_walks(
 ) -> tuple[np.ndarray, np.ndarray, Counter]:
     """Vectorised conditional walks of exactly `hops` hops, `walks_per_start` from each start.
 
-    `may_branch[w]` waives the single-object condition on walk w's final hop: its question becomes a tree
-    whose branches on the answer decide between the objects. Returns (nodes [W, hops+1], edges [W, hops],
+    `may_branch[w]` waives the single-object condition on walk w's final hop, and makes it take a branchable
+    edge (`branchable_edges`) where its node has one: its question becomes a tree whose branches on the
+    answer decide between the objects. Returns (nodes [W, hops+1], edges [W, hops],
     counts) for the walks that satisfied every condition.
     """
     config = params.config
@@ -119,7 +153,14 @@ def sample_walks(
             if not len(pending):
                 break
             current = nodes[pending, step]
-            choice = graph.indptr[current] + (rng.random(len(pending)) * out_degree[current]).astype(np.int64)
+            draw = rng.random(len(pending))
+            choice = graph.indptr[current] + (draw * out_degree[current]).astype(np.int64)
+            tree = np.zeros(len(pending), bool)
+            if final:  # a walk that may branch takes a branchable final edge where its node has one
+                branches = params.branch_indptr[current + 1] - params.branch_indptr[current]
+                tree = may_branch[pending] & (branches > 0)
+                picked = params.branch_indptr[current[tree]] + (draw[tree] * branches[tree]).astype(np.int64)
+                choice[tree] = params.branch_edges[picked]
             nxt = graph.dst[choice].astype(np.int64)
             relation = graph.rel[choice]
             reason = np.zeros(len(pending), np.int8)
@@ -137,7 +178,7 @@ def sample_walks(
                 reject("hub", params.is_hub[nxt])
             else:
                 if config.require_single_answer:
-                    reject("multiple_objects", ~graph.single_object[choice] & ~may_branch[pending])
+                    reject("multiple_objects", ~graph.single_object[choice] & ~tree)
                 if config.allow_literal_answers:
                     reject("long_literal", params.too_long[nxt])
                 else:
@@ -155,6 +196,8 @@ def sample_walks(
         counts["rejected:no_recent_fact"] += int((alive & ~recent).sum())
         alive &= recent
     counts["walks:completed"] += int(alive.sum())
+    counts["walks:may_branch"] += int(may_branch.sum())
+    counts["walks:branched"] += int((~graph.single_object[edges[alive, -1]]).sum()) if hops else 0
     return nodes[alive], edges[alive], counts
 
 
@@ -164,10 +207,11 @@ def reference_walks(
     """The same conditional walk as `sample_walks`, as a plain loop over networkx (model and baseline).
 
     Nodes carry `kind`, `is_list`, `is_disambiguation`, `degree`; edges carry `relation`, `in_window`,
-    `single_object`, `too_long`. Returns [(node ids, edge keys)] of accepted walks and the counts.
+    `single_object`, `too_long`, `branchable`. Returns [(node ids, edge keys)] of accepted walks and the counts.
     """
     rng = random.Random(seed)
     branch_rng = random.Random(f"{seed}-branch")
+    branchable = {(u, v, k) for u, v, k, data in graph.edges(keys=True, data=True) if data["branchable"]}
     counts: Counter = Counter()
     accepted = []
     for start in starts:
@@ -175,10 +219,14 @@ def reference_walks(
         for _ in range(config.walks_per_start):
             counts["walks:attempted"] += 1
             may_branch = branch_rng.random() < config.tree_share
+            counts["walks:may_branch"] += may_branch
             path_nodes, path_edges, path_rels, recent = [start], [], [], False
             for step in range(hops):
                 final = step == hops - 1
                 candidates = out_edges if step == 0 else list(graph.out_edges(path_nodes[-1], keys=True, data=True))
+                tree = final and may_branch and any(e[:3] in branchable for e in candidates)
+                if tree:
+                    candidates = [e for e in candidates if e[:3] in branchable]
                 for _ in range(config.step_retries):
                     _, nxt, key, data = rng.choice(candidates)
                     node = graph.nodes[nxt]
@@ -196,7 +244,7 @@ def reference_walks(
                         reason = "dead_end"
                     elif not final and node["degree"] > hub_threshold:
                         reason = "hub"
-                    elif final and config.require_single_answer and not may_branch and not data["single_object"]:
+                    elif final and config.require_single_answer and not tree and not data["single_object"]:
                         reason = "multiple_objects"
                     elif final and config.allow_literal_answers and data["too_long"]:
                         reason = "long_literal"
@@ -219,6 +267,7 @@ def reference_walks(
                     counts["rejected:no_recent_fact"] += 1
                     continue
                 counts["walks:completed"] += 1
+                counts["walks:branched"] += not graph.edges[path_nodes[-2], path_nodes[-1], path_edges[-1]]["single_object"]
                 accepted.append((path_nodes, path_edges))
     return accepted, counts
 
@@ -229,9 +278,10 @@ def annotated_networkx(graph: CSRGraph, params: WalkParams) -> nx.MultiDiGraph:
     for node, data in nx_graph.nodes(data=True):
         data.update(is_list=bool(graph.is_list[node]), is_disambiguation=bool(graph.is_disambiguation[node]),
                     degree=int(graph.degree[node]))
+    branchable = branchable_edges(graph)
     for _, dst, key, data in nx_graph.edges(keys=True, data=True):
         data.update(in_window=bool(graph.in_window[key]), single_object=bool(graph.single_object[key]),
-                    too_long=bool(params.too_long[dst]))
+                    too_long=bool(params.too_long[dst]), branchable=bool(branchable[key]))
     return nx_graph
 
 
@@ -475,7 +525,7 @@ class WalkTransform(beam.PTransform):
             )
         )
         build_counts = graph | "GraphCounts" >> beam.Map(
-            lambda g: {**g.build_counts, "starts:eligible": len(start_nodes(g))}
+            lambda g: {**g.build_counts, "starts:eligible": len(start_nodes(g)), "graph:chain_edges": chain_edges(g)}
         )
         paths, count_parts = sampled.paths, [sampled.counts, build_counts]
         for level in DEDUP_LEVELS:
@@ -626,4 +676,6 @@ def _command(args, beam_args) -> int:
     for key, value in counts.items():
         if key.startswith("rejected:"):
             print(f"  {key:<28} {value}")
+    for line in below_floor(STAGE, counts):
+        print(line)
     return 0

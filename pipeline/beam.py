@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineRunner
 
@@ -19,6 +21,7 @@ class InProcessRunner(PipelineRunner):
     """Beam's FnApiRunner in this process (threads, or worker processes with direct_num_workers > 1).
 
     What DirectRunner runs after its Prism attempt fails, without the attempt: no download, no binary.
+    Worker processes run `pipeline.beam_worker`, Beam's worker with secrets scrubbed from what it logs.
     """
 
     def run_pipeline(self, pipeline, options):
@@ -28,7 +31,33 @@ class InProcessRunner(PipelineRunner):
 
         encoded = JobServiceHandle.encode_pipeline_options(options.get_all_options())
         provision = fn_runner.ExtendedProvisionInfo(beam_provision_api_pb2.ProvisionInfo(pipeline_options=encoded))
-        return fn_runner.FnApiRunner(provision_info=provision).run_pipeline(pipeline, options)
+        return _fn_api_runner_class()(provision_info=provision).run_pipeline(pipeline, options)
+
+
+@functools.cache
+def _fn_api_runner_class():
+    """Beam's FnApiRunner (imported when a pipeline runs, not with this module), workers scrubbed."""
+    from apache_beam.runners.portability.fn_api_runner import fn_runner
+    from apache_beam.transforms import environments
+
+    from pipeline import beam_worker
+
+    class ScrubbedWorkersRunner(fn_runner.FnApiRunner):
+        """FnApiRunner whose multi-processing workers start as `pipeline.beam_worker`: `run_pipeline` picks
+        the worker command itself (Beam's bare worker), so the choice is replaced where it is stored."""
+
+        @property
+        def _default_environment(self):
+            return self._environment
+
+        @_default_environment.setter
+        def _default_environment(self, environment):
+            if isinstance(environment, environments.SubprocessSDKEnvironment):
+                environment = environments.SubprocessSDKEnvironment.from_command_string(beam_worker.COMMAND)
+            self._environment = environment
+
+    return ScrubbedWorkersRunner
+
 
 
 def pipeline_options(beam: BeamOptions | None = None, extra_args: list[str] | None = None) -> PipelineOptions:
@@ -62,4 +91,3 @@ def use_filesystem_options(options: PipelineOptions) -> None:
     from apache_beam.io.filesystems import FileSystems
 
     FileSystems.set_options(options)
-

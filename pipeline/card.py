@@ -65,6 +65,8 @@ class DatasetStats:
     questions: int = 0
     hops: Counter = field(default_factory=Counter)
     question_engines: Counter = field(default_factory=Counter)
+    # role -> the models its server reported -> records (questions, trajectories, judged turns)
+    served_models: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     trajectories: int = 0
     tool_calls: list[int] = field(default_factory=list)
     turns: int = 0
@@ -87,6 +89,8 @@ class DatasetStats:
         self.questions += 1
         self.hops[question.hops] += 1
         self.question_engines[question.engine] += 1
+        if question.model:
+            self.served_models["writer"][question.model] += 1
 
     def add_trajectory(self, judged: JudgedTrajectory) -> None:
         trajectory = judged.trajectory
@@ -103,6 +107,14 @@ class DatasetStats:
         self.stop_reasons[trajectory.stop_reason] += 1
         self.injected_errors.update(t.injected_error for t in trajectory.turns if t.injected_error)
         self.scripted += trajectory.policy == "scripted"
+        if trajectory.model:
+            self.served_models[f"policy:{trajectory.framework}"][trajectory.model] += 1
+        self.served_models["judge"].update(j.model for j in judged.judgements if j.model)
+
+    def served_model_text(self) -> str:
+        """`writer: `m` (3)` per role whose records name a served model, or `-` when all were offline."""
+        return "; ".join(f"{role}: " + ", ".join(f"`{model}` ({n})" for model, n in sorted(models.items()))
+                         for role, models in sorted(self.served_models.items()) if models) or "-"
 
     def add_sft(self, judged: JudgedTrajectory, row: ToolMindRow) -> None:
         """A trajectory rendered into the SFT configs: its assistant turns, those with loss 1, its critical turns."""
@@ -365,6 +377,8 @@ def render_card(
                     "question engines",
                     ", ".join(f"{k}: {v}" for k, v in sorted(stats.question_engines.items())),
                 ],
+                ["models as their servers reported them (records: questions, trajectories, judged turns)",
+                 stats.served_model_text()],
                 ["trajectories", stats.trajectories],
                 ["assistant turns", stats.turns],
                 [

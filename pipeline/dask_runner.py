@@ -25,7 +25,7 @@ from apache_beam import DoFn, pvalue
 from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
 from apache_beam.runners.common import DoFnContext, DoFnInvoker, DoFnSignature, Receiver, _OutputHandler
 from apache_beam.runners.dask import dask_runner as beam_dask
-from apache_beam.runners.dask.overrides import dask_overrides
+from apache_beam.runners.dask.overrides import _Reshuffle, dask_overrides
 from apache_beam.runners.dask.transform_evaluator import (
     TRANSLATIONS,
     Flatten,
@@ -93,9 +93,13 @@ def _concat(parts: list[list]) -> list:
     return [value for part in parts for value in part]
 
 
+SPREAD_PER_THREAD = 4  # partitions a Reshuffle makes per worker thread: slack to even out unequal work units
+
+
 @dataclasses.dataclass
 class _BagVisitor(PipelineVisitor):
     bag_kwargs: dict
+    spread: int  # partitions a Reshuffle spreads its input over (at least)
     bags: dict[AppliedPTransform, db.Bag] = dataclasses.field(default_factory=collections.OrderedDict)
     tagged: set[AppliedPTransform] = dataclasses.field(default_factory=set)
     consumed: set[AppliedPTransform] = dataclasses.field(default_factory=set)
@@ -114,6 +118,9 @@ class _BagVisitor(PipelineVisitor):
         if type(node.transform) is ParDo:  # not its subclasses: GroupAlsoByWindow is a no-op here, as in Beam
             self.bags[node] = self._pardo(node, inputs[0])
             self.tagged.add(node)
+            return
+        if isinstance(node.transform, _Reshuffle):
+            self.bags[node] = inputs[0].repartition(max(inputs[0].npartitions, self.spread))
             return
         op = TRANSLATIONS.get(node.transform.__class__, NoOp)(node, bag_kwargs=self.bag_kwargs)
         if isinstance(op, Flatten):  # as many partitions as its largest input, not their sum: joins in a
@@ -164,7 +171,7 @@ class DaskRunner(beam_dask.DaskRunner):
         bag_kwargs = beam_dask.DaskOptions._extract_bag_kwargs(dask_options)
         client = ddist.Client(**dask_options)
         pipeline.replace_all(dask_overrides())
-        visitor = _BagVisitor(bag_kwargs)
+        visitor = _BagVisitor(bag_kwargs, SPREAD_PER_THREAD * max(1, sum(client.nthreads().values())))
         pipeline.visit(visitor)
         done = [sink.map_partitions(lambda part: [sum(1 for _ in part)]) for sink in visitor.sinks()]
         return DaskRunnerResult(client, client.compute(list(dask.optimize(*done))))

@@ -47,6 +47,7 @@ import ctypes
 import dataclasses
 import datetime as dt
 import functools
+import heapq
 import itertools
 import json
 import logging
@@ -68,7 +69,15 @@ from graph.ontology import load_ontology
 from pipeline.beam import pipeline_options, use_filesystem_options
 from pipeline.errors import StageIncomplete, UserError
 from pipeline.infobox import Fact, Infobox, parse_infoboxes
-from pipeline.io import WorkUnits, atomic_write_text, read_records, read_table, shard_files, write_records
+from pipeline.io import (
+    WorkUnits,
+    atomic_write_text,
+    read_column,
+    read_records,
+    shard_files,
+    write_record_stream,
+    write_records,
+)
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
 from pipeline.sources.dump import DumpUnit, dump_work_units, read_dump_unit
 from pipeline.stage import begin_stage
@@ -183,10 +192,15 @@ def duplicate_titles(articles: Iterable[Page]) -> set[str]:
     return {title for title, count in seen.items() if count > 1}
 
 
+def duplicate_rank(page: Page) -> tuple:
+    """Which of pages sharing a title is kept: the highest rank (exact copies of one revision tie)."""
+    return revision_rank(page), page.model_dump_json()
+
+
 def pick_duplicate(pages: Iterable[Page]) -> tuple[Page, list[SkippedRecord]]:
     """Of pages sharing a title: the latest revision, and a `duplicate` skip for each other one. Exact
     copies of one revision tie; the first by content is kept, so every runner keeps the same one."""
-    ordered = sorted(pages, key=lambda p: (revision_rank(p), p.model_dump_json()), reverse=True)
+    ordered = sorted(pages, key=duplicate_rank, reverse=True)
     kept, rank = ordered[0], revision_rank(ordered[0])
     title = normalize_title(kept.title)
     skipped = [_skip(page, "duplicate", f"an exact copy of the kept revision of {title!r}"
@@ -767,42 +781,35 @@ class _ExtractUnit(beam.DoFn):
         yield unit_id, True
 
 
-@dataclasses.dataclass(frozen=True)
-class UnitArticle:
-    """One article of a unit as phase 2 sees it: `key` names it across the run (duplicates share titles)."""
+class _UnitParts:
+    """One finished unit's parts, read from disk on demand: phase 2 moves keys through the shuffle and
+    reads each unit's rows (page text, relations) only where they are rewritten, one unit at a time."""
 
-    key: tuple[str, int]
-    row: ArticleRow
-    page: Page
+    def __init__(self, out_dir: str, unit_id: str):
+        self.parts, self.unit_id = WorkUnits(out_dir, UNIT_TABLES), unit_id
 
+    def rows(self, table: str) -> Iterator:
+        return read_records(UNIT_TABLES[table], self.parts.part_path(table, self.unit_id))
 
-class _ReadUnit(beam.DoFn):
-    """A finished unit's parts: each article (with its key) and, tagged, its entity, pages and relations
-    (with their order in the page), and the unit's skipped, redirect and stats rows."""
-
-    def __init__(self, out_dir: str):
-        self.out_dir = out_dir
-
-    def process(self, element):
-        unit_id, _ = element
-        parts = WorkUnits(self.out_dir, UNIT_TABLES)
-        tables = {table: read_records(model, parts.part_path(table, unit_id)) for table, model in UNIT_TABLES.items()}
-        for seq, (row, page) in enumerate(zip(tables["articles"], tables["article_pages"], strict=True)):
-            key = (unit_id, seq)
-            yield UnitArticle(key, row, page)
-            if row.skip_reason is not None:
-                continue
-            yield beam.pvalue.TaggedOutput("entities", (key, next(tables["entities"])))
-            yield beam.pvalue.TaggedOutput("pages", (key, page))
-            for ordinal in range(row.relations):
-                yield beam.pvalue.TaggedOutput("relations", (key, (ordinal, next(tables["relations"]))))
-        for table in ("skipped", "redirects", "stats"):
-            yield from (beam.pvalue.TaggedOutput(table, record) for record in tables[table])
+    def articles(self) -> Iterator[tuple[tuple[str, int], ArticleRow, Page]]:
+        """(key, row, page) for every article in the unit's order; `key` names it across the run."""
+        for seq, (row, page) in enumerate(zip(self.rows("articles"), self.rows("article_pages"), strict=True)):
+            yield (self.unit_id, seq), row, page
 
 
 # ------------------------------------------------------------------------------- joins (phase 2)
+#
+# Only small keyed records cross the shuffle: titles, the link and value targets a unit asks about (once
+# per unit), redirect pairs. What comes back to a unit is its own fix-ups (final targets of its links,
+# names of its values, aliases of its entities, outcomes of its redirects and duplicates); `_FinishUnit`
+# then rewrites the unit's rows from its parts and writes them as sorted runs per output shard, and
+# `_MergeShard` merges each shard's runs into the output file, streaming. So no step holds more than one
+# unit's rows, and the shuffle carries keys, not pages.
 
 REDIRECT_ROUNDS = 6  # pointer doubling: chains of up to 2**(6-1) = 32 redirects resolve; longer ones count as cycles
+MERGE_BATCH_ROWS = 16  # rows per row group of a unit's run: the merge holds one group of each run
+MERGE_FAN_IN = 64  # runs merged at once (open files, row groups in memory); more are merged in steps
+OUTPUT_GROUP_ROWS = 256  # rows per row group of an output shard: the merge buffers one group (~2 MB of pages)
 
 
 def _step_pointers(joined):
@@ -842,67 +849,92 @@ class _SplitResolved(beam.DoFn):
         yield (title, pointer) if done else beam.pvalue.TaggedOutput("cycles", title)
 
 
-def _redirect_outcomes(joined):
-    """A redirect page's skipped row, and its alias for the final target (none for a cycle)."""
-    title, grouped = joined
-    finals = list(grouped["final"])
-    for row in grouped["redirect"]:
-        if finals:
-            yield beam.pvalue.TaggedOutput("skipped", SkippedRecord(
-                title=title, stage=STAGE, reason="redirect", detail=f"-> {finals[0]}", page_id=row.page_id))
-            yield finals[0], title
-        else:
-            yield beam.pvalue.TaggedOutput("skipped", SkippedRecord(
-                title=title, stage=STAGE, reason="redirect_cycle", detail=f"-> {row.target}", page_id=row.page_id))
+def _unit_stats(unit, out_dir: str) -> Iterator[UnitStats]:
+    return _UnitParts(out_dir, unit[0]).rows("stats")
 
 
-def _resolve_tails(joined):
-    """Relations whose tail is this title, with the tail replaced by its final target when it redirects."""
-    _, grouped = joined
-    finals = list(grouped["final"])
-    for ordinal, relation in grouped["relations"]:
-        if finals:
-            relation = relation.model_copy(update={"tail": finals[0]})
-        yield relation.head, (ordinal, relation)
+def _unit_titles(unit, out_dir: str) -> Iterator[tuple[str, int]]:
+    """(title, 1) for each article of a unit: a title counted twice is contested."""
+    for row in _UnitParts(out_dir, unit[0]).rows("articles"):
+        yield row.title, 1
 
 
-def _page_relations(grouped):
-    """One page's resolved relations, in their original order, without repeats: (sort key, relation)."""
-    head, numbered = grouped
-    ordered = [relation for _, relation in sorted(numbered, key=lambda pair: pair[0])]
-    for ordinal, relation in enumerate(distinct_relations(head, ordered)):
-        yield relation_sort_key(relation, ordinal), relation
+def _contested_articles(unit, out_dir: str, contested: dict):
+    """The unit's articles whose title another article shares, with their pages: (title, (key, page))."""
+    if not contested:
+        return
+    for key, row, page in _UnitParts(out_dir, unit[0]).articles():
+        if row.title in contested:
+            yield row.title, (key, page)
 
 
 def _decide_duplicates(keyed):
-    """`pick_duplicate` over the articles sharing a title: the losers' keys (tag "losers") and skips."""
+    """`pick_duplicate` over the articles sharing a title: the losers' keys (tag "losers"), and each
+    loser's `duplicate` skip addressed to its unit. Ties go to the smaller key, whatever the runner."""
     _, articles = keyed
-    articles = list(articles)
-    winner, duplicates = pick_duplicate([article.page for article in articles])
-    yield from duplicates
-    for article in articles:
-        if article.page is not winner:
-            yield beam.pvalue.TaggedOutput("losers", (article.key, True))
+    articles = sorted(articles, key=lambda article: article[0])
+    _, skips = pick_duplicate([page for _, page in articles])
+    order = sorted(range(len(articles)), key=lambda i: duplicate_rank(articles[i][1]), reverse=True)
+    for i, skip in zip(order[1:], skips, strict=True):
+        key = articles[i][0]
+        yield beam.pvalue.TaggedOutput("losers", (key, True))
+        yield key[0], ("skip", skip)
 
 
-def _article_outcome(article: UnitArticle, losers: dict):
-    """An extracted article's plumbing counts (tag "excluded"), or the skip its extraction gave."""
-    if article.key in losers:
-        return
-    if article.row.skip_reason is not None:
-        yield beam.pvalue.TaggedOutput("skipped", _skip(article.page, article.row.skip_reason, article.row.skip_detail))
-    elif article.row.excluded:
-        yield article.row.excluded
+class _UnitKeys(beam.DoFn):
+    """What one unit asks the title join about, each title once per unit: its kept entities' titles
+    (tag "entity"), its link targets ("tail") and plain-text values that could name a page ("name"), as
+    (title, unit id); and its redirects ("redirect": (title, (unit id, page id, target)))."""
+
+    def __init__(self, out_dir: str):
+        self.out_dir = out_dir
+
+    def process(self, unit, losers):
+        unit_id = unit[0]
+        parts = _UnitParts(self.out_dir, unit_id)
+        entities, relations = parts.rows("entities"), parts.rows("relations")
+        tails, names = set(), set()
+        for seq, row in enumerate(parts.rows("articles")):
+            if row.skip_reason is not None:
+                continue
+            entity, page_relations = next(entities), [next(relations) for _ in range(row.relations)]
+            if (unit_id, seq) in losers:
+                continue
+            yield beam.pvalue.TaggedOutput("entity", (entity.title, unit_id))
+            for relation in page_relations:
+                if relation.tail is not None:
+                    tails.add(relation.tail)
+                if (name := named_value_key(relation)) is not None:
+                    names.add(name)
+        yield from (beam.pvalue.TaggedOutput("tail", (title, unit_id)) for title in sorted(tails))
+        yield from (beam.pvalue.TaggedOutput("name", (title, unit_id)) for title in sorted(names))
+        for redirect in parts.rows("redirects"):
+            yield beam.pvalue.TaggedOutput("redirect", (redirect.title, (unit_id, redirect.page_id, redirect.target)))
 
 
-def _headed(entity: Entity, as_of, window_days: int) -> tuple[str, Entity]:
-    return entity.title, entity.model_copy(update={"is_head": is_head(entity.last_modified, as_of, window_days)})
-
-
-def _with_aliases(joined):
-    _, grouped = joined
-    for entity in grouped["entity"]:
-        yield (entity.title, attach_aliases(entity, grouped["aliases"]))
+def _title_fixups(joined):
+    """At one title, the fix-ups of the units that asked about it, as (unit id, fix-up): the outcome of each
+    redirect page with this title, the final target of links to it, the page a value spelling it names,
+    and the aliases of the entity it is the title of."""
+    title, grouped = joined
+    finals = list(grouped["final"])
+    final = finals[0] if finals else None
+    for unit_id, page_id, target in grouped["redirect"]:
+        if final is not None:
+            yield unit_id, ("skip", SkippedRecord(title=title, stage=STAGE, reason="redirect",
+                                                  detail=f"-> {final}", page_id=page_id))
+        else:
+            yield unit_id, ("skip", SkippedRecord(title=title, stage=STAGE, reason="redirect_cycle",
+                                                  detail=f"-> {target}", page_id=page_id))
+    if final is not None:
+        yield from ((unit_id, ("tail", title, final)) for unit_id in grouped["tail"])
+    owners = list(grouped["entity"])
+    named = sorted(({title} if owners else set()) | ({final} if final is not None else set()))
+    if named:
+        yield from ((unit_id, ("name", title, named[0])) for unit_id in grouped["name"])
+    aliases = sorted(set(grouped["alias"]))
+    if aliases:
+        yield from ((unit_id, ("aliases", title, aliases)) for unit_id in owners)
 
 
 def shard_of(key, shards: int) -> int:
@@ -910,35 +942,98 @@ def shard_of(key, shards: int) -> int:
     return zlib.crc32(str(key[0] if isinstance(key, tuple) else key).encode("utf-8")) % shards
 
 
-class _WriteShard(beam.DoFn):
-    """Write one shard's records, sorted by key: the same rows and files whatever the worker count."""
-
-    def __init__(self, out_dir: str, table: str, shards: int):
-        self.out_dir, self.table, self.shards = out_dir, table, shards
-
-    def process(self, element):
-        shard, keyed = element
-        ordered = sorted(keyed, key=lambda pair: pair[0])
-        path = as_path(self.out_dir) / self.table / f"part-{shard:05d}-of-{self.shards:05d}.parquet"
-        write_records(TABLES[self.table], [record for _, record in ordered], path)
-        yield str(path)
+# how the rows of each output table are ordered (a page's relations: by the order `_FinishUnit` gave them)
+_SORT_KEYS: dict[str, Callable] = {"entities": lambda entity: entity.title, "pages": lambda page: page.title,
+                                   "skipped": skipped_sort_key,
+                                   "relations": lambda relation: (relation.head, relation.provenance.page_id)}
 
 
-class WriteTable(beam.PTransform):
-    """(sort key, record) pairs -> parquet shards `<out>/<table>/part-NNNNN-of-NNNNN.parquet`."""
+class _FinishUnit(beam.DoFn):
+    """Phase 2 for one unit: its rows with its fix-ups applied (duplicates dropped, link targets resolved,
+    named values turned into edges, aliases and the recency window set), written as one sorted run per
+    output table and shard. Yields the plumbing counts of its kept articles."""
 
-    def __init__(self, out_dir: str | Path, table: str, shards: int):
-        super().__init__()
-        self.out_dir, self.table, self.shards = str(out_dir), table, shards
+    def __init__(self, out_dir: str, shards: int, window_days: int):
+        self.out_dir, self.shards, self.window_days = out_dir, shards, window_days
 
-    def expand(self, keyed):
-        shards = self.shards
-        return (
-            keyed
-            | "Shard" >> beam.Map(lambda pair: (shard_of(pair[0], shards), pair))
-            | "Group" >> beam.GroupByKey()
-            | "Write" >> beam.ParDo(_WriteShard(self.out_dir, self.table, shards))
-        )
+    def process(self, joined, as_of, losers):
+        unit_id, grouped = joined
+        fixes: dict[str, dict] = {"tail": {}, "name": {}, "aliases": {}}
+        parts = _UnitParts(self.out_dir, unit_id)
+        rows: dict[str, list] = {table: [] for table in TABLES}
+        for kind, *fix in grouped["fixups"]:
+            if kind == "skip":
+                rows["skipped"].append((skipped_sort_key(fix[0]), fix[0]))
+            else:
+                fixes[kind][fix[0]] = fix[1]
+        rows["skipped"].extend((skipped_sort_key(skip), skip) for skip in parts.rows("skipped"))
+        entities, relations = parts.rows("entities"), parts.rows("relations")
+        excluded: Counter = Counter()
+        for key, row, page in parts.articles():
+            if row.skip_reason is None:
+                entity, page_relations = next(entities), [next(relations) for _ in range(row.relations)]
+            if key in losers:
+                continue
+            if row.skip_reason is not None:
+                skip = _skip(page, row.skip_reason, row.skip_detail)
+                rows["skipped"].append((skipped_sort_key(skip), skip))
+                continue
+            excluded.update(row.excluded)
+            entity = entity.model_copy(update={"is_head": is_head(entity.last_modified, as_of, self.window_days)})
+            rows["entities"].append((entity.title, attach_aliases(entity, fixes["aliases"].get(entity.title, ()))))
+            rows["pages"].append((entity.title, page.model_copy(update={"title": normalize_title(page.title)})))
+            resolved = [r.model_copy(update={"tail": fixes["tail"][r.tail]}) if r.tail in fixes["tail"] else r
+                        for r in page_relations]
+            for ordinal, relation in enumerate(distinct_relations(entity.title, resolved)):
+                name = named_value_key(relation)
+                rows["relations"].append((relation_sort_key(relation, ordinal),
+                                          name_value(relation, fixes["name"].get(name) if name else None)))
+        for table, keyed in rows.items():
+            by_shard: list[list] = [[] for _ in range(self.shards)]
+            for sort_key, record in sorted(keyed, key=lambda pair: pair[0]):
+                by_shard[shard_of(sort_key, self.shards)].append(record)
+            for shard, records in enumerate(by_shard):
+                write_records(TABLES[table], records, _run_path(self.out_dir, table, unit_id, shard),
+                              row_group_rows=MERGE_BATCH_ROWS)
+        yield dict(excluded)
+
+
+def _run_path(out_dir: str, table: str, unit_id: str, shard: int) -> Path:
+    return WorkUnits(out_dir, ()).folder / "runs" / table / f"{unit_id}-{shard:05d}.parquet"
+
+
+def merge_runs(model: type[Record], runs: list[Path], key: Callable, path: Path, group_rows: int,
+               scratch: Path) -> int:
+    """Sorted runs -> one sorted file at `path` (none when all are empty), MERGE_FAN_IN runs at a time: more
+    are first merged in order into intermediate runs under `scratch`, so memory holds at most MERGE_FAN_IN
+    row groups of MERGE_BATCH_ROWS and one output group of `group_rows`, however many units there are.
+    Equal keys keep the order of their runs."""
+    level = 0
+    while len(runs) > MERGE_FAN_IN:
+        merged = []
+        for start in range(0, len(runs), MERGE_FAN_IN):
+            step = scratch / f"merge{level}-{start // MERGE_FAN_IN:05d}.parquet"
+            if merge_runs(model, runs[start:start + MERGE_FAN_IN], key, step, MERGE_BATCH_ROWS, scratch):
+                merged.append(step)
+        runs, level = merged, level + 1
+    readers = [read_records(model, run, batch_rows=MERGE_BATCH_ROWS) for run in runs]
+    return write_record_stream(model, heapq.merge(*readers, key=key), path, group_rows)
+
+
+class _MergeShard(beam.DoFn):
+    """One output shard: every unit's run for it merged in order (`merge_runs`) and written a row group at
+    a time; an empty shard is not written."""
+
+    def __init__(self, out_dir: str, shards: int):
+        self.out_dir, self.shards = out_dir, shards
+
+    def process(self, task, unit_ids, _finished):
+        table, shard = task
+        runs = [_run_path(self.out_dir, table, unit_id, shard) for unit_id in sorted(unit_ids)]
+        path = as_path(self.out_dir) / table / f"part-{shard:05d}-of-{self.shards:05d}.parquet"
+        scratch = WorkUnits(self.out_dir, ()).folder / "merges" / f"{table}-{shard:05d}"
+        if merge_runs(TABLES[table], runs, _SORT_KEYS[table], path, OUTPUT_GROUP_ROWS, scratch):
+            yield str(path)
 
 
 class _SumCounts(beam.CombineFn):
@@ -959,44 +1054,6 @@ class _SumCounts(beam.CombineFn):
 
     def extract_output(self, total):
         return dict(total)
-
-
-class _SplitNamedValues(beam.DoFn):
-    """(sort key, relation) pairs: plain-text values that could name a page go out keyed by that title."""
-
-    def process(self, keyed):
-        key = named_value_key(keyed[1])
-        if key is None:
-            yield keyed
-        else:
-            yield beam.pvalue.TaggedOutput("named", (key, keyed))
-
-
-def _named_values(joined):
-    _, grouped = joined
-    targets = sorted(set(grouped["target"]))
-    for sort_key, relation in grouped["value"]:
-        yield sort_key, name_value(relation, targets[0] if targets else None)
-
-
-class NamedValuesToEdges(beam.PTransform):
-    """{"relations", "entities", "aliases"} -> relations whose plain-text value names a page or a redirect
-    turned into entity edges: a keyed join by title with the kept entities and the redirects (no side input
-    that grows with the wiki)."""
-
-    def expand(self, inputs):
-        split = inputs["relations"] | "Find" >> beam.ParDo(_SplitNamedValues()).with_outputs("named", main="plain")
-        titles = (
-            (inputs["entities"] | "PageNames" >> beam.Map(lambda pair: (pair[0], pair[0])),
-             inputs["aliases"] | "RedirectNames" >> beam.Map(lambda pair: (pair[1], pair[0])))
-            | "Names" >> beam.Flatten()
-        )
-        named = (
-            {"target": titles, "value": split.named}
-            | "Join" >> beam.CoGroupByKey()
-            | "Name" >> beam.FlatMap(_named_values)
-        )
-        return (split.plain, named) | "AllRelations" >> beam.Flatten()
 
 
 def _choose_as_of(stats: list[UnitStats], config: ExtractConfig, ceiling) -> AsOfChoice:
@@ -1037,94 +1094,58 @@ class ExtractUnits(beam.PTransform):
 class ExtractGraph(beam.PTransform):
     """(unit id, extracted now?) -> the stage's tables written under `out_dir` (phase 2: the joins).
 
-    Side inputs left: the as-of choice (one value), and the titles seen twice and the duplicates' keys
-    (both sized by the duplicated titles, not by the wiki)."""
+    Only keys cross the shuffle (see "joins (phase 2)"). Side inputs: the as-of choice (one value), the
+    titles seen twice and the duplicates' keys (sized by the duplicated titles, not by the wiki) and the
+    unit ids (one per unit)."""
 
     def __init__(self, config: ExtractConfig, out_dir: str | Path, ceiling: tuple[dt.datetime, str]):
         super().__init__()
         self.config, self.out_dir, self.ceiling = config, str(out_dir), ceiling
 
     def expand(self, units):
-        config, out_dir, ceiling = self.config, self.out_dir, self.ceiling
-        parts = units | "ReadParts" >> beam.ParDo(_ReadUnit(out_dir)).with_outputs(
-            "entities", "pages", "relations", "skipped", "redirects", "stats", main="articles")
-        stats = parts.stats | "AllStats" >> beam.combiners.ToList()
-        choice = stats | "ChooseAsOf" >> beam.Map(_choose_as_of, config, ceiling)
+        config, out_dir, shards = self.config, self.out_dir, self.config.output_shards
+        stats = units | "ReadStats" >> beam.FlatMap(_unit_stats, out_dir) | "AllStats" >> beam.combiners.ToList()
+        choice = stats | "ChooseAsOf" >> beam.Map(_choose_as_of, config, self.ceiling)
         as_of = beam.pvalue.AsSingleton(choice | "AsOf" >> beam.Map(lambda chosen: chosen.as_of))
         contested = beam.pvalue.AsDict(
-            parts.articles
-            | "TitleOnce" >> beam.Map(lambda article: (article.row.title, 1))
+            units
+            | "Titles" >> beam.FlatMap(_unit_titles, out_dir)
             | "CountTitles" >> beam.CombinePerKey(sum)
             | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1] > 1)
         )
         decided = (
-            parts.articles
-            | "Contested" >> beam.Filter(lambda article, titles: article.row.title in titles, contested)
-            | "ByTitle" >> beam.Map(lambda article: (article.row.title, article))
+            units
+            | "Contested" >> beam.FlatMap(_contested_articles, out_dir, contested)
             | "GroupDuplicates" >> beam.GroupByKey()
-            | "DecideDuplicates" >> beam.FlatMap(_decide_duplicates).with_outputs("losers", main="skipped")
+            | "DecideDuplicates" >> beam.FlatMap(_decide_duplicates).with_outputs("losers", main="skips")
         )
         losers = beam.pvalue.AsDict(decided.losers)
-        outcomes = parts.articles | "ArticleOutcomes" >> beam.FlatMap(_article_outcome, losers).with_outputs(
-            "skipped", main="excluded")
-
-        def kept(pcoll, label):
-            return pcoll | label >> beam.Filter(lambda pair, lost: pair[0] not in lost, losers) | (
-                f"Unkey{label}" >> beam.Map(lambda pair: pair[1]))
-
-        resolved = (
-            parts.redirects
-            | "RedirectPairs" >> beam.Map(lambda r: (r.title, r.target))
-            | "ResolveRedirects" >> ResolveRedirects()
+        keys = units | "UnitKeys" >> beam.ParDo(_UnitKeys(out_dir), losers).with_outputs(
+            "entity", "tail", "name", "redirect", main="none")
+        resolved = (keys.redirect | "RedirectPairs" >> beam.MapTuple(lambda title, row: (title, row[2]))
+                    | "ResolveRedirects" >> ResolveRedirects())
+        fixups = (
+            {"redirect": keys.redirect, "tail": keys.tail, "name": keys.name, "entity": keys.entity,
+             "final": resolved.resolved,
+             "alias": resolved.resolved | "AliasOf" >> beam.MapTuple(lambda title, final: (final, title))}
+            | "JoinTitles" >> beam.CoGroupByKey()
+            | "TitleFixups" >> beam.FlatMap(_title_fixups)
         )
-        redirected = (
-            {"redirect": parts.redirects | "RedirectByTitle" >> beam.Map(lambda r: (r.title, r)),
-             "final": resolved.resolved}
-            | "JoinRedirects" >> beam.CoGroupByKey()
-            | "RedirectOutcomes" >> beam.FlatMap(_redirect_outcomes).with_outputs("skipped", main="aliases")
+        excluded = (
+            {"fixups": (decided.skips, fixups) | "AllFixups" >> beam.Flatten(), "unit": units}
+            | "ByUnit" >> beam.CoGroupByKey()
+            | "FinishUnits" >> beam.ParDo(_FinishUnit(out_dir, shards, config.window_days), as_of, losers)
+            | "SumExcluded" >> beam.CombineGlobally(_SumCounts())
         )
-        kept_relations = kept(parts.relations, "KeptRelations")
-        linked = (
-            {"relations": kept_relations
-             | "WithTail" >> beam.Filter(lambda pair: pair[1].tail is not None)
-             | "ByTail" >> beam.Map(lambda pair: (pair[1].tail, pair)),
-             "final": resolved.resolved}
-            | "JoinTails" >> beam.CoGroupByKey()
-            | "ResolveTails" >> beam.FlatMap(_resolve_tails)
-        )
-        literal = (kept_relations | "NoTail" >> beam.Filter(lambda pair: pair[1].tail is None)
-                   | "ByHead" >> beam.Map(lambda pair: (pair[1].head, pair)))
-        relations = (
-            (linked, literal)
-            | "AllRelations" >> beam.Flatten()
-            | "ByPage" >> beam.GroupByKey()
-            | "PageRelations" >> beam.FlatMap(_page_relations)
-        )
-        entities = (
-            {"entity": kept(parts.entities, "KeptEntities") | "Heads" >> beam.Map(_headed, as_of, config.window_days),
-             "aliases": redirected.aliases}
-            | "JoinAliases" >> beam.CoGroupByKey()
-            | "Aliases" >> beam.FlatMap(_with_aliases)
-        )
-        pages = kept(parts.pages, "KeptPages") | "PageByTitle" >> beam.Map(
-            lambda p: (normalize_title(p.title), p.model_copy(update={"title": normalize_title(p.title)})))
-        skipped = (
-            (parts.skipped, decided.skipped, outcomes.skipped, redirected.skipped)
-            | "AllSkipped" >> beam.Flatten()
-            | "SkipKey" >> beam.Map(lambda s: (skipped_sort_key(s), s))
-        )
-        shards = config.output_shards
-        entities | "WriteEntities" >> WriteTable(out_dir, "entities", shards)
-        relations = ({"relations": relations, "entities": entities, "aliases": redirected.aliases}
-                     | "NamedValues" >> NamedValuesToEdges())
-        relations | "WriteRelations" >> WriteTable(out_dir, "relations", shards)
-        pages | "WritePages" >> WriteTable(out_dir, "pages", shards)
-        skipped | "WriteSkipped" >> WriteTable(out_dir, "skipped", shards)
-        excluded = outcomes.excluded | "SumExcluded" >> beam.CombineGlobally(_SumCounts())
+        excluded = beam.pvalue.AsSingleton(excluded)
+        unit_ids = beam.pvalue.AsList(units | "UnitIds" >> beam.Map(lambda unit: unit[0]))
+        _ = (units.pipeline
+             | "MergeTasks" >> beam.Create([(table, shard) for table in TABLES for shard in range(shards)])
+             | "SpreadMerges" >> beam.Reshuffle()
+             | "MergeShards" >> beam.ParDo(_MergeShard(out_dir, shards), unit_ids, excluded))
         all_units = units | "AllUnits" >> beam.combiners.ToList()
-        return stats | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice),
-                                           beam.pvalue.AsSingleton(excluded), beam.pvalue.AsSingleton(all_units),
-                                           out_dir)
+        return stats | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice), excluded,
+                                           beam.pvalue.AsSingleton(all_units), out_dir)
 
 
 # ----------------------------------------------------------------------------------- stage entry point
@@ -1191,10 +1212,10 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
         if not shard_files(out_dir / table):
             write_records(model, [], out_dir / table / "part-00000-of-00001.parquet")
         outputs[table] = [str(p.relative_to(out_dir)) for p in shard_files(out_dir / table)]
-    entities = read_table(Entity, out_dir / "entities").select(["is_head"]).column("is_head").to_pylist()
-    reasons = read_table(SkippedRecord, out_dir / "skipped").column("reason").to_pylist()
-    sources = read_table(Relation, out_dir / "relations").column("source").to_pylist()
-    counts = outcome_counts(stats["pages_in"], len(entities), reasons, sources, sum(entities), stats["excluded"])
+    entities = Counter(read_column(out_dir / "entities", "is_head"))
+    reasons = read_column(out_dir / "skipped", "reason")
+    sources = read_column(out_dir / "relations", "source")
+    counts = outcome_counts(stats["pages_in"], entities.total(), reasons, sources, entities[True], stats["excluded"])
     if counts["pages_in"] != counts["kept"] + counts["skipped"]:
         raise RuntimeError(f"extract counts do not reconcile: {counts}")
     if unavailable := counts.get("skipped:api_unavailable", 0):  # transient: not finished work

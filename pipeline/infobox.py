@@ -178,6 +178,24 @@ def map_box(box: Infobox, ontology: Ontology) -> None:
             fact.value_type, fact.unit = "quantity", unit
         kept.append(fact)
     box.facts = kept
+    _qualify_terms(box, ontology)
+
+
+def _qualify_terms(box: Infobox, ontology: Ontology) -> None:
+    """A term of office bounds the facts of its group: `office3`, `predecessor3` ... take the start and end
+    of `term_start3`/`term_end3` as qualifiers, so that questions phrase an ended term in the past and state
+    an as-of date for a running one (`data/ontology/overlay.toml`, `[terms]`)."""
+    terms = ontology.terms
+    bounds: dict[int | None, list[tuple[str, str]]] = {}
+    for fact in box.facts:
+        key = terms["start_parameters"].get(fact.relation) or terms["end_parameters"].get(fact.relation)
+        if key and fact.value_type == "date" and fact.value:
+            bounds.setdefault(fact.group_index, []).append((key, fact.value))
+    bound = set(terms["bound_properties"])
+    for fact in box.facts:
+        if fact.property in bound:
+            qualifiers = [q for q in bounds.get(fact.group_index, []) if q[0] not in {k for k, _ in fact.qualifiers}]
+            fact.qualifiers = fact.qualifiers + list(dict.fromkeys(qualifiers))
 
 
 def _strip_comments(text: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import itertools
 import json
 import os
 import tempfile
@@ -24,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from pipeline.storage import StorePath, as_path, is_url, put_bytes
+from pipeline.storage import StorePath, as_path, is_url, put_bytes, put_file
 from schemas.base import arrow_schema, from_row, to_table
 from schemas.manifest import InputFile, Manifest
 
@@ -92,29 +93,60 @@ def atomic_write_text(path: PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def write_table(table: pa.Table, path: PathLike) -> None:
-    """Write an Arrow table as one parquet file, atomically."""
+def write_table(table: pa.Table, path: PathLike, row_group_rows: int | None = None) -> None:
+    """Write an Arrow table as one parquet file, atomically (row groups of `row_group_rows`, when given,
+    let a reader hold fewer rows at a time)."""
     if is_url(path):
         buffer = io.BytesIO()
-        pq.write_table(table, buffer, compression="zstd")
+        pq.write_table(table, buffer, compression="zstd", row_group_size=row_group_rows)
         put_bytes(as_path(path), buffer.getvalue())
         return
     path = Path(path)
     fd, tmp = _atomic_target(path)
     os.close(fd)
     try:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, compression="zstd", row_group_size=row_group_rows)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_records(model: type[BaseModel], records: Iterable[BaseModel], path: PathLike) -> int:
+def write_records(model: type[BaseModel], records: Iterable[BaseModel], path: PathLike,
+                  row_group_rows: int | None = None) -> int:
     """Write records of one type to a parquet shard with the schema derived from `model`."""
     table = to_table(model, records)
-    write_table(table, path)
+    write_table(table, path, row_group_rows)
     return table.num_rows
+
+
+def write_record_stream(model: type[BaseModel], records: Iterable[BaseModel], path: PathLike,
+                        group_rows: int) -> int:
+    """Write records to one parquet file a row group of `group_rows` at a time, atomically: memory holds
+    one group, however many records come. No records, no file. Returns the number written. On object
+    storage the file is built in a local temporary file, then uploaded streamed (`put_file`)."""
+    records = iter(records)
+    batches = iter(lambda: list(itertools.islice(records, group_rows)), [])
+    first = next(batches, None)
+    if first is None:
+        return 0
+    remote = as_path(path) if is_url(path) else None
+    target = Path(tempfile.gettempdir()) / "hopsmith-upload.parquet" if remote else Path(path)
+    fd, tmp = _atomic_target(target)
+    os.close(fd)
+    written = 0
+    try:
+        with pq.ParquetWriter(tmp, arrow_schema(model), compression="zstd") as writer:
+            for batch in itertools.chain([first], batches):
+                writer.write_table(to_table(model, batch))
+                written += len(batch)
+        if remote is not None:
+            put_file(remote, tmp)
+        else:
+            os.replace(tmp, target)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return written
 
 
 # how far above a shard folder its stage's manifest may lie (`data/<config>/` in the dataset folder)
@@ -173,14 +205,23 @@ def read_table(model: type[BaseModel], folder_or_file: PathLike) -> pa.Table:
     return pa.concat_tables(pq.read_table(_parquet_source(f), schema=schema) for f in files)
 
 
-def read_records(model: type[M], folder_or_file: PathLike) -> Iterator[M]:
-    """Iterate validated records from a folder of shards (or one file), shard by shard."""
+def read_records(model: type[M], folder_or_file: PathLike, batch_rows: int = 1024) -> Iterator[M]:
+    """Iterate validated records from a folder of shards (or one file), shard by shard, `batch_rows` at
+    a time."""
     files = _files(folder_or_file)
     schema = arrow_schema(model)
     for file in files:
-        for batch in parquet_file(file).iter_batches(batch_size=1024):
+        for batch in parquet_file(file).iter_batches(batch_size=batch_rows):
             for row in pa.Table.from_batches([batch]).cast(schema).to_pylist():
                 yield from_row(model, row)
+
+
+def read_column(folder_or_file: PathLike, column: str, batch_rows: int = 65536) -> Iterator[Any]:
+    """One field's values from a folder of shards (or one file), `batch_rows` at a time: counting a
+    stage's rows by a field need not load the rows."""
+    for file in _files(folder_or_file):
+        for batch in parquet_file(file).iter_batches(batch_size=batch_rows, columns=[column]):
+            yield from batch.column(0).to_pylist()
 
 
 def write_manifest(folder: PathLike, manifest: Manifest) -> None:

@@ -92,6 +92,8 @@ class ChatResult:
     model: str = ""
     cached: bool = False
     seconds: float = 0.0
+    # what a server with a reasoning parser (vLLM, SGLang) moved out of `content`: the model's <think> text
+    reasoning: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,6 +102,7 @@ class ChatResult:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "model": self.model,
+            "reasoning": self.reasoning,
         }
 
 
@@ -590,6 +593,8 @@ class LLMClient:
             completion_tokens=usage.completion_tokens if usage else 0,
             model=served,
             seconds=time.perf_counter() - started,
+            reasoning=(getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None) or ""
+                       if message else ""),
         )
         self.stats.prompt_tokens += result.prompt_tokens
         self.stats.completion_tokens += result.completion_tokens

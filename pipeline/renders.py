@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Literal
 
-from schemas.critic import JudgedTrajectory
+from schemas.critic import JudgedTrajectory, TurnJudgement
 from schemas.dataset import (
     ConversationMessage,
     NanbeigeRow,
@@ -36,6 +36,7 @@ from schemas.dataset import (
     OpenAIMessage,
     OpenAIRow,
     OpenAIToolCall,
+    ProducedBy,
     PromptMessage,
     RLPrompt,
     ToolMindRow,
@@ -142,6 +143,14 @@ def turn_views(trajectory: Trajectory) -> list[TurnView]:
                 )
             )
     return views
+
+
+def produced_by(judged: JudgedTrajectory, judgements: list[TurnJudgement] | None = None) -> ProducedBy:
+    """The engines (and served models) behind a trajectory's row, or behind the rows of `judgements`."""
+    judgements = judged.judgements if judgements is None else judgements
+    judge = next((j for j in judgements if j.model), judgements[0] if judgements else None)
+    return ProducedBy(policy_engine=judged.trajectory.engine, policy_model=judged.trajectory.model,
+                      judge_engine=judge.engine if judge else None, judge_model=judge.model if judge else None)
 
 
 def turn_loss(judged: JudgedTrajectory) -> list[int]:
@@ -419,6 +428,7 @@ def render_nanbeige(judged: JudgedTrajectory) -> NanbeigeRow:
         turn_rewards=turn_rewards(judged),
         outcome_reward=judged.outcome_reward,
         correct=trajectory.outcome.correct,
+        produced_by=produced_by(judged),
     )
 
 
@@ -501,6 +511,7 @@ def render_openai(judged: JudgedTrajectory) -> OpenAIRow:
         tools=openai_tools(messages),
         outcome_reward=judged.outcome_reward,
         correct=trajectory.outcome.correct,
+        produced_by=produced_by(judged),
     )
 
 
@@ -569,6 +580,7 @@ def render_turns(judged: JudgedTrajectory) -> list[TurnRow]:
     rewards = turn_rewards(judged)
     rows = []
     assistant_positions = [i for i, m in enumerate(conversation) if m.role == "assistant"]
+    judgements = {j.turn_index: j for j in judged.judgements}
     for turn, position, reward in zip(trajectory.turns, assistant_positions, rewards, strict=True):
         if conversation[position].loss != 1:
             continue
@@ -583,6 +595,7 @@ def render_turns(judged: JudgedTrajectory) -> list[TurnRow]:
                 turn_index=turn.index,
                 conversations=prefix,
                 reward=reward,
+                produced_by=produced_by(judged, [judgements[turn.index]]),
             )
         )
     return rows
@@ -607,4 +620,6 @@ def render_rl(question: Question, environment: str) -> RLPrompt:
         hops=question.hops,
         environment=environment,
         tools=render_tools(),
+        writer_engine=question.engine,
+        writer_model=question.model,
     )

@@ -5,14 +5,18 @@ A secret is the value of an environment variable whose name says it holds one (`
 `api_key_env`, see `register_secret_env`), plus whatever follows `Bearer` or an `Authorization` /
 `api-key` header in a text, so that a server echoing the request's headers leaks nothing. `scrub` replaces
 each with `***`; `ScrubLogs` applies it to every log record, its traceback included; `SkippedRecord.detail`
-and the CLI's error lines go through it.
+and the CLI's error lines go through it. Worker processes (Beam's multi-processing workers) get the same
+scrubbing from `scrub_process_output`: every log record scrubbed when it is created, and stdout/stderr
+scrubbed line by line; the names registered with `register_secret_env` reach them through the environment.
 """
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import re
+import sys
 import traceback
 
 MASK = "***"
@@ -20,6 +24,8 @@ MASK = "***"
 MIN_SECRET_CHARS = 8
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
 _named: set[str] = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "OPENAI_API_KEY"}
+# the names `register_secret_env` was given, for child processes (which never see the role configs built here)
+SECRET_NAMES_ENV = "HOPSMITH_SECRET_ENV_NAMES"
 # header-shaped secrets, whoever echoes them: `Bearer x`, `Authorization: x`, `"api-key": "x"`, hf_/sk- tokens
 _PATTERNS = (
     re.compile(r"(?i)(\bbearer\s+)[^\s'\",;}\]]+"),
@@ -30,13 +36,17 @@ _PATTERNS = (
 
 
 def register_secret_env(name: str) -> None:
-    """Treat the value of environment variable `name` as a secret (an LLM role's `api_key_env`)."""
+    """Treat the value of environment variable `name` as a secret (an LLM role's `api_key_env`), here and in
+    the processes started from here."""
     _named.add(name)
+    inherited = set(filter(None, os.environ.get(SECRET_NAMES_ENV, "").split(",")))
+    os.environ[SECRET_NAMES_ENV] = ",".join(sorted(inherited | {name}))
 
 
 def secret_values() -> list[str]:
     """The secret values in the environment now, longest first (so a key containing another is masked whole)."""
-    names = _named | {name for name in os.environ if _SECRET_NAME.search(name)}
+    inherited = set(filter(None, os.environ.get(SECRET_NAMES_ENV, "").split(",")))
+    names = _named | inherited | {name for name in os.environ if _SECRET_NAME.search(name)}
     values = {os.environ.get(name, "").strip() for name in names}
     return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
 
@@ -83,3 +93,59 @@ def install_log_scrubber(logger: logging.Logger | None = None) -> None:
     for handler in (logger or logging.getLogger()).handlers:
         if not any(isinstance(f, ScrubLogs) for f in handler.filters):
             handler.addFilter(ScrubLogs())
+
+
+def _scrubbed_record_factory(make_record):
+    scrubber = ScrubLogs()
+
+    def make_scrubbed(*args, **kwargs) -> logging.LogRecord:
+        record = make_record(*args, **kwargs)
+        scrubber.filter(record)
+        return record
+
+    make_scrubbed.scrubs = True
+    return make_scrubbed
+
+
+class ScrubbedLines(io.TextIOBase):
+    """A text stream that writes whole lines to `target`, each scrubbed (a secret split over two `write`
+    calls is masked too); what is left without a newline goes out on `flush`."""
+
+    def __init__(self, target):
+        self.target, self._pending = target, ""
+
+    def write(self, text: str) -> int:
+        self._pending += text
+        if "\n" in self._pending:
+            lines, _, self._pending = self._pending.rpartition("\n")
+            self.target.write(scrub(lines + "\n"))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self.target.write(scrub(self._pending))
+            self._pending = ""
+        self.target.flush()
+
+    def fileno(self) -> int:
+        return self.target.fileno()
+
+    def isatty(self) -> bool:
+        return self.target.isatty()
+
+    @property
+    def encoding(self) -> str:
+        return self.target.encoding
+
+
+def scrub_process_output() -> None:
+    """Scrub everything this process logs or prints through Python: each log record as it is created
+    (whatever handler writes it, including those a library adds later), and stdout/stderr line by line.
+    For processes whose log handlers hopsmith does not set up (Beam's SDK workers)."""
+    factory = logging.getLogRecordFactory()
+    if not getattr(factory, "scrubs", False):
+        logging.setLogRecordFactory(_scrubbed_record_factory(factory))
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not isinstance(stream, ScrubbedLines):
+            setattr(sys, name, ScrubbedLines(stream))

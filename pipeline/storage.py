@@ -171,11 +171,24 @@ class StorePath:
 
 def put_bytes(path: StorePath, data: bytes) -> None:
     """Write one object: under a unique temporary name first, then renamed (copied) to its final name."""
+    _put(path, lambda handle: handle.write(data))
+
+
+def put_file(path: StorePath, local: str | os.PathLike, chunk: int = 1 << 22) -> None:
+    """Upload a local file as one object, streamed (memory holds one chunk), as `put_bytes` does."""
+    def copy(handle: BinaryIO) -> None:
+        with open(local, "rb") as source:
+            shutil.copyfileobj(source, handle, chunk)
+
+    _put(path, copy)
+
+
+def _put(path: StorePath, write) -> None:
     filesystems = _filesystems()
     temporary = f"{path.parent.url}/.{path.name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
     try:
         with filesystems.create(temporary, compression_type=_uncompressed()) as handle:
-            handle.write(data)
+            write(handle)
         filesystems.rename([temporary], [path.url])
     except BaseException:
         if filesystems.exists(temporary):

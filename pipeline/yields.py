@@ -22,10 +22,19 @@ FLOORS: dict[str, list[tuple[str, int, str]]] = {
 }
 
 
+# stage -> (manifest count that, when present and zero, explains a missed floor, the explanation)
+CAUSES: dict[str, list[tuple[str, str]]] = {
+    "walk": [("graph:chain_edges", "no mapped fact leads from a page to another page with facts: the input's "
+              "infobox facts name pages it does not hold, so no path of two or more hops exists")],
+}
+
+
 def below_floor(stage: str, counts: Mapping[str, int]) -> list[str]:
-    """One plain sentence per floor a finished stage's counts miss."""
-    return [f"{stage}: {meaning} ({count} = {counts.get(count, 0):,}, floor {floor:,})"
-            for count, floor, meaning in FLOORS.get(stage, []) if counts.get(count, 0) < floor]
+    """One plain sentence per floor a finished stage's counts miss, with its cause where the counts show it."""
+    missed = [f"{stage}: {meaning} ({count} = {counts.get(count, 0):,}, floor {floor:,})"
+              for count, floor, meaning in FLOORS.get(stage, []) if counts.get(count, 0) < floor]
+    causes = [f"{stage}: {why}" for count, why in CAUSES.get(stage, []) if missed and counts.get(count, 1) == 0]
+    return missed + causes
 
 
 def split_floor_problems(rows: Mapping[str, Mapping[str, int]]) -> list[str]:

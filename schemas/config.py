@@ -99,6 +99,8 @@ class WalkConfig(_Config):
     walks_per_start: int = 24
     max_paths: int | None = None
     hub_quantile: float = 0.98
+    hub_min_degree: int = Field(default=50, ge=0, description="a hub (never an intermediate) has at least this "
+                                "degree besides lying above hub_quantile: in a small slice the top pages are not hubs")
     min_out_degree: int = 1
     require_recent_fact: bool = True
     allow_literal_answers: bool = True

@@ -29,6 +29,8 @@ class RLPrompt(Record):
     hops: int
     environment: str
     tools: list[dict[str, Any]] = []
+    writer_engine: str | None = None  # which engine wrote the question, and the model its server reported
+    writer_model: str | None = None
 
 
 class ConversationMessage(BaseModel):
@@ -38,6 +40,18 @@ class ConversationMessage(BaseModel):
     role: str
     content: str
     loss: int
+
+
+class ProducedBy(BaseModel):
+    """Which engines made a row, with the model each one's server reported (None for an offline engine):
+    the policy that acted, and the judge that labelled its turns (an LLM judge when it labelled any;
+    turns it could not judge fell back to the offline critic)."""
+
+    model_config = ConfigDict(extra="forbid")
+    policy_engine: str
+    policy_model: str | None
+    judge_engine: str | None
+    judge_model: str | None
 
 
 class ToolMindRow(BaseModel):
@@ -62,6 +76,7 @@ class NanbeigeRow(Record):
     turn_rewards: list[float]
     outcome_reward: float
     correct: bool
+    produced_by: ProducedBy
 
 
 class OpenAIFunction(BaseModel):
@@ -99,6 +114,7 @@ class OpenAIRow(Record):
     tools: list[dict[str, Any]]
     outcome_reward: float
     correct: bool
+    produced_by: ProducedBy
 
 
 class TurnRow(Record):
@@ -114,3 +130,4 @@ class TurnRow(Record):
     turn_index: int
     conversations: list[ConversationMessage]
     reward: float
+    produced_by: ProducedBy

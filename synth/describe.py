@@ -15,13 +15,24 @@ from __future__ import annotations
 import functools
 import random
 import tomllib
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from graph.csr import LITERAL, split_literal_key
+from graph.csr import LITERAL, LITERAL_PREFIX, split_literal_key
+from graph.ontology import load_ontology
 from synth import gates
-from synth.phrasing import display_title, fuzz_year, parse_date, phrase, with_article
+from synth.phrasing import (
+    LEXICON,
+    display_title,
+    fuzz_year,
+    has_ended,
+    is_work,
+    parse_date,
+    phrase,
+    with_article,
+)
 
 ATTRIBUTES_FILE = Path(__file__).resolve().parents[1] / "data" / "questions" / "attributes.toml"
 
@@ -50,23 +61,31 @@ ORDER = {"date": 0, "place": 1, "relation": 2}
 
 def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
                skip_relations: set[str], skip_labels: set[str]) -> list[Attribute]:
-    """Facts of the node usable as attributes, in a seeded random order: one per relation, except dates,
-    offered at every fuzzing level (a decade, a third of one, a third of a century) so that the level that
-    tells the candidates apart can be chosen.
+    """Facts of the node usable as attributes, in a seeded random order: each object of a relation (the
+    choice keeps at most one per relation), one date per date relation, offered at every fuzzing level (a
+    decade, a third of one, a third of a century) so that the level that tells the candidates apart can be
+    chosen.
 
-    Relations and objects in `skip_*` (the path's own) are left out: stating them would give a hop away.
+    Relations in `skip_relations` (the hops into and out of the node) and objects in `skip_labels` (the
+    path's nodes) are left out: stating them would give a hop away. An entity fact is offered when the
+    lexicon can name its relation; a name an infobox gives as plain text ("members = Fozzi") counts as an
+    entity when its property's range is an entity class.
     """
     graph, table = ctx.graph, attribute_table()
     who, its = ("who", "their") if person else ("that", "its")
+    work = is_work(graph.entity_type[node])
     found: dict[str, list[Attribute]] = {}
+    objects_of = Counter(graph.rel[graph.indptr[node] : graph.indptr[node + 1]].tolist())  # distinct in the CSR
     for edge in range(graph.indptr[node], graph.indptr[node + 1]):
         relation = graph.relation_names[graph.rel[edge]]
         obj = int(graph.dst[edge])
         label = graph.label(obj)
-        if relation in found or relation in skip_relations or label in skip_labels:
+        if relation in skip_relations or label in skip_labels or len(found.get(relation, ())) >= MAX_OPTIONS:
             continue
         clue = functools.partial(gates.Clue, position=position, attribute=relation)
         if relation in table["dates"] and graph.kind[obj] == LITERAL:
+            if relation in found:
+                continue  # one date of a relation, offered at every fuzzing level
             value_type, value, _ = split_literal_key(graph.keys[obj])
             parsed = parse_date(value) if value_type == "date" else None
             if parsed and parsed[0] > 0:
@@ -75,28 +94,76 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
                     Attribute(relation, "date", forms["modifier"].format(p=period, who=who),
                               forms["predicate"].format(p=period), clue(years=years), f"date:{value}->{period}")
                     for period, years in (fuzz_year(parsed[0], level) for level in range(3))]
-        elif graph.kind[obj] == LITERAL:
+        elif graph.kind[obj] == LITERAL and not _named_value(graph, obj, relation):
             continue
         elif relation in table["places"]:
+            if gates.lies_in(graph, obj, node, table["places"]) or objects_of[graph.rel[edge]] > gates.MAX_CONTAINERS:
+                continue  # the infobox reverses containment (a city listing its boroughs as its regions)
             forms, name = table["places"][relation], display_title(label)
-            found[relation] = [Attribute(relation, "place", forms["modifier"].format(o=name),
-                                         forms["predicate"].format(o=name), clue(object=label))]
-        elif phrase(relation).clue:  # a relation the lexicon can say in a sentence
-            noun, name = phrase(relation).noun, display_title(label)
-            if _ended(graph, edge):  # an ended marriage is not stated in the present
+            if work and relation in table["work_places"]:
+                forms = table["work_places"][relation]
+            found.setdefault(relation, []).append(Attribute(
+                relation, "place", forms["modifier"].format(o=name, who=who), forms["predicate"].format(o=name),
+                clue(object=str(graph.keys[obj]))))
+        elif relation in LEXICON:  # a relation the lexicon names
+            noun, name = phrase(relation).noun, _name(label, phrase(relation).noun)
+            several = objects_of[graph.rel[edge]] > 1
+            if _ended(graph, edge, ctx.as_of):  # an ended marriage or term is not stated in the present
                 modifier, predicate = f"whose former {noun} is {name}", f"had {name} as {its} {noun}"
+            elif several:
+                modifier, predicate = f"whose {plural(noun)} include {name}", f"has {name} among {its} {plural(noun)}"
             else:
                 modifier, predicate = f"whose {noun} is {name}", f"has {name} as {its} {noun}"
-            found[relation] = [Attribute(relation, "relation", modifier, predicate, clue(object=label))]
+            found.setdefault(relation, []).append(
+                Attribute(relation, "relation", modifier, predicate, clue(object=str(graph.keys[obj]))))
     options = [option for relation in found.values() for option in relation]
     rng.shuffle(options)
     return options
 
 
-def _ended(graph, edge: int) -> bool:
-    """Whether the fact behind a CSR edge has an end qualifier (a marriage that ended)."""
+def restates(noun: str, attribute: Attribute) -> bool:
+    """Whether an attribute only repeats the noun ("an English novelist whose occupation is Novelist")."""
+    key = attribute.clue.object or ""
+    name = (split_literal_key(key)[1] if key.startswith(LITERAL_PREFIX) else key).split(" (")[0].lower()
+    return bool(name) and attribute.kind == "relation" and f" {name} " in f" {noun.lower()} "
+
+
+MAX_NAME_CHARS = 40
+MAX_OPTIONS = 8  # objects of one relation offered as attributes (each one a candidate clue)
+
+
+def _named_value(graph, node: int, relation: str) -> bool:
+    """Whether a literal is a name given as plain text: a short string without digits, of a property whose
+    values are entities ("bandMember = Fozzi"), so that stating it describes like an entity does."""
+    value_type, value, _ = split_literal_key(graph.keys[node])
+    entry = load_ontology().properties.get(relation)
+    return (value_type == "string" and entry is not None and entry.is_object and len(value) <= MAX_NAME_CHARS
+            and not any(ch.isdigit() for ch in value) and not any(ch in value for ch in ",;:()"))
+
+
+def _name(title: str, noun: str) -> str:
+    """A title as it reads after its relation's noun: "whose producer is Jim Ballantine", not "... is the
+    producer Jim Ballantine" for the page "Jim Ballantine (producer)"."""
+    bare, _, qualifier = title.partition(" (")
+    return bare if qualifier.rstrip(")") == noun else display_title(title)
+
+
+def plural(noun: str) -> str:
+    """"genre" -> "genres", "country of origin" -> "countries of origin", "band member" -> "band members"."""
+    head, sep, tail = noun.partition(" of ")
+    if head.endswith("y") and head[-2:-1] not in "aeiou":
+        head = head[:-1] + "ies"
+    elif head.endswith(("s", "sh", "ch", "x", "z")):
+        head += "es"
+    else:
+        head += "s"
+    return head + sep + tail
+
+
+def _ended(graph, edge: int, as_of) -> bool:
+    """Whether the fact behind a CSR edge had ended by the snapshot (a marriage, a term of office)."""
     qualifiers = graph.relations["qualifiers"][int(graph.edge_row[edge])].as_py() or []
-    return any(q["key"] == "end" for q in qualifiers)
+    return has_ended({q["key"]: q["value"] for q in qualifiers}, as_of)
 
 
 def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]], target: int,

@@ -6,6 +6,8 @@
 - `intermediate_leak`: an obfuscated intermediate entity is named anyway (the question loses a hop);
 - `start_leak`: the start entity is described, but the text names it anyway;
 - `fewer_hops`: the answer is reachable from the start entity in fewer hops than the question asks;
+- `reversed_place`: a hop says a place lies in another that the graph says lies in it (an infobox listing
+  a city's boroughs as its regions), so the question would state a false containment;
 - `start_not_unique`: another entity fits every attribute the question describes the start entity by;
 - `multi_valued_hop`: an intermediate hop leads to several objects (pages, objects without a page and
   literals alike: the graph is an open world) that the question's clues do not tell apart;
@@ -41,7 +43,7 @@ from schemas.questions import Path
 from synth.matching import match_answer, normalize_answer
 from synth.phrasing import parse_date, phrase, type_noun
 
-GATES = ("vague_answer", "fewer_hops", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
+GATES = ("vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
          "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap")
 MAX_FRONTIER = 100_000
@@ -394,15 +396,53 @@ def one_search(environment, text: str, answer: str, forms: Iterable[str], top_k:
     return None
 
 
+def reversed_place(graph: CSRGraph, path: Path, place_relations) -> str | None:
+    """Why a hop over a place relation ("X lies in Y") is contradicted by Y lying in X, or None."""
+    ids = path_node_ids(graph, path)
+    if ids is None:
+        return None
+    for position, hop in enumerate(path.hops):
+        if hop.relation not in place_relations:
+            continue
+        if lies_in(graph, ids[position + 1], ids[position], place_relations):
+            return f"{path.nodes[position + 1]!r} lies in {path.nodes[position]!r}, not the other way"
+        if lists_parts(graph, ids[position], graph.relation_id(hop.relation)):
+            return f"{path.nodes[position]!r} lists its parts under {hop.relation}, not places it lies in"
+    return None
+
+
+MAX_CONTAINERS = 3  # a place lies in a few nested regions (state, county); a longer list names its parts
+
+
+def lists_parts(graph: CSRGraph, place: int, relation: int) -> bool:
+    """Whether a place's objects of a place relation are too many to be regions it lies in (New York City's
+    `subdivision_name2` lists its five boroughs)."""
+    return len(graph.objects(place, relation)) > MAX_CONTAINERS
+
+
+def lies_in(graph: CSRGraph, place: int, container: int, place_relations) -> bool:
+    """Whether the graph states that `place` lies in `container` (over the place relations)."""
+    for edge in range(graph.indptr[place], graph.indptr[place + 1]):
+        if int(graph.dst[edge]) == container and graph.relation_names[graph.rel[edge]] in place_relations:
+            return True
+    return False
+
+
 def fewer_hops(graph: CSRGraph, path: Path) -> str | None:
-    """The shortest distance from start to answer when it is below the path's hop count."""
+    """The shortest distance from start to answer when it is below the path's hop count.
+
+    A literal answer counts as reached only over the final hop's relation: another entity's fact that
+    happens to hold the same value ("1865", "Urban") under another relation is no shortcut to this one."""
     start, target = graph.node_id(path.start), answer_node(graph, path)
     if start is None or target is None:
         return None
+    final = graph.relation_id(path.hops[-1].relation) if graph.kind[target] == LITERAL else None
     frontier, seen = np.array([start]), {start}
     for depth in range(1, len(path.hops)):
         targets = np.concatenate([graph.dst[graph.indptr[n] : graph.indptr[n + 1]] for n in frontier]) if len(frontier) else np.array([], np.int32)
-        if target in set(targets.tolist()):
+        reached = targets if final is None else np.concatenate(
+            [graph.objects(int(n), final) for n in frontier]) if len(frontier) else targets
+        if target in set(reached.tolist()):
             return f"answer reachable in {depth} hop(s)"
         fresh = [int(n) for n in np.unique(targets) if int(n) not in seen]
         seen.update(fresh)

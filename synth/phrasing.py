@@ -37,14 +37,28 @@ def _r(noun: str, *ask: str, clue: str = "", mutable: bool = False, count_ask: s
     return RelationPhrase(noun, tuple(ask), clue, mutable, count_ask)
 
 
-def _load_lexicon(path: Path = LEXICON_FILE) -> dict[str, RelationPhrase]:
+def _entry(entry: dict) -> RelationPhrase:
+    return _r(entry["noun"], *entry.get("ask", ()), clue=entry.get("clue", ""), mutable=entry.get("mutable", False),
+              count_ask=entry.get("count_ask", ""))
+
+
+def _load_lexicon(path: Path = LEXICON_FILE) -> tuple[dict[str, RelationPhrase], dict[str, RelationPhrase]]:
+    """The entries, and the variants of those whose subject reads differently when it is a creative work
+    (a sub-table `work`: a novel is *from* a country, a city is *in* one)."""
     table = tomllib.loads(path.read_text(encoding="utf-8"))
-    return {name: _r(entry["noun"], *entry.get("ask", ()), clue=entry.get("clue", ""),
-                     mutable=entry.get("mutable", False), count_ask=entry.get("count_ask", ""))
-            for name, entry in table.items()}
+    works = {name: _entry({**entry, **entry["work"]}) for name, entry in table.items() if "work" in entry}
+    return {name: _entry(entry) for name, entry in table.items()}, works
 
 
-LEXICON: dict[str, RelationPhrase] = _load_lexicon()
+LEXICON, WORK_LEXICON = _load_lexicon()
+WORK_CLASS = "Work"
+
+
+def is_work(entity_type: str | None) -> bool:
+    """Whether an entity's class is a creative work (film, book, song, ...)."""
+    ontology = load_ontology()
+    cls = ontology.find_class(entity_type or "")
+    return cls is not None and ontology.is_a(cls, WORK_CLASS)
 
 # Fallback word fixes for unlisted parameters ("num" -> "number of", "loc" -> "location").
 _WORD_FIXES = {"num": "number of", "loc": "location", "hq": "headquarters", "pop": "population", "km2": "in km²",
@@ -53,9 +67,11 @@ _MUTABLE_HINTS = ("leader", "president", "mayor", "ceo", "chair", "owner", "popu
                   "manager", "coach", "employer", "members", "incumbent", "holder", "party", "current")
 
 
-def phrase(relation: str) -> RelationPhrase:
-    """The lexicon entry of a property, else one from its DBpedia label, else one built from the name of an
-    unmapped parameter."""
+def phrase(relation: str, work: bool = False) -> RelationPhrase:
+    """The lexicon entry of a property (its creative-work variant when the subject is a `work`), else one
+    from its DBpedia label, else one built from the name of an unmapped parameter."""
+    if work and relation in WORK_LEXICON:
+        return WORK_LEXICON[relation]
     if relation in LEXICON:
         return LEXICON[relation]
     ontology = load_ontology()
@@ -66,6 +82,16 @@ def phrase(relation: str) -> RelationPhrase:
     noun = " ".join(words) or relation
     return RelationPhrase(noun=f"listed {noun}" if noun.endswith("ed") else noun,
                           mutable=any(h in relation for h in _MUTABLE_HINTS))
+
+
+def has_ended(qualifiers: dict[str, str], as_of: dt.date) -> bool:
+    """Whether a fact's end qualifier (a marriage's end, a term of office's `term_end`) lies on or before the
+    snapshot: a term that ends later is still running."""
+    parsed = parse_date(qualifiers.get("end", ""))
+    if parsed is None or parsed[0] <= 0:
+        return "end" in qualifiers  # an end stated without a readable date ("div.") has happened
+    year, month, day = parsed
+    return dt.date(year, month or 1, day or 1) <= as_of
 
 
 def is_mutable(relation: str, value_type: str, qualifiers: dict[str, str]) -> bool:
@@ -116,11 +142,12 @@ def display_title(title: str) -> str:
     return f"the {qualifier} {bare}"
 
 
-_CONSONANT_SOUND = ("uni", "use", "usu", "eu", "one", "once")  # "a university", "a European", "a one-off"
+# "a university", "a European", "a one-off", "a Ukrainian", "a Uruguayan", "a Ugandan"
+CONSONANT_SOUND = ("uni", "use", "usu", "eu", "one", "once", "ukr", "uru", "uga", "uta")
 
 
 def with_article(noun: str) -> str:
-    vowel = noun[:1].lower() in "aeiou" and not noun.lower().startswith(_CONSONANT_SOUND)
+    vowel = noun[:1].lower() in "aeiou" and not noun.lower().startswith(CONSONANT_SOUND)
     return f"{'an' if vowel else 'a'} {noun}"
 
 

@@ -27,6 +27,7 @@ import apache_beam as beam
 from pydantic import BaseModel
 
 from graph.csr import CSRGraph, load_csr, split_literal_key
+from graph.ontology import load_ontology
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.io import (
@@ -62,7 +63,9 @@ from synth.phrasing import (
     date_variants,
     description_noun,
     display_title,
+    has_ended,
     is_mutable,
+    is_work,
     month_year,
     number_variants,
     parse_date,
@@ -132,21 +135,30 @@ def _rng(config: QuestionConfig, path: Path, purpose: str) -> random.Random:
 
 
 def _noun_for(ctx: QuestionContext, title: str) -> tuple[str | None, str | None]:
-    """The noun an entity is described by (from its description, else its type) and its checkable type."""
+    """The noun an entity is described by and its checkable type: the lead sentence's noun phrase when its
+    head is a known noun that agrees with the entity's class ("Ukrainian ska band" for a Band), else the
+    class noun ("television series", never "American adult" from "an American adult animated series")."""
     info = ctx.entities.get(title)
     coarse = type_noun(info.type) if info else "entity"
-    described_noun = description_noun(info.description) if info else None
     checkable = None if coarse == "entity" else coarse
-    return described_noun or checkable, checkable
+    lead = load_ontology().lead_noun(description_noun(info.description), info.type) if info else None
+    return lead or checkable, checkable
 
 
-def _ended(hop) -> bool:
-    return any(q.key == "end" for q in hop.qualifiers)
+def _ended(hop, as_of: dt.date) -> bool:
+    return has_ended({q.key: q.value for q in hop.qualifiers}, as_of)
 
 
-def _changeable(hop) -> bool:
-    """A fact that can still change after the snapshot (an ended one cannot)."""
-    return not _ended(hop) and is_mutable(hop.relation, hop.value_type, {q.key: q.value for q in hop.qualifiers})
+def _changeable(hop, as_of: dt.date) -> bool:
+    """A fact that can still change after the snapshot: not an ended one, but a running term that is to end."""
+    qualifiers = {q.key: q.value for q in hop.qualifiers}
+    return not _ended(hop, as_of) and (is_mutable(hop.relation, hop.value_type, qualifiers) or "end" in qualifiers)
+
+
+def _adjacent_relations(path: Path, position: int) -> set[str]:
+    """The relations of the hops into and out of a position: an attribute over one of them would state
+    another object of the hop (or the hop itself, read backwards)."""
+    return {path.hops[i].relation for i in (position - 1, position) if 0 <= i < len(path.hops)}
 
 
 def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, rng: random.Random,
@@ -158,7 +170,8 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
     noun, checkable = _noun_for(ctx, path.nodes[position])
     base = [gates.Clue(position=position, type_noun=checkable)] if checkable else []
     options = describe.attributes(ctx, ids[position], position, rng, checkable in PERSON_NOUNS,
-                                  {h.relation for h in path.hops}, set(path.nodes))
+                                  _adjacent_relations(path, position), set(path.nodes))
+    options = [option for option in options if not describe.restates(noun or "", option)]
     if reached is None:
         minimum = max(config.start_attributes - len(base), 1)
 
@@ -218,8 +231,11 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
         final = graph.objects(ids[-2], graph.relation_id(path.hops[-1].relation))
         if len(final) > 1:
             shape = "tree"
+            # A branch never names another object of the final hop ("the birthplace that lies in New York
+            # City" when New York City is a birthplace too): the objects are alternatives, not landmarks.
+            siblings = {graph.label(o) for o in final}
             options = describe.attributes(ctx, ids[-1], hops, rng, _answer_noun(ctx, path) in PERSON_NOUNS,
-                                          {h.relation for h in path.hops}, set(path.nodes))
+                                          _adjacent_relations(path, hops), set(path.nodes) | siblings)
             reached = {int(o) for o in final}
 
             def fits(branch_clues):
@@ -228,8 +244,8 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
             clues += [b.clue for b in branches]
             obfuscations += [f"branch:{b.predicate}" for b in branches]
             obfuscations += [b.obfuscation for b in branches if b.obfuscation]
-    ended = {index for index, hop in enumerate(path.hops) if _ended(hop)}
-    as_of_text = month_year(ctx.as_of) if any(_changeable(h) for h in path.hops) else None
+    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, ctx.as_of)}
+    as_of_text = month_year(ctx.as_of) if any(_changeable(h, ctx.as_of) for h in path.hops) else None
     if as_of_text:
         obfuscations.append(f"as_of:{as_of_text}")
     obfuscations += [f"style:{style}", f"shape:{shape}"]
@@ -245,7 +261,7 @@ def _described(plan: Plan, position: int) -> str:
 
 # Present -> past for a fact that has ended ("is married to" -> "was married to").
 _PAST = ((" is ", " was "), ("Who is ", "Who was "), ("What is ", "What was "), (" does ", " did "),
-         (" are ", " were "))
+         (" are ", " were "), (" holds", " held"))
 
 
 def _past(template: str) -> str:
@@ -264,7 +280,7 @@ def _ask(ctx: QuestionContext, path: Path, plan: Plan, subject: str, rng: random
     """The final question sentence about `subject`, relation-aware, with a varied surface form; a tree
     question asks for the object of the final relation that the branches single out."""
     relation = path.hops[-1].relation
-    entry = phrase(relation)
+    entry = phrase(relation, _is_work(ctx, path.hops[-1].head))
     noun = entry.noun
     ended = len(path.hops) - 1 in plan.ended
     if plan.branches:
@@ -306,9 +322,15 @@ def _fit_precision(frames: list[str], path: Path) -> list[str]:
     return [f for f in frames if ("what year" in f) == year_only or ("what date" not in f and "what year" not in f)]
 
 
-def _clue_sentence(relation: str, subject: str, obj: str, ended: bool) -> str:
-    template = phrase(relation).clue or "The {n} of {s} is {o}."
-    return sentence((_past(template) if ended else template).format(n=phrase(relation).noun, s=subject, o=obj))
+def _is_work(ctx: QuestionContext, title: str) -> bool:
+    info = ctx.entities.get(title)
+    return info is not None and is_work(info.type)
+
+
+def _clue_sentence(relation: str, subject: str, obj: str, ended: bool, work: bool = False) -> str:
+    entry = phrase(relation, work)
+    template = entry.clue or "The {n} of {s} is {o}."
+    return sentence((_past(template) if ended else template).format(n=entry.noun, s=subject, o=obj))
 
 
 def _tidy(text: str) -> str:
@@ -335,8 +357,9 @@ def write_template(ctx: QuestionContext, path: Path, plan: Plan) -> Draft:
         sentences, subject, used = [], start, Counter()
         for position in range(1, hops):
             noun = plan.nouns[position]
-            sentences.append(_clue_sentence(path.hops[position - 1].relation, subject, _described(plan, position),
-                                            position - 1 in plan.ended))
+            hop = path.hops[position - 1]
+            sentences.append(_clue_sentence(hop.relation, subject, _described(plan, position),
+                                            position - 1 in plan.ended, _is_work(ctx, hop.head)))
             used[noun] += 1
             subject = f"this {noun}" if used[noun] == 1 else f"the latter {noun}"
         sentences.append(sentence(_ask(ctx, path, plan, subject, rng)))
@@ -436,6 +459,8 @@ def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
         return "vague_answer", detail
     if (detail := gates.fewer_hops(ctx.graph, path)) is not None:
         return "fewer_hops", detail
+    if (detail := gates.reversed_place(ctx.graph, path, describe.attribute_table()["places"])) is not None:
+        return "reversed_place", detail
     if ctx.config.reject_dominant_answer and (detail := gates.dominant_answer(ctx.facts, path)) is not None:
         return "dominant_answer", detail
     return None

@@ -17,8 +17,9 @@ from pipeline.errors import UserError
 from pipeline.io import read_manifest, read_records, read_table
 from pipeline.storage import as_path
 from schemas.config import QuestionConfig, WalkConfig
+from schemas.questions import Path as Path_
 from schemas.questions import Question
-from schemas.wiki import Entity
+from schemas.wiki import Entity, SkippedRecord
 from synth import gates
 from synth.matching import normalize_answer
 
@@ -82,10 +83,14 @@ def measure(folders: dict[str, Path], top_k: int | None = None) -> dict[str, Any
                                            top_k) is not None
     total = len(questions)
     top = answers.most_common(TOP_ANSWERS)
+    tree_share = _share(sum(n for k, n in by_shape.items() if k.endswith("tree")), total)
     return {
         "questions": total,
         "by_hops_and_shape": dict(sorted(by_shape.items())),
-        "tree_share": _share(sum(n for k, n in by_shape.items() if k.endswith("tree")), total),
+        "tree_share": tree_share,
+        "tree_share_configured": walk_config.tree_share,
+        "tree_note": tree_note(folders, walk, walk_config, tree_share),
+        "yield_by_hops": yield_by_hops(folders, Counter(q.hops for q in questions)),
         "names_start_share": _share(named, total),
         "one_search_share": _share(one_search, total) if environment is not None else None,
         "one_search_top_k": top_k,
@@ -100,9 +105,43 @@ def measure(folders: dict[str, Path], top_k: int | None = None) -> dict[str, Any
     }
 
 
+def yield_by_hops(folders: dict[str, Path], kept: Counter) -> dict[str, dict[str, Any]]:
+    """Per hop count: the paths the walk found, the questions kept, and the commonest reasons the rest were
+    rejected (why 4-hop questions are few: mostly a shorter route to the answer in a dense graph)."""
+    if read_manifest(folders["paths"]) is None:
+        return {}
+    hops = {row["path_id"]: len(row["hops"]) for row in
+            read_table(Path_, folders["paths"] / "paths").select(["path_id", "hops"]).to_pylist()}
+    rejected: dict[int, Counter] = {}
+    for record in read_records(SkippedRecord, folders["questions"] / "skipped"):
+        if record.title in hops:
+            rejected.setdefault(hops[record.title], Counter())[record.reason] += 1
+    return {str(count): {"paths": paths, "questions": kept.get(count, 0),
+                    "rejected": dict(rejected.get(count, Counter()).most_common(3))}
+            for count, paths in sorted(Counter(hops.values()).items())}
+
+
+def tree_note(folders: dict[str, Path], walk, walk_config: WalkConfig, tree_share: float) -> str:
+    """Why the tree share falls short of the configured one, in plain words (empty when it does not): how
+    many walks drawn to branch found a final relation whose objects branches can tell apart, and what the
+    questions stage did with those paths."""
+    if walk is None or tree_share >= walk_config.tree_share / 2:
+        return ""
+    drawn, branched = walk.counts.get("walks:may_branch", 0), walk.counts.get("walks:branched", 0)
+    paths = read_table(Path_, folders["paths"] / "paths").select(["path_id", "conditions"]).to_pylist()
+    tree_paths = {row["path_id"] for row in paths if "branching_final_hop" in (row["conditions"] or [])}
+    fates = Counter(record.reason for record in read_records(SkippedRecord, folders["questions"] / "skipped")
+                    if record.title in tree_paths)
+    rejected = ", ".join(f"{reason} {count}" for reason, count in fates.most_common(4)) or "none"
+    return (f"walk.tree_share is {walk_config.tree_share:.0%}: of {drawn} walks "
+            f"drawn to branch, {branched} found a final relation whose several objects are all pages with facts "
+            f"(the graph offers no other place for a tree); {len(tree_paths)} distinct tree paths, "
+            f"{sum(fates.values())} rejected ({rejected})")
+
+
 def gates_run(config: QuestionConfig, searched: bool) -> list[str]:
     """The gates every kept question passed in this configuration (the card claims no other)."""
-    ran = ["vague_answer", "fewer_hops", "multi_valued_hop", "alternative_answer", "tree_branch", "answer_leak",
+    ran = ["vague_answer", "fewer_hops", "reversed_place", "multi_valued_hop", "alternative_answer", "tree_branch", "answer_leak",
            "evidence_leak", "intermediate_leak", "missing_as_of", "duplicate", "answer_cap"]
     if config.describe_start > 0:
         ran += ["start_not_unique", "start_leak"]
@@ -121,7 +160,11 @@ def report_rows(report: dict[str, Any]) -> list[list[Any]]:
     return [
         ["questions", report["questions"]],
         *[[f"questions: {key}", count] for key, count in report["by_hops_and_shape"].items()],
-        ["tree-shaped share", f"{report['tree_share']:.1%}"],
+        *[[f"{count}-hop paths -> questions", f"{row['paths']} -> {row['questions']} (rejected most: "
+           + ", ".join(f"{reason} {n}" for reason, n in row["rejected"].items()) + ")"]
+          for count, row in report.get("yield_by_hops", {}).items()],
+        ["tree-shaped share", f"{report['tree_share']:.1%}"
+         + (f" ({report['tree_note']})" if report.get("tree_note") else "")],
         ["share naming the start entity", f"{report['names_start_share']:.1%}"],
         [f"share answered by one search (top {report['one_search_top_k']})",
          "not measured (no index)" if one_search is None else f"{one_search:.1%}"],

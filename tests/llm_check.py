@@ -8,7 +8,9 @@ every framework and the judge all pointed at the proxy. A run that ends unfinish
 as a user would. Then it checks what a user relies on: every record accounted for in every stage, the
 LLM counts of every role in the manifests, and no error trajectory in a training config. When the writer
 keeps no question (a 270M base model rarely writes a faithful one), a second run gives the policies and
-the judge the template engine's questions. `--record` saves the transcript the tests replay.
+the judge the template engine's questions. Last, the policies of every framework run stage 3 on the stage-3
+test snapshot (tests/trajectory_fixtures.py): the episodes `tests.llm_replay.replay_policy_episodes`
+replays into real-model trajectories without the model. `--record` saves the transcript the tests replay.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,10 +35,12 @@ import pyarrow.parquet as pq  # noqa: E402
 
 from pipeline.io import read_manifest, read_records  # noqa: E402
 from schemas.critic import JudgedTrajectory  # noqa: E402
-from tests.llm_replay import TRANSCRIPT, Recorder  # noqa: E402
+from schemas.trajectory import Trajectory  # noqa: E402
+from synth.trajectories import run_trajectories  # noqa: E402
+from tests.llm_replay import FRAMEWORKS, MODEL, TRANSCRIPT, Recorder, local_role, policy_episode_config  # noqa: E402
 from tests.servers import OpenAIServer  # noqa: E402
+from tests.trajectory_fixtures import make_snapshot  # noqa: E402
 
-MODEL = "gemma-3-270m"
 # The GGUF has no chat template, and llama-cpp-python's built-in `gemma` format drops system messages (the
 # model would never see a role's instructions): Gemma's own template, which opens the first user turn
 # with the system prompt, is supplied as a tokenizer config.
@@ -68,13 +73,8 @@ def start_server(python: Path, gguf: Path, port: int, log: Path) -> subprocess.P
 
 
 def role_toml(table: str, base_url: str, **extra: object) -> str:
-    """One role on the local server, sized for a CPU that serves one request at a time. llama-cpp-python
-    refuses `json_schema`, and its `json_object` grammar checks every one of Gemma's 262k tokens at each
-    step (minutes per reply on 2 cores), so JSON is read from the plain reply (and repaired), as for any
-    server without structured output."""
-    values = {"base_url": base_url, "model": MODEL, "api_key_env": "HOPSMITH_LLM_CHECK_KEY", "timeout_s": 300.0,
-              "max_concurrency": 1, "structured_output": "none", "max_tokens": 80, "max_repairs": 1, **extra}
-    return f"[{table}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in values.items())
+    """One role on the local server (`tests.llm_replay.LOCAL_ROLE`)."""
+    return f"[{table}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in local_role(base_url, **extra).items())
 
 
 def config_text(base_url: str, llm_writer: bool) -> str:
@@ -91,8 +91,9 @@ max_questions = 1
 batch_size = 3
 """
     if llm_writer:
-        text += role_toml("questions.writer", base_url) + role_toml("questions.shortcut", base_url)
-    for framework in ("react", "function_calling", "tagged"):
+        text += role_toml("questions.writer", base_url)
+    text += role_toml("questions.shortcut", base_url)  # it checks template questions as well as written ones
+    for framework in FRAMEWORKS:
         text += role_toml(f"trajectories.policies.{framework}", base_url)
     return text + role_toml("judge.judge", base_url, max_tokens=96)
 
@@ -114,7 +115,7 @@ def run_dataset(config: Path, out: Path) -> int:
     raise SystemExit(f"still unfinished after {RERUNS} runs")
 
 
-def check(out: Path, roles: list[str]) -> dict[str, int]:
+def check(out: Path, roles: list[str]) -> None:
     """Every record accounted for per stage, LLM counts per role reported, no error trajectory trained on."""
     manifests = {name: read_manifest(out / name) for name in ("questions", "trajectories", "judged", "dataset")}
     questions, trajectories, judged = manifests["questions"], manifests["trajectories"], manifests["judged"]
@@ -137,7 +138,25 @@ def check(out: Path, roles: list[str]) -> dict[str, int]:
             table = pq.read_table(shard)
             column = "trajectory_id" if "trajectory_id" in table.column_names else "key"
             assert not set(table.column(column).to_pylist()) & errors, f"an error trajectory in {config}"
-    return {k: v for k, v in counts.items() if k.startswith("llm:")}
+
+
+def policy_episodes(base_url: str, work: Path) -> dict[str, int]:
+    """Stage 3 with every framework's policy on the model, on the stage-3 test snapshot: every question
+    gets its rollouts in every framework, each trajectory finished or stopped with a reason."""
+    snapshot = make_snapshot(work / "snapshot")
+    config = policy_episode_config(base_url)
+    manifest = run_trajectories(snapshot / "questions", snapshot / "index", work / "trajectories", config,
+                                work / "cache")
+    trajectories = list(read_records(Trajectory, work / "trajectories" / "trajectories"))
+    t = manifest.counts
+    assert len(trajectories) == t["trajectories"] == t["questions_used"] * len(FRAMEWORKS) * config.rollouts, t
+    assert all(tr.stop_reason != "error" and tr.model for tr in trajectories), "an error, or no served model"
+    turns = sum(len(tr.turns) for tr in trajectories)
+    print(f"  {len(trajectories)} episodes, {turns} turns; stops "
+          + ", ".join(f"{k.removeprefix('stop:')} {v}" for k, v in sorted(t.items()) if k.startswith("stop:")),
+          flush=True)
+    return {"episodes": len(trajectories), "episode_turns": turns,
+            **{k: v for k, v in t.items() if k.startswith("llm:")}}
 
 
 def main() -> int:
@@ -157,20 +176,25 @@ def main() -> int:
     server = start_server(python, gguf, port, work / "llama-server.log")
     recorder = Recorder(f"http://127.0.0.1:{port}/v1", log=work / "exchanges.jsonl")
     started = time.monotonic()
+    runs = []  # the dataset runs: every role, then (when the writer kept nothing) the template questions
     try:
         with OpenAIServer(recorder) as proxy:
             (work / "all-roles.toml").write_text(config_text(proxy.base_url, llm_writer=True))
             print("every role on the model:", flush=True)
             run_dataset(work / "all-roles.toml", work / "all-roles")
-            reported = check(work / "all-roles", ["question-writer"])  # the others get work when a question passes
+            runs.append(work / "all-roles")
+            check(work / "all-roles", ["question-writer"])  # the others get work when a question passes
             if read_manifest(work / "all-roles" / "questions").counts["questions:kept"] == 0:
                 print("the writer kept no question: policies and judge on the template engine's questions",
                       flush=True)
                 (work / "template-questions.toml").write_text(config_text(proxy.base_url, llm_writer=False))
                 run_dataset(work / "template-questions.toml", work / "template-questions")
-                reported |= check(work / "template-questions", [f"policy-{MODEL}", "judge"])
+                runs.append(work / "template-questions")
+                check(work / "template-questions", ["shortcut-check", f"policy-{MODEL}", "judge"])
             else:
-                check(work / "all-roles", [f"policy-{MODEL}"])
+                check(work / "all-roles", ["shortcut-check", f"policy-{MODEL}", "judge"])
+            print("policy episodes on the stage-3 test snapshot:", flush=True)
+            episodes = policy_episodes(proxy.base_url, work / "episodes")
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
@@ -178,12 +202,38 @@ def main() -> int:
     if args.record:
         recorder.save(TRANSCRIPT)
         print(f"transcript: {len(recorder.entries)} exchanges -> {TRANSCRIPT}")
-    roles = sorted({e["role"] for e in recorder.entries})
-    print(f"llm-check passed in {time.monotonic() - started:.0f}s: {len(recorder.entries)} requests "
-          f"({', '.join(roles)})")
-    for name, value in sorted(reported.items()):
-        print(f"  {name:<48} {value}")
+    print(f"llm-check passed in {time.monotonic() - started:.0f}s: {len(recorder.entries)} requests reached the "
+          "model")
+    print(summary(runs, episodes))
     return 0
+
+
+SUMMARY_COUNTERS = ("requests", "cache_hits", "repairs", "invalid_responses", "gave_up_invalid", "fallbacks",
+                    "timeouts", "server_errors", "connection_errors")
+
+
+def summary(runs: list[Path], episodes: dict[str, int]) -> str:
+    """Per role, the LLM counters of every stage of every run (from the manifests); then the records."""
+    totals: Counter = Counter()
+    records: dict[str, object] = {}
+    for out in runs:
+        for stage in ("questions", "trajectories", "judged"):
+            counts = read_manifest(out / stage).counts
+            totals.update({k: v for k, v in counts.items() if k.startswith("llm:")})
+        q = read_manifest(out / "questions").counts
+        records[f"{out.name}: paths read, questions kept"] = f"{q['paths:read']}, {q['questions:kept']}"
+        records[f"{out.name}: trajectories"] = read_manifest(out / "trajectories").counts["trajectories"]
+        judged = read_records(JudgedTrajectory, out / "judged" / "judged")
+        records[f"{out.name}: judged turns"] = sum(len(j.judgements) for j in judged)
+    totals.update({k: v for k, v in episodes.items() if k.startswith("llm:")})
+    records["policy episodes (stage-3 snapshot)"] = episodes["episodes"]
+    records["policy episode turns"] = episodes["episode_turns"]
+    roles = sorted({k.split(":")[1] for k in totals})
+    lines = [f"  {'role':<24}" + "".join(f"{c:>18}" for c in SUMMARY_COUNTERS)]
+    lines += [f"  {role:<24}" + "".join(f"{totals.get(f'llm:{role}:{c}', 0):>18}" for c in SUMMARY_COUNTERS)
+              for role in roles]
+    lines += [f"  {name:<46} {value}" for name, value in records.items()]
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -55,10 +55,13 @@ class Reply:
     prompt_tokens: int = 10
     completion_tokens: int = 10
     model: str | None = None  # the model the server reports (default: the one requested)
+    reasoning_content: str | None = None  # the reasoning a server's reasoning parser split off (vLLM, SGLang)
 
 
 def _completion(reply: Reply, model: str) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+    if reply.reasoning_content is not None:
+        message["reasoning_content"] = reply.reasoning_content
     if reply.tool_calls:
         message["tool_calls"] = [
             {

@@ -305,6 +305,22 @@ def test_critical_policy_trains_only_the_turns_that_moved_the_run_toward_the_ans
     assert not judge_turns(trajectory(restated), QUESTION, JudgeConfig())[4].critical  # stated before: not new
 
 
+def test_a_check_of_a_fact_already_retrieved_is_context_and_its_statement_is_not_new_later():
+    check = turn(2, "find_in_page", {"title": "Kate Capshaw", "text": "Steven Spielberg"},
+                 "1 match(es) of 'Steven Spielberg' in 'Kate Capshaw':\n[page 1] Spouse: Steven Spielberg (m. 1991)",
+                 "The infobox of Steven Spielberg lists Kate Capshaw as his spouse. To be sure, I will check that "
+                 "her page names him.")
+    run = [SEARCH, _run()[1], check,
+           turn(3, "open_page", {"title": "Kate Capshaw"}, CAPSHAW_PAGE, "Kate Capshaw is his wife. I will open her page."),
+           turn(4, "answer", {"text": "Fort Worth, Texas"}, None, "Kate Capshaw was born in Fort Worth, Texas.")]
+    judgements = judge_turns(trajectory(run), QUESTION, JudgeConfig())
+    assert judgements[2].verdict and not judgements[2].critical  # passes, stays in context with loss 0
+    assert judgements[3].critical_reasons == ["retrieves Kate Capshaw --birth_place--> Fort Worth, Texas"]
+    assert [j.loss_mask for j in judgements] == [0, 1, 0, 1, 1]
+    unchecked = judge_turns(trajectory(run[:2] + run[3:]), QUESTION, JudgeConfig())  # stated where it moves on
+    assert unchecked[2].critical_reasons == judgements[3].critical_reasons + ["states Kate Capshaw"]
+
+
 def test_reward_is_the_weighted_mean_of_scores_and_outcome_reward_follows_correctness():
     scores = {"tool_accuracy": 1.0, "information_gain": 0.5, "logical_soundness": 0.0}
     config = JudgeConfig(weights={"tool_accuracy": 2.0, "information_gain": 2.0, "logical_soundness": 0.0})

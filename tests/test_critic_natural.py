@@ -13,11 +13,12 @@ from pipeline.cli import main
 from schemas.config import JudgeConfig
 from tests.data.build_critic_natural import build
 
-# Kinds the offline critic can give that uninjected offline rollouts produce. Absent by construction:
-# malformed_call (no offline policy writes unparseable output; that needs an LLM policy), unmotivated_action,
-# and the LLM judge's not_sensible and unsound_reasoning.
-NATURAL_KINDS = ("tool_error", "repeated_call", "empty_result", "off_path_detour", "redundant_turn",
-                 "unsupported_claim", "wrong_answer")
+# Kinds the offline critic can give that the set's uninjected rollouts produce: malformed_call from the real
+# model (it echoes prompts instead of calling a tool), the rest from the offline searchers. Absent:
+# unmotivated_action (the recorded real model never made a call that parsed, and the offline searchers' calls
+# always follow their reasoning), and the LLM judge's own not_sensible and unsound_reasoning.
+NATURAL_KINDS = ("malformed_call", "tool_error", "repeated_call", "empty_result", "off_path_detour",
+                 "redundant_turn", "unsupported_claim", "wrong_answer")
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,13 @@ def test_the_natural_set_is_large_has_every_kind_and_no_injected_turn(natural):
     assert all(kinds[k] >= 1 for k in NATURAL_KINDS), kinds
     assert sum(all(r.expected_pass.values()) for r in rows) >= 100
     assert not any(t.injected_error for row in rows for t in row.trajectory.turns)
-    assert {row.trajectory.policy for row in rows} == {"scripted", "naive"}
+    assert {row.trajectory.policy for row in rows} == {"llm", "scripted", "naive"}
+    real = [row for row in rows if row.trajectory.policy == "llm"]  # replayed replies of the recorded model
+    assert real and {row.trajectory.model for row in real} == {"gemma-3-270m"}
+    assert {row.trajectory.framework for row in real} == {"react", "function_calling", "tagged"}
+    assert "malformed_call" in {k for row in real for k in row.expected_kinds}
+    scripted = [row for row in rows if row.trajectory.policy == "scripted"]
+    assert sum(all(r.expected_pass.values()) for r in scripted) < len(scripted)  # it errs without injection too
 
 
 def test_the_critic_reaches_085_per_criterion_on_the_natural_set(natural, tmp_path):

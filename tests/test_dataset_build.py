@@ -284,3 +284,33 @@ def test_split_writer_interrupted_in_close_is_what_its_docstring_says(tmp_path, 
         writer.close()
     assert [p.name for p in folder.glob("train-*")] == ["train-00000-of-00003.parquet"]
     assert "one interrupted inside `close` can leave some shards" in " ".join(layout.SplitWriter.__doc__.split())
+
+
+def test_rows_and_card_name_the_models_the_servers_reported(tmp_path):
+    """Records made by LLM roles: every training row and RL prompt names its engines and served models,
+    and the card counts the records per role and served model (offline records name none)."""
+    questions, judged = sample_records(4)
+    questions[0] = questions[0].model_copy(update={"engine": "openai:writer-alias", "model": "writer-served"})
+    for record in judged[:3]:  # the trajectories of question 0: an LLM policy and an LLM judge
+        record.trajectory.engine, record.trajectory.model = "openai:policy-alias", "policy-served"
+        for judgement in record.judgements:
+            judgement.engine, judgement.model = "offline+openai:judge-alias", "judge-served"
+    dirs = write_upstream(tmp_path, questions, judged)
+    build_dataset(DatasetConfig(out=str(tmp_path), test_fraction=0.25), dirs)
+    dataset = dirs["dataset"]
+    rows = {config: [row for path in sorted((dataset / "data" / config).glob("*.parquet"))
+                     for row in pq.read_table(path).to_pylist()] for config in ("nanbeige", "openai", "turns", "rl")}
+    served = {"policy_engine": "openai:policy-alias", "policy_model": "policy-served",
+              "judge_engine": "offline+openai:judge-alias", "judge_model": "judge-served"}
+    for config in ("nanbeige", "openai", "turns"):
+        mine = [row["produced_by"] for row in rows[config] if row["question_id"] == questions[0].question_id]
+        others = [row["produced_by"] for row in rows[config] if row["question_id"] != questions[0].question_id]
+        assert mine and all(p == served for p in mine), config
+        assert others and all(p["policy_model"] is None and p["judge_model"] is None for p in others), config
+    rl = {row["question_id"]: (row["writer_engine"], row["writer_model"]) for row in rows["rl"]}
+    assert rl[questions[0].question_id] == ("openai:writer-alias", "writer-served")
+    assert rl[questions[1].question_id] == (questions[1].engine, None)
+    card = (dataset / "README.md").read_text()
+    turns = sum(len(record.judgements) for record in judged[:3])
+    assert (f"| judge: `judge-served` ({turns}); policy:function_calling: `policy-served` (1); policy:react: "
+            "`policy-served` (1); policy:tagged: `policy-served` (1); writer: `writer-served` (1) |") in card

@@ -13,10 +13,12 @@ from pathlib import Path
 import apache_beam as beam
 from apache_beam.testing.util import assert_that, equal_to
 
+from pipeline import extract
 from pipeline.cli import main
 from pipeline.extract import UNIT_TABLES, Redirect, ResolveRedirects, classify_record, resolve_redirects
-from pipeline.io import WorkUnits, read_manifest
+from pipeline.io import WorkUnits, read_manifest, read_records, write_records
 from pipeline.sources import iter_dump_pages
+from schemas.wiki import SkippedRecord
 
 ROOT = Path(__file__).resolve().parents[1]
 DUMP = ROOT / "data" / "sample" / "enwiki-sample-pages-articles-multistream.xml.bz2"
@@ -83,3 +85,21 @@ def test_killed_extract_resumes_only_unfinished_units(tmp_path):
     assert main([*args, "--out", str(resumed)]) == 0
     assert read_manifest(resumed).work_units == {"units": units, "extracted": units - len(done), "reused": len(done)}
     assert _shards(resumed) == _shards(fresh)
+
+
+def test_runs_merge_in_steps_in_order_keeping_ties_in_run_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(extract, "MERGE_FAN_IN", 2)  # 5 runs: two levels of intermediate merges
+    runs, expected = [], []
+    for run in range(5):
+        rows = [SkippedRecord(title=f"T{n:02d}", stage="extract", reason=f"run{run}")
+                for n in range(run, 12, 2 if run % 2 else 3)] if run != 3 else []
+        runs.append(tmp_path / f"run{run}.parquet")
+        write_records(SkippedRecord, rows, runs[-1], row_group_rows=2)
+        expected += rows
+    expected.sort(key=lambda row: row.title)  # stable: equal titles in run order
+    out = tmp_path / "out" / "part.parquet"
+    assert extract.merge_runs(SkippedRecord, runs, lambda row: row.title, out, 3, tmp_path / "scratch") == len(expected)
+    assert list(read_records(SkippedRecord, out)) == expected
+    assert len(list((tmp_path / "scratch").glob("merge1-*.parquet"))) == 2  # 5 -> 3 -> 2 runs, then the file
+    assert extract.merge_runs(SkippedRecord, runs[3:4], lambda row: row.title, tmp_path / "none.parquet", 3,
+                              tmp_path / "scratch") == 0 and not (tmp_path / "none.parquet").exists()

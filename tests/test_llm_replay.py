@@ -25,17 +25,18 @@ from critic.judge import run_judge
 from graph.walks import run_walks
 from pipeline.io import read_records
 from pipeline.llm import StageIncomplete
+from pipeline.renders import render_nanbeige
 from schemas.config import JudgeConfig, LLMRole, QuestionConfig, TrajectoryConfig, WalkConfig
 from schemas.critic import JudgedTrajectory
 from schemas.questions import Question
 from schemas.trajectory import Trajectory
 from schemas.wiki import SkippedRecord
 from synth.trajectories import run_trajectories
-from tests.llm_replay import Replay, load, role_of
+from tests.llm_replay import POLICY_EPISODES, Replay, load, replay_policy_episodes, role_of
 from tests.processes import restore_sigint
 from tests.servers import OpenAIServer
 from tests.test_questions import MERKEL, MERKEL_FACTS
-from tests.trajectory_fixtures import make_snapshot
+from tests.trajectory_fixtures import QUESTIONS, make_snapshot
 from tests.walk_graphs import write_graph
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,7 +134,7 @@ def test_an_outage_mid_run_is_retried_on_rerun_and_no_error_trajectory_is_publis
 
     judge_replay = Replay(transcript)
     with OpenAIServer(judge_replay) as server:
-        judge = JudgeConfig(judge=role(server, max_repairs=1), batch_size=4)
+        judge = JudgeConfig(judge=role(server, max_repairs=1, model="local-judge"), batch_size=4)
         judged_manifest = run_judge(tmp_path / "t", snapshot / "questions", snapshot / "index", tmp_path / "j", judge,
                                     tmp_path / "cache")
     judged = list(read_records(JudgedTrajectory, tmp_path / "j" / "judged"))
@@ -143,6 +144,13 @@ def test_an_outage_mid_run_is_retried_on_rerun_and_no_error_trajectory_is_publis
     fallbacks = sum(j.engine == "offline" for record in judged for j in record.judgements)
     assert jc.get("llm:judge:fallbacks", 0) == fallbacks <= turns
     assert jc.get("llm:judge:invalid_responses", 0) == jc.get("llm:judge:repairs", 0) + fallbacks
+    for record in judged:  # rows name the configured engines and the models the server reported
+        produced = render_nanbeige(record).produced_by
+        assert (produced.policy_engine, produced.policy_model) == ("openai:gemma-3-270m", record.trajectory.model)
+        if any(j.engine != "offline" for j in record.judgements):
+            assert (produced.judge_engine, produced.judge_model) == ("offline+openai:local-judge", transcript[0]["model"])
+        else:
+            assert (produced.judge_engine, produced.judge_model) == ("offline", None)
 
 
 def test_ctrl_c_ends_a_run_within_seconds(transcript, snapshot, tmp_path):
@@ -169,3 +177,14 @@ def test_ctrl_c_ends_a_run_within_seconds(transcript, snapshot, tmp_path):
     # message and exit status 130 for an interrupt inside Beam are the CLI's; see tests/test_cli.py)
     assert process.returncode != 0 and waited < 15, (waited, stderr[-2000:])
     assert not (tmp_path / "t" / "manifest.json").exists() and len(server.requests) <= 2
+
+
+def test_the_recorded_policy_episodes_replay_into_trajectories_of_every_framework(transcript, tmp_path):
+    """What the critic's natural labelled set builds on: the real model's runs, without the model."""
+    trajectories, replay = replay_policy_episodes(tmp_path, transcript)
+    expected = {(q.question_id, f, r) for q in QUESTIONS for f in FRAMEWORKS for r in range(POLICY_EPISODES["rollouts"])}
+    assert {(t.question_id, t.framework, t.rollout) for t in trajectories} == expected
+    assert all(t.stop_reason != "error" and t.model == transcript[0]["model"] for t in trajectories)
+    # every reply is the one the model gave in that episode (at that step), not another episode's
+    assert replay.matched["role"] == 0 and replay.matched["request"] + replay.matched["episode step"] > 0, (
+        dict(replay.matched), "the episodes are not in the transcript: record it again, `make llm-check RECORD=1`")

@@ -13,7 +13,7 @@ from schemas.config import QuestionConfig, WalkConfig
 from schemas.questions import Path, Question
 from schemas.wiki import SkippedRecord
 from synth import gates
-from synth.phrasing import date_variants, fuzz_year, number_variants, phrase, type_noun
+from synth.phrasing import CONSONANT_SOUND, date_variants, fuzz_year, number_variants, phrase, type_noun
 from synth.questions import (
     EntityInfo,
     QuestionContext,
@@ -128,7 +128,8 @@ def test_leak_gates():
     assert gates.intermediate_leak("Where was Paris born?", ["Paris (band)"]) == "Paris (band)"
 
 
-ARTICLE_ERRORS = re.compile(r"\b(a (?!uni|use|usu|eu|one)[aeiouAEIOU]\w+|an [b-df-hj-np-tv-zB-DF-HJ-NP-TV-Z]\w+)")
+# "a" before a vowel unless it sounds a consonant ("a university", "a Ukrainian": phrasing's own list).
+ARTICLE_ERRORS = re.compile(rf"\b(a (?!(?i:{'|'.join(CONSONANT_SOUND)}))[aeiouAEIOU]\w+|an [b-df-hj-np-tv-zB-DF-HJ-NP-TV-Z]\w+)")
 
 
 def assert_reads_as_english(text: str) -> None:

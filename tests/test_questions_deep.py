@@ -6,8 +6,10 @@ from __future__ import annotations
 import datetime as dt
 import random
 
+from pipeline.infobox import parse_infoboxes
 from schemas.questions import Question
 from synth import describe, gates
+from synth.phrasing import has_ended
 from synth.questions import cap_answers, plan_question, structural_gate, write_template
 from tests.test_questions import assert_reads_as_english, context, path_of
 from tests.walk_graphs import entity, fact
@@ -182,6 +184,43 @@ def test_an_ended_marriage_is_asked_in_the_past_without_an_as_of_date():
     ctx = context(entities, ongoing)
     plan = plan_question(ctx, path_of(ctx, "Tom Reed", "Una Vale", "Perth"), "clues")
     assert plan.as_of_text == "March 2026" and "is married to" in write_template(ctx, path, plan).text
+
+
+def test_a_term_of_office_bounds_its_group_and_decides_the_tense():
+    """`office3` ... `term_end3`: the group's facts carry the term; an ended term reads in the past without
+    an as-of date, a running one (or one that ends after the snapshot) in the present with one."""
+    box = parse_infoboxes("""{{Infobox officeholder
+| office = Chancellor of Germany
+| term_start = 22 November 2005
+| office3 = [[Leader of the Opposition (Germany)|Leader of the Opposition]]
+| term_start3 = {{start date|2002|9|22}}
+| term_end3 = {{end date|2005|11|22}}
+| successor3 = [[Wolfgang Gerhardt]]
+| birth_place = [[Hamburg]]
+}}""")[0]
+    qualifiers = {(f.property, f.group_index): dict(f.qualifiers) for f in box.facts}
+    assert qualifiers[("office", 3)] == qualifiers[("successor", 3)] == {"start": "2002-09-22", "end": "2005-11-22"}
+    assert qualifiers[("office", None)] == {"start": "2005-11-22"} and qualifiers[("birthPlace", None)] == {}
+
+    entities = [entity("Ana Lind", "Politician"), entity("Leader of the Opposition", "Thing", head=False)]
+
+    def question(term: dict[str, str]):
+        facts = [fact("Ana Lind", "office", "Leader of the Opposition", qualifiers=term),
+                 fact("Ana Lind", "birthDate", "1954-07-17", "date"),
+                 fact("Leader of the Opposition", "foundingDate", "1949-09-07", "date")]
+        ctx = context(entities, facts)
+        path = path_of(ctx, "Ana Lind", "Leader of the Opposition", "1949-09-07")
+        plan = plan_question(ctx, path, "clues")
+        return plan, write_template(ctx, path, plan).text
+
+    plan, text = question({"start": "2002-09-22", "end": "2005-11-22"})
+    assert plan.ended == {0} and plan.as_of_text is None and "held the office of" in text, text
+    assert_reads_as_english(text)
+    for running in ({"start": "2002-09-22"}, {"start": "2002-09-22", "end": "2031-01-01"}):
+        plan, text = question(running)
+        assert plan.ended == set() and plan.as_of_text == "March 2026" and "holds the office of" in text, text
+    assert has_ended({"end": "2026-03-01"}, dt.date(2026, 3, 31)) and not has_ended({"end": "2027"}, dt.date(2026, 3, 31))
+    assert has_ended({"end": "div."}, dt.date(2026, 3, 31)) and not has_ended({"start": "1990"}, dt.date(2026, 3, 31))
 
 
 def test_a_dominant_answer_is_rejected_and_one_answer_is_capped():

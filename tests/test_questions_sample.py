@@ -13,9 +13,9 @@ from pipeline.io import read_records
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, WalkConfig
 from schemas.questions import Question
 from schemas.wiki import Entity, Relation, SkippedRecord
-from synth import gates
+from synth import describe, gates
 from synth.environment import build_index
-from synth.questions import run_questions
+from synth.questions import _load_context, plan_question, run_questions
 from synth.report import question_report
 from tests.test_questions import assert_reads_as_english
 
@@ -25,8 +25,13 @@ INDEX = ROOT / "data" / "sample" / "enwiki-sample-pages-articles-multistream-ind
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory):
-    out = tmp_path_factory.mktemp("sample")
+def sample_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("sample")
+
+
+@pytest.fixture(scope="module")
+def sample(sample_dir):
+    out = sample_dir
     run_extract(ExtractConfig(dump=str(DUMP), index=str(INDEX)), out / "graph")
     walks = run_walks(out / "graph", out / "paths", WalkConfig())
     build_index(out / "graph", out / "index", IndexConfig())
@@ -37,6 +42,12 @@ def sample(tmp_path_factory):
     relations = list(read_records(Relation, out / "graph" / "relations"))
     entities = {e.title: e for e in read_records(Entity, out / "graph" / "entities")}
     return walks, manifest, questions, skipped, relations, entities, question_report(out)
+
+
+@pytest.fixture(scope="module")
+def sample_context(sample, sample_dir):
+    """The questions stage's context over the sample run, to re-plan its questions."""
+    return _load_context(sample_dir / "graph", sample_dir / "paths", QuestionConfig()), sample[2]
 
 
 def test_questions_of_two_three_and_four_hops_with_every_path_accounted_for(sample):
@@ -93,39 +104,49 @@ def test_questions_read_as_english_and_state_the_as_of_date(sample):
 
 
 # Read aloud and checked by hand against the sample's pages (facts, fuzzed periods, descriptions, grammar).
+# Texts change whenever phrasing or walks change: at least half must still be found, and the ones found must
+# read exactly as checked. `test_every_stated_fact_holds_in_the_graph` checks every question's facts instead.
 CHECKED = {  # relations are ontology properties (graph/ontology.py)
-    ("A Clockwork Orange (film)", ("director", "deathDate"), "1999-03-07"):
-        "A dystopian crime film released in the early 1970s was directed by an American filmmaker born in the late "
-        "1920s. When did this American filmmaker die?",
+    ("A Clockwork Orange (film)", ("director", "deathDate"), "1999-03-07"):  # an ended marriage: "former"
+        "A dystopian crime film whose lead actor is Malcolm McDowell was directed by an American filmmaker whose "
+        "former spouse is Toba Metz. When did this American filmmaker die?",
     ("King Kong (2005 film)", ("director", "birthPlace"), "Pukerua Bay"):
-        "An adventure film released in the mid-2000s and whose writer is Fran Walsh was directed by a New Zealand "
-        "filmmaker born in the early 1960s. Name the birthplace of this New Zealand filmmaker.",
+        "An adventure film whose lead actors include Naomi Watts was directed by a New Zealand filmmaker born in "
+        "the early 1960s. Name the birthplace of this New Zealand filmmaker.",
     ("Lady Bird (film)", ("director", "spouse", "education", "city"), "Poughkeepsie, New York"):
-        "As of October 2026, an American coming-of-age comedy-drama film whose distributor is A24 was directed by an "
-        "American actress born in the 1980s. This American actress is married to an American filmmaker born in the "
-        "late 20th century. This American filmmaker was educated at a private liberal arts college founded in the "
-        "early 1860s. In which city is this private liberal arts college located?",
-    ("Emma Watson", ("birthPlace", "country", "officialLanguage"), "French"):
-        "An English actress whose place of education is Brown University was born in a city. This city is in a "
-        "country. What is the official language of this country?",
+        "As of October 2026, an American coming-of-age comedy-drama film whose lead actors include Lucas Hedges "
+        "was directed by an American actress born in Sacramento. This American actress is married to an American "
+        "filmmaker born in Brooklyn. This American filmmaker was educated at a private liberal arts college "
+        "founded in the 1860s. In which city is this private liberal arts college located?",
     ("Michael Crichton", ("deathPlace", "populationTotal"), "3898747"):
-        "As of October 2026, an American author whose birthplace is Chicago died in a city in California. What is "
-        "the population of this city?",
+        "As of October 2026, an American author born in Chicago died in a city in California. What is the "
+        "population of this city?",
     ("Tabitha King", ("almaMater", "city"), "Orono, Maine"):
         "An American novelist whose spouse is Stephen King studied at a public research university founded in the "
         "1860s. In which city is this public research university located?",
     ("Liam Neeson", ("spouse", "deathPlace"), "New York City"):  # a marriage that ended: in the past tense
-        "An actor whose birthplace is Ballymena was married to an English actress who died in the 2000s. Where did "
-        "this English actress die?",
+        "An actor born in Northern Ireland was married to an English actress born in the 1960s. Where did this "
+        "English actress die?",
     ("A Clockwork Orange (novel)", ("author", "deathDate"), "1993-11-22"):
-        "A dystopian novel published in the early 1960s was written by an English novelist born in the late 1910s. "
-        "When did this English novelist die?",
-    ("Thomas Keneally", ("notableWork", "award"), "Booker Prize"):
-        "A historical novel published in the late 20th century is a notable work of an Australian novelist born in "
-        "the 1930s. What is the award of this historical novel?",
-    ("Jaws (film)", ("director", "education"), "California State University, Long Beach"):
-        "An American thriller film whose writer is Peter Benchley was directed by an American filmmaker whose "
-        "birthplace is Cincinnati. Where was this American filmmaker educated?",
+        "A dystopian novel whose publisher is William Heinemann was written by an English novelist born in the "
+        "1910s. When did this English novelist die?",
+    ("Tabitha King", ("spouse", "notableWork"), "Carrie (novel)"):  # a tree: the branch picks one work
+        "As of October 2026, an American novelist born in Old Town, Maine is married to an American author whose "
+        "genres include suspense. Name the notable work of this American author that was published in the "
+        "mid-1970s.",
+    ("Thomas Keneally", ("birthPlace", "country", "capital"), "Canberra"):
+        "An Australian novelist whose notable work is Schindler's Ark was born in a city in New South Wales. This "
+        "city is in a country whose currency is Australian dollar. Name the capital of this country.",
+    ("Roma (2018 film)", ("director", "almaMater", "foundingDate"), "1910-09-22"):
+        "A drama film whose lead actors include Marina de Tavira was directed by a Mexican filmmaker born in the "
+        "early 1960s. This Mexican filmmaker studied at a public research university in Mexico. When was this "
+        "public research university founded?",
+    ("Frank Herbert", ("notableWork", "publisher"), "Chilton Books"):
+        "A science fiction novel published in the mid-20th century is a notable work of a writer who died in "
+        "Madison, Wisconsin. Who published this science fiction novel?",
+    ("Stephen King", ("spouse", "birthPlace"), "Old Town, Maine"):
+        "As of October 2026, an American author whose genres include suspense is married to an American novelist "
+        "whose alma mater is the University of Maine. Where was this American novelist born?",
 }
 
 
@@ -133,8 +154,32 @@ def test_a_handful_checked_by_hand(sample):
     _, _, questions, _, _, _, _ = sample
     by_chain = {(q.path.start, tuple(h.relation for h in q.path.hops), q.answer): q.text for q in questions}
     found = {chain: by_chain[chain] for chain in CHECKED if chain in by_chain}
-    assert len(found) >= 6, sorted(set(CHECKED) - set(found))  # tolerate small changes in stage 1's sample
+    assert len(found) >= len(CHECKED) // 2, sorted(set(CHECKED) - set(found))
     assert found == {chain: CHECKED[chain] for chain in found}
+
+
+def test_every_stated_fact_holds_in_the_graph(sample_context):
+    assert_states_graph_facts(*sample_context)
+
+
+def assert_states_graph_facts(ctx, questions) -> None:
+    """Each question re-planned: every attribute it states about an unnamed entity (a fuzzed date, a place, a
+    related entity, a tree's branch) is a fact of that entity in the graph, its type noun is the entity's,
+    and the text says the description the plan chose."""
+    for question in questions:
+        path = question.path
+        plan = plan_question(ctx, path)
+        ids = gates.path_node_ids(ctx.graph, path)
+        for clue in plan.clues:
+            node = ids[clue.position]
+            if clue.type_noun:
+                assert ctx.facts.type_nouns[node] == clue.type_noun, (question.text, clue)
+            if clue.attribute:
+                assert gates.holds(ctx.facts, node, clue), (question.text, clue)
+        for position in plan.nouns:
+            assert describe.described(plan.nouns[position], plan.attributes.get(position, [])).lower() \
+                in question.text.lower(), question.text
+        assert all(b.predicate in question.text for b in plan.branches), question.text
 
 
 def test_the_question_report_shows_hard_questions(sample):
@@ -146,3 +191,8 @@ def test_the_question_report_shows_hard_questions(sample):
     assert report["dominant_answer_share"] <= 0.05
     assert report["max_answer_share"] <= 0.02
     assert "one_search" in report["gates"] and "start_not_unique" in report["gates"]
+    # Where the yield goes, per hop count, and why trees fall short of the configured share (if they do).
+    assert set(report["yield_by_hops"]) == {"2", "3", "4"}
+    assert sum(row["questions"] for row in report["yield_by_hops"].values()) == report["questions"]
+    assert all(row["paths"] >= row["questions"] for row in report["yield_by_hops"].values())
+    assert report["tree_share"] >= report["tree_share_configured"] / 2 or "found a final relation" in report["tree_note"]

@@ -194,3 +194,28 @@ def test_unparsed_turn_without_observation_gets_the_parse_error_as_feedback():
     messages = renders.nanbeige_messages(judged)
     assert messages[9].content == f"<tool_response>\n{view.observation}\n</tool_response>"
     assert renders.parse_nanbeige([m.model_dump() for m in messages]).turns == renders.turn_views(judged.trajectory)
+
+
+def test_rows_name_the_engines_and_the_models_the_servers_reported():
+    """Each trajectory row says which policy and judge made it, with the model each server reported (not
+    the configured name); a turn row names the judge of its own turn; an RL prompt names its writer."""
+    judged = make_judged(make_question(8))
+    offline = renders.produced_by(judged)
+    assert (offline.policy_engine, offline.policy_model) == (judged.trajectory.engine, None)
+    assert (offline.judge_engine, offline.judge_model) == (judged.judgements[0].engine, None)
+
+    judged.trajectory.engine, judged.trajectory.model = "openai:local-alias", "gemma-3-270m-served"
+    for judgement in judged.judgements[1:]:  # turn 0 fell back to the offline critic
+        judgement.engine, judgement.model = "offline+openai:judge-alias", "qwen-served"
+    produced = {"policy_engine": "openai:local-alias", "policy_model": "gemma-3-270m-served",
+                "judge_engine": "offline+openai:judge-alias", "judge_model": "qwen-served"}
+    for row in (renders.render_nanbeige(judged), renders.render_openai(judged)):
+        assert row.produced_by.model_dump() == produced
+        assert from_row(type(row), to_row(row)).produced_by == row.produced_by
+    by_turn = {row.turn_index: row.produced_by for row in renders.render_turns(judged)}
+    assert by_turn[0].judge_engine == judged.judgements[0].engine and by_turn[0].judge_model is None
+    assert by_turn[1].model_dump() == produced
+
+    question = make_question(9).model_copy(update={"engine": "openai:writer-alias", "model": "writer-served"})
+    prompt = renders.render_rl(question, environment="env")
+    assert (prompt.writer_engine, prompt.writer_model) == ("openai:writer-alias", "writer-served")

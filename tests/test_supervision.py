@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
-from pipeline.dataset import build_dataset
+from critic.critical import is_corroboration
+from critic.evidence import Knowledge
+from critic.judge import load_aliases
+from pipeline.dataset import build_dataset, load_config, run_dataset
 from pipeline.io import read_manifest, read_records
 from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
+from schemas.questions import Question
 from tests.dataset_fixtures import make_judged, make_question, write_upstream
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _rows(dataset, config: str) -> list[dict]:
@@ -50,3 +58,59 @@ def test_an_exact_duplicate_conversation_is_left_out_of_every_training_config_an
     assert counts["rows:trajectories:train"] == 6  # the canonical records keep every rollout
     for config in ("toolmind", "nanbeige", "openai"):
         assert counts[f"rows:{config}:train"] == 3
+
+
+def test_the_sample_run_marks_at_most_each_fact_intermediate_and_answer_and_no_corroboration(small_dataset_run):
+    """Critical turns on real rollouts: per trajectory at most one per gold fact, one per intermediate entity
+    and the answer (2 x hops), never a turn that only re-checks a fact already retrieved."""
+    questions = {q.question_id: q for q in read_records(Question, small_dataset_run / "questions" / "questions")}
+    aliases = load_aliases(small_dataset_run / "index")
+    judged = [r for r in read_records(JudgedTrajectory, small_dataset_run / "judged" / "judged")
+              if r.trajectory.outcome.correct]
+    corroborations = 0
+    for record in judged:
+        question = questions[record.trajectory.question_id]
+        assert sum(j.critical for j in record.judgements) <= 2 * question.hops
+        knowledge = Knowledge.start(record.trajectory.question, question, aliases)
+        for turn, judgement in zip(record.trajectory.turns, record.judgements, strict=True):
+            corroboration = judgement.verdict and is_corroboration(turn, knowledge)
+            corroborations += corroboration
+            assert not (corroboration and judgement.critical), (record.trajectory.trajectory_id, turn.index)
+            knowledge.add(turn)
+    assert judged and corroborations > 0  # the sample's rollouts do re-check facts: the rule is exercised
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory) -> Path:
+    """`make dataset` as shipped (configs/sample.toml): the sample's dataset the supervision targets are about
+    (the small run's few questions are mostly 3-hop, denser in critical turns than the sample)."""
+    out = tmp_path_factory.mktemp("sample-run") / "out"
+    run_dataset(load_config(str(ROOT / "configs" / "sample.toml"), {"out": str(out)}))
+    return out
+
+
+def test_the_sample_dataset_trains_on_at_most_a_quarter_of_assistant_turns_and_every_row_trains(sample_run):
+    dataset = sample_run / "dataset"
+    counts = read_manifest(dataset).counts
+    shares = {}
+    for config, key in (("toolmind", "conversations"), ("nanbeige", "messages"), ("openai", "messages")):
+        rows = _rows(dataset, config)
+        assistant = [m for row in rows for m in row[key] if m["role"] == "assistant"]
+        shares[config] = sum(m["loss"] for m in assistant) / len(assistant)
+        assert all(any(m["loss"] for m in row[key]) for row in rows), config  # every row trains
+        conversations = [json.dumps(row[key], sort_keys=True) for row in rows]
+        assert len(set(conversations)) == len(conversations), config  # no conversation twice
+        assert len(rows) == counts[f"rows:{config}:train"] + counts[f"rows:{config}:test"]
+    share, rows = shares["toolmind"], counts["rows:toolmind:train"] + counts["rows:toolmind:test"]
+    per_trajectory = counts["sft_critical_turns"] / rows
+    print(f"sample: loss 1 on {shares} of assistant turns, {per_trajectory:.2f} critical turns a trajectory "
+          "(ToolMind-Web-QA: ~3%, 7.25)")
+    assert share <= 0.25 and shares["nanbeige"] == shares["openai"] == share
+    judged = list(read_records(JudgedTrajectory, sample_run / "judged" / "judged"))
+    correct = [r for r in judged if r.trajectory.outcome.correct]
+    without = [r for r in correct if not any(j.loss_mask for j in r.judgements)]
+    # A correct run none of whose moving turns passed (an injected error in each) is left out, counted.
+    assert len(without) == counts.get("skipped:no_kept_turns", 0) <= 0.01 * len(correct)
+    assert rows + counts.get("skipped:duplicate_conversation", 0) + len(without) == len(correct)
+    card = (dataset / "README.md").read_text()
+    assert f"| {share:.1%} | {per_trajectory:.2f} |" in card and "~3% | 7.25 |" in card

@@ -386,3 +386,32 @@ def test_an_outage_is_not_an_error_trajectory(snapshot):
 
         with pytest.raises(LLMUnavailable):
             asyncio.run(episode())
+
+
+@pytest.mark.parametrize("name", FRAMEWORKS)
+def test_reasoning_a_server_split_off_stays_the_turns_reasoning(snapshot, name):
+    """vLLM and SGLang with a reasoning parser return the model's <think> text as `reasoning_content`,
+    apart from `content`: the turn keeps it as its reasoning, as when the server leaves it in place."""
+    framework = get_framework(name)
+    question = QUESTIONS[0]
+
+    def reasoning_model(body: dict) -> Reply:
+        output = framework.render("", "search", json.dumps({"query": question.path.start}), "call_0")
+        content = output.content.replace("<think>\n\n</think>\n\n", "")  # what the parser left in content
+        return Reply(content=content, tool_calls=output.tool_calls or None,
+                     reasoning_content="The start entity's page has the first hop.")
+
+    with OpenAIServer(reasoning_model) as server:
+        env = SearchEnvironment.load(snapshot / "index")
+
+        async def episode():
+            client = LLMClient(LLMRole(base_url=server.base_url, model="m", max_retries=0), None)
+            try:
+                return await run_episode(question, framework, LLMPolicy(client, ContextWindow()), env, max_turns=1)
+            finally:
+                await client.aclose()
+
+        trajectory = asyncio.run(episode())
+    turn = trajectory.turns[0]
+    assert turn.tool_call is not None and turn.tool_call.name == "search", turn
+    assert "The start entity's page has the first hop." in turn.reasoning

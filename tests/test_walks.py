@@ -110,9 +110,14 @@ def test_hub_is_not_an_intermediate_node_but_can_be_an_answer():
     entities = [entity("S"), *others("Hub", "B", *fans)]
     relations = [fact(f, "likes", "Hub") for f in fans]
     relations += [fact("S", "club", "Hub"), fact("Hub", "city", "Town"), fact("S", "spouse", "B"), fact("B", "club", "Hub")]
-    paths, counts = walk(entities, relations, hub_quantile=0.95, walks_per_start=30)
+    paths, counts = walk(entities, relations, hub_quantile=0.95, hub_min_degree=0, walks_per_start=30)
     assert counts["rejected:hub"] > 0
     assert chains(paths) == [("S", "B", "Hub")]
+    # In a small slice the top page (degree 23) is not a hub unless it reaches hub_min_degree.
+    paths, counts = walk(entities, relations, hub_quantile=0.95, hub_min_degree=23, walks_per_start=30)
+    assert counts["rejected:hub"] > 0
+    paths, counts = walk(entities, relations, hub_quantile=0.95, hub_min_degree=24, walks_per_start=30)
+    assert counts["rejected:hub"] == 0 and ("S", "Hub", "Town") in chains(paths)
 
 
 def test_inverse_hop_disabled_falls_through_to_revisit():

@@ -60,8 +60,11 @@ class LLMAgent:
         result = await self.policy.client.chat(
             messages, tools=tools, seed=self.seed, cache_salt=f"{self.framework.name}/rollout={self.rollout}"
         )
+        content = result.content
+        if result.reasoning and "<think>" not in content:  # as the model wrote it, before the server split it
+            content = f"<think>\n{result.reasoning}\n</think>\n\n{content}"
         return PolicyOutput(
-            output=ModelOutput(result.content, result.tool_calls),
+            output=ModelOutput(content, result.tool_calls),
             prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens,
             seconds=result.seconds,

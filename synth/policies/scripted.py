@@ -12,7 +12,8 @@ runs are shorter and surer than a real searcher's; the card says so.
 Rollouts of one question differ where a searcher's would (a per-rollout style drawn from the episode seed):
 the wording and order of queries, whether a fact is looked up with find_in_page before the page is read,
 a look at another listed page that mentions the entity, checking other values of a listed row (several
-cast members) before the one the path follows, and a last check of the answer before giving it.
+cast members) before the one the path follows, a check that the start's page names what the question
+describes it by (the reason for picking it), and a last check of the answer before giving it.
 
 A seeded error model then injects plausible imperfect turns at per-turn rates, each tagged in
 `Turn.injected_error`:
@@ -47,6 +48,11 @@ _PAGE_PREFIX = re.compile(r"^\[page (\d+)\] ")
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)")
 QUERY_WORDS = 8
 EVIDENCE_CHARS = 200
+MAX_DESCRIPTION_CHECKS = 2
+_NAMED = re.compile(r"\b[A-Z][\w'.-]*(?:\s+(?:of |the |de |von |van )?[A-Z][\w'.-]*)+")
+_PERIOD = re.compile(r"\bthe (early |mid-|late )?(?:(\d{3}0)s|(\d{1,2})(?:st|nd|rd|th) century)\b")
+_YEAR = re.compile(r"\b(\d{4})\b")
+MIN_FIND_CHARS = 3  # a one-word find_in_page text this short matches common words
 
 
 @dataclass
@@ -95,6 +101,9 @@ class RolloutStyle:
     verify: bool  # confirm the answer on its page before giving it
     corroborate: float  # chance of checking that the value's own page names the entity it was read on
     explore_pages: int  # other listed pages considered per hop
+    check_description: bool  # check that the start's page names what the question describes it by
+    candidates: int  # results of the question's search ranked above the start, checked before it
+    check_periods: bool  # check each period the question gives ("the mid-1960s") on the page it dates
 
     @classmethod
     def draw(cls, seed: int) -> RolloutStyle:
@@ -102,11 +111,34 @@ class RolloutStyle:
         order = [0, 1, 2, 3]
         rng.shuffle(order)
         return cls(tuple(order), rng.random() < 0.4, rng.choice((0.5, 1.0)), rng.choice((1, 2, 3)),
-                   rng.random() < 0.8, rng.choice((0.5, 1.0)), rng.choice((1, 2, 3)))
+                   rng.random() < 0.8, rng.choice((0.5, 1.0)), rng.choice((1, 2, 3)), rng.random() < 0.8,
+                   rng.choice((1, 2, 3)), rng.random() < 0.8)
 
 
 def _norm(text: str) -> str:
     return " ".join(text.split()).casefold()
+
+
+def question_periods(text: str) -> list[tuple[str, tuple[int, int]]]:
+    """The vague periods a question gives and the years each stands for (the inverse of `fuzz_year`)."""
+    periods = []
+    for match in _PERIOD.finditer(text):
+        phrase, part = match.group(0), match.group(1) or ""
+        if match.group(3):  # a century
+            start = (int(match.group(3)) - 1) * 100 + 1
+            index = {"early": 0, "mid-": 1, "late": 2}.get(part.strip(), -1)
+            span = (start, start + 99) if index < 0 else (start + index * 33, start + 99 if index == 2 else start + index * 33 + 32)
+        else:
+            decade = int(match.group(2))
+            span = {"early": (0, 3), "mid-": (4, 6), "late": (7, 9)}.get(part.strip(), (0, 9))
+            span = (decade + span[0], decade + span[1])
+        periods.append((phrase, span))
+    return periods
+
+
+def distinctive(text: str) -> bool:
+    """Is a find_in_page text specific enough to find the entity it names (not "It", "Up", "Her")?"""
+    return bool(tokenize([text])[0]) and (len(text.strip()) > MIN_FIND_CHARS or len(text.split()) > 1)
 
 
 def result_titles(observation: str) -> list[str]:
@@ -157,6 +189,7 @@ class ScriptedAgent:
         self.pick_reason = ""
         self.target = ""  # the spelling of the last value read, as the page wrote it
         self.path_titles = {_norm(n) for n in question.path.nodes}
+        self.periods_checked: set = set()  # periods and (page, row label) pairs already checked
         self._plan = self._steps()
         self._pending: Step | None = None
         self._honest_turn: int | None = None
@@ -309,6 +342,10 @@ class ScriptedAgent:
             self.hop = hop
             first_query = " ".join(tokenize([self.question.text])[0][:QUERY_WORDS]) if number == 0 else None
             title = yield from self._locate(hop.head, first_query)
+            if number == 0 and self.style.check_description:
+                yield from self._check_description(title)
+            if self.style.check_periods:
+                yield from self._check_periods(title)
             found = yield from self._read(title, hop)
             if found and hop.tail is not None:
                 yield from self._corroborate(hop)
@@ -321,9 +358,77 @@ class ScriptedAgent:
         closing = "That answers the question." if found else "I will give my best answer."
         yield Step(f"{self.note} {closing}".strip(), ANSWER_TOOL, {"text": self.question.answer})
 
+    def _check_candidates(self, ranked_above: list[str]) -> Generator[Step, str, None]:
+        """Results of the question's search ranked above the start: a searcher reads them in order, checking
+        each against what the question describes, before the one that fits (this policy knows which does;
+        the checks are the reading a searcher without the gold path does first)."""
+        links = self._question_links()
+        checked = []
+        for title in [t for t in ranked_above if _norm(t) not in self.path_titles][: self.style.candidates]:
+            page = self.env.resolve(title)
+            if page is None:
+                continue
+            reasoning = f"{title} is listed above it; I will check whether it is the one the question describes."
+            if checked:
+                reasoning = f"{checked[-1]} does not fit the question's description. {reasoning}"
+            observation = yield Step(reasoning, "open_page", {"title": title, "page": 1})
+            missing = next((name for name in links if _norm(name) not in _norm(observation or "")), None)
+            checked.append(f"Page 1 of {title} does not mention {missing}, so it" if missing else title)
+        if checked:
+            self.note = f"{checked[-1]} does not fit the question's description. {self.note}"
+
+    def _question_links(self) -> list[str]:
+        """Pages the question names (not path entities): what it describes its start by."""
+        return [name for name in dict.fromkeys(_NAMED.findall(self.question.text))
+                if _norm(name) not in self.path_titles and self.env.resolve(name) is not None]
+
+    def _check_periods(self, title: str) -> Generator[Step, str, None]:
+        """The question places entities in vague periods ("published in the mid-1960s"): on reaching an
+        entity whose page has a row dated in one of them, a searcher checks it fits before going on."""
+        page = self.env.resolve(title)
+        if page is None or _norm(title) == _norm(self.question.answer):
+            return
+        for phrase, (first, last) in question_periods(self.question.text):
+            if phrase in self.periods_checked:
+                continue
+            row = next((m for line in page.chunks[0].split("\n") if (m := INFOBOX_ROW.match(line))
+                        and (title, m.group(1)) not in self.periods_checked
+                        and any(first <= int(y) <= last for y in _YEAR.findall(m.group(2)))), None)
+            if row is None:
+                continue
+            label = row.group(1)
+            self.periods_checked |= {phrase, (title, label)}  # each period and each row checked once
+            reasoning = f"{self.note} The question places it in {phrase}; I will look for {label!r} in {title}."
+            observation = yield Step(reasoning.strip(), "find_in_page", {"title": title, "text": label})
+            year = next((y for y in _YEAR.findall(observation or "") if first <= int(y) <= last), None)
+            self.note = f"{title} gives {year} as its {label.lower()}, which is in {phrase}." if year else ""
+
+    def _check_description(self, title: str) -> Generator[Step, str, None]:
+        """The question describes its start entity by what it is linked to ("whose spouse is Stephen King"):
+        before relying on the page it picked, a searcher checks that the page names those links. (This
+        policy knows the start from the gold path; the check gives the reason for the pick that a searcher
+        without it needs.)"""
+        page = self.env.resolve(title)
+        if page is None or _norm(title) in _norm(self.question.text):
+            return  # the question names its start: nothing to match
+        text = _norm(" ".join(page.chunks))
+        links = [name for name in self._question_links() if _norm(name) in text]
+        checked = []
+        for name in links[:MAX_DESCRIPTION_CHECKS]:
+            reasoning = (f"{self.note} The question describes the entity by its link to {name}; "
+                         f"I will check that {title} names {name}.")
+            observation = yield Step(reasoning.strip(), "find_in_page", {"title": title, "text": name})
+            self.note = ""
+            if _norm(name) in _norm(observation or ""):
+                checked.append(name)
+        if checked:
+            self.note = f"{title} names {' and '.join(checked)}, as the question describes it."
+
     def _verify(self, title: str) -> Generator[Step, str, None]:
         """A last look for the answer on the page that gave it, as a careful searcher does before answering."""
         surface = self.target or self.question.answer
+        if not distinctive(surface):
+            return
         reasoning = f"{self.note} Before answering, I will confirm that {title} names {surface}."
         observation = yield Step(reasoning, "find_in_page", {"title": title, "text": surface})
         confirmed = _norm(surface) in _norm(observation or "")
@@ -335,8 +440,8 @@ class ScriptedAgent:
         if page is None or self.explore_rng.random() >= self.style.corroborate:
             return
         head = _PARENTHETICAL.sub("", hop.head)
-        if not any(_norm(head) in _norm(chunk) for chunk in page.chunks):
-            return
+        if not distinctive(head) or not any(_norm(head) in _norm(chunk) for chunk in page.chunks):
+            return  # a bare title such as "It" (novel) would match every "it" of the page
         reasoning = f"{self.note} To be sure, I will check that the page of {page.title} mentions {head}."
         observation = yield Step(reasoning, "find_in_page", {"title": page.title, "text": head})
         if _norm(head) in _norm(observation or ""):
@@ -420,9 +525,12 @@ class ScriptedAgent:
             else:
                 reasoning = f"The results for {previous!r} do not list {entity}. I will reformulate the query as {query!r}."
             observation = yield Step(reasoning.strip(), "search", {"query": query, "top_k": self.policy.top_k})
-            match = next((t for t in result_titles(observation) if self._is_entity(t, entity)), None)
+            titles = result_titles(observation)
+            match = next((t for t in titles if self._is_entity(t, entity)), None)
             if match is not None:
                 self.note = f"The search results list {match}."
+                if query == first_query:
+                    yield from self._check_candidates(titles[: titles.index(match)])
                 yield from self._explore(entity)
                 return match
             previous = query

@@ -1,6 +1,10 @@
 """Builds the natural labelled set: rollouts nobody injected errors into, labelled by reviewer rules.
 
-Two policies run over the stage-3 test snapshot (tests/trajectory_fixtures.py), neither with an error model:
+Three policies run over the stage-3 test snapshot (tests/trajectory_fixtures.py), none with an error model:
+- a real model: the LLM policy of every framework against the replies Gemma 3 270M gave under llama.cpp
+  (tests/data/llm_transcript.jsonl, recorded by `make llm-check`), served again by a local replay server
+  (tests/llm_replay.py) as `make test` does. Its mistakes are its own: it echoes our prompts and error
+  feedback instead of calling a tool (and, where a transcript holds calls, whatever those calls do);
 - the offline scripted policy with every error rate at zero: its errors are the ones its search style makes
   by itself (a look at a page that adds nothing, a confirmation that repeats what was read);
 - `NaiveSearcher`, a heuristic searcher written for this set that does not know the gold path: it searches
@@ -8,10 +12,9 @@ Two policies run over the stage-3 test snapshot (tests/trajectory_fixtures.py), 
   with the question, follows it and answers with the last value it read. Its mistakes (empty lookups, a
   page it guessed, a search it repeats, a value picked from a list without a reason, a wrong answer) come
   from that strategy, not from injection.
-No real-model trajectories were available when the set was built. Each turn is labelled by
-`critic.labelling.label_turn`, whose rules share no code with the critic. Each row: the question, the
-trajectory up to and including the labelled turn, the expected verdict per criterion and failure kinds
-(the format of tests/data/critic_labelled.jsonl).
+Each turn is labelled by `critic.labelling.label_turn`, whose rules share no code with the critic. Each
+row: the question, the trajectory up to and including the labelled turn, the expected verdict per
+criterion and failure kinds (the format of tests/data/critic_labelled.jsonl).
 
 `.venv/bin/python tests/data/build_critic_natural.py OUT.jsonl` writes it; tests/test_critic_natural.py
 builds it the same way and reports the critic's precision and recall on it.
@@ -28,16 +31,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from critic.labelling import label_turn
-from schemas.config import IndexConfig
+from pipeline.llm import LLMClient
+from schemas.config import IndexConfig, LLMRole
 from schemas.questions import Question
-from schemas.trajectory import Turn
+from schemas.trajectory import Trajectory, Turn
 from synth.environment import SearchEnvironment, build_index, tokenize
-from synth.frameworks import Framework, get_framework
+from synth.frameworks import ContextWindow, Framework, get_framework
 from synth.policies import PolicyOutput, ScriptedPolicy, episode_seed, run_episode
+from synth.policies.llm import LLMPolicy
+from tests.llm_replay import Replay, load
+from tests.servers import OpenAIServer
 from tests.trajectory_fixtures import QUESTIONS, make_graph
 
 ROLLOUTS = 6
 FRAMEWORK = "tagged"  # the critic judges canonical turns: the framework does not change a label
+FRAMEWORKS = ("react", "function_calling", "tagged")  # the real model runs in each: each parses it differently
+LLM_MAX_TURNS = 12
 _ROW = re.compile(r"^(?:\[page \d+\] )?([A-Z][\w ]{0,38}\w): (.+)$", re.M)
 _RESULT = re.compile(r"^\d+\. (.+)$", re.M)
 
@@ -104,8 +113,25 @@ class NaiveAgent:
         return self._call(f"That did not help. I will search for {query!r}.", "search", {"query": query}, turns)
 
 
-def trajectories(index_dir: Path) -> Iterator:
+async def real_model_episodes(env: SearchEnvironment) -> list[tuple[Question, Trajectory]]:
+    """Every question with the LLM policy of every framework, the real model's replies replayed locally."""
+    with OpenAIServer(Replay(load())) as server:
+        role = LLMRole(base_url=server.base_url, model="gemma-3-270m", timeout_s=30.0, max_retries=1,
+                       backoff_s=0.01, api_key_env="HOPSMITH_TEST_KEY")
+        client = LLMClient(role, None, name="policy")
+        policy = LLMPolicy(client, ContextWindow())
+        try:
+            return [(question, await run_episode(question, get_framework(framework), policy, env,
+                                                 max_turns=LLM_MAX_TURNS,
+                                                 seed=episode_seed(0, question.question_id, framework, 0)))
+                    for question in QUESTIONS for framework in FRAMEWORKS]
+        finally:
+            await client.aclose()
+
+
+def trajectories(index_dir: Path) -> Iterator[tuple[Question, Trajectory]]:
     env = SearchEnvironment.load(index_dir)
+    yield from asyncio.run(real_model_episodes(env))
     for policy in (ScriptedPolicy(env, {}), NaiveSearcher()):
         for question in QUESTIONS:
             for rollout in range(ROLLOUTS):

@@ -1,0 +1,35 @@
+"""Beam's SDK worker process (`--direct_num_workers N`, multi-processing), started with secrets scrubbed.
+
+Beam starts each worker as `python -m apache_beam.runners.worker.sdk_worker_main`, whose first import logs
+a warning through `logging.warning`, which gives the root logger a plain stderr handler: every INFO line of
+the worker (hopsmith's own included) then reached the terminal unscrubbed, twice (the worker also sends its
+records to the launching process, which logs them through its scrubber at the level the user chose). Here
+the worker's records are scrubbed as they are created, its stdout/stderr line by line, and its own stderr
+handler shows errors only: the rest reaches the user once, through the launching process's log.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from pipeline.secrets import scrub_process_output
+
+# what a worker still prints itself: failures before (or of) its log channel to the launching process
+WORKER_STDERR_LEVEL = logging.ERROR
+COMMAND = f"{sys.executable} -m pipeline.beam_worker"
+
+
+def main() -> None:
+    scrub_process_output()
+    handler = logging.StreamHandler(sys.stderr)  # before Beam's import, so no plain handler is installed
+    handler.setLevel(WORKER_STDERR_LEVEL)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s worker %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+    from apache_beam.runners.worker import sdk_worker_main
+
+    sdk_worker_main.main(sys.argv)
+
+
+if __name__ == "__main__":
+    main()

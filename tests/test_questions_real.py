@@ -1,0 +1,95 @@
+"""Stage 1 to questions on real Wikipedia exports (../shared/wikisamples, skipped when absent): a yield floor
+per file, every question over mapped relations and real values only, every stated fact in the graph, and
+terms of office read from a real officeholder infobox.
+
+Each file runs at its default as-of (its newest plausible revision), so its head entities are the pages
+edited in the 182 days before. Files that yield no path say why in the walk's counts: their infobox facts
+name pages the file does not hold (`graph:chain_edges` = 0).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graph.ontology import load_ontology
+from graph.walks import run_walks
+from pipeline.extract import run_extract
+from pipeline.io import read_records
+from pipeline.yields import below_floor
+from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, WalkConfig
+from schemas.questions import Question
+from schemas.wiki import Relation
+from synth.environment import build_index
+from synth.phrasing import has_ended
+from synth.questions import _load_context, run_questions
+from tests.test_questions import assert_reads_as_english
+from tests.test_questions_sample import assert_states_graph_facts
+
+WIKISAMPLES = Path(__file__).resolve().parents[2] / "shared" / "wikisamples" / "xml"
+# file -> fewest questions (measured: 15, 5, 0, 0, 0); a floor of 0 means the file holds no 2-hop chain.
+FLOORS = {
+    "infoboxer__vcr-cassettes-enwiki.xml.bz2": 10,
+    "dbpedia__minidump-en.xml.bz2": 4,
+    "wikibrain__en_test.xml.bz2": 0,
+    "wikireader__classical-composers.xml.bz2": 0,
+    "wikireader__japanese-architects.xml.bz2": 0,
+}
+
+
+@pytest.fixture(scope="module", params=sorted(FLOORS))
+def run(request, tmp_path_factory):
+    dump = WIKISAMPLES / request.param
+    if not dump.is_file():
+        pytest.skip(f"{dump} is absent")
+    out = tmp_path_factory.mktemp(request.param.split(".")[0])
+    run_extract(ExtractConfig(dump=str(dump), output_shards=1), out / "graph")
+    walk = run_walks(out / "graph", out / "paths", WalkConfig(shards=1))
+    build_index(out / "graph", out / "index", IndexConfig())
+    manifest = run_questions(out / "graph", out / "paths", out / "questions", QuestionConfig(shards=1), None,
+                             index_dir=out / "index")
+    questions = list(read_records(Question, out / "questions" / "questions"))
+    return request.param, out, walk, manifest, questions
+
+
+def test_each_file_meets_its_floor_or_says_why_it_cannot(run):
+    name, _, walk, manifest, questions = run
+    assert len(questions) == manifest.counts["questions:kept"] >= FLOORS[name], manifest.counts
+    if FLOORS[name] == 0:
+        assert walk.counts["graph:chain_edges"] == 0 and walk.counts["paths:kept"] == 0
+        assert any("no mapped fact leads from a page" in line for line in below_floor("walk", walk.counts))
+    else:
+        assert walk.counts["graph:chain_edges"] > 0
+
+
+def test_questions_use_mapped_relations_and_no_plumbing(run):
+    _, _, _, _, questions = run
+    ontology = load_ontology()
+    for question in questions:
+        assert_reads_as_english(question.text)
+        for hop in question.path.hops:
+            assert hop.relation in ontology.properties, hop.relation
+            assert ontology.plumbing_reason(hop.relation.lower(), hop.relation) is None, hop.relation
+            if hop.value is not None:
+                assert ontology.value_plumbing(hop.value) is None, hop.value
+        assert ontology.value_plumbing(question.answer) is None, question.answer
+
+
+def test_every_stated_fact_of_a_real_question_holds(run):
+    _, out, _, _, questions = run
+    assert_states_graph_facts(_load_context(out / "graph", out / "paths", QuestionConfig()), questions)
+
+
+def test_real_terms_of_office_bound_their_group(run):
+    name, out, _, manifest, _ = run
+    if name != "dbpedia__minidump-en.xml.bz2":
+        pytest.skip("Angela Merkel's officeholder infobox is in the DBpedia minidump")
+    offices = {(r.tail, r.group_index): {q.key: q.value for q in r.qualifiers}
+               for r in read_records(Relation, out / "graph" / "relations")
+               if r.head == "Angela Merkel" and r.relation == "office"}
+    as_of = manifest.as_of.date()
+    opposition = offices[("Leader of the Opposition (Germany)", 3)]
+    assert opposition == {"start": "2002-09-22", "end": "2005-11-22"} and has_ended(opposition, as_of)
+    chancellor = offices[("Chancellor of Germany", None)]
+    assert chancellor == {"start": "2005-11-22"} and not has_ended(chancellor, as_of)

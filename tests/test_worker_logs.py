@@ -1,0 +1,72 @@
+"""No secret in what Beam's worker processes log or print (`--direct_num_workers 2`, multi-processing):
+a run whose workers log the API key at INFO and WARNING and print it, seen from the terminal."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import apache_beam as beam
+import pytest
+
+from pipeline.secrets import ScrubbedLines
+
+REPO = Path(__file__).resolve().parent.parent
+# one variable whose name says it holds a secret, one that only an LLM role's `api_key_env` makes one
+NAMED, NAMED_VALUE = "HOPSMITH_TEST_SERVICE_TOKEN", "tok-NAMED-sentinel-4411"
+ROLE_ENV, ROLE_VALUE = "HOPSMITH_WORKER_ACCESS", "sk-role-SENTINEL-90817263"
+
+
+class LogTheSecrets(beam.DoFn):
+    """What a careless log line in a stage would do, in each worker."""
+
+    def process(self, element):
+        secrets = f"{os.environ[NAMED]} {os.environ[ROLE_ENV]}"
+        logging.getLogger("hopsmith.worker_test").info("element %s INFO with %s", element, secrets)
+        logging.getLogger("hopsmith.worker_test").warning("element %s WARNING with %s", element, secrets)
+        print(f"element {element} printed with {secrets}")
+        yield element
+
+
+def run_pipeline(verbose: bool) -> None:
+    """Logging as `hopsmith` sets it up, the role registered as a stage's config does, then 2 workers."""
+    from pipeline.beam import pipeline_options
+    from pipeline.cli import configure_logging
+    from schemas.config import BeamOptions, LLMRole
+
+    configure_logging(verbose)
+    LLMRole(base_url="http://127.0.0.1:9/v1", model="m", api_key_env=ROLE_ENV)
+    with beam.Pipeline(options=pipeline_options(BeamOptions(direct_num_workers=2))) as pipeline:
+        pipeline | beam.Create(range(4)) | beam.ParDo(LogTheSecrets())
+
+
+@pytest.mark.parametrize("verbose", [True, False])
+def test_worker_logs_and_prints_are_scrubbed_and_shown_once_at_the_chosen_level(verbose):
+    code = f"from tests.test_worker_logs import run_pipeline; run_pipeline({verbose})"
+    env = {**os.environ, "PYTHONPATH": str(REPO), NAMED: NAMED_VALUE, ROLE_ENV: ROLE_VALUE}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output
+    assert NAMED_VALUE not in output and ROLE_VALUE not in output, output
+    lines = output.splitlines()
+    for element in range(4):
+        warning = [line for line in lines if f"element {element} WARNING with *** ***" in line]
+        info = [line for line in lines if f"element {element} INFO with *** ***" in line]
+        printed = [line for line in lines if f"element {element} printed with *** ***" in line]
+        assert len(warning) == 1 and len(printed) == 1, output  # once: no second, unscrubbed worker handler
+        assert len(info) == (1 if verbose else 0), output  # the level the user chose, in the workers too
+
+
+def test_a_secret_written_in_pieces_is_masked_whole(monkeypatch):
+    monkeypatch.setenv(NAMED, NAMED_VALUE)
+    target = io.StringIO()
+    stream = ScrubbedLines(target)
+    stream.write("key tok-NAMED-")
+    stream.write("sentinel-4411 end\npartial tok-NAMED-sentinel-4411")
+    assert target.getvalue() == "key *** end\n"
+    stream.flush()
+    assert target.getvalue() == "key *** end\npartial ***"
