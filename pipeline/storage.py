@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fnmatch
+import functools
 import os
 import shutil
 import tempfile
@@ -49,7 +50,29 @@ def _filesystems():
         from apache_beam.options.pipeline_options import PipelineOptions
 
         FileSystems.set_options(PipelineOptions([]))
+    _share_botocore_models()
     return FileSystems
+
+
+@functools.cache
+def _share_botocore_models() -> None:
+    """Beam's S3 filesystem builds a new boto3 session for every call (exists, open, rename, ...), and each
+    session parses botocore's JSON service models again: 0.1-0.3 s a call, most of a stage's time on S3.
+    The models are read-only data, so every session of this process shares one loader (and its cache)."""
+    try:
+        import botocore.loaders
+        import botocore.session
+    except ImportError:  # no AWS support installed: nothing to share
+        return
+    loaders: dict[object, botocore.loaders.Loader] = {}
+    create = botocore.loaders.create_loader
+
+    def shared_loader(search_path_string=None):
+        if search_path_string not in loaders:
+            loaders[search_path_string] = create(search_path_string)
+        return loaders[search_path_string]
+
+    botocore.session.create_loader = shared_loader
 
 
 def _uncompressed():

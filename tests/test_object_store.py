@@ -164,6 +164,11 @@ def _finished_units(folder: str) -> set[str]:
     return set.intersection(*by_table.values())
 
 
+def _committed_parts(prefix: str) -> dict[str, object]:
+    """The part files under the prefix, without the temporary ones (`.NAME.<uuid>.tmp`) an upload leaves."""
+    return {key: when for key, when in _modified(prefix).items() if not key.startswith(".")}
+
+
 def _small_config(tmp_path: Path) -> Path:
     """The end-to-end tests' small config, with one question per trajectory unit (so there are several)."""
     path = tmp_path / "small.toml"
@@ -171,7 +176,7 @@ def _small_config(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.timeout(1500)  # Beam's S3 filesystem builds a boto3 client per call: each call costs ~0.1-0.3 s
+@pytest.mark.timeout(900)  # three runs of the whole pipeline, two of them on S3
 def test_killed_dataset_run_resumes_on_object_storage_to_identical_shards(bucket, tmp_path):
     config = _small_config(tmp_path)
     local, remote = tmp_path / "local", f"{bucket}/ds"
@@ -180,17 +185,19 @@ def test_killed_dataset_run_resumes_on_object_storage_to_identical_shards(bucket
     process = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "dataset", "--config", str(config),
                                 "--out", remote], env={**os.environ, "PYTHONPATH": str(ROOT)},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    parts = "ds/trajectories/parts/trajectories"
     deadline = time.monotonic() + 400
-    while process.poll() is None and not _keys("ds/trajectories/parts/trajectories") and time.monotonic() < deadline:
+    while process.poll() is None and not _committed_parts(parts) and time.monotonic() < deadline:
         time.sleep(0.1)
     process.send_signal(signal.SIGKILL)
     process.wait()
     assert read_manifest(f"{remote}/trajectories") is None, "the run finished before it could be killed"
-    finished = _modified("ds/trajectories/parts/trajectories")
+    finished = _committed_parts(parts)
     assert finished
 
     assert main(["dataset", "--config", str(config), "--out", remote]) == 0
-    after = _modified("ds/trajectories/parts/trajectories")
+    after = _modified(parts)
+    assert not [key for key in after if key.endswith(".tmp")]  # an upload the kill cut short is removed
     assert len(after) > len(finished) and {k: after[k] for k in finished} == finished  # finished units kept
     for stage, folder in STAGE_FOLDERS.items():
         assert _committed(f"{remote}/{folder}") == _committed(local / folder), stage
