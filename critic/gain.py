@@ -3,8 +3,9 @@
 Two sources, the larger wins:
 - gold-path evidence: path entities and relation facts this observation shows for the first time;
 - relevant novelty: the share of the observation's content words never seen before in the question or an
-  earlier observation, weighted by how much the observation is about the question (it names a path entity
-  or a name from the question) and zero when the call went after something unrelated (a target never seen,
+  earlier observation (only in clauses that name a question anchor or share two of its words), weighted
+  by how much the observation is about the question (it names a path entity or a name from the question)
+  and zero when the call went after something unrelated (a target never seen,
   sharing nothing with the question). Full weight only when the call went after a path entity or a name
   the question writes (the page of a film it names); a look at another page that merely mentions one
   earns too little to pass. Useful progress off the gold path passes; a detour to an unrelated page, a page with
@@ -27,6 +28,9 @@ NOVELTY_WEIGHT = 0.5
 # A call after something the question does not name (another listed page that merely mentions a path
 # entity) earns novelty below the pass threshold: a result with nothing new of the chain does not pass.
 OFF_CHAIN_NOVELTY_WEIGHT = 0.15
+# A clause naming no anchor is about the question only when it shares this many of its words: one common
+# word ("city", "novel") puts any sentence of any page on topic.
+TOPICAL_SHARED_WORDS = 2
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ def topical_words(observation: str, knowledge: Knowledge) -> set[str]:
     words: set[str] = set()
     for clause in clauses(observation):
         clause_words = content_tokens(clause)
-        if clause_words & question_words or mentions_any(normalize(clause), anchors):
+        if len(clause_words & question_words) >= TOPICAL_SHARED_WORDS or mentions_any(normalize(clause), anchors):
             words |= clause_words
     return words
 

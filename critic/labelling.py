@@ -22,6 +22,9 @@ In order, the first rule that fires decides the tool criterion; the claim and ga
    "means", "fits", "matches", "the one", nor an ordinal that the row's order or dates settle: "second",
    "latest", "only"); or a correct final answer no earlier result showed (a guess).
 7. wrong answer (soundness): a final answer that does not match the gold answer or its aliases.
+8. unmotivated action (soundness): a call (not an answer) whose arguments share no word of three or more
+   letters with a reasoning that plans a step ("I will", "let me", ...), or whose reasoning says it will
+   give the answer while it calls another tool.
 A tool failure (rules 1-4) also fails information gain: nothing was learned.
 """
 
@@ -41,10 +44,13 @@ _REASON = re.compile(r"\b(because|since|means|fits|matches|the one|so that|which
 _CAPITALISED = re.compile(r"\b[A-Z][\w'.-]*(?:\s+(?:of|the|de|von|van|and)?\s*[A-Z][\w'.-]*)*|\b\d[\d,.]*\d\b|\b\d\b")
 _ROW = re.compile(r"^\s*(?:\[page \d+\] )?([A-Z][\w ]{0,38}\w): (.+)$", re.M)
 _TITLE = re.compile(r"^\d+\. (.+)$", re.M)
+_STEP = re.compile(r"\b(i will|i'll|let me|i need to|i should|next i)\b", re.I)
+_WILL_ANSWER = re.compile(r"\b(?:i will|i'll|let me) (?:now )?(?:give|submit|state|provide)\b.{0,20}\banswer\b", re.I)
 _EMPTY = re.compile(r"^(No results|No occurrence)", re.I)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
 _OPENERS = {"The", "I", "So", "It", "Its", "This", "That", "A", "An", "Now", "Before", "To", "Then", "Of", "He",
-            "She", "They", "There", "Page", "First", "Results", "Final", "Let"}
+            "She", "They", "There", "Page", "First", "Results", "Final", "Let", "You", "Your", "We", "Our", "My",
+            "His", "Her", "Their", "These", "Those", "Here"}  # capitalised words that are not names
 
 
 def _plain(text: str) -> str:
@@ -113,12 +119,25 @@ def label_turn(question: Question, trajectory: Trajectory, position: int) -> tup
             kinds.append("unsupported_claim")
     if not {"unsupported_claim", "wrong_answer"} & set(kinds) and _unsupported(turn.reasoning, seen, earlier, question.text):
         kinds.append("unsupported_claim")
+    if not answer_turn and turn.tool_call is not None and not turn.parse_error and _unmotivated(turn):
+        kinds.append("unmotivated_action")
     passes = {
         "tool_accuracy": not tool_failed,
         "information_gain": not tool_failed and not {"off_path_detour", "redundant_turn"} & set(kinds),
-        "logical_soundness": not {"unsupported_claim", "wrong_answer"} & set(kinds),
+        "logical_soundness": not {"unsupported_claim", "wrong_answer", "unmotivated_action"} & set(kinds),
     }
     return passes, kinds
+
+
+def _unmotivated(turn: Turn) -> bool:
+    """Rule 8: the call does not follow from the step the reasoning plans."""
+    reasoning = turn.reasoning.strip()
+    if not _STEP.search(reasoning):
+        return False
+    if _WILL_ANSWER.search(reasoning):
+        return True
+    words = {w for w in _plain(" ".join(str(v) for v in turn.tool_call.arguments.values())).split() if len(w) > 2}
+    return bool(words) and not words & set(_plain(reasoning).split())
 
 
 def _names_path(question: Question, text: str) -> bool:

@@ -37,6 +37,8 @@ from apache_beam.runners.runner import PipelineState
 from apache_beam.transforms import ParDo
 from apache_beam.transforms.sideinputs import SideInputMap
 
+from pipeline.secrets import register_secret_env, registered_secret_names, scrub_process_output
+
 
 class _TagReceiver(Receiver):
     def __init__(self, tag, out: list):
@@ -162,6 +164,20 @@ class DaskRunnerResult(beam_dask.DaskRunnerResult):
                 self.client.close()
 
 
+class ScrubWorkerOutput(ddist.WorkerPlugin):
+    """On every worker, secrets masked in what it logs and prints (`pipeline.secrets.scrub_process_output`),
+    including the launcher's `api_key_env` variables: a Dask worker's log lines otherwise reach its
+    terminal unscrubbed."""
+
+    def __init__(self, secret_names: list[str]):
+        self.secret_names = secret_names
+
+    def setup(self, worker) -> None:
+        for name in self.secret_names:
+            register_secret_env(name)
+        scrub_process_output()
+
+
 class DaskRunner(beam_dask.DaskRunner):
     """Executes a pipeline on a dask.distributed cluster (see the module docstring for the fixes)."""
 
@@ -170,6 +186,7 @@ class DaskRunner(beam_dask.DaskRunner):
             drop_default=True, current_only=True)
         bag_kwargs = beam_dask.DaskOptions._extract_bag_kwargs(dask_options)
         client = ddist.Client(**dask_options)
+        client.register_plugin(ScrubWorkerOutput(registered_secret_names()), name="hopsmith-scrub-output")
         pipeline.replace_all(dask_overrides())
         visitor = _BagVisitor(bag_kwargs, SPREAD_PER_THREAD * max(1, sum(client.nthreads().values())))
         pipeline.visit(visitor)

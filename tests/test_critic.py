@@ -321,6 +321,18 @@ def test_a_check_of_a_fact_already_retrieved_is_context_and_its_statement_is_not
     assert unchecked[2].critical_reasons == judgements[3].critical_reasons + ["states Kate Capshaw"]
 
 
+def test_a_result_sharing_one_common_word_with_the_question_adds_nothing_of_the_chain():
+    knowledge = Knowledge.start(QUESTION_TEXT, QUESTION)
+    for earlier in _run()[:2]:
+        knowledge.add(earlier)
+    lookup = turn(2, "search", {"query": "Steven Spielberg"},
+                  "Results for 'Steven Spielberg':\n1. Steven Spielberg\n   Steven Allan Spielberg is an American "
+                  "filmmaker.\n2. Chicago\n   In 1850 the city council of Chicago approved plan number 0 for new "
+                  "streets and bridges near the lake.", "I will search for Steven Spielberg.")
+    gain = information_gain(lookup, knowledge)  # "city" is the question's word, but nothing here is its chain
+    assert not gain.new_units and gain.score < JudgeConfig().thresholds["information_gain"], gain
+
+
 def test_reward_is_the_weighted_mean_of_scores_and_outcome_reward_follows_correctness():
     scores = {"tool_accuracy": 1.0, "information_gain": 0.5, "logical_soundness": 0.0}
     config = JudgeConfig(weights={"tool_accuracy": 2.0, "information_gain": 2.0, "logical_soundness": 0.0})

@@ -8,15 +8,19 @@ from collections import Counter
 import pytest
 
 from critic.calibration import load_labelled
+from critic.labelling import label_turn
 from critic.report import labelled_report
 from pipeline.cli import main
 from schemas.config import JudgeConfig
+from schemas.trajectory import Outcome, ToolCall, Trajectory, Turn
 from tests.data.build_critic_natural import build
+from tests.trajectory_fixtures import QUESTIONS
 
-# Kinds the offline critic can give that the set's uninjected rollouts produce: malformed_call from the real
-# model (it echoes prompts instead of calling a tool), the rest from the offline searchers. Absent:
-# unmotivated_action (the recorded real model never made a call that parsed, and the offline searchers' calls
-# always follow their reasoning), and the LLM judge's own not_sensible and unsound_reasoning.
+# Kinds the offline critic can give that the set's uninjected rollouts produce: malformed_call and
+# unsupported_claim from the real model (it echoes prompts and invents questions instead of calling a tool),
+# the rest from the offline searchers. Absent: unmotivated_action (the recorded real model never made a call
+# that parsed, and the offline searchers' calls follow their reasoning; rule 8 labels it, tested below), and
+# the LLM judge's own not_sensible and unsound_reasoning.
 NATURAL_KINDS = ("malformed_call", "tool_error", "repeated_call", "empty_result", "off_path_detour",
                  "redundant_turn", "unsupported_claim", "wrong_answer")
 
@@ -37,10 +41,11 @@ def test_the_natural_set_is_large_has_every_kind_and_no_injected_turn(natural):
     assert sum(all(r.expected_pass.values()) for r in rows) >= 100
     assert not any(t.injected_error for row in rows for t in row.trajectory.turns)
     assert {row.trajectory.policy for row in rows} == {"llm", "scripted", "naive"}
-    real = [row for row in rows if row.trajectory.policy == "llm"]  # replayed replies of the recorded model
-    assert real and {row.trajectory.model for row in real} == {"gemma-3-270m"}
-    assert {row.trajectory.framework for row in real} == {"react", "function_calling", "tagged"}
-    assert "malformed_call" in {k for row in real for k in row.expected_kinds}
+    real = [row for row in rows if row.trajectory.policy == "llm"]  # the recorded model's episodes, replayed
+    assert len(real) >= 50 and {row.trajectory.model for row in real} == {"gemma-3-270m"}
+    assert {(row.trajectory.framework, row.trajectory.rollout) for row in real} == {
+        (framework, rollout) for framework in ("react", "function_calling", "tagged") for rollout in (0, 1)}
+    assert {"malformed_call", "unsupported_claim"} <= {k for row in real for k in row.expected_kinds}
     scripted = [row for row in rows if row.trajectory.policy == "scripted"]
     assert sum(all(r.expected_pass.values()) for r in scripted) < len(scripted)  # it errs without injection too
 
@@ -62,3 +67,21 @@ def test_critic_report_covers_both_sets(natural, tmp_path, capsys):
     assert printed.count("critic calibration:") == 2 and str(natural) in printed and hand in printed
     reports = json.loads(out.read_text())
     assert [r["turns"] for r in reports][1] == len(load_labelled(natural))
+
+
+def test_the_reviewer_rules_label_an_unmotivated_call_and_take_no_pronoun_for_a_name():
+    question = QUESTIONS[0]
+
+    def labelled(reasoning: str, name: str, arguments: dict) -> list[str]:
+        call = ToolCall(call_id="c0", name=name, arguments=arguments)
+        turn = Turn(index=0, reasoning=reasoning, tool_call=call, observation="No results for that.")
+        trajectory = Trajectory(trajectory_id="t", question_id=question.question_id, question=question.text,
+                                answer=question.answer, as_of=question.as_of, framework="tagged", policy="test",
+                                engine="test", seed=0, stop_reason="max_turns", turns=[turn],
+                                outcome=Outcome(exact_match=False, f1=0.0, correct=False))
+        return label_turn(question, trajectory, 0)[1]
+
+    assert "unmotivated_action" in labelled("I will look up the director.", "search", {"query": "Zanzibar"})
+    assert "unmotivated_action" in labelled("I will now give the answer.", "open_page", {"title": "Zanzibar"})
+    assert "unmotivated_action" not in labelled("I will search for Zanzibar.", "search", {"query": "Zanzibar"})
+    assert "unsupported_claim" not in labelled("You may call one function per turn.", "search", {"query": "x y"})

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from critic.judge import run_judge
+from critic.judge import load_aliases, run_judge
 from critic.report import judged_report
 from critic.scoring import judge_trajectory
 from pipeline.cli import main
@@ -66,8 +66,9 @@ def test_every_trajectory_and_turn_is_judged_and_accounted_for(snapshot, judged)
 def test_the_stage_writes_what_the_plain_function_computes(snapshot, judged):
     _, records = judged
     questions = {q.question_id: q for q in read_records(Question, snapshot / "questions" / "questions")}
+    aliases = load_aliases(snapshot / "index")  # the stage widens evidence with the index's redirect titles
     for record in records[:6]:
-        direct = judge_trajectory(record.trajectory, questions[record.trajectory.question_id], CONFIG)
+        direct = judge_trajectory(record.trajectory, questions[record.trajectory.question_id], CONFIG, aliases=aliases)
         assert direct.judgements == record.judgements
 
 

@@ -257,3 +257,12 @@ def test_lead_templates_render_recursively_and_long_leads_cut_at_lines():
     assert [link.target for link in sentence.links] == ["Urdu", "Capital city"]
     long_lead = "First line is whole.\n" + "More [[words]] here. " * 10
     assert [s.text for s in lead_sentences(long_lead, max_chars=40)] == ["First line is whole."]
+
+
+def test_a_soft_line_break_does_not_end_the_lead_sentence():
+    # An older page breaks a line inside its first sentence; a blank line or a list item ends a paragraph.
+    text = ("'''Anton Reicha''' ([[February 26]],\n[[1770]] – [[May 28]], [[1836]]) was a [[Czech Republic|Czech]]"
+            "-born [[France|French]] [[composer]].\n\nSecond paragraph.\n* a list item\nAfter the list.")
+    assert [s.text for s in lead_sentences(text)] == [
+        "Anton Reicha (February 26, 1770 – May 28, 1836) was a Czech-born French composer.",
+        "Second paragraph.", "After the list."]

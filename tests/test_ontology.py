@@ -178,6 +178,9 @@ def test_no_question_facing_value_is_plumbing():
     assert [(f.relation, f.property, f.tail) for f in box.facts] == [("capital", "capital", "Berlin")]
     assert box.excluded == {"names_page": 1, "image": 2, "image_size": 1, "colour": 1, "ordinal": 1,
                             "coordinates": 1, "identifier": 1, "placeholder": 1, "list_page": 1}
+    # A list named by its subject is a list too: no notable work is a filmography.
+    box = parse_infoboxes("{{Infobox person\n| notable_works = [[Christopher Nolan filmography]]\n}}")[0]
+    assert box.facts == [] and box.excluded == {"list_page": 1}
 
 
 # --- real pages ------------------------------------------------------------------------------------------

@@ -191,6 +191,7 @@ def test_date_fuzzing_and_literal_aliases():
     assert fuzz_year(1995, 0) == ("the mid-1990s", (1994, 1996))
     assert fuzz_year(1998, 1) == ("the 1990s", (1990, 1999))
     assert fuzz_year(1949, 2) == ("the mid-20th century", (1934, 1966))
+    assert fuzz_year(1209, 0) == fuzz_year(1209, 2) == ("the early 13th century", (1201, 1233))  # not "the 1200s"
     assert fuzz_year(1809, 2) == ("the early 19th century", (1801, 1833))
     assert date_variants("1990-05-12") == ["1990-05-12", "12 May 1990", "May 12, 1990"]
     assert date_variants("1990-05") == ["1990-05", "May 1990"]

@@ -237,3 +237,14 @@ def test_a_dominant_answer_is_rejected_and_one_answer_is_capped():
     kept, skipped = cap_answers([make(i) for i in range(60)], share=0.05)
     assert sum(q.answer == "A" for q in kept) == 2 <= 0.05 * len(kept) < 3
     assert {s.reason for s in skipped} == {"answer_cap"} and len(skipped) == 4
+
+
+def test_a_next_work_is_said_in_its_own_words():
+    """"A book followed by 'Salem's Lot", not "a book whose sequel is ...": the next book is no sequel."""
+    entities = [entity("Carrie (novel)", "Book"), entity("'Salem's Lot", "Book", head=False)]
+    ctx = context(entities, [fact("Carrie (novel)", "subsequentWork", "'Salem's Lot"),
+                             fact("'Salem's Lot", "previousWork", "Carrie (novel)")])
+    after = describe.attributes(ctx, ctx.graph.node_id("Carrie (novel)"), 0, random.Random(0), False, set(), set())
+    before = describe.attributes(ctx, ctx.graph.node_id("'Salem's Lot"), 0, random.Random(0), False, set(), set())
+    assert [a.modifier for a in after] == ["followed by 'Salem's Lot"]
+    assert [a.modifier for a in before] == ["that followed the novel Carrie"]

@@ -11,8 +11,9 @@ import pytest
 from critic.critical import is_corroboration
 from critic.evidence import Knowledge
 from critic.judge import load_aliases
-from pipeline.dataset import build_dataset, load_config, run_dataset
+from pipeline.dataset import build_dataset, load_config, run_dataset, stage_dirs
 from pipeline.io import read_manifest, read_records
+from pipeline.progress import supervision_line
 from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
 from schemas.questions import Question
@@ -105,7 +106,9 @@ def test_the_sample_dataset_trains_on_at_most_a_quarter_of_assistant_turns_and_e
     per_trajectory = counts["sft_critical_turns"] / rows
     print(f"sample: loss 1 on {shares} of assistant turns, {per_trajectory:.2f} critical turns a trajectory "
           "(ToolMind-Web-QA: ~3%, 7.25)")
-    assert share <= 0.25 and shares["nanbeige"] == shares["openai"] == share
+    assert share <= 0.25, (f"loss 1 on {share:.1%} of the sample's assistant turns, over the 25% target: see which "
+                           "turns critic/critical.py marks and how long synth/policies/scripted.py runs are")
+    assert shares["nanbeige"] == shares["openai"] == share
     judged = list(read_records(JudgedTrajectory, sample_run / "judged" / "judged"))
     correct = [r for r in judged if r.trajectory.outcome.correct]
     without = [r for r in correct if not any(j.loss_mask for j in r.judgements)]
@@ -114,3 +117,5 @@ def test_the_sample_dataset_trains_on_at_most_a_quarter_of_assistant_turns_and_e
     assert rows + counts.get("skipped:duplicate_conversation", 0) + len(without) == len(correct)
     card = (dataset / "README.md").read_text()
     assert f"| {share:.1%} | {per_trajectory:.2f} |" in card and "~3% | 7.25 |" in card
+    line = supervision_line(stage_dirs(sample_run))  # the run summary says the same
+    assert f"loss 1 on {share:.1%}" in line and f"{per_trajectory:.2f} critical turns" in line and "(7.25)" in line

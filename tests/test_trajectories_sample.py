@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -18,8 +20,9 @@ from schemas.trajectory import Trajectory
 from synth.environment import SearchEnvironment, build_index
 from synth.frameworks import FRAMEWORKS, get_framework
 from synth.matching import match_answer
+from synth.phrasing import fuzz_year
 from synth.policies import ERROR_KINDS
-from synth.policies.scripted import result_titles
+from synth.policies.scripted import distinctive, question_periods, result_titles
 from synth.questions import run_questions
 from synth.trajectories import run_trajectories
 from tests.test_trajectories import HIGH_RATES
@@ -130,3 +133,48 @@ def test_honest_turns_reuse_listed_pages_look_up_what_exists_and_name_only_what_
             if turn.observation and not turn.tool_error:
                 seen += " " + normalize(turn.observation)
     assert searches > 30 and lookups > 0 and answers > 15  # longer runs meet more injected premature answers
+
+
+def test_the_searcher_checks_candidates_periods_and_descriptions_on_real_pages(sample):
+    """What a searcher without the gold path would do first, on real pages: results of the question's search
+    ranked above the start are read before it; each period the question gives is looked up on a page row
+    dated inside it; the start's page is checked for the names the question describes it by; and no
+    find_in_page text is a bare common word ("It")."""
+    trajectories = list(read_records(Trajectory, sample / "trajectories" / "trajectories"))
+    starts = {q.question_id: q.path.start for q in read_records(Question, sample / "questions" / "questions")}
+    done = Counter()
+    for trajectory in trajectories:
+        periods = dict(question_periods(trajectory.question))
+        above_start: set[str] = set()  # titles an earlier search ranked above the start
+        for turn in trajectory.turns:
+            call = turn.tool_call
+            if call is not None and call.name == "search" and not turn.tool_error:
+                titles = result_titles(turn.observation)
+                if starts[trajectory.question_id] in titles:
+                    above_start |= set(titles[: titles.index(starts[trajectory.question_id])])
+            if turn.injected_error is not None or call is None:
+                continue
+            if call.name == "find_in_page":
+                assert distinctive(call.arguments["text"]), call.arguments
+            if "is listed above it; I will check whether it is the one" in turn.reasoning:
+                title = call.arguments["title"]
+                assert call.name == "open_page" and title in above_start, (trajectory.question, title)
+                done["candidate"] += 1
+            match = re.search(r"The question places it in (.+?); I will look for '(.+)' in (.+)\.$", turn.reasoning)
+            if match:
+                first_year, last_year = periods[match.group(1)]
+                assert call.arguments == {"title": match.group(3), "text": match.group(2)}
+                years = [int(y) for y in re.findall(r"\b\d{4}\b", turn.observation)]
+                assert any(first_year <= y <= last_year for y in years), (turn.observation, match.group(1))
+                done["period"] += 1
+            if "The question describes the entity by its link to" in turn.reasoning:
+                assert call.name == "find_in_page" and call.arguments["text"] in trajectory.question
+                done["description"] += 1
+    assert done["candidate"] > 0 and done["period"] > 0 and done["description"] > 0, done
+
+
+@pytest.mark.parametrize("style", [0, 1, 2])
+def test_question_periods_read_back_every_period_the_phrasing_writes(style):
+    for year in (1901, 1933, 1950, 1965, 1969, 1987, 2000, 2024):
+        phrase, span = fuzz_year(year, style)
+        assert question_periods(f"A novel published in {phrase} was written by a writer.") == [(phrase, span)]

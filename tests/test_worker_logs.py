@@ -1,5 +1,6 @@
-"""No secret in what Beam's worker processes log or print (`--direct_num_workers 2`, multi-processing):
-a run whose workers log the API key at INFO and WARNING and print it, seen from the terminal."""
+"""No secret in what worker processes log or print: Beam's (`--direct_num_workers 2`, multi-processing)
+and a Dask cluster's (`--runner DaskRunner`): a run whose workers log the API key at INFO and WARNING and
+print it, seen from the terminal."""
 
 from __future__ import annotations
 
@@ -44,21 +45,52 @@ def run_pipeline(verbose: bool) -> None:
         pipeline | beam.Create(range(4)) | beam.ParDo(LogTheSecrets())
 
 
-@pytest.mark.parametrize("verbose", [True, False])
-def test_worker_logs_and_prints_are_scrubbed_and_shown_once_at_the_chosen_level(verbose):
-    code = f"from tests.test_worker_logs import run_pipeline; run_pipeline({verbose})"
+def run_on_dask() -> None:
+    """The same on a 2-process Dask cluster started before the role is registered (as a cluster a user
+    started apart: its workers' environment does not name the role's variable)."""
+    import distributed
+
+    from pipeline.beam import pipeline_options
+    from pipeline.cli import configure_logging
+    from schemas.config import LLMRole
+
+    configure_logging(False)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                  dashboard_address=None) as cluster:
+        LLMRole(base_url="http://127.0.0.1:9/v1", model="m", api_key_env=ROLE_ENV)
+        options = pipeline_options(None, ["--runner", "DaskRunner", "--dask_client_address", cluster.scheduler_address])
+        with beam.Pipeline(options=options) as pipeline:
+            pipeline | beam.Create(range(4)) | beam.ParDo(LogTheSecrets())
+
+
+def _run(code: str) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), NAMED: NAMED_VALUE, ROLE_ENV: ROLE_VALUE}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=600)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
     assert NAMED_VALUE not in output and ROLE_VALUE not in output, output
-    lines = output.splitlines()
+    return output.splitlines()
+
+
+def _lines(lines: list[str], element: int, kind: str) -> list[str]:
+    return [line for line in lines if f"element {element} {kind} with *** ***" in line]
+
+
+@pytest.mark.parametrize("verbose", [True, False])
+def test_worker_logs_and_prints_are_scrubbed_and_shown_once_at_the_chosen_level(verbose):
+    lines = _run(f"from tests.test_worker_logs import run_pipeline; run_pipeline({verbose})")
     for element in range(4):
-        warning = [line for line in lines if f"element {element} WARNING with *** ***" in line]
-        info = [line for line in lines if f"element {element} INFO with *** ***" in line]
-        printed = [line for line in lines if f"element {element} printed with *** ***" in line]
-        assert len(warning) == 1 and len(printed) == 1, output  # once: no second, unscrubbed worker handler
-        assert len(info) == (1 if verbose else 0), output  # the level the user chose, in the workers too
+        # once: no second, unscrubbed worker handler; INFO only at the level the user chose
+        assert len(_lines(lines, element, "WARNING")) == len(_lines(lines, element, "printed")) == 1, lines
+        assert len(_lines(lines, element, "INFO")) == (1 if verbose else 0), lines
+
+
+@pytest.mark.scale
+def test_dask_worker_logs_and_prints_are_scrubbed():
+    pytest.importorskip("distributed")
+    lines = _run("from tests.test_worker_logs import run_on_dask; run_on_dask()")
+    for element in range(4):
+        assert len(_lines(lines, element, "WARNING")) == len(_lines(lines, element, "printed")) == 1, lines
 
 
 def test_a_secret_written_in_pieces_is_masked_whole(monkeypatch):
@@ -70,3 +102,12 @@ def test_a_secret_written_in_pieces_is_masked_whole(monkeypatch):
     assert target.getvalue() == "key *** end\n"
     stream.flush()
     assert target.getvalue() == "key *** end\npartial ***"
+
+
+def test_a_log_call_whose_arguments_do_not_fit_is_shown_scrubbed_not_raised(monkeypatch):
+    from pipeline.secrets import ScrubLogs
+
+    monkeypatch.setenv(NAMED, NAMED_VALUE)
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "%d items for %s", (NAMED_VALUE,), None)
+    assert ScrubLogs().filter(record)
+    assert NAMED_VALUE not in record.getMessage() and "%d items for %s" in record.getMessage()

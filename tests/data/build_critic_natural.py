@@ -1,10 +1,10 @@
 """Builds the natural labelled set: rollouts nobody injected errors into, labelled by reviewer rules.
 
 Three policies run over the stage-3 test snapshot (tests/trajectory_fixtures.py), none with an error model:
-- a real model: the LLM policy of every framework against the replies Gemma 3 270M gave under llama.cpp
-  (tests/data/llm_transcript.jsonl, recorded by `make llm-check`), served again by a local replay server
-  (tests/llm_replay.py) as `make test` does. Its mistakes are its own: it echoes our prompts and error
-  feedback instead of calling a tool (and, where a transcript holds calls, whatever those calls do);
+- a real model: the policy episodes Gemma 3 270M played under llama.cpp on this snapshot (every framework,
+  2 rollouts; tests/data/llm_transcript.jsonl, recorded by `make llm-check`), replayed into trajectories by
+  `tests.llm_replay.replay_policy_episodes` as `make test` does. Its mistakes are its own: it echoes our
+  prompts and error feedback, or writes questions of its own, instead of calling a tool;
 - the offline scripted policy with every error rate at zero: its errors are the ones its search style makes
   by itself (a look at a page that adds nothing, a confirmation that repeats what was read);
 - `NaiveSearcher`, a heuristic searcher written for this set that does not know the gold path: it searches
@@ -31,22 +31,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from critic.labelling import label_turn
-from pipeline.llm import LLMClient
-from schemas.config import IndexConfig, LLMRole
+from schemas.config import IndexConfig
 from schemas.questions import Question
 from schemas.trajectory import Trajectory, Turn
 from synth.environment import SearchEnvironment, build_index, tokenize
-from synth.frameworks import ContextWindow, Framework, get_framework
+from synth.frameworks import Framework, get_framework
 from synth.policies import PolicyOutput, ScriptedPolicy, episode_seed, run_episode
-from synth.policies.llm import LLMPolicy
-from tests.llm_replay import Replay, load
-from tests.servers import OpenAIServer
+from tests.llm_replay import replay_policy_episodes
 from tests.trajectory_fixtures import QUESTIONS, make_graph
 
 ROLLOUTS = 6
 FRAMEWORK = "tagged"  # the critic judges canonical turns: the framework does not change a label
-FRAMEWORKS = ("react", "function_calling", "tagged")  # the real model runs in each: each parses it differently
-LLM_MAX_TURNS = 12
 _ROW = re.compile(r"^(?:\[page \d+\] )?([A-Z][\w ]{0,38}\w): (.+)$", re.M)
 _RESULT = re.compile(r"^\d+\. (.+)$", re.M)
 
@@ -113,25 +108,16 @@ class NaiveAgent:
         return self._call(f"That did not help. I will search for {query!r}.", "search", {"query": query}, turns)
 
 
-async def real_model_episodes(env: SearchEnvironment) -> list[tuple[Question, Trajectory]]:
-    """Every question with the LLM policy of every framework, the real model's replies replayed locally."""
-    with OpenAIServer(Replay(load())) as server:
-        role = LLMRole(base_url=server.base_url, model="gemma-3-270m", timeout_s=30.0, max_retries=1,
-                       backoff_s=0.01, api_key_env="HOPSMITH_TEST_KEY")
-        client = LLMClient(role, None, name="policy")
-        policy = LLMPolicy(client, ContextWindow())
-        try:
-            return [(question, await run_episode(question, get_framework(framework), policy, env,
-                                                 max_turns=LLM_MAX_TURNS,
-                                                 seed=episode_seed(0, question.question_id, framework, 0)))
-                    for question in QUESTIONS for framework in FRAMEWORKS]
-        finally:
-            await client.aclose()
+def real_model_episodes(work: Path) -> list[tuple[Question, Trajectory]]:
+    """The recorded real-model policy episodes (every framework and rollout of every question), replayed."""
+    trajectories, _ = replay_policy_episodes(work / "real-model")
+    questions = {q.question_id: q for q in QUESTIONS}
+    return [(questions[t.question_id], t) for t in sorted(trajectories, key=lambda t: t.trajectory_id)]
 
 
-def trajectories(index_dir: Path) -> Iterator[tuple[Question, Trajectory]]:
-    env = SearchEnvironment.load(index_dir)
-    yield from asyncio.run(real_model_episodes(env))
+def trajectories(work: Path) -> Iterator[tuple[Question, Trajectory]]:
+    yield from real_model_episodes(work)
+    env = SearchEnvironment.load(work / "index")
     for policy in (ScriptedPolicy(env, {}), NaiveSearcher()):
         for question in QUESTIONS:
             for rollout in range(ROLLOUTS):
@@ -140,8 +126,8 @@ def trajectories(index_dir: Path) -> Iterator[tuple[Question, Trajectory]]:
                                                         max_turns=40, seed=seed, rollout=rollout))
 
 
-def rows(index_dir: Path) -> Iterator[dict]:
-    for question, trajectory in trajectories(index_dir):
+def rows(work: Path) -> Iterator[dict]:
+    for question, trajectory in trajectories(work):
         for position in range(len(trajectory.turns)):
             passes, kinds = label_turn(question, trajectory, position)
             prefix = trajectory.model_copy(update={"turns": trajectory.turns[: position + 1]})
@@ -157,7 +143,7 @@ def rows(index_dir: Path) -> Iterator[dict]:
 def build(out: Path, work: Path) -> int:
     make_graph(work / "graph")
     build_index(work / "graph", work / "index", IndexConfig(chunk_chars=400))
-    lines = [json.dumps(row, ensure_ascii=False, sort_keys=True) for row in rows(work / "index")]
+    lines = [json.dumps(row, ensure_ascii=False, sort_keys=True) for row in rows(work)]
     out.write_text("\n".join(lines) + "\n")
     return len(lines)
 
