@@ -36,6 +36,7 @@ from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.io import atomic_write_text, read_manifest, stable_hash, write_records
 from pipeline.stage import begin_stage
+from pipeline.storage import as_path
 from pipeline.yields import below_floor
 from schemas.config import BeamOptions, WalkConfig
 from schemas.manifest import Manifest
@@ -498,7 +499,7 @@ def _merge_counts(dicts: Iterable[dict[str, int]]) -> dict[str, int]:
 
 def _write_shard(shard: tuple[int, Iterable[PathItem]], folder: str, shards: int) -> str:
     index, items = shard
-    path = FsPath(folder) / f"paths-{index:05d}-of-{shards:05d}.parquet"
+    path = as_path(folder) / f"paths-{index:05d}-of-{shards:05d}.parquet"
     write_records(Path, [Path.model_validate_json(payload) for _, _, payload in sorted(items)], path)
     return path.name
 
@@ -595,7 +596,7 @@ def run_walks(
     beam_args: Iterable[str] = (),
 ) -> Manifest:
     """Stage `walk`: sample conditional walks from stage 1's graph into `out_dir/paths/*.parquet`."""
-    graph_dir, out_dir = FsPath(graph_dir), FsPath(out_dir)
+    graph_dir, out_dir = as_path(graph_dir), as_path(out_dir)
     as_of, window_days = resolve_window(graph_dir, config)
     resolved = config.model_copy(update={"as_of": as_of, "window_days": window_days})
     run = begin_stage(STAGE, out_dir, resolved, upstream_dirs={"extract": graph_dir})

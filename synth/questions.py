@@ -49,6 +49,7 @@ from pipeline.llm import (
 )
 from pipeline.roles import add_role_arguments, role_from_args
 from pipeline.stage import begin_stage
+from pipeline.storage import as_path
 from schemas.config import BeamOptions, LLMRole, QuestionConfig, WalkConfig
 from schemas.manifest import Manifest
 from schemas.questions import Path, Question
@@ -696,7 +697,7 @@ class _WriteUnit(beam.DoFn):
         if work.is_done(unit_id):
             return
         paths = [ctx.paths[path_id] for path_id in path_ids]
-        cache = FsPath(self.cache_dir) if self.cache_dir else None
+        cache = as_path(self.cache_dir) if self.cache_dir else None
         report = RoleReport()
         try:
             questions, skipped = run_async(lambda: process_unit(ctx, paths, cache, report, self._environment))
@@ -759,13 +760,13 @@ def run_questions(
     """Stage `questions`: write and gate one question per path; resumable per unit of paths.
 
     With `index_dir` (the `index` stage's output) the one-search gate runs against the agents' index."""
-    graph_dir, paths_dir, out_dir = FsPath(graph_dir), FsPath(paths_dir), FsPath(out_dir)
+    graph_dir, paths_dir, out_dir = as_path(graph_dir), as_path(paths_dir), as_path(out_dir)
     resolved = config.model_copy(update={"as_of": _resolve_as_of(paths_dir, config)})
     upstream = {"extract": graph_dir, "walk": paths_dir}
     if index_dir is not None:
         if read_manifest(index_dir) is None:
             raise UserError(f"{index_dir} holds no finished search index: run `hopsmith index` first")
-        upstream["index"] = FsPath(index_dir)
+        upstream["index"] = as_path(index_dir)
     run = begin_stage(STAGE, out_dir, resolved, upstream_dirs=upstream)
     if run.done:
         return run.finished

@@ -15,6 +15,7 @@ from typing import Any
 from graph.csr import load_csr
 from pipeline.errors import UserError
 from pipeline.io import read_manifest, read_records, read_table
+from pipeline.storage import as_path
 from schemas.config import QuestionConfig, WalkConfig
 from schemas.questions import Path as Path_
 from schemas.questions import Question
@@ -35,7 +36,7 @@ def _share(part: int, whole: int) -> float:
 
 def question_report(out: str | Path, top_k: int | None = None) -> dict[str, Any]:
     """The report of the run folder `out` (its questions/, graph/, paths/ and, when built, index/)."""
-    out = Path(out)
+    out = as_path(out)
     report = measure({name: out / name for name in ("graph", "paths", "questions", "index")}, top_k)
     if report is None:
         raise UserError(f"{out} holds no finished questions and graph stages (run `hopsmith dataset --out {out}`)")
