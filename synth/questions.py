@@ -184,7 +184,10 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
 
         def fits(clues):
             return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
-    chosen = describe.choose(list(options), fits, ids[position], base, minimum, config.max_attributes)
+    if reached is None:
+        chosen = describe.choose(list(options), fits, ids[position], base, minimum, config.max_attributes)
+    else:
+        chosen = _choose_needing_hop(ctx, options, fits, ids[position], base, minimum, reached)
     # Nothing singles it out: keep a plain description and let the plan gate count why.
     return noun, base, chosen if chosen is not None else options[:minimum], chosen is not None
 
@@ -245,7 +248,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
 
             def fits(branch_clues):
                 return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)}
-            branches = describe.choose(list(options), fits, ids[-1], [], 1, ctx.config.max_attributes) or []
+            branches = _choose_needing_hop(ctx, options, fits, ids[-1], [], 1, reached) or []
             clues += [b.clue for b in branches]
             if branches and needs_intersection(ctx, reached, ids[-1], [b.clue for b in branches]):
                 tree_positions.append(hops)
@@ -259,6 +262,22 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
     obfuscations += [f"style:{style}", f"shape:{shape}", *(f"tree_at:{p}" for p in tree_positions)]
     return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
                 unresolved, tree_positions, branching)
+
+
+def _choose_needing_hop(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],
+                        minimum: int, reached: set[int]) -> list[Attribute] | None:
+    """Attributes that single `target` out among the objects its hop `reached`; where the hop reaches several,
+    preferably ones that alone, over the whole graph, fit others too, so that only the hop and the
+    description together find it (a tree) and the description is no shortcut past the hop."""
+    maximum = ctx.config.max_attributes
+    chosen = describe.choose(list(options), fits, target, base, minimum, maximum)
+    if chosen is None or len(reached) < 2 or needs_intersection(ctx, reached, target, base + [a.clue for a in chosen]):
+        return chosen
+    loose = [o for o in options if gates.described_candidates(ctx.facts, [*base, o.clue]) != {target}]
+    alternative = describe.choose(loose, fits, target, base, min(minimum, len(loose)), maximum)
+    if alternative and needs_intersection(ctx, reached, target, base + [a.clue for a in alternative]):
+        return alternative
+    return chosen
 
 
 def needs_intersection(ctx: QuestionContext, reached: set[int], target: int, clues: list[gates.Clue]) -> bool:
