@@ -129,10 +129,10 @@ class StorePath:
             raise ValueError(f"{self.url} is not under {other}")
         return PurePosixPath(self.url[len(prefix):])
 
-    def _objects(self) -> Iterator[tuple[str, int]]:
-        """(relative name, size) of every object under this folder, at any depth."""
+    def _objects(self, limit: int | None = None) -> Iterator[tuple[str, int]]:
+        """(relative name, size) of every object under this folder, at any depth (the first `limit`)."""
         prefix = f"{self.url}/"
-        for result in _filesystems().match([f"{prefix}**"]):
+        for result in _filesystems().match([f"{prefix}**"], limits=[limit]):
             for metadata in result.metadata_list:
                 yield metadata.path[len(prefix):], metadata.size_in_bytes
 
@@ -140,7 +140,7 @@ class StorePath:
         return _filesystems().exists(self.url)
 
     def is_dir(self) -> bool:
-        return next(self._objects(), None) is not None
+        return next(self._objects(limit=1), None) is not None  # one listing page, not the whole prefix
 
     def exists(self) -> bool:
         return self.is_file() or self.is_dir()
