@@ -21,7 +21,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import apache_beam
-import pyarrow.parquet as pq
 
 from critic.llm_judge import assess_trajectory
 from critic.scoring import OFFLINE_ENGINE, judge_trajectory
@@ -30,6 +29,7 @@ from pipeline.errors import UserError
 from pipeline.io import (
     WorkUnit,
     WorkUnits,
+    parquet_file,
     plan_work_units,
     read_manifest,
     read_records,
@@ -39,6 +39,7 @@ from pipeline.io import (
 from pipeline.llm import LLMClient, LLMUnavailable, RoleReport, run_async, save_report, stage_report
 from pipeline.roles import add_role_arguments, role_from_args
 from pipeline.stage import begin_stage
+from pipeline.storage import as_path
 from schemas.config import BeamOptions, JudgeConfig, LLMRole
 from schemas.critic import CRITERIA, JudgedTrajectory
 from schemas.manifest import Manifest
@@ -77,7 +78,7 @@ async def judge_batch(
     assessments: list = [None] * len(trajectories)
     model = config.judge.model
     if not config.judge.offline:
-        client = LLMClient(config.judge, Path(cache_dir) / "judge" if cache_dir else None, name="judge")
+        client = LLMClient(config.judge, as_path(cache_dir) / "judge" if cache_dir else None, name="judge")
         try:
             assessments = await asyncio.gather(
                 *(assess_trajectory(client, t, config) for t in trajectories), return_exceptions=True
@@ -102,7 +103,7 @@ async def judge_batch(
 
 
 def load_questions(questions_dir: str | Path) -> dict[str, Question]:
-    return {q.question_id: q for q in read_records(Question, Path(questions_dir) / "questions")}
+    return {q.question_id: q for q in read_records(Question, as_path(questions_dir) / "questions")}
 
 
 def load_aliases(index_dir: str | Path | None) -> dict[str, list[str]]:
@@ -110,8 +111,8 @@ def load_aliases(index_dir: str | Path | None) -> dict[str, list[str]]:
     if index_dir is None:
         return {}
     aliases: dict[str, list[str]] = {}
-    for shard in shard_files(Path(index_dir) / "pages"):
-        table = pq.read_table(shard, columns=["title", "aliases"])
+    for shard in shard_files(as_path(index_dir) / "pages"):
+        table = parquet_file(shard).read(columns=["title", "aliases"])
         for title, names in zip(table["title"].to_pylist(), table["aliases"].to_pylist(), strict=True):
             if names:
                 aliases[title] = names
@@ -205,10 +206,10 @@ def run_judge(
     The index is an upstream of the judgement (the observations came from it; its redirect titles widen
     evidence matching), so a rebuilt index re-judges; without one (`None`) no aliases are used.
     """
-    trajectories_dir, questions_dir, out_dir = Path(trajectories_dir), Path(questions_dir), Path(out_dir)
+    trajectories_dir, questions_dir, out_dir = as_path(trajectories_dir), as_path(questions_dir), as_path(out_dir)
     upstream = {"trajectories": trajectories_dir, "questions": questions_dir}
     if index_dir is not None:
-        upstream["index"] = Path(index_dir)
+        upstream["index"] = as_path(index_dir)
     run = begin_stage(STAGE, out_dir, config, upstream_dirs=upstream)
     if run.done:
         return run.finished

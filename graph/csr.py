@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.io import read_table
+from pipeline.storage import as_path
 from schemas.wiki import Entity, Relation
 
 PAGE, NO_PAGE, LITERAL = 0, 1, 2
@@ -263,7 +264,7 @@ def build_csr(
 def load_csr(graph_dir: str | Path, *, as_of: dt.date, window_days: int, exclude_relations: list[str] = (),
              mapped_only: bool = False) -> CSRGraph:
     """Read stage 1's entities/ and relations/ shards and build the CSR graph."""
-    graph_dir = Path(graph_dir)
+    graph_dir = as_path(graph_dir)
     entities = read_table(Entity, graph_dir / "entities")
     relations = read_table(Relation, graph_dir / "relations")
     return build_csr(entities, relations, as_of=as_of, window_days=window_days, exclude_relations=exclude_relations,

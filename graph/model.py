@@ -16,6 +16,7 @@ import networkx as nx
 from graph.csr import literal_key
 from pipeline.errors import UserError
 from pipeline.io import read_table
+from pipeline.storage import as_path
 from schemas.wiki import Entity, Relation
 
 ENTITY, MISSING, LITERAL = "entity", "missing", "literal"
@@ -24,7 +25,7 @@ _ENTITY_ATTRIBUTES = ("type", "description", "is_head", "is_list", "last_modifie
 
 def load_graph(graph_dir: str | Path, literals: bool = True) -> nx.MultiDiGraph:
     """Build the MultiDiGraph of a stage-1 output folder (`entities/`, `relations/`)."""
-    graph_dir = Path(graph_dir)
+    graph_dir = as_path(graph_dir)
     if not (graph_dir / "entities").is_dir() or not (graph_dir / "relations").is_dir():
         raise UserError(f"not a stage-1 output folder (no entities/ and relations/): {graph_dir}")
     entities = read_table(Entity, graph_dir / "entities").select(["title", *_ENTITY_ATTRIBUTES]).to_pylist()

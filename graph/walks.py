@@ -36,6 +36,7 @@ from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.io import atomic_write_text, read_manifest, stable_hash, write_records
 from pipeline.stage import begin_stage
+from pipeline.storage import as_path
 from pipeline.yields import below_floor
 from schemas.config import BeamOptions, WalkConfig
 from schemas.manifest import Manifest
@@ -126,14 +127,14 @@ def _reject(reason: np.ndarray, name: str, mask: np.ndarray) -> None:
 
 def sample_walks(
     graph: CSRGraph, params: WalkParams, starts: np.ndarray, hops: int, rng: np.random.Generator,
-    may_branch: np.ndarray | None = None,
+    may_branch: np.ndarray | None = None, branch_step: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, Counter]:
     """Vectorised conditional walks of exactly `hops` hops, `walks_per_start` from each start.
 
-    `may_branch[w]` waives the single-object condition on walk w's final hop, and makes it take a branchable
-    edge (`branchable_edges`) where its node has one: its question becomes a tree whose branches on the
-    answer decide between the objects. Returns (nodes [W, hops+1], edges [W, hops],
-    counts) for the walks that satisfied every condition.
+    `may_branch[w]` makes walk w take a branchable edge (`branchable_edges`) at step `branch_step[w]` (default:
+    the final step) where its node has one, and waives the single-object condition there: its question
+    becomes a tree whose branches on the entity reached decide between the objects. Returns (nodes
+    [W, hops+1], edges [W, hops], counts) for the walks that satisfied every condition.
     """
     config = params.config
     counts: Counter = Counter()
@@ -143,6 +144,8 @@ def sample_walks(
     nodes[:, 0] = walks
     alive = np.ones(len(walks), bool)
     may_branch = np.zeros(len(walks), bool) if may_branch is None else np.asarray(may_branch, bool)
+    branch_step = np.full(len(walks), hops - 1) if branch_step is None else np.asarray(branch_step, np.int64)
+    took_branch = np.zeros(len(walks), bool)
     out_degree = graph.out_degree
     counts["walks:attempted"] += len(walks)
     for step in range(hops):
@@ -154,12 +157,11 @@ def sample_walks(
             current = nodes[pending, step]
             draw = rng.random(len(pending))
             choice = graph.indptr[current] + (draw * out_degree[current]).astype(np.int64)
-            tree = np.zeros(len(pending), bool)
-            if final:  # a walk that may branch takes a branchable final edge where its node has one
-                branches = params.branch_indptr[current + 1] - params.branch_indptr[current]
-                tree = may_branch[pending] & (branches > 0)
-                picked = params.branch_indptr[current[tree]] + (draw[tree] * branches[tree]).astype(np.int64)
-                choice[tree] = params.branch_edges[picked]
+            # A walk that may branch takes a branchable edge at its branch step where its node has one.
+            branches = params.branch_indptr[current + 1] - params.branch_indptr[current]
+            tree = may_branch[pending] & (branch_step[pending] == step) & (branches > 0)
+            picked = params.branch_indptr[current[tree]] + (draw[tree] * branches[tree]).astype(np.int64)
+            choice[tree] = params.branch_edges[picked]
             nxt = graph.dst[choice].astype(np.int64)
             relation = graph.rel[choice]
             reason = np.zeros(len(pending), np.int8)
@@ -183,6 +185,7 @@ def sample_walks(
                 else:
                     reject("literal_answer", graph.kind[nxt] == LITERAL)
             ok = reason == 0
+            took_branch[pending[ok & tree]] = True
             nodes[pending[ok], step + 1] = nxt[ok]
             edges[pending[ok], step] = choice[ok]
             for code, number in zip(*np.unique(reason[~ok], return_counts=True), strict=True):
@@ -196,7 +199,7 @@ def sample_walks(
         alive &= recent
     counts["walks:completed"] += int(alive.sum())
     counts["walks:may_branch"] += int(may_branch.sum())
-    counts["walks:branched"] += int((~graph.single_object[edges[alive, -1]]).sum()) if hops else 0
+    counts["walks:branched"] += int((alive & took_branch).sum())
     return nodes[alive], edges[alive], counts
 
 
@@ -218,12 +221,13 @@ def reference_walks(
         for _ in range(config.walks_per_start):
             counts["walks:attempted"] += 1
             may_branch = branch_rng.random() < config.tree_share
+            branch_step = branch_rng.randrange(hops)
             counts["walks:may_branch"] += may_branch
-            path_nodes, path_edges, path_rels, recent = [start], [], [], False
+            path_nodes, path_edges, path_rels, recent, took_branch = [start], [], [], False, False
             for step in range(hops):
                 final = step == hops - 1
                 candidates = out_edges if step == 0 else list(graph.out_edges(path_nodes[-1], keys=True, data=True))
-                tree = final and may_branch and any(e[:3] in branchable for e in candidates)
+                tree = step == branch_step and may_branch and any(e[:3] in branchable for e in candidates)
                 if tree:
                     candidates = [e for e in candidates if e[:3] in branchable]
                 for _ in range(config.step_retries):
@@ -256,6 +260,7 @@ def reference_walks(
                         path_edges.append(key)
                         path_rels.append(data["relation"])
                         recent = recent or data["in_window"]
+                        took_branch = took_branch or tree
                         break
                     counts[f"rejected:{reason}"] += 1
                 else:
@@ -266,7 +271,7 @@ def reference_walks(
                     counts["rejected:no_recent_fact"] += 1
                     continue
                 counts["walks:completed"] += 1
-                counts["walks:branched"] += not graph.edges[path_nodes[-2], path_nodes[-1], path_edges[-1]]["single_object"]
+                counts["walks:branched"] += took_branch
                 accepted.append((path_nodes, path_edges))
     return accepted, counts
 
@@ -366,7 +371,8 @@ def walk_task(graph: CSRGraph, params: WalkParams, task_index: int, starts: np.n
         # A stream of its own, so the walks themselves do not depend on the tree share.
         branch = np.random.default_rng([config.seed, task_index, hops, 1])
         may_branch = branch.random(len(starts) * config.walks_per_start) < config.tree_share
-        nodes, edges, step_counts = sample_walks(graph, params, starts, hops, rng, may_branch)
+        branch_step = branch.integers(0, hops, len(may_branch))  # which hop branches: any, the answer's too
+        nodes, edges, step_counts = sample_walks(graph, params, starts, hops, rng, may_branch, branch_step)
         counts.update(step_counts)
         # Exact repeats are dropped here, before records are built; repeats across tasks go in `deduplicate`.
         unique = np.unique(np.hstack([nodes, edges]), axis=0) if len(nodes) else np.hstack([nodes, edges])
@@ -493,7 +499,7 @@ def _merge_counts(dicts: Iterable[dict[str, int]]) -> dict[str, int]:
 
 def _write_shard(shard: tuple[int, Iterable[PathItem]], folder: str, shards: int) -> str:
     index, items = shard
-    path = FsPath(folder) / f"paths-{index:05d}-of-{shards:05d}.parquet"
+    path = as_path(folder) / f"paths-{index:05d}-of-{shards:05d}.parquet"
     write_records(Path, [Path.model_validate_json(payload) for _, _, payload in sorted(items)], path)
     return path.name
 
@@ -590,7 +596,7 @@ def run_walks(
     beam_args: Iterable[str] = (),
 ) -> Manifest:
     """Stage `walk`: sample conditional walks from stage 1's graph into `out_dir/paths/*.parquet`."""
-    graph_dir, out_dir = FsPath(graph_dir), FsPath(out_dir)
+    graph_dir, out_dir = as_path(graph_dir), as_path(out_dir)
     as_of, window_days = resolve_window(graph_dir, config)
     resolved = config.model_copy(update={"as_of": as_of, "window_days": window_days})
     run = begin_stage(STAGE, out_dir, resolved, upstream_dirs={"extract": graph_dir})

@@ -6,6 +6,7 @@ it, the upstream manifests and the config, so the same run always writes the sam
 
 from __future__ import annotations
 
+import io
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import yaml  # noqa: E402
 from huggingface_hub import DatasetCard  # noqa: E402
 
 from critic.critical import TOOLMIND_CRITICAL_PER_TRAJECTORY, TOOLMIND_LOSS_SHARE  # noqa: E402
+from pipeline.io import atomic_write_bytes  # noqa: E402
 from pipeline.layout import CONFIGS, dataset_info_yaml, shard_pattern  # noqa: E402
 from schemas.critic import CRITERIA, JudgedTrajectory  # noqa: E402
 from schemas.dataset import ToolMindRow  # noqa: E402
@@ -181,9 +183,10 @@ def _bar(
             fontsize=8,
         )
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, format="png", metadata={"Software": None})
+    image = io.BytesIO()
+    figure.savefig(image, format="png", metadata={"Software": None})
     plt.close(figure)
+    atomic_write_bytes(path, image.getvalue())
 
 
 def binned(values: list[int], max_bins: int = 30) -> tuple[list[str], list[int]]:

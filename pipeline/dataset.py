@@ -12,24 +12,23 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
-
 from pipeline import renders
+from pipeline.beam import pipeline_options, use_filesystem_options
 from pipeline.card import DatasetStats, render_card, write_plots
 from pipeline.errors import UserError
 from pipeline.extract import parse_as_of
 from pipeline.folder_lock import lock_folder, unlock_folder
-from pipeline.io import atomic_write_text, read_manifest, read_records, shard_files, stable_hash
+from pipeline.io import atomic_write_text, parquet_file, read_manifest, read_records, shard_files, stable_hash
 from pipeline.layout import CONFIGS, SPLITS, SplitWriter, split_of, write_checksums
 from pipeline.progress import console, print_summary, track, watch_units
 from pipeline.stage import begin_stage
+from pipeline.storage import as_path, remove_tree
 from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
 from schemas.manifest import Manifest
@@ -56,7 +55,7 @@ UNIT_TABLES = {"questions": "questions", "trajectories": "trajectories", "judge"
 
 
 def stage_dirs(out: str | Path) -> dict[str, Path]:
-    return {stage: Path(out) / folder for stage, folder in STAGE_FOLDERS.items()}
+    return {stage: as_path(out) / folder for stage, folder in STAGE_FOLDERS.items()}
 
 
 def with_sources(config: DatasetConfig) -> DatasetConfig:
@@ -66,9 +65,9 @@ def with_sources(config: DatasetConfig) -> DatasetConfig:
         if not SAMPLE_DUMP.is_file():
             raise UserError(f"no --dump given and the shipped sample {SAMPLE_DUMP} is missing")
         extract = extract.model_copy(update={"dump": str(SAMPLE_DUMP), "index": str(SAMPLE_INDEX)})
-    if extract.dump is not None and not Path(extract.dump).is_file():
+    if extract.dump is not None and not as_path(extract.dump).is_file():
         raise UserError(f"dump not found: {extract.dump}")
-    if extract.index is not None and not Path(extract.index).is_file():
+    if extract.index is not None and not as_path(extract.index).is_file():
         raise UserError(f"dump index not found: {extract.index}")
     return config.model_copy(update={"extract": extract})
 
@@ -83,8 +82,9 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     from synth.trajectories import run_trajectories
 
     config = with_sources(config)
+    use_filesystem_options(pipeline_options(config.beam, list(beam_args)))  # an s3:// or gs:// --out
     dirs = stage_dirs(config.out)
-    cache = Path(config.out) / "cache" / "llm"
+    cache = as_path(config.out) / "cache" / "llm"
     beam = {"beam": config.beam, "beam_args": list(beam_args)}
     steps: list[tuple[str, Callable[[], Manifest]]] = [
         ("extract", lambda: run_extract(config=config.extract, out_dir=dirs["extract"], **beam)),
@@ -120,7 +120,7 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     out = console()
     reused = []
     manifest = None
-    Path(config.out).mkdir(parents=True, exist_ok=True)
+    as_path(config.out).mkdir(parents=True, exist_ok=True)
     lock_folder(config.out)
     try:
         for position, (name, step) in enumerate(steps, start=1):
@@ -149,7 +149,7 @@ def report_folders(dirs: dict[str, Path]) -> dict[str, Path]:
 
 
 def _count_rows(folder: Path) -> int:
-    return sum(pq.ParquetFile(f).metadata.num_rows for f in shard_files(folder))
+    return sum(parquet_file(f).metadata.num_rows for f in shard_files(folder))
 
 
 def planned_units(stage: str, config: DatasetConfig, dirs: dict[str, Path]) -> int:
@@ -228,7 +228,7 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
         return run.finished
     root = run.out_dir
     for leftover in ("data", "plots"):  # an interrupted build of the same key: rebuild it whole
-        shutil.rmtree(root / leftover, ignore_errors=True)
+        remove_tree(root / leftover)
     environment = read_manifest(dirs["index"]).key
     max_chars = config.max_shard_mb * 1_000_000
     writers = {
@@ -363,5 +363,5 @@ def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
     }
     config = load_config(args.config, overrides)
     manifest = run_dataset(config, beam_args)
-    print(f"dataset written to {Path(config.out) / STAGE_FOLDERS[STAGE]} (key {manifest.key[:12]})")
+    print(f"dataset written to {as_path(config.out) / STAGE_FOLDERS[STAGE]} (key {manifest.key[:12]})")
     return 0

@@ -53,7 +53,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import signal
 import threading
 import time
@@ -70,10 +69,19 @@ from graph.ontology import load_ontology
 from pipeline.beam import pipeline_options, use_filesystem_options
 from pipeline.errors import StageIncomplete, UserError
 from pipeline.infobox import Fact, Infobox, parse_infoboxes
-from pipeline.io import WorkUnits, read_column, read_records, shard_files, write_record_stream, write_records
+from pipeline.io import (
+    WorkUnits,
+    atomic_write_text,
+    read_column,
+    read_records,
+    shard_files,
+    write_record_stream,
+    write_records,
+)
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
 from pipeline.sources.dump import DumpUnit, dump_work_units, read_dump_unit
 from pipeline.stage import begin_stage
+from pipeline.storage import as_path, remove_tree
 from pipeline.wikitext import (
     BrokenMarkup,
     TooDeep,
@@ -1028,7 +1036,7 @@ class _MergeShard(beam.DoFn):
     def process(self, task, unit_ids, _finished):
         table, shard = task
         runs = [_run_path(self.out_dir, table, unit_id, shard) for unit_id in sorted(unit_ids)]
-        path = Path(self.out_dir) / table / f"part-{shard:05d}-of-{self.shards:05d}.parquet"
+        path = as_path(self.out_dir) / table / f"part-{shard:05d}-of-{self.shards:05d}.parquet"
         scratch = WorkUnits(self.out_dir, ()).folder / "merges" / f"{table}-{shard:05d}"
         if merge_runs(TABLES[table], runs, _SORT_KEYS[table], path, OUTPUT_GROUP_ROWS, scratch):
             yield str(path)
@@ -1064,7 +1072,7 @@ def _write_stats(stats: list[UnitStats], choice: AsOfChoice, excluded: dict, uni
                "as_of": choice.as_of.isoformat() if choice.as_of else None,
                "as_of_reason": choice.reason, "implausible": choice.implausible, "excluded": excluded,
                "units": len(units), "units_extracted": sum(extracted for _, extracted in units)}
-    (Path(out_dir) / _STATS_FILE).write_text(json.dumps(summary))
+    atomic_write_text(as_path(out_dir) / _STATS_FILE, json.dumps(summary))
 
 
 class ExtractUnits(beam.PTransform):
@@ -1152,8 +1160,8 @@ def run_extract(
     config: ExtractConfig, out_dir: str | Path, beam: BeamOptions | None = None, beam_args=()
 ) -> Manifest:
     """Run stage 1 over the configured source into `out_dir`; a finished identical run is skipped."""
-    out_dir = Path(out_dir)
-    use_filesystem_options(pipeline_options(beam, list(beam_args)))  # an s3:// or gs:// dump is checked here
+    out_dir = as_path(out_dir)
+    use_filesystem_options(pipeline_options(beam, list(beam_args)))  # s3:// or gs:// dump and output folder
     run = begin_stage(STAGE, out_dir, _stage_config(config), input_files=_input_files(config))
     if run.done:
         log.info("extract: %s is up to date", out_dir)
@@ -1229,7 +1237,7 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
     manifest = run.finish(counts, outputs, as_of=as_of, work_units=units, as_of_reason=stats["as_of_reason"],
                           window_days=config.window_days)
     stats_path.unlink()
-    shutil.rmtree(WorkUnits(out_dir, ()).folder, ignore_errors=True)  # only an unfinished run needs the parts
+    remove_tree(WorkUnits(out_dir, ()).folder)  # only an unfinished run needs the parts
     return manifest
 
 

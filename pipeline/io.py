@@ -1,27 +1,31 @@
 """Readers and writers for stage outputs: atomic parquet shards, manifests and resumable work units.
 
-Nothing here knows about a stage's logic. Every write goes to a temporary file in the target folder and
-is renamed into place, so a killed run leaves either a whole file or none. A stage is finished when its
-`manifest.json` exists with the expected key; finished work units inside an unfinished stage are the
-shard files already in `parts/`.
+Nothing here knows about a stage's logic. Every path may be local or a URL (`s3://`, `gs://`, ...: see
+`pipeline.storage`). Every write goes to a unique temporary name in the target folder and is renamed into
+place, so a killed run leaves either a whole file or none under the final name. A stage is finished when
+its `manifest.json` exists with the expected key; the manifest is written last and lists the stage's
+files, and readers of a finished stage read only the files it lists (`shard_files`), never whatever else
+lies in the folder. Finished work units inside an unfinished stage are the part files already in `parts/`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import itertools
 import json
 import os
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Generic, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
+from pipeline.storage import StorePath, as_path, is_url, put_bytes, put_file
 from schemas.base import arrow_schema, from_row, to_table
 from schemas.manifest import InputFile, Manifest
 
@@ -30,34 +34,31 @@ T = TypeVar("T")
 MANIFEST = "manifest.json"
 
 
-def _open_input(path: str):
+PathLike = str | os.PathLike | StorePath
+
+
+def open_input(path: PathLike):
     """A binary handle on a local path, or on `s3://`, `gs://`, ... through Beam's FileSystems."""
-    if "://" not in path:
-        return open(path, "rb")
-    from apache_beam.io.filesystem import CompressionTypes
-    from apache_beam.io.filesystems import FileSystems
-
-    return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+    path = as_path(path)
+    return path.open_input() if isinstance(path, StorePath) else open(path, "rb")
 
 
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+def file_size(path: PathLike) -> int:
+    path = as_path(path)
+    return path.size() if isinstance(path, StorePath) else path.stat().st_size
+
+
+def sha256_file(path: PathLike, chunk: int = 1 << 20) -> str:
     """The file's checksum, streamed (local or object storage): memory holds one chunk."""
     digest = hashlib.sha256()
-    with _open_input(os.fspath(path)) as handle:
+    with open_input(path) as handle:
         while block := handle.read(chunk):
             digest.update(block)
     return digest.hexdigest()
 
 
-def describe_input(path: str | os.PathLike) -> InputFile:
-    path = os.fspath(path)
-    if "://" in path:
-        from apache_beam.io.filesystems import FileSystems
-
-        size = FileSystems.match([path])[0].metadata_list[0].size_in_bytes
-    else:
-        size = os.path.getsize(path)
-    return InputFile(path=path, sha256=sha256_file(path), bytes=size)
+def describe_input(path: PathLike) -> InputFile:
+    return InputFile(path=str(path), sha256=sha256_file(path), bytes=file_size(path))
 
 
 def stable_hash(*parts: Any, length: int = 16) -> str:
@@ -71,7 +72,10 @@ def _atomic_target(path: Path) -> tuple[int, str]:
     return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
 
 
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+def atomic_write_bytes(path: PathLike, data: bytes) -> None:
+    if is_url(path):
+        put_bytes(as_path(path), data)
+        return
     path = Path(path)
     fd, tmp = _atomic_target(path)
     try:
@@ -85,13 +89,18 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         raise
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+def atomic_write_text(path: PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def write_table(table: pa.Table, path: str | os.PathLike, row_group_rows: int | None = None) -> None:
+def write_table(table: pa.Table, path: PathLike, row_group_rows: int | None = None) -> None:
     """Write an Arrow table as one parquet file, atomically (row groups of `row_group_rows`, when given,
     let a reader hold fewer rows at a time)."""
+    if is_url(path):
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer, compression="zstd", row_group_size=row_group_rows)
+        put_bytes(as_path(path), buffer.getvalue())
+        return
     path = Path(path)
     fd, tmp = _atomic_target(path)
     os.close(fd)
@@ -103,7 +112,7 @@ def write_table(table: pa.Table, path: str | os.PathLike, row_group_rows: int | 
         raise
 
 
-def write_records(model: type[BaseModel], records: Iterable[BaseModel], path: str | os.PathLike,
+def write_records(model: type[BaseModel], records: Iterable[BaseModel], path: PathLike,
                   row_group_rows: int | None = None) -> int:
     """Write records of one type to a parquet shard with the schema derived from `model`."""
     table = to_table(model, records)
@@ -111,17 +120,19 @@ def write_records(model: type[BaseModel], records: Iterable[BaseModel], path: st
     return table.num_rows
 
 
-def write_record_stream(model: type[BaseModel], records: Iterable[BaseModel], path: str | os.PathLike,
+def write_record_stream(model: type[BaseModel], records: Iterable[BaseModel], path: PathLike,
                         group_rows: int) -> int:
     """Write records to one parquet file a row group of `group_rows` at a time, atomically: memory holds
-    one group, however many records come. No records, no file. Returns the number written."""
-    path = Path(path)
+    one group, however many records come. No records, no file. Returns the number written. On object
+    storage the file is built in a local temporary file, then uploaded streamed (`put_file`)."""
     records = iter(records)
     batches = iter(lambda: list(itertools.islice(records, group_rows)), [])
     first = next(batches, None)
     if first is None:
         return 0
-    fd, tmp = _atomic_target(path)
+    remote = as_path(path) if is_url(path) else None
+    target = Path(tempfile.gettempdir()) / "hopsmith-upload.parquet" if remote else Path(path)
+    fd, tmp = _atomic_target(target)
     os.close(fd)
     written = 0
     try:
@@ -129,56 +140,98 @@ def write_record_stream(model: type[BaseModel], records: Iterable[BaseModel], pa
             for batch in itertools.chain([first], batches):
                 writer.write_table(to_table(model, batch))
                 written += len(batch)
-        os.replace(tmp, path)
-    except BaseException:
+        if remote is not None:
+            put_file(remote, tmp)
+        else:
+            os.replace(tmp, target)
+    finally:
         Path(tmp).unlink(missing_ok=True)
-        raise
     return written
 
 
-def shard_files(folder: str | os.PathLike) -> list[Path]:
-    folder = Path(folder)
+# how far above a shard folder its stage's manifest may lie (`data/<config>/` in the dataset folder)
+_MANIFEST_DEPTH = 3
+
+
+def _committed(folder: Path | StorePath) -> list[str] | None:
+    """The files the nearest enclosing stage manifest lists under `folder`, or None when no manifest lists
+    any file there (a folder of an unfinished stage, or one no stage tracks)."""
+    base, relative = folder, PurePosixPath()
+    for _ in range(_MANIFEST_DEPTH):
+        manifest = read_manifest(base)
+        if manifest is not None:
+            prefix = f"{relative}/" if relative.parts else ""
+            listed = [path for paths in manifest.outputs.values() for path in paths]
+            inside = sorted(p[len(prefix):] for p in listed if p.startswith(prefix))
+            return [p for p in inside if "/" not in p] if inside else None
+        relative = PurePosixPath(base.name) / relative
+        base = base.parent
+    return None
+
+
+def shard_files(folder: PathLike) -> list[Path | StorePath]:
+    """The parquet shards of a folder: those its stage's manifest lists, when a finished stage's manifest
+    lists files there (a stray or uncommitted object beside them is never read), else every `*.parquet`."""
+    folder = as_path(folder)
+    committed = _committed(folder)
+    if committed is not None:
+        return [folder / name for name in committed if name.endswith(".parquet")]
     return sorted(folder.glob("*.parquet")) if folder.is_dir() else []
 
 
-def read_table(model: type[BaseModel], folder_or_file: str | os.PathLike) -> pa.Table:
+def _parquet_source(path: PathLike) -> Path | pa.BufferReader:
+    """What pyarrow reads a parquet file from: the local path, or the object fetched whole (shards are
+    bounded in size)."""
+    path = as_path(path)
+    return pa.BufferReader(path.read_bytes()) if isinstance(path, StorePath) else path
+
+
+def parquet_file(path: PathLike) -> pq.ParquetFile:
+    """A parquet file for reading, local or on object storage (without pre-buffering, which would double
+    a reader's memory)."""
+    return pq.ParquetFile(_parquet_source(path), pre_buffer=False)
+
+
+def _files(folder_or_file: PathLike) -> list[Path | StorePath]:
+    target = as_path(folder_or_file)
+    return [target] if target.is_file() else shard_files(target)
+
+
+def read_table(model: type[BaseModel], folder_or_file: PathLike) -> pa.Table:
     """All shards of a folder (or one file) as one table with `model`'s schema."""
-    target = Path(folder_or_file)
-    files = [target] if target.is_file() else shard_files(target)
+    files = _files(folder_or_file)
     schema = arrow_schema(model)
     if not files:
         return schema.empty_table()
-    return pa.concat_tables(pq.read_table(f, schema=schema) for f in files)
+    return pa.concat_tables(pq.read_table(_parquet_source(f), schema=schema) for f in files)
 
 
-def read_records(model: type[M], folder_or_file: str | os.PathLike, batch_rows: int = 1024) -> Iterator[M]:
+def read_records(model: type[M], folder_or_file: PathLike, batch_rows: int = 1024) -> Iterator[M]:
     """Iterate validated records from a folder of shards (or one file), shard by shard, `batch_rows` at
     a time."""
-    target = Path(folder_or_file)
-    files = [target] if target.is_file() else shard_files(target)
+    files = _files(folder_or_file)
     schema = arrow_schema(model)
     for file in files:
         # no pre-buffering: it doubles a reader's memory, and a merge holds one reader per run
-        for batch in pq.ParquetFile(file, pre_buffer=False).iter_batches(batch_size=batch_rows):
+        for batch in parquet_file(file).iter_batches(batch_size=batch_rows):
             for row in pa.Table.from_batches([batch]).cast(schema).to_pylist():
                 yield from_row(model, row)
 
 
-def read_column(folder_or_file: str | os.PathLike, column: str, batch_rows: int = 65536) -> Iterator[Any]:
+def read_column(folder_or_file: PathLike, column: str, batch_rows: int = 65536) -> Iterator[Any]:
     """One field's values from a folder of shards (or one file), `batch_rows` at a time: counting a
     stage's rows by a field need not load the rows."""
-    target = Path(folder_or_file)
-    for file in [target] if target.is_file() else shard_files(target):
-        for batch in pq.ParquetFile(file).iter_batches(batch_size=batch_rows, columns=[column]):
+    for file in _files(folder_or_file):
+        for batch in parquet_file(file).iter_batches(batch_size=batch_rows, columns=[column]):
             yield from batch.column(0).to_pylist()
 
 
-def write_manifest(folder: str | os.PathLike, manifest: Manifest) -> None:
-    atomic_write_text(Path(folder) / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
+def write_manifest(folder: PathLike, manifest: Manifest) -> None:
+    atomic_write_text(as_path(folder) / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
 
 
-def read_manifest(folder: str | os.PathLike) -> Manifest | None:
-    path = Path(folder) / MANIFEST
+def read_manifest(folder: PathLike) -> Manifest | None:
+    path = as_path(folder) / MANIFEST
     if not path.is_file():
         return None
     return Manifest.model_validate_json(path.read_text())
@@ -189,7 +242,7 @@ def stage_key(stage: str, config: Any, inputs: Iterable[InputFile], upstream: di
     return stable_hash(stage, config, [i.sha256 for i in inputs], sorted(upstream.items()), code, length=32)
 
 
-def is_complete(folder: str | os.PathLike, key: str) -> bool:
+def is_complete(folder: PathLike, key: str) -> bool:
     """True when the folder holds a finished stage output for exactly this key."""
     manifest = read_manifest(folder)
     return manifest is not None and manifest.key == key
@@ -202,11 +255,11 @@ class WorkUnits:
     inputs (e.g. a hash of the question ids in a batch) so a rerun names the same units.
     """
 
-    def __init__(self, folder: str | os.PathLike, tables: Iterable[str]):
-        self.folder = Path(folder) / "parts"
+    def __init__(self, folder: PathLike, tables: Iterable[str]):
+        self.folder = as_path(folder) / "parts"
         self.tables = tuple(tables)
 
-    def part_path(self, table: str, unit_id: str) -> Path:
+    def part_path(self, table: str, unit_id: str) -> Path | StorePath:
         return self.folder / table / f"{unit_id}.parquet"
 
     def is_done(self, unit_id: str) -> bool:
@@ -218,7 +271,7 @@ class WorkUnits:
             model, rows = records[table]
             write_records(model, rows, self.part_path(table, unit_id))
 
-    def table_folder(self, table: str) -> Path:
+    def table_folder(self, table: str) -> Path | StorePath:
         return self.folder / table
 
 

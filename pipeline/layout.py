@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -21,6 +20,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from pipeline.io import atomic_write_text, sha256_file, write_table
+from pipeline.storage import rename_file
 from schemas.base import arrow_schema, to_table
 from schemas.critic import JudgedTrajectory
 from schemas.dataset import NanbeigeRow, OpenAIRow, RLPrompt, ToolMindRow, TurnRow
@@ -84,7 +84,8 @@ class SplitWriter:
     trajectories run to hundreds of turns.
 
     Shards are written atomically under provisional names (`_provisional-<split>-i`, which no `<split>-*`
-    pattern loads) and renamed to `<split>-i-of-n` by `close`, when `n` is known. A build interrupted
+    pattern loads) and renamed to `<split>-i-of-n` by `close`, when `n` is known (on object storage a
+    rename is a copy and a delete; readers trust only the shards the dataset manifest lists). A build interrupted
     before `close` leaves only provisional files; one interrupted inside `close` can leave some shards
     under final names. Neither is a finished dataset: it has no manifest or checksums, and the next run
     of the dataset stage deletes its `data/` and builds it again.
@@ -127,7 +128,7 @@ class SplitWriter:
         final = []
         for index, path in enumerate(self.provisional):
             relative = f"{DATA_DIR}/{self.config}/{shard_name(self.split, index, len(self.provisional))}"
-            os.replace(path, self.root / relative)
+            rename_file(path, self.root / relative)
             final.append(relative)
         return final
 

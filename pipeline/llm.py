@@ -43,6 +43,7 @@ from pydantic import BaseModel, ValidationError
 from pipeline.errors import StageIncomplete
 from pipeline.io import atomic_write_text, stable_hash
 from pipeline.secrets import scrub
+from pipeline.storage import as_path
 from schemas.config import LLMRole
 
 log = logging.getLogger(__name__)
@@ -200,7 +201,7 @@ class RoleReport:
 
 def report_folder(stage_dir: str | os.PathLike) -> Path:
     """Where a stage's workers leave their LLM reports (one file per worker batch and run)."""
-    return Path(stage_dir) / "parts" / "llm"
+    return as_path(stage_dir) / "parts" / "llm"
 
 
 def save_report(stage_dir: str | os.PathLike, report: RoleReport) -> None:
@@ -217,7 +218,7 @@ def stage_report(stage: str, stage_dir: str | os.PathLike, unfinished: int, plan
     """
     report = RoleReport.load_all(report_folder(stage_dir))
     if report.counts:
-        report.save(Path(stage_dir) / "llm_report.json")
+        report.save(as_path(stage_dir) / "llm_report.json")
     if unfinished:
         reasons = "; ".join(dict.fromkeys(report.unfinished)) or "transient LLM failures"
         raise StageIncomplete(
@@ -337,7 +338,7 @@ class LLMClient:
             raise ValueError(f"role {name!r} has no base_url: use its offline engine")
         self.role = role
         self.name = name
-        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.cache_dir = as_path(cache_dir) if cache_dir else None
         self.stats = LLMStats()
         self.max_tokens = role.max_tokens or ROLE_MAX_TOKENS.get(name, DEFAULT_MAX_TOKENS)
         self._limit: AdaptiveLimit | None = None

@@ -30,6 +30,7 @@ from rich.text import Text
 from critic.critical import TOOLMIND_CRITICAL_PER_TRAJECTORY, TOOLMIND_LOSS_SHARE
 from pipeline.io import read_manifest
 from pipeline.llm import LIVE, RoleReport, report_folder
+from pipeline.storage import StorePath
 from pipeline.yields import below_floor
 from schemas.manifest import Manifest
 
@@ -132,8 +133,11 @@ def track(items: Iterable[T], total: int | None, description: str) -> Iterator[T
             reporter.update(done)
 
 
+REMOTE_POLL_S = 5.0  # counting parts on object storage is a listing request: not twice a second
+
+
 @contextlib.contextmanager
-def watch_units(folder: Path, total: int, description: str, poll_s: float = 0.5):
+def watch_units(folder: Path | StorePath, total: int, description: str, poll_s: float = 0.5):
     """Report a running stage's progress by counting the work-unit parts it has written to `folder`.
 
     Stages that run inside Beam cannot report per element to the driver; their resumable parts can. Beside
@@ -142,6 +146,9 @@ def watch_units(folder: Path, total: int, description: str, poll_s: float = 0.5)
     """
     def done() -> int:
         return sum(1 for _ in folder.glob("*.parquet")) if folder.is_dir() else 0
+
+    if isinstance(folder, StorePath):
+        poll_s = max(poll_s, REMOTE_POLL_S)
 
     start = dict(LIVE)
 

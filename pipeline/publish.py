@@ -16,8 +16,10 @@ import warnings
 from pathlib import Path
 
 from pipeline.errors import UserError
+from pipeline.io import file_size
 from pipeline.layout import CHECKSUMS, DATA_DIR
 from pipeline.secrets import ScrubLogs, scrub
+from pipeline.storage import StorePath, as_path, readable_folder
 from pipeline.validate import add_low_yield_argument, validate_dataset
 
 TOKEN_ENV = "HF_TOKEN"
@@ -25,7 +27,7 @@ _REPO_ID = re.compile(r"\A[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*\Z")
 PUBLISHED_PATTERNS = ("README.md", CHECKSUMS, "manifest.json", f"{DATA_DIR}/*/*.parquet", "plots/*.png")
 
 
-def files_to_publish(root: Path) -> list[Path]:
+def files_to_publish(root: Path | StorePath) -> list[Path]:
     """Every file of the folder that belongs on the Hub, relative to it, in a stable order."""
     files = {path for pattern in PUBLISHED_PATTERNS for path in root.glob(pattern) if path.is_file()}
     return sorted(path.relative_to(root) for path in files)
@@ -56,7 +58,7 @@ def publish(
     allow_low_yield: bool = False,
 ) -> list[Path]:
     """Validate, then upload; returns the uploaded (or, for a dry run, the listed) files."""
-    root = Path(root)
+    root = as_path(root)
     if not _REPO_ID.match(repo_id):
         raise UserError(f"--repo-id must look like ORG/NAME, got {repo_id!r}")
     report = validate_dataset(root, allow_low_yield=allow_low_yield)
@@ -89,7 +91,7 @@ def _upload(api, root: Path, repo_id: str, files: list[Path], private: bool, mes
     try:
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         api.upload_folder(
-            folder_path=str(root),
+            folder_path=str(readable_folder(root)),  # a dataset on object storage: a local copy
             repo_id=repo_id,
             repo_type="dataset",
             allow_patterns=[str(path) for path in files],
@@ -120,7 +122,7 @@ def register(subparsers) -> None:
 def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
     if beam_args:
         raise UserError(f"unknown arguments: {' '.join(beam_args)}")
-    root = Path(args.dir)
+    root = as_path(args.dir)
     files = publish(root, args.repo_id, private=args.private, dry_run=args.dry_run, message=args.message,
                     allow_low_yield=args.allow_low_yield)
     verb = "would upload" if args.dry_run else "uploaded"
@@ -129,5 +131,5 @@ def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
 
     print(f"{verb} {len(files)} files to {constants.ENDPOINT}/datasets/{args.repo_id} ({visibility}):")
     for path in files:
-        print(f"  {path}  ({(root / path).stat().st_size:,} bytes)")
+        print(f"  {path}  ({file_size(root / path):,} bytes)")
     return 0

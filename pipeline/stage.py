@@ -9,13 +9,17 @@ stage folder (a manifest or a pending marker); any other folder is refused. Star
 the entries the manifest lists as the stage's (`owned`, else its outputs) or, in an unfinished folder,
 everything but the entries the pending marker lists as not ours (lines after the key). A run holds the
 folder's lock (`pipeline.folder_lock`) from `begin_stage` to `finish`.
+
+The folder may be local or on object storage (`s3://`, `gs://`: `pipeline.storage`); the protocol needs
+no atomic rename. Files are written under unique temporary names (`*.tmp`), the manifest is written last
+and lists the stage's files, and readers trust only what it lists (`pipeline.io.shard_files`). A rerun
+that resumes an unfinished folder first removes the temporary files a killed run left in it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +29,7 @@ from pydantic import BaseModel
 from pipeline.errors import UserError
 from pipeline.folder_lock import LOCK, lock_folder, unlock_folder
 from pipeline.io import MANIFEST, atomic_write_text, describe_input, read_manifest, stage_key, write_manifest
+from pipeline.storage import TEMP_SUFFIX, StorePath, as_path, remove_tree, temporaries
 from pipeline.version import code_version
 from schemas.manifest import InputFile, Manifest
 
@@ -35,7 +40,7 @@ PENDING = ".pending-key"
 @dataclass
 class StageRun:
     name: str
-    out_dir: Path
+    out_dir: Path | StorePath
     key: str
     config: dict[str, Any]
     inputs: list[InputFile]
@@ -71,12 +76,12 @@ class StageRun:
         return manifest
 
 
-def _entries(folder: Path) -> set[str]:
+def _entries(folder: Path | StorePath) -> set[str]:
     """Top-level names in a stage folder, except its lock."""
     return {entry.name for entry in folder.iterdir()} - {LOCK} if folder.is_dir() else set()
 
 
-def _pending(folder: Path) -> tuple[str, list[str]] | None:
+def _pending(folder: Path | StorePath) -> tuple[str, list[str]] | None:
     """(key, entries that are not ours) from an unfinished folder's marker, or None."""
     marker = folder / PENDING
     if not marker.is_file():
@@ -85,7 +90,7 @@ def _pending(folder: Path) -> tuple[str, list[str]] | None:
     return key.strip(), [name for name in foreign if name]
 
 
-def refuse_foreign_folder(folder: Path, stage: str) -> None:
+def refuse_foreign_folder(folder: Path | StorePath, stage: str) -> None:
     """Stop unless `folder` is new, empty or this stage's folder: hopsmith never takes over user files, nor
     another stage's output."""
     if folder.exists() and not folder.is_dir():
@@ -101,36 +106,43 @@ def refuse_foreign_folder(folder: Path, stage: str) -> None:
     )
 
 
-def _start_afresh(folder: Path, previous: Manifest | None) -> list[str]:
+def _start_afresh(folder: Path | StorePath, previous: Manifest | None) -> list[str]:
     """Remove what an earlier run of this stage wrote into `folder`; returns the entries kept (not ours)."""
     entries = _entries(folder)
     pending = _pending(folder)
     if previous is not None:
         listed = previous.owned or [path.split("/")[0] for files in previous.outputs.values() for path in files]
-        ours = set(listed) | {MANIFEST, PENDING, "parts"} | {e for e in entries if e.endswith(".tmp")}
+        ours = set(listed) | {MANIFEST, PENDING, "parts"} | {e for e in entries if e.endswith(TEMP_SUFFIX)}
     else:
         ours = entries - set(pending[1] if pending else ())
     foreign = sorted(entries - ours)
     for name in sorted(entries & ours):
-        target = folder / name
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        else:
-            target.unlink(missing_ok=True)
+        remove_tree(folder / name)
     if foreign:
         log.warning("%s: kept %d entries hopsmith did not write: %s", folder, len(foreign), ", ".join(foreign[:5]))
     return foreign
 
 
+def _remove_temporaries(folder: Path | StorePath, foreign: list[str]) -> None:
+    """Delete the `*.tmp` files a killed run left anywhere in the stage's own entries (never in foreign ones)."""
+    for name in sorted(_entries(folder) - set(foreign)):
+        entry = folder / name
+        if name.endswith(TEMP_SUFFIX):
+            remove_tree(entry)
+        else:
+            for temporary in temporaries(entry):
+                remove_tree(temporary)
+
+
 def begin_stage(
     name: str,
-    out_dir: str | Path,
+    out_dir: str | Path | StorePath,
     config: BaseModel | dict[str, Any],
     input_files: list[str | Path] = (),
     upstream_dirs: dict[str, str | Path] | None = None,
 ) -> StageRun:
     """Key a stage run and prepare its folder. `run.done` tells the caller to skip the work."""
-    out_dir = Path(out_dir)
+    out_dir = as_path(out_dir)
     config_dict = config.model_dump(mode="json") if isinstance(config, BaseModel) else dict(config)
     inputs = [describe_input(p) for p in input_files]
     upstream: dict[str, str] = {}
@@ -150,6 +162,7 @@ def begin_stage(
     pending = _pending(out_dir)
     if pending is not None and pending[0] == key and existing is None:
         foreign = pending[1]
+        _remove_temporaries(out_dir, foreign)
     else:
         foreign = _start_afresh(out_dir, existing)
     atomic_write_text(out_dir / PENDING, "\n".join([key, *foreign]) + "\n")

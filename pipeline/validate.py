@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from pipeline import renders
 from pipeline.card import parse_card_header
 from pipeline.errors import UserError
-from pipeline.io import sha256_file, stable_hash
+from pipeline.io import parquet_file, sha256_file, stable_hash
 from pipeline.layout import CHECKSUMS, CONFIGS, DATA_DIR, shard_schema
+from pipeline.storage import as_path
 from pipeline.yields import split_floor_problems
 from schemas.base import from_row
 from schemas.critic import JudgedTrajectory
@@ -143,7 +143,7 @@ def _check_shard(path: Path, config: str, report: Report, seen: set[str], digest
     """Validate one shard row by row; returns its row count."""
     relative = path.as_posix()
     try:
-        parquet = pq.ParquetFile(path)
+        parquet = parquet_file(path)
         schema = parquet.schema_arrow
     except (pa.ArrowException, OSError) as error:
         report.errors.append(f"{relative}: unreadable parquet ({error})")
@@ -210,7 +210,7 @@ def _check_checksums(root: Path, report: Report) -> None:
 def validate_dataset(root: str | Path, allow_low_yield: bool = False) -> Report:
     """Every check of the module docstring; low yield (`pipeline.yields`) is an error unless allowed, an
     empty dataset always is."""
-    root = Path(root)
+    root = as_path(root)
     card = root / "README.md"
     if not card.is_file():
         raise UserError(f"{root} has no README.md dataset card; is it a hopsmith dataset folder?")

@@ -42,6 +42,9 @@ class LLMRole(_Config):
         default=12, ge=1, description="failed attempts in a row (timeouts, outages) before the role stops sending")
     tool_choice: Literal["auto", "required", "none"] | None = Field(
         default=None, description="sent with tool declarations; some servers only call tools when it is set")
+    few_shot: bool = Field(
+        default=False, description="policy roles in a text protocol: the system prompt shows a worked episode "
+        "(data/policy/few_shot_episode.json) in the framework's format; small and base models follow it")
     structured_output: Literal["json_schema", "json_object", "none"] = Field(
         default="json_schema", description="the first response_format tried for JSON replies; falls back")
     extra_body: dict = Field(default_factory=dict)
@@ -116,8 +119,9 @@ class WalkConfig(_Config):
     forbid_inverse_hop: bool = True
     forbid_repeated_relation: bool = True
     require_single_answer: bool = True
-    tree_share: float = Field(default=0.4, ge=0.0, le=1.0, description="share of walks whose final hop may "
-                              "reach several objects: they become tree questions whose branches decide")
+    tree_share: float = Field(default=0.4, ge=0.0, le=1.0, description="share of walks that take, at a random "
+                              "hop, an edge whose head has several objects for the relation, all pages with "
+                              "facts: they become tree questions whose branches pick the entity reached")
     max_literal_chars: int = 40
     starts_per_task: int = Field(default=256, ge=1, description="start nodes per Beam element")
     shards: int = Field(default=4, ge=1)

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import apache_beam
 import bm25s
-import pyarrow.parquet as pq
 
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.extract import Deadline, PageTimeout
-from pipeline.io import WorkUnits, read_manifest, read_records, shard_files, write_records
+from pipeline.io import WorkUnits, parquet_file, read_manifest, read_records, shard_files, write_records
 from pipeline.stage import begin_stage
+from pipeline.storage import StorePath, as_path, writable_folder
 from schemas.config import BeamOptions, IndexConfig
 from schemas.environment import IndexedPage
 from schemas.manifest import Manifest
@@ -34,10 +34,11 @@ from synth.wikitext import clean_wikitext, split_chunks
 STAGE = "index"
 
 
-def _build_bm25(texts: list[str], folder: Path) -> None:
+def _build_bm25(texts: list[str], folder: Path | StorePath) -> None:
     retriever = bm25s.BM25()
     retriever.index(tokenize(texts), show_progress=False)
-    retriever.save(str(folder), show_progress=False)
+    with writable_folder(folder) as local:
+        retriever.save(str(local), show_progress=False)
 
 
 def _clean_page(page: Page, config: IndexConfig, aliases: list[str]) -> IndexedPage | SkippedRecord:
@@ -112,18 +113,18 @@ class _CleanShard(apache_beam.DoFn):
         self.aliases: dict[str, list[str]] = {}
 
     def setup(self):
-        self.aliases = entity_aliases(read_records(Entity, Path(self.graph_dir) / "entities"))
+        self.aliases = entity_aliases(read_records(Entity, as_path(self.graph_dir) / "entities"))
 
     def process(self, shard: str):
         parts = WorkUnits(self.out_dir, ["pages", "skipped"])
-        unit_id = Path(shard).stem
+        unit_id = as_path(shard).stem
         if not parts.is_done(unit_id):
             kept, skipped = clean_pages(read_records(Page, shard), self.aliases, self.config)
             parts.write(unit_id, {"pages": (IndexedPage, kept), "skipped": (SkippedRecord, skipped)})
         yield unit_id
 
 
-def write_index(pages: list[IndexedPage], out_dir: Path, config: IndexConfig) -> dict[str, list[str]]:
+def write_index(pages: list[IndexedPage], out_dir: Path | StorePath, config: IndexConfig) -> dict[str, list[str]]:
     """Save page chunks as parquet shards and the two bm25s indexes; document i is pages[i]."""
     outputs: list[str] = []
     for start in range(0, max(len(pages), 1), config.shard_pages):
@@ -149,7 +150,7 @@ def build_index(
     then built in this process from the cleaned pages.
     """
     config = config or IndexConfig()
-    graph_dir, out_dir = Path(graph_dir), Path(out_dir)
+    graph_dir, out_dir = as_path(graph_dir), as_path(out_dir)
     run = begin_stage(STAGE, out_dir, config, upstream_dirs={"extract": graph_dir})
     if run.done:
         return run.finished
@@ -169,7 +170,7 @@ def build_index(
     outputs = write_index(kept, out_dir, config)
     write_records(SkippedRecord, skipped, out_dir / "skipped" / "skipped-00000.parquet")
     outputs["skipped"] = ["skipped/skipped-00000.parquet"]
-    pages_in = sum(pq.ParquetFile(s).metadata.num_rows for s in shards)
+    pages_in = sum(parquet_file(s).metadata.num_rows for s in shards)
     counts = Counter({"pages_in": pages_in, "kept": len(kept), "chunks": sum(len(p.chunks) for p in kept)})
     counts.update(f"skipped:{s.reason}" for s in skipped)
     return run.finish(dict(counts), outputs)

@@ -7,7 +7,8 @@ then a writer renders the text: the offline template engine (default; relation-a
 styles, varied surface forms) or an LLM through `pipeline.llm.LLMClient`. Text gates (answer, alias,
 evidence and intermediate leaks, and for LLM text the faithfulness gate) and the optional closed-book
 shortcut check follow. A transient LLM failure (timeouts, an outage) leaves the whole unit unfinished for a
-rerun (the stage ends with `StageIncomplete`); a writer whose replies stay unusable is a counted rejection. Work runs in
+rerun (the stage ends with `StageIncomplete`); a writer whose replies stay unusable is a counted rejection, a
+shortcut checker whose replies stay unusable leaves that question to the offline gates (a counted fallback). Work runs in
 resumable units (`pipeline.io.WorkUnits`) as a Beam transform with the graph as a side input; the final
 assembly removes duplicates and writes `questions/` and `skipped/` shards.
 """
@@ -49,6 +50,7 @@ from pipeline.llm import (
 )
 from pipeline.roles import add_role_arguments, role_from_args
 from pipeline.stage import begin_stage
+from pipeline.storage import as_path
 from schemas.config import BeamOptions, LLMRole, QuestionConfig, WalkConfig
 from schemas.manifest import Manifest
 from schemas.questions import Path, Question
@@ -106,7 +108,7 @@ class Plan:
     of every hop and the as-of date. Positions index `path.nodes` (0 = the start entity)."""
 
     style: str  # "clues" (a sentence per hop) or "nested" (one noun phrase; named start only)
-    shape: str  # "chain", or "tree": the final hop reaches several objects and branches on the answer decide
+    shape: str  # "tree" when some entity is pinned down only by intersecting branches (`tree_positions`)
     start_described: bool
     nouns: dict[int, str]
     attributes: dict[int, list[Attribute]]
@@ -116,6 +118,8 @@ class Plan:
     obfuscations: list[str]
     as_of_text: str | None
     unresolved: int | None = None  # the first position no attributes single out (the plan gate rejects it)
+    tree_positions: list[int] = field(default_factory=list)  # entities pinned down only by intersecting branches
+    branching: bool = False  # the final hop reaches several objects: branches on the answer must decide
 
 
 @dataclass
@@ -181,7 +185,10 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
 
         def fits(clues):
             return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
-    chosen = describe.choose(list(options), fits, ids[position], base, minimum, config.max_attributes)
+    if reached is None:
+        chosen = describe.choose(list(options), fits, ids[position], base, minimum, config.max_attributes)
+    else:
+        chosen = _choose_needing_hop(ctx, options, fits, ids[position], base, minimum, reached)
     # Nothing singles it out: keep a plain description and let the plan gate count why.
     return noun, base, chosen if chosen is not None else options[:minimum], chosen is not None
 
@@ -202,6 +209,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
     attributes: dict[int, list[Attribute]] = {}
     clues: list[gates.Clue] = []
     obfuscations: list[str] = []
+    tree_positions: list[int] = []
     described_positions = ([0] if start_described else []) + (
         list(range(1, hops)) if style == "clues" else list(range(max(hops - 1, 1), hops)))
     for position in described_positions if ids is not None else []:
@@ -215,6 +223,8 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
         nouns[position] = noun or "entity"
         attributes[position] = chosen
         clues += base + [a.clue for a in chosen]
+        if unique and reached is not None and needs_intersection(ctx, reached, ids[position], base + [a.clue for a in chosen]):
+            tree_positions.append(position)
         obfuscations += [f"entity:{path.nodes[position]}->{describe.described(nouns[position], chosen)}",
                          *(a.obfuscation for a in chosen if a.obfuscation)]
         if not unique:
@@ -225,11 +235,11 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
     for position in described_positions if unresolved is not None else []:
         nouns.setdefault(position, _noun_for(ctx, path.nodes[position])[0] or "entity")  # text stays writable
     branches: list[Attribute] = []
-    shape = "chain"
+    branching = False
     if ids is not None and unresolved is None:
         final = graph.objects(ids[-2], graph.relation_id(path.hops[-1].relation))
-        if len(final) > 1:
-            shape = "tree"
+        branching = len(final) > 1
+        if branching:
             # A branch never names another object of the final hop ("the birthplace that lies in New York
             # City" when New York City is a birthplace too): the objects are alternatives, not landmarks.
             siblings = {graph.label(o) for o in final}
@@ -239,17 +249,43 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
 
             def fits(branch_clues):
                 return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)}
-            branches = describe.choose(list(options), fits, ids[-1], [], 1, ctx.config.max_attributes) or []
+            branches = _choose_needing_hop(ctx, options, fits, ids[-1], [], 1, reached) or []
             clues += [b.clue for b in branches]
+            if branches and needs_intersection(ctx, reached, ids[-1], [b.clue for b in branches]):
+                tree_positions.append(hops)
             obfuscations += [f"branch:{b.predicate}" for b in branches]
             obfuscations += [b.obfuscation for b in branches if b.obfuscation]
     ended = {index for index, hop in enumerate(path.hops) if _ended(hop, ctx.as_of)}
     as_of_text = month_year(ctx.as_of) if any(_changeable(h, ctx.as_of) for h in path.hops) else None
     if as_of_text:
         obfuscations.append(f"as_of:{as_of_text}")
-    obfuscations += [f"style:{style}", f"shape:{shape}"]
+    shape = "tree" if tree_positions else "chain"
+    obfuscations += [f"style:{style}", f"shape:{shape}", *(f"tree_at:{p}" for p in tree_positions)]
     return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
-                unresolved)
+                unresolved, tree_positions, branching)
+
+
+def _choose_needing_hop(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],
+                        minimum: int, reached: set[int]) -> list[Attribute] | None:
+    """Attributes that single `target` out among the objects its hop `reached`; where the hop reaches several,
+    preferably ones that alone, over the whole graph, fit others too, so that only the hop and the
+    description together find it (a tree) and the description is no shortcut past the hop."""
+    maximum = ctx.config.max_attributes
+    chosen = describe.choose(list(options), fits, target, base, minimum, maximum)
+    if chosen is None or len(reached) < 2 or needs_intersection(ctx, reached, target, base + [a.clue for a in chosen]):
+        return chosen
+    loose = [o for o in options if gates.described_candidates(ctx.facts, [*base, o.clue]) != {target}]
+    alternative = describe.choose(loose, fits, target, base, min(minimum, len(loose)), maximum)
+    if alternative and needs_intersection(ctx, reached, target, base + [a.clue for a in alternative]):
+        return alternative
+    return chosen
+
+
+def needs_intersection(ctx: QuestionContext, reached: set[int], target: int, clues: list[gates.Clue]) -> bool:
+    """Whether `target` is pinned down only by intersecting branches: the hop into it reaches several
+    objects, and what the text says about it (type, attributes), taken alone over the whole graph, fits
+    others too. A description that alone singles it out is a shortcut, not a tree."""
+    return len(reached) > 1 and gates.described_candidates(ctx.facts, clues) != {target}
 
 
 def _described(plan: Plan, position: int) -> str:
@@ -329,9 +365,11 @@ def _is_work(ctx: QuestionContext, title: str) -> bool:
     return info is not None and is_work(info.type)
 
 
-def _clue_sentence(relation: str, subject: str, obj: str, ended: bool, work: bool = False) -> str:
+def _clue_sentence(relation: str, subject: str, obj: str, ended: bool, work: bool = False,
+                  several: bool = False) -> str:
+    """A clue sentence for a hop; a hop with `several` objects (a tree's) states one of them, not "the" one."""
     entry = phrase(relation, work)
-    template = entry.clue or "The {n} of {s} is {o}."
+    template = entry.clue or ("One {n} of {s} is {o}." if several else "The {n} of {s} is {o}.")
     return sentence((_past(template) if ended else template).format(n=entry.noun, s=subject, o=obj))
 
 
@@ -361,7 +399,8 @@ def write_template(ctx: QuestionContext, path: Path, plan: Plan) -> Draft:
             noun = plan.nouns[position]
             hop = path.hops[position - 1]
             sentences.append(_clue_sentence(hop.relation, subject, _described(plan, position),
-                                            position - 1 in plan.ended, _is_work(ctx, hop.head)))
+                                            position - 1 in plan.ended, _is_work(ctx, hop.head),
+                                            position in plan.tree_positions))
             used[noun] += 1
             subject = f"this {noun}" if used[noun] == 1 else f"the latter {noun}"
         sentences.append(sentence(_ask(ctx, path, plan, subject, rng)))
@@ -481,7 +520,7 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
         return failed or (gate, f"no attributes single out position {plan.unresolved} ({path.nodes[plan.unresolved]})")
     if (failed := gates.unique_chain(ctx.facts, path, plan.clues, plan.start_described)) is not None:
         return failed
-    if plan.shape == "tree" and (detail := gates.tree_branches(ctx.facts, path, [b.clue for b in plan.branches])):
+    if plan.branching and (detail := gates.tree_branches(ctx.facts, path, [b.clue for b in plan.branches])):
         return "tree_branch", detail
     return None
 
@@ -596,8 +635,10 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
                 guess = await gates.shortcut(checker, draft.text, path.answer, aliases, config.shortcut_attempts)
             except LLMUnavailable:
                 raise
-            except LLMError as error:
-                return _skip(path, "shortcut_check_failed", str(error))
+            except LLMError:  # no usable closed-book reply: the offline gates (one search) alone decide
+                checker.stats.fallbacks += 1
+                guess = None
+                draft.obfuscations.append("shortcut:offline")
             if guess is not None:
                 return _skip(path, "shortcut", f"answered without tools: {guess} | {draft.text}")
         return _question(ctx, path, draft, aliases)
@@ -678,7 +719,7 @@ class _WriteUnit(beam.DoFn):
         if work.is_done(unit_id):
             return
         paths = [ctx.paths[path_id] for path_id in path_ids]
-        cache = FsPath(self.cache_dir) if self.cache_dir else None
+        cache = as_path(self.cache_dir) if self.cache_dir else None
         report = RoleReport()
         try:
             questions, skipped = run_async(lambda: process_unit(ctx, paths, cache, report, self._environment))
@@ -741,13 +782,13 @@ def run_questions(
     """Stage `questions`: write and gate one question per path; resumable per unit of paths.
 
     With `index_dir` (the `index` stage's output) the one-search gate runs against the agents' index."""
-    graph_dir, paths_dir, out_dir = FsPath(graph_dir), FsPath(paths_dir), FsPath(out_dir)
+    graph_dir, paths_dir, out_dir = as_path(graph_dir), as_path(paths_dir), as_path(out_dir)
     resolved = config.model_copy(update={"as_of": _resolve_as_of(paths_dir, config)})
     upstream = {"extract": graph_dir, "walk": paths_dir}
     if index_dir is not None:
         if read_manifest(index_dir) is None:
             raise UserError(f"{index_dir} holds no finished search index: run `hopsmith index` first")
-        upstream["index"] = FsPath(index_dir)
+        upstream["index"] = as_path(index_dir)
     run = begin_stage(STAGE, out_dir, resolved, upstream_dirs=upstream)
     if run.done:
         return run.finished

@@ -15,6 +15,7 @@ from typing import Any
 from graph.csr import load_csr
 from pipeline.errors import UserError
 from pipeline.io import read_manifest, read_records, read_table
+from pipeline.storage import as_path
 from schemas.config import QuestionConfig, WalkConfig
 from schemas.questions import Path as Path_
 from schemas.questions import Question
@@ -35,7 +36,7 @@ def _share(part: int, whole: int) -> float:
 
 def question_report(out: str | Path, top_k: int | None = None) -> dict[str, Any]:
     """The report of the run folder `out` (its questions/, graph/, paths/ and, when built, index/)."""
-    out = Path(out)
+    out = as_path(out)
     report = measure({name: out / name for name in ("graph", "paths", "questions", "index")}, top_k)
     if report is None:
         raise UserError(f"{out} holds no finished questions and graph stages (run `hopsmith dataset --out {out}`)")
@@ -99,7 +100,8 @@ def measure(folders: dict[str, Path], top_k: int | None = None) -> dict[str, Any
         "max_answer_share": _share(top[0][1], total) if top else 0.0,
         "relations": dict(relations.most_common()),
         "classes": dict(classes.most_common()),
-        "gates": gates_run(config, environment is not None and config.one_search_top_k > 0),
+        "gates": gates_run(config, environment is not None and config.one_search_top_k > 0,
+                           closed_book=not any("shortcut:offline" in q.obfuscations for q in questions)),
         "engine": manifest.engines.get("writer", ""),
     }
 
@@ -122,8 +124,8 @@ def yield_by_hops(folders: dict[str, Path], kept: Counter) -> dict[str, dict[str
 
 def tree_note(folders: dict[str, Path], walk, walk_config: WalkConfig, tree_share: float) -> str:
     """Why the tree share falls short of the configured one, in plain words (empty when it does not): how
-    many walks drawn to branch found a final relation whose objects branches can tell apart, and what the
-    questions stage did with those paths."""
+    many walks drawn to branch found a hop whose objects branches can tell apart, and what the questions
+    stage did with the paths whose final hop branches."""
     if walk is None or tree_share >= walk_config.tree_share / 2:
         return ""
     drawn, branched = walk.counts.get("walks:may_branch", 0), walk.counts.get("walks:branched", 0)
@@ -132,14 +134,15 @@ def tree_note(folders: dict[str, Path], walk, walk_config: WalkConfig, tree_shar
     fates = Counter(record.reason for record in read_records(SkippedRecord, folders["questions"] / "skipped")
                     if record.title in tree_paths)
     rejected = ", ".join(f"{reason} {count}" for reason, count in fates.most_common(4)) or "none"
-    return (f"walk.tree_share is {walk_config.tree_share:.0%}: of {drawn} walks "
-            f"drawn to branch, {branched} found a final relation whose several objects are all pages with facts "
-            f"(the graph offers no other place for a tree); {len(tree_paths)} distinct tree paths, "
-            f"{sum(fates.values())} rejected ({rejected})")
+    return (f"walk.tree_share is {walk_config.tree_share:.0%}: of {drawn} walks drawn to branch, {branched} "
+            f"took a hop whose several objects are all pages with facts (the graph offers no other place for a "
+            f"tree); {len(tree_paths)} distinct paths branch at the answer, {sum(fates.values())} of them "
+            f"rejected ({rejected})")
 
 
-def gates_run(config: QuestionConfig, searched: bool) -> list[str]:
-    """The gates every kept question passed in this configuration (the card claims no other)."""
+def gates_run(config: QuestionConfig, searched: bool, closed_book: bool = True) -> list[str]:
+    """The gates every kept question passed in this configuration (the card claims no other); `closed_book`
+    is False when some question's shortcut check fell back to the offline gates."""
     ran = ["vague_answer", "fewer_hops", "reversed_place", "multi_valued_hop", "alternative_answer", "tree_branch", "answer_leak",
            "evidence_leak", "intermediate_leak", "missing_as_of", "duplicate", "answer_cap"]
     if config.describe_start > 0:
@@ -148,7 +151,7 @@ def gates_run(config: QuestionConfig, searched: bool) -> list[str]:
         ran.append("dominant_answer")
     if searched:
         ran.append("one_search")
-    if config.shortcut is not None and not config.shortcut.offline:
+    if config.shortcut is not None and not config.shortcut.offline and closed_book:
         ran.append("shortcut")
     return sorted(ran)
 

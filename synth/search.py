@@ -20,6 +20,7 @@ import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
 from pipeline.io import read_manifest, read_records, shard_files
+from pipeline.storage import as_path, readable_folder
 from pipeline.wikitext import normalize_title
 from schemas.config import IndexConfig
 from schemas.environment import IndexedPage
@@ -70,15 +71,15 @@ class SearchEnvironment:
 
     @classmethod
     def load(cls, index_dir: str | Path) -> SearchEnvironment:
-        index_dir = Path(index_dir)
+        index_dir = as_path(index_dir)
         manifest = read_manifest(index_dir)
         if manifest is None:
             raise FileNotFoundError(f"no finished search index in {index_dir} (run `hopsmith index`)")
         pages = [page for shard in shard_files(index_dir / "pages") for page in read_records(IndexedPage, shard)]
         body = titles = None
         if pages:
-            body = bm25s.BM25.load(str(index_dir / BODY_INDEX), mmap=True, show_progress=False)
-            titles = bm25s.BM25.load(str(index_dir / TITLE_INDEX), mmap=True, show_progress=False)
+            body = bm25s.BM25.load(str(readable_folder(index_dir / BODY_INDEX)), mmap=True, show_progress=False)
+            titles = bm25s.BM25.load(str(readable_folder(index_dir / TITLE_INDEX)), mmap=True, show_progress=False)
         title_weight = float(manifest.config.get("title_weight", IndexConfig().title_weight))
         return cls(pages, body, titles, title_weight=title_weight, environment_id=manifest.key)
 

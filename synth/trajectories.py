@@ -21,15 +21,23 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import apache_beam
-import pyarrow.parquet as pq
 from pydantic import ValidationError
 
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
-from pipeline.io import WorkUnit, WorkUnits, plan_work_units, read_manifest, read_records, write_records
+from pipeline.io import (
+    WorkUnit,
+    WorkUnits,
+    parquet_file,
+    plan_work_units,
+    read_manifest,
+    read_records,
+    write_records,
+)
 from pipeline.llm import LLMClient, LLMUnavailable, RoleReport, run_async, save_report, stage_report
 from pipeline.roles import add_role_arguments, role_from_args
 from pipeline.stage import begin_stage
+from pipeline.storage import as_path
 from schemas.config import BeamOptions, TrajectoryConfig
 from schemas.manifest import Manifest
 from schemas.questions import Question
@@ -76,11 +84,14 @@ def make_policies(
         if role is None or role.offline:
             policies[framework] = ScriptedPolicy(env, config.error_rates, config.search_top_k)
             continue
-        key = role.model_dump_json()
+        if role.few_shot and not get_framework(framework).text_protocol:
+            raise UserError(f"few_shot is for text protocols; {framework} calls tools natively "
+                            f"(set few_shot = false in [trajectories.policies.{framework}])")
+        key = role.model_dump_json(exclude={"few_shot"})  # the policy's, not the client's
         if key not in clients:
-            cache = Path(cache_dir) / "policy" if cache_dir else None
+            cache = as_path(cache_dir) / "policy" if cache_dir else None
             clients[key] = LLMClient(role, cache, name=f"policy-{role.model}")
-        policies[framework] = LLMPolicy(clients[key], window)
+        policies[framework] = LLMPolicy(clients[key], window, few_shot=role.few_shot)
     return policies, list(clients.values())
 
 
@@ -182,7 +193,7 @@ class SolveUnits(apache_beam.PTransform):
 def merge_parts(units: list[WorkUnit[Question]], parts: WorkUnits, out_dir: Path) -> tuple[list[str], dict[str, int]]:
     """The units' parts, in plan order, as shards of SHARD_RECORDS trajectories; streamed, with counts."""
     files = [parts.part_path(TABLE, unit.unit_id) for unit in units]
-    shard_count = max(1, -(-sum(pq.ParquetFile(f).metadata.num_rows for f in files) // SHARD_RECORDS))
+    shard_count = max(1, -(-sum(parquet_file(f).metadata.num_rows for f in files) // SHARD_RECORDS))
     outputs: list[str] = []
     counts: Counter = Counter({"trajectories": 0, "correct": 0})
     buffer: list[Trajectory] = []
@@ -228,7 +239,7 @@ def run_trajectories(
     beam_args: Iterable[str] = (),
 ) -> Manifest:
     """Solve every question with every framework and rollout; resumable; writes trajectories/*.parquet."""
-    questions_dir, index_dir, out_dir = Path(questions_dir), Path(index_dir), Path(out_dir)
+    questions_dir, index_dir, out_dir = as_path(questions_dir), as_path(index_dir), as_path(out_dir)
     run = begin_stage(STAGE, out_dir, config, upstream_dirs={"questions": questions_dir, "index": index_dir})
     if run.done:
         return run.finished

@@ -279,7 +279,7 @@ def test_split_writer_interrupted_in_close_is_what_its_docstring_says(tmp_path, 
         renamed.append(target)
         real_replace(source, target)
 
-    monkeypatch.setattr(layout.os, "replace", killed_after_one)
+    monkeypatch.setattr(os, "replace", killed_after_one)  # what `close` renames with (pipeline.storage)
     with pytest.raises(KeyboardInterrupt):
         writer.close()
     assert [p.name for p in folder.glob("train-*")] == ["train-00000-of-00003.parquet"]

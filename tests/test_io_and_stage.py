@@ -63,6 +63,36 @@ def test_interrupted_stage_keeps_its_work_units(tmp_path):
     assert not resumed.done and WorkUnits(out, ["skipped"]).is_done("u1")
 
 
+def test_readers_of_a_finished_stage_read_only_what_its_manifest_lists(tmp_path):
+    """The manifest is the commit: a shard beside the listed ones (a copy, a stray) is never read, in the
+    stage folder or in a subfolder of it; a folder no finished stage covers is read whole."""
+    out = tmp_path / "stage"
+    run = begin_stage("demo", out, {"n": 1})
+    write_records(SkippedRecord, _skips(2), out / "table" / "part-0.parquet")
+    assert len(list(read_records(SkippedRecord, out / "table"))) == 2  # unfinished: no manifest yet
+    run.finish({"kept": 2}, {"table": ["table/part-0.parquet"]})
+    write_records(SkippedRecord, _skips(5, "stray"), out / "table" / "part-1.parquet")
+    assert [r.title for r in read_records(SkippedRecord, out / "table")] == ["p0", "p1"]
+    assert read_table(SkippedRecord, out / "table").num_rows == 2
+    write_records(SkippedRecord, _skips(1), tmp_path / "loose" / "a.parquet")
+    assert read_table(SkippedRecord, tmp_path / "loose").num_rows == 1
+
+
+def test_a_resumed_stage_removes_what_a_killed_write_left(tmp_path):
+    """Temporary files (`*.tmp`) of a killed run go on resume, anywhere in the stage's own entries; finished
+    work units stay."""
+    out = tmp_path / "stage"
+    begin_stage("demo", out, {"n": 1})
+    units = WorkUnits(out, ["skipped"])
+    units.write("u1", {"skipped": (SkippedRecord, _skips(1))})
+    leftovers = [out / "parts" / "skipped" / ".u2.parquet.a1b2.tmp", out / ".manifest.json.c3d4.tmp"]
+    for path in leftovers:
+        path.write_bytes(b"cut short")
+    resumed = begin_stage("demo", out, {"n": 1})
+    assert not resumed.done and units.is_done("u1")
+    assert not any(path.exists() for path in leftovers)
+
+
 def test_stage_key_follows_input_content(tmp_path):
     data = tmp_path / "in.txt"
     data.write_text("one")

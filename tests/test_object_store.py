@@ -1,21 +1,43 @@
-"""A dump on an S3-compatible object store (moto's server on 127.0.0.1): extract reads it through Beam's
-filesystems, checksums it streamed from the store, and writes the same shards as from the local file."""
+"""Stages on an S3-compatible object store (moto's server on 127.0.0.1), through Beam's filesystems.
+
+Extract reads a dump from the store, checksummed streamed. Extract, walk and the whole dataset write their
+outputs under `s3://` with the same bytes as a local run; a run killed mid-stage resumes there per work
+unit to identical shards; an object no manifest lists (an uncommitted temporary shard, a foreign file) is
+never read, and a rerun removes only what hopsmith wrote; the lock object guards the output folder.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from pipeline.cli import main
-from pipeline.io import read_manifest, sha256_file
+from pipeline.dataset import STAGE_FOLDERS
+from pipeline.extract import UNIT_TABLES
+from pipeline.folder_lock import LOCK, FolderBusy, lock_folder, unlock_folder
+from pipeline.io import WorkUnits, read_manifest, read_table, sha256_file
+from pipeline.stage import begin_stage
+from pipeline.storage import as_path
+from pipeline.validate import validate_dataset
+from schemas.wiki import Entity
 
 moto_server = pytest.importorskip("moto.server")
 boto3 = pytest.importorskip("boto3")
 pytestmark = pytest.mark.scale
 
-SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "data" / "sample"
 FILES = ("enwiki-sample-pages-articles-multistream.xml.bz2", "enwiki-sample-pages-articles-multistream-index.txt.bz2")
+DUMP_ARGS = ["--dump", str(SAMPLE / FILES[0]), "--index", str(SAMPLE / FILES[1])]
+SMALL_CONFIG = ROOT / "tests" / "data" / "dataset_small.toml"
 
 
 @pytest.fixture
@@ -34,16 +56,172 @@ def bucket(monkeypatch):
     server.stop()
 
 
+def _modified(prefix: str) -> dict[str, object]:
+    """Every object under `s3://wiki/<prefix>/` and when it was last written, straight from the store."""
+    pages = boto3.client("s3").get_paginator("list_objects_v2").paginate(Bucket="wiki", Prefix=f"{prefix}/")
+    return {item["Key"].removeprefix(f"{prefix}/"): item["LastModified"] for page in pages
+            for item in page.get("Contents", [])}
+
+
+def _keys(prefix: str) -> list[str]:
+    return sorted(_modified(prefix))
+
+
+def _put(key: str, body: bytes) -> None:
+    boto3.client("s3").put_object(Bucket="wiki", Key=key, Body=body)
+
+
+def _committed(folder) -> dict[str, str]:
+    """sha256 of every parquet file the stage's manifest lists (local folder or s3:// URL)."""
+    manifest = read_manifest(folder)
+    assert manifest is not None, f"{folder} is not finished"
+    listed = sorted(path for paths in manifest.outputs.values() for path in paths if path.endswith(".parquet"))
+    return {path: sha256_file(as_path(folder) / path) for path in listed}
+
+
 def _shards(folder: Path) -> dict[str, bytes]:
     return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.glob("*/*.parquet"))}
 
 
 def test_extract_reads_a_dump_from_object_storage(bucket, tmp_path):
     local, remote = tmp_path / "local", tmp_path / "remote"
-    assert main(["extract", "--dump", str(SAMPLE / FILES[0]), "--index", str(SAMPLE / FILES[1]), "--out", str(local)]) == 0
+    assert main(["extract", *DUMP_ARGS, "--out", str(local)]) == 0
     assert main(["extract", "--dump", f"{bucket}/{FILES[0]}", "--index", f"{bucket}/{FILES[1]}", "--out", str(remote)]) == 0
     inputs = read_manifest(remote).inputs
     assert [i.path for i in inputs] == [f"{bucket}/{name}" for name in FILES]
     assert [i.sha256 for i in inputs] == [sha256_file(SAMPLE / name) for name in FILES]
     assert [i.bytes for i in inputs] == [(SAMPLE / name).stat().st_size for name in FILES]
     assert _shards(remote) == _shards(local) and _shards(local)
+
+
+def test_extract_and_walk_write_to_object_storage_and_read_only_committed_shards(bucket, tmp_path):
+    local, remote = tmp_path, f"{bucket}/run"
+    for out in (str(local), remote):
+        assert main(["extract", *DUMP_ARGS, "--out", f"{out}/graph"]) == 0
+    graph = _committed(f"{remote}/graph")
+    assert graph == _committed(local / "graph") and any(p.startswith("entities/") for p in graph)
+    keys = _keys("run/graph")
+    assert LOCK not in keys and ".pending-key" not in keys  # released and finished
+    assert not [k for k in keys if k.endswith(".tmp") or k.startswith("parts/")]
+
+    # objects no manifest lists: a second copy of an entity shard (read, it would duplicate every entity),
+    # a temporary shard a killed writer left, a file of the user's
+    shard = boto3.client("s3").get_object(Bucket="wiki", Key="run/graph/entities/part-00000-of-00004.parquet")
+    _put("run/graph/entities/part-00000-of-00001.parquet", shard["Body"].read())
+    _put("run/graph/relations/.part-00000-of-00004.parquet.0123abcd.tmp", b"half a shard")
+    _put("run/graph/NOTES.txt", b"the user's own notes")
+    entities = read_table(Entity, f"{remote}/graph/entities")
+    assert entities.num_rows == read_manifest(f"{remote}/graph").counts["kept"]
+    assert entities.num_rows == read_table(Entity, local / "graph" / "entities").num_rows
+
+    for out in (str(local), remote):
+        assert main(["walk", "--graph", f"{out}/graph", "--out", f"{out}/paths"]) == 0
+    assert _committed(f"{remote}/paths") == _committed(local / "paths")
+
+    # a rerun with another key starts afresh: it removes what the stage wrote, keeps the user's file
+    run = begin_stage("extract", f"{remote}/graph", {"another": "config"})
+    assert _keys("run/graph") == [".hopsmith.lock", ".pending-key", "NOTES.txt"]
+    assert run.foreign == ("NOTES.txt",)
+    unlock_folder(run.out_dir)
+    assert LOCK not in _keys("run/graph")
+
+
+def test_killed_extract_resumes_on_object_storage(bucket, tmp_path):
+    args = ["extract", *DUMP_ARGS, "--streams-per-unit", "1"]
+    fresh, resumed = tmp_path / "fresh", f"{bucket}/resumed"
+    assert main([*args, "--out", str(fresh)]) == 0
+    units = read_manifest(fresh).work_units["units"]
+
+    process = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *args, "--out", resumed],
+                               env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    while process.poll() is None and not _finished_units("resumed") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert read_manifest(resumed) is None, "the run finished before it could be killed"
+    lock = json.loads(boto3.client("s3").get_object(Bucket="wiki", Key=f"resumed/{LOCK}")["Body"].read())
+    assert lock["pid"] == process.pid  # the killed run's lock stays, and is stale: its process is gone
+    parts = WorkUnits(resumed, UNIT_TABLES)
+    done = {p.stem for p in parts.table_folder("stats").glob("*.parquet") if parts.is_done(p.stem)}
+    assert 1 <= len(done) < units and done == _finished_units("resumed")
+    _put("resumed/parts/entities/.bytes-000000000000000-end.parquet.dead0001.tmp", b"an upload cut short")
+
+    assert main([*args, "--out", resumed]) == 0
+    assert read_manifest(resumed).work_units == {"units": units, "extracted": units - len(done), "reused": len(done)}
+    assert _committed(resumed) == _committed(fresh)
+    assert not [k for k in _keys("resumed") if k.endswith(".tmp") or k.startswith("parts/") or k == LOCK]
+
+
+def _finished_units(folder: str) -> set[str]:
+    """Extract units whose part exists in every table (listed straight from the store)."""
+    by_table: dict[str, set[str]] = {table: set() for table in UNIT_TABLES}
+    for key in _keys(f"{folder}/parts"):
+        table, _, name = key.partition("/")
+        if table in by_table and name.endswith(".parquet") and not name.startswith("."):
+            by_table[table].add(name.removesuffix(".parquet"))
+    return set.intersection(*by_table.values())
+
+
+def _committed_parts(prefix: str) -> dict[str, object]:
+    """The part files under the prefix, without the temporary ones (`.NAME.<uuid>.tmp`) an upload leaves."""
+    return {key: when for key, when in _modified(prefix).items() if not key.startswith(".")}
+
+
+def _small_config(tmp_path: Path) -> Path:
+    """The end-to-end tests' small config, with one question per trajectory unit (so there are several)."""
+    path = tmp_path / "small.toml"
+    path.write_text(SMALL_CONFIG.read_text() + "questions_per_unit = 1\n")  # the file ends in [trajectories]
+    return path
+
+
+@pytest.mark.timeout(900)  # three runs of the whole pipeline, two of them on S3
+def test_killed_dataset_run_resumes_on_object_storage_to_identical_shards(bucket, tmp_path):
+    config = _small_config(tmp_path)
+    local, remote = tmp_path / "local", f"{bucket}/ds"
+    assert main(["dataset", "--config", str(config), "--out", str(local)]) == 0
+
+    process = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "dataset", "--config", str(config),
+                                "--out", remote], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    parts = "ds/trajectories/parts/trajectories"
+    deadline = time.monotonic() + 400
+    while process.poll() is None and not _committed_parts(parts) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    assert read_manifest(f"{remote}/trajectories") is None, "the run finished before it could be killed"
+    finished = _committed_parts(parts)
+    assert finished
+
+    assert main(["dataset", "--config", str(config), "--out", remote]) == 0
+    after = _modified(parts)
+    assert not [key for key in after if key.endswith(".tmp")]  # an upload the kill cut short is removed
+    assert len(after) > len(finished) and {k: after[k] for k in finished} == finished  # finished units kept
+    for stage, folder in STAGE_FOLDERS.items():
+        assert _committed(f"{remote}/{folder}") == _committed(local / folder), stage
+    for name in ("README.md", "checksums.sha256"):
+        assert as_path(f"{remote}/dataset/{name}").read_bytes() == (local / "dataset" / name).read_bytes()
+    report = validate_dataset(f"{remote}/dataset")
+    assert report.errors == [] and report.rows == validate_dataset(local / "dataset").rows
+
+
+def test_lock_object_guards_an_output_folder_on_object_storage(bucket):
+    folder, key = f"{bucket}/locked", f"locked/{LOCK}"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        _put(key, json.dumps({"run_id": "other", "host": socket.gethostname(), "pid": sleeper.pid}).encode())
+        with pytest.raises(FolderBusy, match="in use by another hopsmith run"):
+            lock_folder(folder)  # its run is alive
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    lock_folder(folder)  # its process is gone: the lock is stale, taken over
+    assert json.loads(as_path(f"{folder}/{LOCK}").read_text())["pid"] == os.getpid()
+    unlock_folder(folder)
+    assert _keys("locked") == []
+
+    _put(key, json.dumps({"run_id": "far", "host": "another-host", "pid": 1}).encode())
+    with pytest.raises(FolderBusy, match=f"delete {folder}/{LOCK}"):  # no way to tell from here: refused
+        lock_folder(folder)

@@ -125,12 +125,19 @@ STUDIO_FACTS = [
 ]
 
 
+# A film outside Ida Orbit's products, released near Blue Sun and by the same director: no branch on the
+# answer singles Blue Sun out of the whole graph, only together with the hop from Ida Orbit.
+GOLD_RAIN = [fact("Gold Rain", "releaseDate", "1988-06-01", "date"), fact("Gold Rain", "director", "Lee Park"),
+             fact("Gold Rain", "distributor", "Orbit Pictures")]
+
+
 def test_a_tree_question_needs_each_branch_and_each_holds():
-    entities = [*STUDIO, entity("Ida Orbit", "Person", head=False)]
-    ctx = context(entities, STUDIO_FACTS, max_attributes=3)
+    entities = [*STUDIO, entity("Ida Orbit", "Person", head=False), entity("Gold Rain", "Film", head=False)]
+    ctx = context(entities, STUDIO_FACTS + GOLD_RAIN, max_attributes=3)
     path = path_of(ctx, "Orbit Pictures", "Ida Orbit", "Blue Sun")
     plan = plan_question(ctx, path, "clues")
-    assert plan.shape == "tree" and plan.branches
+    assert plan.shape == "tree" and plan.branches and plan.tree_positions == [2]
+    assert len(gates.described_candidates(ctx.facts, [b.clue for b in plan.branches])) > 1  # not alone
     answer = ctx.graph.node_id("Blue Sun")
     branch_clues = [b.clue for b in plan.branches]
     assert all(gates.holds(ctx.facts, answer, clue) for clue in branch_clues)  # each branch holds
@@ -149,6 +156,57 @@ def test_a_tree_question_needs_each_branch_and_each_holds():
     exact = gates.Clue(position=2, attribute="releaseDate", years=(1987, 1987))
     redundant = gates.Clue(position=2, attribute="director", object="Lee Park")
     assert "not needed" in gates.tree_branches(ctx.facts, path, [exact, redundant])
+
+
+def test_a_branch_that_alone_singles_out_the_answer_makes_no_tree():
+    # Without Gold Rain, "released in the late 1980s" picks Blue Sun out of the whole graph: the hop from Ida
+    # Orbit adds nothing to find it, so the question is kept but not counted as a tree.
+    entities = [*STUDIO, entity("Ida Orbit", "Person", head=False)]
+    ctx = context(entities, STUDIO_FACTS, max_attributes=3)
+    path = path_of(ctx, "Orbit Pictures", "Ida Orbit", "Blue Sun")
+    plan = plan_question(ctx, path, "clues")
+    assert plan.branches and plan.branching and structural_gate(ctx, path, plan) is None
+    assert gates.described_candidates(ctx.facts, [b.clue for b in plan.branches]) == {ctx.graph.node_id("Blue Sun")}
+    assert plan.shape == "chain" and plan.tree_positions == [] and "shape:chain" in plan.obfuscations
+
+
+PRODUCERS = [entity("Glass Harbour", "Film"),
+             *(entity(name, "Person", head=False) for name in ("Rae Lind", "Oto Vance", "Pia Lind", "Sol Marr"))]
+PRODUCER_FACTS = [
+    fact("Glass Harbour", "producer", "Rae Lind"),
+    fact("Glass Harbour", "producer", "Oto Vance"),
+    fact("Glass Harbour", "releaseDate", "2001-05-05", "date"),
+    fact("Rae Lind", "birthPlace", "Hobart"),
+    fact("Oto Vance", "birthPlace", "Darwin"),
+    fact("Rae Lind", "spouse", "Sol Marr"),
+    fact("Oto Vance", "spouse", "Pia Lind"),
+    fact("Sol Marr", "birthPlace", "Perth"),
+]
+
+
+def test_an_intermediate_pinned_down_by_two_branches_is_a_tree():
+    # "The producer of Glass Harbour who was born in Hobart": two producers, and two people born in Hobart
+    # (Mae Tull produced nothing here), so neither branch alone finds Rae Lind; together they do.
+    entities = [*PRODUCERS, entity("Mae Tull", "Person", head=False)]
+    facts = [*PRODUCER_FACTS, fact("Mae Tull", "birthPlace", "Hobart"), fact("Mae Tull", "spouse", "Pia Lind")]
+    ctx = context(entities, facts)
+    path = path_of(ctx, "Glass Harbour", "Rae Lind", "Sol Marr")
+    plan = plan_question(ctx, path, "clues")
+    assert structural_gate(ctx, path, plan) is None  # the intersection is unique
+    assert plan.shape == "tree" and plan.tree_positions == [1] and "tree_at:1" in plan.obfuscations
+    rae, graph = ctx.graph.node_id("Rae Lind"), ctx.graph
+    producers = {int(o) for o in graph.objects(graph.node_id("Glass Harbour"), graph.relation_id("producer"))}
+    assert rae in producers and len(producers) == 2  # the hop holds, and alone it is not unique
+    said = [c for c in plan.clues if c.position == 1]
+    assert all(gates.holds(ctx.facts, rae, c) for c in said if c.attribute)  # each branch holds
+    assert len(gates.described_candidates(ctx.facts, said)) == 2  # the description alone is not unique
+    text = write_template(ctx, path, plan).text
+    assert_reads_as_english(text)
+    assert "born in Hobart" in text and "Rae Lind" not in text
+    # Without Mae Tull, "a person born in Hobart" alone is Rae Lind: a shortcut, not a tree.
+    ctx = context(PRODUCERS, PRODUCER_FACTS)
+    plan = plan_question(ctx, path_of(ctx, "Glass Harbour", "Rae Lind", "Sol Marr"), "clues")
+    assert plan.shape == "chain" and plan.tree_positions == []
 
 
 def test_a_tree_over_a_single_valued_property_is_rejected():
@@ -248,3 +306,21 @@ def test_a_next_work_is_said_in_its_own_words():
     before = describe.attributes(ctx, ctx.graph.node_id("'Salem's Lot"), 0, random.Random(0), False, set(), set())
     assert [a.modifier for a in after] == ["followed by 'Salem's Lot"]
     assert [a.modifier for a in before] == ["that followed the novel Carrie"]
+
+
+def test_a_description_that_needs_the_hop_is_preferred_to_one_that_bypasses_it():
+    # Rae Lind is the only person born in the early 1960s (that alone finds her, the hop from the film adds
+    # nothing), but two people were born in Hobart: the plan describes her by the latter, so the film's
+    # producers and the birthplace only together pin her down.
+    entities = [*PRODUCERS, entity("Kit Moss", "Person", head=False)]
+    facts = [*PRODUCER_FACTS, fact("Rae Lind", "birthDate", "1960-02-02", "date"),
+             fact("Oto Vance", "birthDate", "1990-03-03", "date"), fact("Kit Moss", "birthPlace", "Hobart"),
+             fact("Kit Moss", "spouse", "Pia Lind")]
+    ctx = context(entities, facts)
+    path = path_of(ctx, "Glass Harbour", "Rae Lind", "Sol Marr")
+    plan = plan_question(ctx, path, "clues")
+    assert structural_gate(ctx, path, plan) is None
+    assert plan.tree_positions == [1] and [a.relation for a in plan.attributes[1]] == ["birthPlace"]
+    text = write_template(ctx, path, plan).text
+    assert_reads_as_english(text)
+    assert "born in Hobart" in text and "1960" not in text

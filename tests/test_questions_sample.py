@@ -88,9 +88,8 @@ def test_each_answer_is_reached_by_following_its_path_in_the_graph(sample):
             current = following
         assert current == question.answer
         finals = objects[(path.hops[-1].head, path.hops[-1].relation)]
-        # A single answer, or a tree question whose branches on the answer decide between the objects.
-        assert len(finals) == 1 or ("shape:tree" in question.obfuscations and any(
-            o.startswith("branch:") for o in question.obfuscations))
+        # A single answer, or branches on the answer that decide between the objects.
+        assert len(finals) == 1 or any(o.startswith("branch:") for o in question.obfuscations)
         assert any(h.in_window for h in path.hops)
 
 
@@ -180,6 +179,11 @@ def assert_states_graph_facts(ctx, questions) -> None:
             assert describe.described(plan.nouns[position], plan.attributes.get(position, [])).lower() \
                 in question.text.lower(), question.text
         assert all(b.predicate in question.text for b in plan.branches), question.text
+        for position in plan.tree_positions:  # a tree: neither the hop nor what the text says alone finds it
+            hop = path.hops[position - 1]
+            assert len(ctx.graph.objects(ids[position - 1], ctx.graph.relation_id(hop.relation))) > 1, question.text
+            said = [c for c in plan.clues if c.position == position]
+            assert len(gates.described_candidates(ctx.facts, said)) > 1, question.text
 
 
 def test_the_question_report_shows_hard_questions(sample):
@@ -195,4 +199,8 @@ def test_the_question_report_shows_hard_questions(sample):
     assert set(report["yield_by_hops"]) == {"2", "3", "4"}
     assert sum(row["questions"] for row in report["yield_by_hops"].values()) == report["questions"]
     assert all(row["paths"] >= row["questions"] for row in report["yield_by_hops"].values())
-    assert report["tree_share"] >= report["tree_share_configured"] / 2 or "found a final relation" in report["tree_note"]
+    assert report["tree_share"] >= report["tree_share_configured"] / 2 or "took a hop whose" in report["tree_note"]
+    # Trees at the answer and at intermediates (an entity only the intersection of branches pins down): a
+    # floor measured on the sample (19.7% at 40% configured; the sample has 46 relations whose several
+    # objects are all pages with facts, the only places a tree can branch).
+    assert report["tree_share"] >= 0.15

@@ -223,3 +223,18 @@ def test_run_walks_through_beam_matches_the_plain_function_and_resumes(tmp_path)
     kept = sorted(p.path_id for p in read_records(Path, tmp_path / "limited" / "paths"))
     assert kept == [p.path_id for p in expected[:5]]
     assert limited.counts["paths:kept"] == 5 and limited.counts["rejected:max_paths"] == len(expected) - 5
+
+
+def test_a_walk_drawn_to_branch_may_branch_at_an_intermediate_hop():
+    # S's two producers are pages with facts: a branchable hop at step 0, whose object branches then pick.
+    entities = [entity("S", "film"), *others("P1", "P2", "Q1", "Q2")]
+    relations = [fact("S", "producer", "P1"), fact("S", "producer", "P2"), fact("S", "country", "Land"),
+                 fact("P1", "spouse", "Q1"), fact("P2", "spouse", "Q2"), fact("P1", "birth_place", "Avon"),
+                 fact("P2", "birth_place", "Bath")]
+    paths, counts = walk(entities, relations, tree_share=1.0, walks_per_start=40)
+    assert counts["walks:branched"] > 0
+    inner = [p for p in paths if p.hops[0].relation == "producer"]
+    assert inner and all(len(p.nodes) == 3 for p in inner)
+    assert any("branching_final_hop" not in p.conditions for p in inner)  # the branch is not the final hop
+    _, never = walk(entities, relations, tree_share=0.0, walks_per_start=40)
+    assert never["walks:branched"] == 0 and never["walks:may_branch"] == 0

@@ -1,0 +1,278 @@
+"""Stage folders on object storage (`s3://`, `gs://`, any scheme Beam's FileSystems registers).
+
+`as_path` gives a `pathlib.Path` for a local path and a `StorePath` for a URL, so a stage addresses its
+folder the same way on both: `out / "entities" / name`, `is_file()`, `glob("*.parquet")`, `iterdir()`.
+A StorePath goes through `apache_beam.io.filesystems.FileSystems` (with the run's options, see
+`pipeline.beam.use_filesystem_options`); nothing here opens a socket itself.
+
+An object store has no directories and no atomic rename. A "folder" is the prefix `url/`: it exists when
+some object lies under it, and `mkdir` is a no-op. `put_bytes` writes each object under a unique temporary
+name and then renames it (Beam: copy, then delete), so no reader ever sees a partial object under its
+final name on any scheme, including those whose writes are visible while in progress. The copy and the
+delete are not one atomic step, and need not be: hopsmith trusts only what a stage's manifest lists, which
+is written last, and a rerun removes leftover `*.tmp` objects of its own folders (see `pipeline.stage`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fnmatch
+import functools
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO
+
+TEMP_SUFFIX = ".tmp"
+
+
+def is_url(path: object) -> bool:
+    """True for `scheme://...` (object storage or any FileSystems scheme), False for a local path."""
+    return isinstance(path, StorePath) or "://" in str(path)
+
+
+def as_path(path: str | os.PathLike | StorePath) -> Path | StorePath:
+    """A local `Path`, or a `StorePath` for a URL (`Path("s3://b/x")` would silently become `s3:/b/x`)."""
+    if isinstance(path, (Path, StorePath)):
+        return path
+    return StorePath(str(path)) if is_url(path) else Path(path)
+
+
+def _filesystems():
+    """Beam's FileSystems, with default options when no run set its own (S3 refuses to work without)."""
+    from apache_beam.io.filesystems import FileSystems
+
+    if FileSystems._pipeline_options is None:
+        from apache_beam.options.pipeline_options import PipelineOptions
+
+        FileSystems.set_options(PipelineOptions([]))
+    _share_botocore_models()
+    return FileSystems
+
+
+@functools.cache
+def _share_botocore_models() -> None:
+    """Beam's S3 filesystem builds a new boto3 session for every call (exists, open, rename, ...), and each
+    session parses botocore's JSON service models again: 0.1-0.3 s a call, most of a stage's time on S3.
+    The models are read-only data, so every session of this process shares one loader (and its cache)."""
+    try:
+        import botocore.loaders
+        import botocore.session
+    except ImportError:  # no AWS support installed: nothing to share
+        return
+    loaders: dict[object, botocore.loaders.Loader] = {}
+    create = botocore.loaders.create_loader
+
+    def shared_loader(search_path_string=None):
+        if search_path_string not in loaders:
+            loaders[search_path_string] = create(search_path_string)
+        return loaders[search_path_string]
+
+    botocore.session.create_loader = shared_loader
+
+
+def _uncompressed():
+    from apache_beam.io.filesystem import CompressionTypes
+
+    return CompressionTypes.UNCOMPRESSED
+
+
+class StorePath:
+    """A file or folder on object storage, with the part of `pathlib.Path`'s interface stages use."""
+
+    __slots__ = ("url",)
+
+    def __init__(self, url: str):
+        self.url = url.rstrip("/")
+
+    def __str__(self) -> str:
+        return self.url
+
+    def __repr__(self) -> str:
+        return f"StorePath({self.url!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StorePath) and other.url == self.url
+
+    def __lt__(self, other: StorePath) -> bool:
+        return self.url < other.url
+
+    def __hash__(self) -> int:
+        return hash(self.url)
+
+    def __truediv__(self, part: str | os.PathLike) -> StorePath:
+        return StorePath(f"{self.url}/{os.fspath(part).strip('/')}")
+
+    @property
+    def name(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+    @property
+    def stem(self) -> str:
+        return PurePosixPath(self.name).stem
+
+    @property
+    def suffix(self) -> str:
+        return PurePosixPath(self.name).suffix
+
+    @property
+    def parent(self) -> StorePath:
+        return StorePath(self.url.rsplit("/", 1)[0])
+
+    def relative_to(self, other: StorePath) -> PurePosixPath:
+        prefix = f"{StorePath(str(other)).url}/"
+        if not self.url.startswith(prefix):
+            raise ValueError(f"{self.url} is not under {other}")
+        return PurePosixPath(self.url[len(prefix):])
+
+    def _objects(self, limit: int | None = None) -> Iterator[tuple[str, int]]:
+        """(relative name, size) of every object under this folder, at any depth (the first `limit`)."""
+        prefix = f"{self.url}/"
+        for result in _filesystems().match([f"{prefix}**"], limits=[limit]):
+            for metadata in result.metadata_list:
+                yield metadata.path[len(prefix):], metadata.size_in_bytes
+
+    def is_file(self) -> bool:
+        return _filesystems().exists(self.url)
+
+    def is_dir(self) -> bool:
+        return next(self._objects(limit=1), None) is not None  # one listing page, not the whole prefix
+
+    def exists(self) -> bool:
+        return self.is_file() or self.is_dir()
+
+    def mkdir(self, parents: bool = False, exist_ok: bool = False) -> None:
+        """Nothing to create: an object store's folders are the prefixes of its objects."""
+
+    def iterdir(self) -> Iterator[StorePath]:
+        """The folder's direct entries (objects and sub-prefixes), each once."""
+        names = {relative.split("/", 1)[0] for relative, _ in self._objects()}
+        return iter([self / name for name in sorted(names)])
+
+    def glob(self, pattern: str) -> list[StorePath]:
+        """Objects matching `pattern` (`*` stays within one level, as `pathlib` does)."""
+        depth = pattern.count("/")
+        return [self / relative for relative, _ in sorted(self._objects())
+                if relative.count("/") == depth and fnmatch.fnmatchcase(relative, pattern)]
+
+    def rglob(self, pattern: str) -> list[StorePath]:
+        """Objects at any depth whose name matches `pattern`."""
+        return [self / relative for relative, _ in sorted(self._objects())
+                if fnmatch.fnmatchcase(relative.rsplit("/", 1)[-1], pattern)]
+
+    def as_posix(self) -> str:
+        return self.url
+
+    def size(self) -> int:
+        return _filesystems().match([self.url])[0].metadata_list[0].size_in_bytes
+
+    def open_input(self) -> BinaryIO:
+        return _filesystems().open(self.url, compression_type=_uncompressed())
+
+    def read_bytes(self) -> bytes:
+        with self.open_input() as handle:
+            return handle.read()
+
+    def read_text(self, encoding: str = "utf-8") -> str:
+        return self.read_bytes().decode(encoding)
+
+    def write_bytes(self, data: bytes) -> None:
+        put_bytes(self, data)
+
+    def write_text(self, text: str, encoding: str = "utf-8") -> None:
+        put_bytes(self, text.encode(encoding))
+
+    def unlink(self, missing_ok: bool = False) -> None:
+        if missing_ok and not self.is_file():
+            return
+        _filesystems().delete([self.url])
+
+
+def put_bytes(path: StorePath, data: bytes) -> None:
+    """Write one object: under a unique temporary name first, then renamed (copied) to its final name."""
+    _put(path, lambda handle: handle.write(data))
+
+
+def put_file(path: StorePath, local: str | os.PathLike, chunk: int = 1 << 22) -> None:
+    """Upload a local file as one object, streamed (memory holds one chunk), as `put_bytes` does."""
+    def copy(handle: BinaryIO) -> None:
+        with open(local, "rb") as source:
+            shutil.copyfileobj(source, handle, chunk)
+
+    _put(path, copy)
+
+
+def _put(path: StorePath, write) -> None:
+    filesystems = _filesystems()
+    temporary = f"{path.parent.url}/.{path.name}.{uuid.uuid4().hex}{TEMP_SUFFIX}"
+    try:
+        with filesystems.create(temporary, compression_type=_uncompressed()) as handle:
+            write(handle)
+        filesystems.rename([temporary], [path.url])
+    except BaseException:
+        if filesystems.exists(temporary):
+            filesystems.delete([temporary])
+        raise
+
+
+def rename_file(source: Path | StorePath, target: Path | StorePath) -> None:
+    """Move a file to its final name: `os.replace` locally; on object storage a copy and a delete."""
+    if isinstance(source, StorePath):
+        _filesystems().rename([source.url], [str(target)])
+    else:
+        os.replace(source, target)
+
+
+def temporaries(folder: Path | StorePath) -> list[Path | StorePath]:
+    """The temporary files (`*.tmp`) anywhere under `folder`: what a killed write left behind."""
+    if isinstance(folder, StorePath):
+        return [folder / relative for relative, _ in sorted(folder._objects()) if relative.endswith(TEMP_SUFFIX)]
+    return sorted(folder.rglob(f"*{TEMP_SUFFIX}")) if folder.is_dir() and not folder.is_symlink() else []
+
+
+@contextlib.contextmanager
+def writable_folder(path: Path | StorePath) -> Iterator[Path]:
+    """A local folder for a library that writes files itself (bm25s): `path` when local; on object storage
+    a temporary folder whose files are uploaded under `path` when the block ends without error."""
+    if isinstance(path, Path):
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="hopsmith-upload-") as local:
+        yield Path(local)
+        for file in sorted(Path(local).rglob("*")):
+            if file.is_file():
+                put_bytes(path / file.relative_to(local).as_posix(), file.read_bytes())
+
+
+def readable_folder(path: Path | StorePath) -> Path:
+    """A local folder with `path`'s files, for a library that reads (or memory-maps) files itself: `path`
+    when local; for object storage a copy downloaded once per process, removed at exit."""
+    if isinstance(path, Path):
+        return path
+    local = Path(tempfile.mkdtemp(prefix="hopsmith-download-"))
+    atexit.register(shutil.rmtree, local, ignore_errors=True)
+    for relative, _ in sorted(path._objects()):
+        target = local / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((path / relative).read_bytes())
+    return local
+
+
+def remove_tree(path: Path | StorePath) -> None:
+    """Delete a file or a whole folder (every object under the prefix), whichever it is."""
+    if isinstance(path, StorePath):
+        objects = [f"{path.url}/{relative}" for relative, _ in path._objects()]
+        if path.is_file():
+            objects.append(path.url)
+        if objects:
+            _filesystems().delete(objects)
+        return
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
