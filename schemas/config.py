@@ -42,6 +42,9 @@ class LLMRole(_Config):
         default=12, ge=1, description="failed attempts in a row (timeouts, outages) before the role stops sending")
     tool_choice: Literal["auto", "required", "none"] | None = Field(
         default=None, description="sent with tool declarations; some servers only call tools when it is set")
+    few_shot: bool = Field(
+        default=False, description="policy roles in a text protocol: the system prompt shows a worked episode "
+        "(data/policy/few_shot_episode.json) in the framework's format; small and base models follow it")
     structured_output: Literal["json_schema", "json_object", "none"] = Field(
         default="json_schema", description="the first response_format tried for JSON replies; falls back")
     extra_body: dict = Field(default_factory=dict)

@@ -84,11 +84,14 @@ def make_policies(
         if role is None or role.offline:
             policies[framework] = ScriptedPolicy(env, config.error_rates, config.search_top_k)
             continue
-        key = role.model_dump_json()
+        if role.few_shot and not get_framework(framework).text_protocol:
+            raise UserError(f"few_shot is for text protocols; {framework} calls tools natively "
+                            f"(set few_shot = false in [trajectories.policies.{framework}])")
+        key = role.model_dump_json(exclude={"few_shot"})  # the policy's, not the client's
         if key not in clients:
             cache = as_path(cache_dir) / "policy" if cache_dir else None
             clients[key] = LLMClient(role, cache, name=f"policy-{role.model}")
-        policies[framework] = LLMPolicy(clients[key], window)
+        policies[framework] = LLMPolicy(clients[key], window, few_shot=role.few_shot)
     return policies, list(clients.values())
 
 

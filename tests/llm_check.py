@@ -40,7 +40,15 @@ from pipeline.io import read_manifest, read_records  # noqa: E402
 from schemas.critic import JudgedTrajectory  # noqa: E402
 from schemas.trajectory import Trajectory  # noqa: E402
 from synth.trajectories import run_trajectories  # noqa: E402
-from tests.llm_replay import FRAMEWORKS, MODEL, TRANSCRIPT, Recorder, local_role, policy_episode_config  # noqa: E402
+from tests.llm_replay import (  # noqa: E402
+    FEW_SHOT_FRAMEWORKS,
+    FRAMEWORKS,
+    MODEL,
+    TRANSCRIPT,
+    Recorder,
+    local_role,
+    policy_episode_config,
+)
 from tests.servers import OpenAIServer  # noqa: E402
 from tests.trajectory_fixtures import make_snapshot  # noqa: E402
 
@@ -89,9 +97,10 @@ ROLES = ("question-writer", "shortcut-check", f"policy-{MODEL}", "judge")  # the
 
 
 def config_text(base_url: str, question_roles: tuple[str, ...]) -> str:
+    """A few questions: of the sample's first 12 paths, 5 pass the gates that come before the writer."""
     text = """seed = 7
 [walk]
-max_paths = 3
+max_paths = 12
 [questions]
 shortcut_attempts = 1
 [trajectories]
@@ -104,7 +113,7 @@ batch_size = 3
     for role in question_roles:
         text += role_toml(f"questions.{role}", base_url)
     for framework in FRAMEWORKS:
-        text += role_toml(f"trajectories.policies.{framework}", base_url)
+        text += role_toml(f"trajectories.policies.{framework}", base_url, few_shot=framework in FEW_SHOT_FRAMEWORKS)
     return text + role_toml("judge.judge", base_url, max_tokens=96)
 
 

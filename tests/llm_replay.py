@@ -38,6 +38,10 @@ MODEL = "gemma-3-270m"
 LOCAL_ROLE = {"model": MODEL, "api_key_env": "HOPSMITH_LLM_CHECK_KEY", "timeout_s": 300.0, "max_concurrency": 1,
               "structured_output": "none", "max_tokens": 80, "max_repairs": 1}
 FRAMEWORKS = ("react", "function_calling", "tagged")
+# The text protocols' policies are shown the worked episode (`few_shot`): a base 270M model given only the
+# format's description echoed it or invented observations and never wrote a call that parsed. Native
+# function calling cannot be shown as text, and this server returns no native calls for a base model.
+FEW_SHOT_FRAMEWORKS = ("react", "tagged")
 # The recorded policy episodes: every question of the stage-3 test snapshot, in every framework.
 POLICY_EPISODES = {"rollouts": 2, "max_turns": 6, "seed": 11, "questions_per_unit": 1}
 # Our own system prompts, by the words they start with, and the role each belongs to.
@@ -187,9 +191,14 @@ def local_role(base_url: str, **extra: Any) -> dict[str, Any]:
     return {"base_url": base_url, **LOCAL_ROLE, **extra}
 
 
+def policy_role(base_url: str, framework: str) -> LLMRole:
+    """A framework's policy on the local model server, as `make llm-check` configures it."""
+    return LLMRole(**local_role(base_url, few_shot=framework in FEW_SHOT_FRAMEWORKS))
+
+
 def policy_episode_config(base_url: str) -> TrajectoryConfig:
     """The stage-3 run whose episodes `make llm-check` records: the same config replays them."""
-    return TrajectoryConfig(frameworks=list(FRAMEWORKS), policies={f: LLMRole(**local_role(base_url)) for f in FRAMEWORKS},
+    return TrajectoryConfig(frameworks=list(FRAMEWORKS), policies={f: policy_role(base_url, f) for f in FRAMEWORKS},
                             **POLICY_EPISODES)
 
 

@@ -195,6 +195,28 @@ class Framework(ABC):
     def user_prompt(self, question: str) -> str:
         return f"Question: {question}"
 
+    text_protocol = True  # calls are written in the reply's text (False: native tool_calls)
+
+    def example_messages(self, question: str, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A worked episode as this protocol's chat turns: the user prompt, then each reply and its result.
+
+        `steps` hold `reasoning`, `tool`, `arguments` and (but for the last) `observation`; a few-shot
+        example for a model that follows a format better when shown one. It ends with the model's reply,
+        so the next user message keeps the turns alternating (only text protocols can show it that way).
+        """
+        if not self.text_protocol:
+            raise ValueError(f"{self.name} calls tools natively; its calls cannot be shown as text turns")
+        messages: list[dict[str, Any]] = [{"role": "user", "content": self.user_prompt(question)}]
+        for index, step in enumerate(steps):
+            output = self.render(step["reasoning"], step["tool"], json.dumps(step["arguments"], ensure_ascii=False),
+                                 f"call_{index}")
+            turn = Turn(index=index, reasoning=step["reasoning"], raw_output=self.raw_output(output),
+                        observation=step.get("observation"))
+            messages.append(self.assistant_message(turn))
+            if turn.observation is not None:
+                messages.extend(self.result_messages(turn, turn.observation))
+        return messages
+
     def build_messages(self, question: str, as_of: dt.date, turns: list[Turn], window: ContextWindow) -> list[dict[str, Any]]:
         """The prompt for the next turn, with bounded history (see the module docstring)."""
         folded_count = max(0, len(turns) - window.keep_last_turns)

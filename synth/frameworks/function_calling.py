@@ -35,6 +35,7 @@ IGNORED_CALL = "Error: only one tool call per turn is executed; this call was ig
 class FunctionCallingFramework(Framework):
     name = "function_calling"
     format_reminder = "Call exactly one of the declared tools with arguments as a JSON object."
+    text_protocol = False
 
     def system_prompt(self, as_of: dt.date) -> str:
         return SYSTEM.format(as_of=as_of.isoformat())
