@@ -319,5 +319,5 @@ def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
     manifest = run_judge(args.trajectories, args.questions, index_dir, args.out, config, args.cache, beam_args=beam_args)
     counts = manifest.counts
     print(f"judged {counts.get('judged', 0)} trajectories, {counts.get('turns', 0)} turns "
-          f"({counts.get('turns_passed', 0)} passed) -> {Path(args.out) / 'judged'}")
+          f"({counts.get('turns_passed', 0)} passed) -> {as_path(args.out) / 'judged'}")
     return 0

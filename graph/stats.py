@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
@@ -111,6 +110,6 @@ def register(subparsers) -> None:
 
 
 def _command(args, beam_args) -> int:
-    stats = graph_stats(load_graph(Path(args.dir)), top=args.top)
+    stats = graph_stats(load_graph(args.dir), top=args.top)
     print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
     return 0

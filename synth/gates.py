@@ -23,7 +23,9 @@
 - `unfaithful`: an LLM-written text does not express the plan it was given (the start entity, each
   intermediate's description, the relations of the chain, above all the one asked for), so the gold
   path may not answer it ("What is the name of your company?");
-- `shortcut`: a model answers correctly without tools in any of n attempts (async, LLM configured);
+- `shortcut`: a model answers correctly without tools in any of n attempts (async, LLM configured); when
+  none of its replies is usable the question falls back to the offline gates (`one_search`), counted as
+  `llm:shortcut-check:fallbacks` and marked `shortcut:offline` on the question;
 - `duplicate`: applied across the whole run by the stage (same text, or same start/relations/answer).
 """
 
@@ -38,7 +40,7 @@ from pydantic import BaseModel
 
 from graph.csr import LITERAL, CSRGraph, split_literal_key
 from graph.ontology import load_ontology
-from pipeline.llm import LLMClient
+from pipeline.llm import LLMClient, LLMError, LLMUnavailable
 from schemas.questions import Path
 from synth.matching import match_answer, normalize_answer
 from synth.phrasing import parse_date, phrase, type_noun
@@ -461,11 +463,21 @@ SHORTCUT_PROMPT = (
 
 
 async def shortcut(client: LLMClient, text: str, answer: str, aliases: list[str], attempts: int) -> str | None:
-    """Ask the model `attempts` times without tools; return the first answer that matches, if any."""
+    """Ask the model `attempts` times without tools; return the first answer that matches, if any.
+
+    Attempts whose reply stays unusable are left out; when none is usable the last `LLMError` is raised (the
+    caller falls back to the offline gates), and a transient failure (`LLMUnavailable`) always propagates."""
     messages = [{"role": "system", "content": SHORTCUT_PROMPT}, {"role": "user", "content": text}]
-    replies = await asyncio.gather(*[
+    results = await asyncio.gather(*[
         client.complete_json(messages, ClosedBookAnswer, cache_salt=f"shortcut-attempt-{i}") for i in range(attempts)
-    ])
+    ], return_exceptions=True)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    for error in errors:
+        if isinstance(error, LLMUnavailable) or not isinstance(error, LLMError):
+            raise error
+    replies = [r for r in results if not isinstance(r, BaseException)]
+    if errors and not replies:
+        raise errors[-1]
     for reply in replies:
         if match_answer(reply.answer, answer, aliases).correct:
             return reply.answer

@@ -7,7 +7,8 @@ then a writer renders the text: the offline template engine (default; relation-a
 styles, varied surface forms) or an LLM through `pipeline.llm.LLMClient`. Text gates (answer, alias,
 evidence and intermediate leaks, and for LLM text the faithfulness gate) and the optional closed-book
 shortcut check follow. A transient LLM failure (timeouts, an outage) leaves the whole unit unfinished for a
-rerun (the stage ends with `StageIncomplete`); a writer whose replies stay unusable is a counted rejection. Work runs in
+rerun (the stage ends with `StageIncomplete`); a writer whose replies stay unusable is a counted rejection, a
+shortcut checker whose replies stay unusable leaves that question to the offline gates (a counted fallback). Work runs in
 resumable units (`pipeline.io.WorkUnits`) as a Beam transform with the graph as a side input; the final
 assembly removes duplicates and writes `questions/` and `skipped/` shards.
 """
@@ -184,7 +185,10 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
 
         def fits(clues):
             return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
-    chosen = describe.choose(list(options), fits, ids[position], base, minimum, config.max_attributes)
+    if reached is None:
+        chosen = describe.choose(list(options), fits, ids[position], base, minimum, config.max_attributes)
+    else:
+        chosen = _choose_needing_hop(ctx, options, fits, ids[position], base, minimum, reached)
     # Nothing singles it out: keep a plain description and let the plan gate count why.
     return noun, base, chosen if chosen is not None else options[:minimum], chosen is not None
 
@@ -245,7 +249,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
 
             def fits(branch_clues):
                 return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)}
-            branches = describe.choose(list(options), fits, ids[-1], [], 1, ctx.config.max_attributes) or []
+            branches = _choose_needing_hop(ctx, options, fits, ids[-1], [], 1, reached) or []
             clues += [b.clue for b in branches]
             if branches and needs_intersection(ctx, reached, ids[-1], [b.clue for b in branches]):
                 tree_positions.append(hops)
@@ -259,6 +263,22 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
     obfuscations += [f"style:{style}", f"shape:{shape}", *(f"tree_at:{p}" for p in tree_positions)]
     return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
                 unresolved, tree_positions, branching)
+
+
+def _choose_needing_hop(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],
+                        minimum: int, reached: set[int]) -> list[Attribute] | None:
+    """Attributes that single `target` out among the objects its hop `reached`; where the hop reaches several,
+    preferably ones that alone, over the whole graph, fit others too, so that only the hop and the
+    description together find it (a tree) and the description is no shortcut past the hop."""
+    maximum = ctx.config.max_attributes
+    chosen = describe.choose(list(options), fits, target, base, minimum, maximum)
+    if chosen is None or len(reached) < 2 or needs_intersection(ctx, reached, target, base + [a.clue for a in chosen]):
+        return chosen
+    loose = [o for o in options if gates.described_candidates(ctx.facts, [*base, o.clue]) != {target}]
+    alternative = describe.choose(loose, fits, target, base, min(minimum, len(loose)), maximum)
+    if alternative and needs_intersection(ctx, reached, target, base + [a.clue for a in alternative]):
+        return alternative
+    return chosen
 
 
 def needs_intersection(ctx: QuestionContext, reached: set[int], target: int, clues: list[gates.Clue]) -> bool:
@@ -615,8 +635,10 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
                 guess = await gates.shortcut(checker, draft.text, path.answer, aliases, config.shortcut_attempts)
             except LLMUnavailable:
                 raise
-            except LLMError as error:
-                return _skip(path, "shortcut_check_failed", str(error))
+            except LLMError:  # no usable closed-book reply: the offline gates (one search) alone decide
+                checker.stats.fallbacks += 1
+                guess = None
+                draft.obfuscations.append("shortcut:offline")
             if guess is not None:
                 return _skip(path, "shortcut", f"answered without tools: {guess} | {draft.text}")
         return _question(ctx, path, draft, aliases)

@@ -100,7 +100,8 @@ def measure(folders: dict[str, Path], top_k: int | None = None) -> dict[str, Any
         "max_answer_share": _share(top[0][1], total) if top else 0.0,
         "relations": dict(relations.most_common()),
         "classes": dict(classes.most_common()),
-        "gates": gates_run(config, environment is not None and config.one_search_top_k > 0),
+        "gates": gates_run(config, environment is not None and config.one_search_top_k > 0,
+                           closed_book=not any("shortcut:offline" in q.obfuscations for q in questions)),
         "engine": manifest.engines.get("writer", ""),
     }
 
@@ -139,8 +140,9 @@ def tree_note(folders: dict[str, Path], walk, walk_config: WalkConfig, tree_shar
             f"rejected ({rejected})")
 
 
-def gates_run(config: QuestionConfig, searched: bool) -> list[str]:
-    """The gates every kept question passed in this configuration (the card claims no other)."""
+def gates_run(config: QuestionConfig, searched: bool, closed_book: bool = True) -> list[str]:
+    """The gates every kept question passed in this configuration (the card claims no other); `closed_book`
+    is False when some question's shortcut check fell back to the offline gates."""
     ran = ["vague_answer", "fewer_hops", "reversed_place", "multi_valued_hop", "alternative_answer", "tree_branch", "answer_leak",
            "evidence_leak", "intermediate_leak", "missing_as_of", "duplicate", "answer_cap"]
     if config.describe_start > 0:
@@ -149,7 +151,7 @@ def gates_run(config: QuestionConfig, searched: bool) -> list[str]:
         ran.append("dominant_answer")
     if searched:
         ran.append("one_search")
-    if config.shortcut is not None and not config.shortcut.offline:
+    if config.shortcut is not None and not config.shortcut.offline and closed_book:
         ran.append("shortcut")
     return sorted(ran)
 

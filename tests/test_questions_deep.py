@@ -306,3 +306,21 @@ def test_a_next_work_is_said_in_its_own_words():
     before = describe.attributes(ctx, ctx.graph.node_id("'Salem's Lot"), 0, random.Random(0), False, set(), set())
     assert [a.modifier for a in after] == ["followed by 'Salem's Lot"]
     assert [a.modifier for a in before] == ["that followed the novel Carrie"]
+
+
+def test_a_description_that_needs_the_hop_is_preferred_to_one_that_bypasses_it():
+    # Rae Lind is the only person born in the early 1960s (that alone finds her, the hop from the film adds
+    # nothing), but two people were born in Hobart: the plan describes her by the latter, so the film's
+    # producers and the birthplace only together pin her down.
+    entities = [*PRODUCERS, entity("Kit Moss", "Person", head=False)]
+    facts = [*PRODUCER_FACTS, fact("Rae Lind", "birthDate", "1960-02-02", "date"),
+             fact("Oto Vance", "birthDate", "1990-03-03", "date"), fact("Kit Moss", "birthPlace", "Hobart"),
+             fact("Kit Moss", "spouse", "Pia Lind")]
+    ctx = context(entities, facts)
+    path = path_of(ctx, "Glass Harbour", "Rae Lind", "Sol Marr")
+    plan = plan_question(ctx, path, "clues")
+    assert structural_gate(ctx, path, plan) is None
+    assert plan.tree_positions == [1] and [a.relation for a in plan.attributes[1]] == ["birthPlace"]
+    text = write_template(ctx, path, plan).text
+    assert_reads_as_english(text)
+    assert "born in Hobart" in text and "1960" not in text

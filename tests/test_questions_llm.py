@@ -168,6 +168,47 @@ def test_shortcut_check_rejects_questions_a_model_answers_without_tools(tmp_path
     assert len(shortcut_requests) == 4 * checked
 
 
+def test_an_unusable_shortcut_reply_falls_back_to_the_offline_gates(tmp_path, graph_and_paths):
+    # A small model behind the checker answers in prose every time: no question is rejected for it, each
+    # falls back to the offline gates, counted per role and marked on the question.
+    def prose(body: dict) -> Reply:
+        if not is_writer(body):
+            return Reply(content="Hmm, I believe it could be somewhere in Germany, but I cannot say for sure.")
+        return written(body)
+
+    with OpenAIServer(prose) as server:
+        config = named(role(server), shortcut=role(server, max_repairs=1), shortcut_attempts=2)
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, config)
+    assert kept and all("shortcut:offline" in q.obfuscations for q in kept)
+    assert not {s.reason for s in skipped} & {"shortcut", "shortcut_check_failed"}
+    checked = len(kept) + manifest.counts["rejected:duplicate"]
+    assert manifest.counts["llm:shortcut-check:fallbacks"] == checked
+    assert manifest.counts["llm:shortcut-check:gave_up_invalid"] == 2 * checked  # both attempts, repaired once
+    assert "llm:question-writer:fallbacks" not in manifest.counts
+
+
+def test_one_usable_shortcut_attempt_still_decides(tmp_path, graph_and_paths):
+    # Of two attempts one stays prose and one answers correctly: the usable one rejects the question.
+    seen: set[str] = set()
+    lock = threading.Lock()
+
+    def mixed(body: dict) -> Reply:
+        if not is_writer(body):
+            with lock:
+                first = body["messages"][1]["content"] not in seen
+                seen.add(body["messages"][1]["content"])
+            return Reply(content="No idea, sorry.") if first else Reply(content=json.dumps({"answer": "Hosena"}))
+        return written(body)
+
+    with OpenAIServer(mixed) as server:
+        config = named(role(server), shortcut=role(server, max_repairs=0, temperature=1.0), shortcut_attempts=2)
+        manifest, kept, skipped = run(tmp_path, graph_and_paths, config)
+    assert any(s.reason == "shortcut" for s in skipped)
+    assert all(q.answer != "Hosena" for q in kept)
+    assert manifest.counts["llm:shortcut-check:gave_up_invalid"] >= 1  # the prose attempts were unusable
+    assert "llm:shortcut-check:fallbacks" not in manifest.counts
+
+
 def test_leaking_llm_question_is_rejected(tmp_path, graph_and_paths):
     def leaky(body: dict) -> Reply:
         if not is_writer(body):

@@ -201,6 +201,6 @@ def test_the_question_report_shows_hard_questions(sample):
     assert all(row["paths"] >= row["questions"] for row in report["yield_by_hops"].values())
     assert report["tree_share"] >= report["tree_share_configured"] / 2 or "took a hop whose" in report["tree_note"]
     # Trees at the answer and at intermediates (an entity only the intersection of branches pins down): a
-    # floor measured on the sample (12.9% at 40% configured; the sample has 46 relations whose several
+    # floor measured on the sample (19.7% at 40% configured; the sample has 46 relations whose several
     # objects are all pages with facts, the only places a tree can branch).
-    assert report["tree_share"] >= 0.10
+    assert report["tree_share"] >= 0.15
