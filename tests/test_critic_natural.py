@@ -16,13 +16,17 @@ from schemas.trajectory import Outcome, ToolCall, Trajectory, Turn
 from tests.data.build_critic_natural import build
 from tests.trajectory_fixtures import QUESTIONS
 
-# Kinds the offline critic can give that the set's uninjected rollouts produce: malformed_call and
-# unsupported_claim from the real model (it echoes prompts and invents questions instead of calling a tool),
-# the rest from the offline searchers. Absent: unmotivated_action (the recorded real model never made a call
-# that parsed, and the offline searchers' calls follow their reasoning; rule 8 labels it, tested below), and
-# the LLM judge's own not_sensible and unsound_reasoning.
+# Kinds the offline critic can give that the set's uninjected rollouts produce. The real model (few-shot
+# react and tagged policies write calls that parse; function_calling never does) gives malformed_call,
+# unsupported_claim, tool_error (pages it made up), repeated_call, empty_result and wrong_answer; the
+# offline searchers give the rest. Absent: unmotivated_action (the model's calls that do not follow from
+# their reasoning, "Thought: The answer is 1943." then open_page, plan no step, so rule 8 leaves them to
+# unsupported_claim; the offline searchers' calls follow their reasoning; rule 8 is tested below), and the
+# LLM judge's own not_sensible and unsound_reasoning.
 NATURAL_KINDS = ("malformed_call", "tool_error", "repeated_call", "empty_result", "off_path_detour",
                  "redundant_turn", "unsupported_claim", "wrong_answer")
+REAL_MODEL_KINDS = ("malformed_call", "unsupported_claim", "tool_error", "repeated_call", "empty_result",
+                    "wrong_answer")
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +49,10 @@ def test_the_natural_set_is_large_has_every_kind_and_no_injected_turn(natural):
     assert len(real) >= 50 and {row.trajectory.model for row in real} == {"gemma-3-270m"}
     assert {(row.trajectory.framework, row.trajectory.rollout) for row in real} == {
         (framework, rollout) for framework in ("react", "function_calling", "tagged") for rollout in (0, 1)}
-    assert {"malformed_call", "unsupported_claim"} <= {k for row in real for k in row.expected_kinds}
+    assert set(REAL_MODEL_KINDS) <= {k for row in real for k in row.expected_kinds}
+    parsed = {row.trajectory.framework for row in real
+              if row.trajectory.turns[row.turn_index].tool_call is not None}
+    assert parsed == {"react", "tagged"}  # the few-shot policies' calls parse
     scripted = [row for row in rows if row.trajectory.policy == "scripted"]
     assert sum(all(r.expected_pass.values()) for r in scripted) < len(scripted)  # it errs without injection too
 
