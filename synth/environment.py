@@ -34,9 +34,18 @@ from synth.wikitext import clean_wikitext, split_chunks
 STAGE = "index"
 
 
+def token_ids(token_lists: list[list[str]]) -> tuple[list[list[int]], dict[str, int]]:
+    """Token ids with a vocabulary numbered in first-seen order. bm25s numbers its own vocabulary in set
+    order, which follows the process's hash seed, so the saved index (and float ties in its scores)
+    would differ from run to run."""
+    vocab: dict[str, int] = {}
+    ids = [[vocab.setdefault(token, len(vocab)) for token in tokens] for tokens in token_lists]
+    return ids, vocab
+
+
 def _build_bm25(texts: list[str], folder: Path | StorePath) -> None:
     retriever = bm25s.BM25()
-    retriever.index(tokenize(texts), show_progress=False)
+    retriever.index(token_ids(tokenize(texts)), show_progress=False)
     with writable_folder(folder) as local:
         retriever.save(str(local), show_progress=False)
 

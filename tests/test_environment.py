@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +155,23 @@ def test_an_interrupted_index_build_resumes_from_its_cleaned_parts(index_dir, tm
     assert part.stat().st_mtime_ns == cleaned_at and again.counts == manifest["counts"]
     assert SearchEnvironment.load(copy).execute("search", {"query": "Honolulu"}) == \
         SearchEnvironment.load(index_dir).execute("search", {"query": "Honolulu"})
+
+
+_BUILD_BM25 = """
+import sys
+from synth.environment import _build_bm25
+from tests.trajectory_fixtures import ARTICLES
+_build_bm25([text for text, *_ in ARTICLES.values()], __import__("pathlib").Path(sys.argv[1]))
+"""
+
+
+def test_bm25_files_do_not_depend_on_the_hash_seed(tmp_path):
+    """bm25s numbers a vocabulary in set order; ours is first-seen, so two processes save the same bytes."""
+    saved = {}
+    for seed in ("1", "2"):
+        folder = tmp_path / seed
+        subprocess.run([sys.executable, "-c", _BUILD_BM25, str(folder)], check=True,
+                       env={**os.environ, "PYTHONHASHSEED": seed}, cwd=Path(__file__).parent.parent)
+        saved[seed] = {f.name: f.read_bytes() for f in sorted(folder.iterdir())}
+    assert saved["1"].keys() == saved["2"].keys() and "vocab.index.json" in saved["1"]
+    assert saved["1"] == saved["2"]
