@@ -28,6 +28,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 TEMP_SUFFIX = ".tmp"
+_CHUNK = 1 << 22  # bytes a streamed upload or download holds in memory at once
 
 
 def is_url(path: object) -> bool:
@@ -197,7 +198,7 @@ def put_bytes(path: StorePath, data: bytes) -> None:
     _put(path, lambda handle: handle.write(data))
 
 
-def put_file(path: StorePath, local: str | os.PathLike, chunk: int = 1 << 22) -> None:
+def put_file(path: StorePath, local: str | os.PathLike, chunk: int = _CHUNK) -> None:
     """Upload a local file as one object, streamed (memory holds one chunk), as `put_bytes` does."""
     def copy(handle: BinaryIO) -> None:
         with open(local, "rb") as source:
@@ -246,12 +247,12 @@ def writable_folder(path: Path | StorePath) -> Iterator[Path]:
         yield Path(local)
         for file in sorted(Path(local).rglob("*")):
             if file.is_file():
-                put_bytes(path / file.relative_to(local).as_posix(), file.read_bytes())
+                put_file(path / file.relative_to(local).as_posix(), file)
 
 
 def readable_folder(path: Path | StorePath) -> Path:
     """A local folder with `path`'s files, for a library that reads (or memory-maps) files itself: `path`
-    when local; for object storage a copy downloaded once per process, removed at exit."""
+    when local; for object storage a copy downloaded (streamed) for this call, removed at exit."""
     if isinstance(path, Path):
         return path
     local = Path(tempfile.mkdtemp(prefix="hopsmith-download-"))
@@ -259,7 +260,8 @@ def readable_folder(path: Path | StorePath) -> Path:
     for relative, _ in sorted(path._objects()):
         target = local / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes((path / relative).read_bytes())
+        with (path / relative).open_input() as source, open(target, "wb") as sink:
+            shutil.copyfileobj(source, sink, _CHUNK)
     return local
 
 
