@@ -52,6 +52,7 @@ STEP_CONDITIONS = (
     "repeated_relation",  # the same relation twice in a row
     "list_page",
     "disambiguation",
+    "shortcut",  # an earlier node of the path already links to the candidate: the question has a shorter route
     "dead_end",  # an intermediate node with fewer than min_out_degree out-edges
     "hub",  # an intermediate node above the degree quantile
     "multiple_objects",  # final hop: the head has several objects for the relation
@@ -73,6 +74,8 @@ class WalkParams:
     config: WalkConfig
     branch_edges: np.ndarray  # edges a tree's final hop can take, grouped by head (CSR order)
     branch_indptr: np.ndarray  # node i's branch edges: branch_edges[branch_indptr[i]:branch_indptr[i+1]]
+    edge_keys: np.ndarray  # head * num_nodes + object of every edge, sorted: "does u link to v" by bisection
+    edge_key_rel: np.ndarray  # the relation of each edge in `edge_keys` order
 
     @classmethod
     def build(cls, graph: CSRGraph, config: WalkConfig) -> WalkParams:
@@ -85,8 +88,23 @@ class WalkParams:
         branch_edges = np.flatnonzero(branchable_edges(graph))
         heads = np.repeat(np.arange(graph.num_nodes), graph.out_degree)[branch_edges]
         branch_indptr = np.concatenate([[0], np.cumsum(np.bincount(heads, minlength=graph.num_nodes))])
+        all_heads = np.repeat(np.arange(graph.num_nodes, dtype=np.int64), graph.out_degree)
+        keys = all_heads * graph.num_nodes + graph.dst.astype(np.int64)
+        order = np.argsort(keys, kind="stable")
         return cls(is_hub=graph.degree > threshold, hub_threshold=threshold, too_long=too_long, config=config,
-                   branch_edges=branch_edges, branch_indptr=branch_indptr)
+                   branch_edges=branch_edges, branch_indptr=branch_indptr, edge_keys=keys[order],
+                   edge_key_rel=graph.rel[order])
+
+    def links(self, graph: CSRGraph, heads: np.ndarray, objects: np.ndarray, relations: np.ndarray) -> np.ndarray:
+        """Whether each head has an edge to its object; to a literal object only over the same relation (another
+        fact that happens to hold the same value, "1865", is no route to this one)."""
+        keys = heads * graph.num_nodes + objects
+        lo = np.searchsorted(self.edge_keys, keys, "left")
+        hi = np.searchsorted(self.edge_keys, keys, "right")
+        found = hi > lo
+        for i in np.flatnonzero(found & (graph.kind[objects] == LITERAL)):
+            found[i] = bool((self.edge_key_rel[lo[i] : hi[i]] == relations[i]).any())
+        return found
 
 
 def branchable_edges(graph: CSRGraph) -> np.ndarray:
@@ -174,6 +192,12 @@ def sample_walks(
             reject("revisit", (nodes[pending, : step + 1] == nxt[:, None]).any(axis=1))
             reject("list_page", graph.is_list[nxt])
             reject("disambiguation", graph.is_disambiguation[nxt])
+            if config.forbid_shortcut and step > 0:
+                earlier = nodes[pending, :step]  # every node before the current one
+                linked = np.zeros(len(pending), bool)
+                for column in earlier.T:
+                    linked |= params.links(graph, column, nxt, relation)
+                reject("shortcut", linked)
             if not final:
                 reject("dead_end", out_degree[nxt] < max(config.min_out_degree, 1))
                 reject("hub", params.is_hub[nxt])
@@ -243,6 +267,8 @@ def reference_walks(
                         reason = "list_page"
                     elif node["is_disambiguation"]:
                         reason = "disambiguation"
+                    elif config.forbid_shortcut and _links(graph, path_nodes[:-1], nxt, data["relation"]):
+                        reason = "shortcut"
                     elif not final and graph.out_degree(nxt) < max(config.min_out_degree, 1):
                         reason = "dead_end"
                     elif not final and node["degree"] > hub_threshold:
@@ -274,6 +300,13 @@ def reference_walks(
                 counts["walks:branched"] += took_branch
                 accepted.append((path_nodes, path_edges))
     return accepted, counts
+
+
+def _links(graph: nx.MultiDiGraph, heads: list[int], obj: int, relation: str) -> bool:
+    """Whether one of `heads` has an edge to `obj`; to a literal only over `relation` (`WalkParams.links`)."""
+    literal = graph.nodes[obj]["kind"] == LITERAL
+    return any(not literal or data["relation"] == relation
+               for head in heads for data in (graph.get_edge_data(head, obj) or {}).values())
 
 
 def annotated_networkx(graph: CSRGraph, params: WalkParams) -> nx.MultiDiGraph:
@@ -331,6 +364,8 @@ def held_conditions(config: WalkConfig) -> list[str]:
         held.append("no_inverse_hop")
     if config.forbid_repeated_relation:
         held.append("no_repeated_relation")
+    if config.forbid_shortcut:
+        held.append("no_shortcut_edge")
     if config.require_single_answer:
         held.append("single_answer")
     if config.require_recent_fact:

@@ -118,6 +118,8 @@ class WalkConfig(_Config):
     step_retries: int = Field(default=8, ge=1, description="candidate edges tried per step before a walk dies")
     forbid_inverse_hop: bool = True
     forbid_repeated_relation: bool = True
+    forbid_shortcut: bool = Field(default=True, description="no step to a node an earlier node of the walk links "
+                                  "to directly: its question would have a shorter route (the fewer_hops gate)")
     require_single_answer: bool = True
     tree_share: float = Field(default=0.4, ge=0.0, le=1.0, description="share of walks that take, at a random "
                               "hop, an edge whose head has several objects for the relation, all pages with "

@@ -25,6 +25,8 @@ from graph.ontology import load_ontology
 from synth import gates
 from synth.phrasing import (
     LEXICON,
+    RelationPhrase,
+    as_common_noun,
     display_title,
     fuzz_year,
     has_ended,
@@ -111,7 +113,7 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
                 relation, "relation", forms["modifier"].format(o=name), forms["predicate"].format(o=name),
                 clue(object=str(graph.keys[obj]))))
         elif relation in LEXICON:  # a relation the lexicon names
-            noun, name = phrase(relation).noun, _name(label, phrase(relation).noun)
+            noun, name = phrase(relation).noun, _name(label, phrase(relation))
             several = objects_of[graph.rel[edge]] > 1
             if _ended(graph, edge, ctx.as_of):  # an ended marriage or term is not stated in the present
                 modifier, predicate = f"whose former {noun} is {name}", f"had {name} as {its} {noun}"
@@ -146,11 +148,12 @@ def _named_value(graph, node: int, relation: str) -> bool:
             and not any(ch.isdigit() for ch in value) and not any(ch in value for ch in ",;:()"))
 
 
-def _name(title: str, noun: str) -> str:
+def _name(title: str, entry: RelationPhrase) -> str:
     """A title as it reads after its relation's noun: "whose producer is Jim Ballantine", not "... is the
-    producer Jim Ballantine" for the page "Jim Ballantine (producer)"."""
+    producer Jim Ballantine" for the page "Jim Ballantine (producer)"; a common noun in lower case."""
     bare, _, qualifier = title.partition(" (")
-    return bare if qualifier.rstrip(")") == noun else display_title(title)
+    name = bare if qualifier.rstrip(")") == entry.noun else display_title(title)
+    return as_common_noun(name) if entry.common_objects else name
 
 
 def plural(noun: str) -> str:
@@ -190,8 +193,15 @@ def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]
     return chosen if remaining == {target} else None
 
 
+RELATIVE_WORDS = ("who ", "whose ", "that ", "which ")
+
+
 def described(noun: str, chosen: list[Attribute]) -> str:
-    """"a Canadian filmmaker born in the late 1960s and whose alma mater is X"."""
+    """"a Canadian filmmaker born in the late 1960s whose alma mater is X": phrases joined by "and" among
+    their kind ("born in X and in Y", "whose A and whose B"), a relative clause after a phrase without it
+    ("released in the 2020s and whose director is X" is not English)."""
     modifiers = [a.modifier for a in sorted(chosen, key=lambda a: ORDER[a.kind])]
-    joined = ", ".join(modifiers[:-2] + [" and ".join(modifiers[-2:])])
+    phrases = [m for m in modifiers if not m.startswith(RELATIVE_WORDS)]
+    clauses = [m for m in modifiers if m.startswith(RELATIVE_WORDS)]
+    joined = " ".join(", ".join(group[:-2] + [" and ".join(group[-2:])]) for group in (phrases, clauses) if group)
     return f"{with_article(noun)} {joined}".strip()

@@ -360,6 +360,22 @@ def tree_branches(index: FactIndex, path: Path, branches: list[Clue]) -> str | N
     return None
 
 
+def start_intersection(index: FactIndex, clues: list[Clue], target: int) -> str | None:
+    """Why a described start is not pinned down by intersecting branches, or None when it is: two or more
+    stated facts (branches), together fitting only `target` over the whole graph, and each needed (without
+    any one of them, with the type noun, another entity fits too)."""
+    branches = [c for c in clues if c.attribute]
+    base = [c for c in clues if not c.attribute]
+    if len(branches) < 2:
+        return "fewer than two branches"
+    if (fits := described_candidates(index, clues)) != {target}:
+        return f"the branches together fit {len(fits)} entities"
+    for dropped in branches:
+        if described_candidates(index, base + [c for c in branches if c is not dropped]) == {target}:
+            return f"branch {dropped.attribute} is not needed"
+    return None
+
+
 def dominant_answer(index: FactIndex, path: Path) -> str | None:
     """Why the answer is its final relation's dominant object across the graph, or None."""
     graph = index.graph
