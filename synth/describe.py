@@ -56,6 +56,8 @@ class Attribute:
     predicate: str  # after a subject: "was born in the early 1950s", "is in Ireland", "has X as its director"
     clue: gates.Clue
     obfuscation: str | None = None
+    several: str = ""  # the object's name, when it is one of several of its relation ("whose genres include X"):
+    # a description may state two of them, which read as one clause ("whose genres include X and Y")
 
 
 ORDER = {"date": 0, "place": 1, "relation": 2}
@@ -114,15 +116,17 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
                 clue(object=str(graph.keys[obj]))))
         elif relation in LEXICON:  # a relation the lexicon names
             noun, name = phrase(relation).noun, _name(label, phrase(relation))
-            several = objects_of[graph.rel[edge]] > 1
-            if _ended(graph, edge, ctx.as_of):  # an ended marriage or term is not stated in the present
+            ended = _ended(graph, edge, ctx.as_of)
+            several = objects_of[graph.rel[edge]] > 1 and _current_objects(ctx, node, graph.rel[edge]) > 1
+            if ended:  # an ended marriage or term is not stated in the present
                 modifier, predicate = f"whose former {noun} is {name}", f"had {name} as {its} {noun}"
             elif several:
                 modifier, predicate = f"whose {plural(noun)} include {name}", f"has {name} among {its} {plural(noun)}"
             else:
                 modifier, predicate = f"whose {noun} is {name}", f"has {name} as {its} {noun}"
-            found.setdefault(relation, []).append(
-                Attribute(relation, "relation", modifier, predicate, clue(object=str(graph.keys[obj]))))
+            found.setdefault(relation, []).append(Attribute(
+                relation, "relation", modifier, predicate, clue(object=str(graph.keys[obj])),
+                several=name if several and modifier.endswith(name) else ""))
     options = [option for relation in found.values() for option in relation]
     rng.shuffle(options)
     return options
@@ -168,6 +172,14 @@ def plural(noun: str) -> str:
     return head + sep + tail
 
 
+def _current_objects(ctx, node: int, relation: int) -> int:
+    """Objects of a node's relation whose fact has not ended: a man with a former and a present wife has one
+    spouse ("whose spouse is X", not "whose spouses include X")."""
+    graph = ctx.graph
+    edges = range(graph.indptr[node], graph.indptr[node + 1])
+    return sum(1 for e in edges if graph.rel[e] == relation and not _ended(graph, e, ctx.as_of))
+
+
 def _ended(graph, edge: int, as_of) -> bool:
     """Whether the fact behind a CSR edge had ended by the snapshot (a marriage, a term of office)."""
     qualifiers = graph.relations["qualifiers"][int(graph.edge_row[edge])].as_py() or []
@@ -188,7 +200,8 @@ def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]
         if size >= len(remaining) and len(remaining) > 1:
             return None  # nothing left tells the candidates apart
         chosen.append(options.pop(best))
-        options = [o for o in options if o.relation != chosen[-1].relation]  # one fuzzing level per fact
+        # One fuzzing level per date, one object per relation, except two of several ("genres include X and Y").
+        options = [o for o in options if o.relation != chosen[-1].relation or (o.several and chosen[-1].several)]
         remaining = fits(base + [a.clue for a in chosen])
     return chosen if remaining == {target} else None
 
@@ -200,7 +213,15 @@ def described(noun: str, chosen: list[Attribute]) -> str:
     """"a Canadian filmmaker born in the late 1960s whose alma mater is X": phrases joined by "and" among
     their kind ("born in X and in Y", "whose A and whose B"), a relative clause after a phrase without it
     ("released in the 2020s and whose director is X" is not English)."""
-    modifiers = [a.modifier for a in sorted(chosen, key=lambda a: ORDER[a.kind])]
+    modifiers: list[str] = []
+    merged: dict[str, int] = {}  # relation -> index of its clause in `modifiers`
+    for attribute in sorted(chosen, key=lambda a: ORDER[a.kind]):
+        if attribute.several and attribute.relation in merged:
+            modifiers[merged[attribute.relation]] += f" and {attribute.several}"
+            continue
+        if attribute.several:
+            merged[attribute.relation] = len(modifiers)
+        modifiers.append(attribute.modifier)
     phrases = [m for m in modifiers if not m.startswith(RELATIVE_WORDS)]
     clauses = [m for m in modifiers if m.startswith(RELATIVE_WORDS)]
     joined = " ".join(", ".join(group[:-2] + [" and ".join(group[-2:])]) for group in (phrases, clauses) if group)
