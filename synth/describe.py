@@ -133,10 +133,14 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
 
 
 def restates(noun: str, attribute: Attribute) -> bool:
-    """Whether an attribute only repeats the noun ("an English novelist whose occupation is Novelist")."""
+    """Whether an attribute only repeats the noun ("an English novelist whose occupation is Novelist", "an
+    American film from the United States")."""
     key = attribute.clue.object or ""
-    name = (split_literal_key(key)[1] if key.startswith(LITERAL_PREFIX) else key).split(" (")[0].lower()
-    return bool(name) and attribute.kind == "relation" and f" {name} " in f" {noun.lower()} "
+    name = (split_literal_key(key)[1] if key.startswith(LITERAL_PREFIX) else key).split(" (")[0]
+    if attribute.kind == "place":
+        demonym = attribute_table()["demonyms"].get(name)
+        return demonym is not None and f" {demonym} " in f" {noun} "
+    return bool(name) and attribute.kind == "relation" and f" {name.lower()} " in f" {noun.lower()} "
 
 
 MAX_NAME_CHARS = 40
@@ -207,22 +211,40 @@ def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]
 
 
 RELATIVE_WORDS = ("who ", "whose ", "that ", "which ")
+PHRASE_ORDER = {"place": 0, "date": 1, "relation": 2}  # "a company in Ohio founded in the 1980s"
+PREPOSITIONS = ("in", "on", "at")
 
 
 def described(noun: str, chosen: list[Attribute]) -> str:
-    """"a Canadian filmmaker born in the late 1960s whose alma mater is X": phrases joined by "and" among
-    their kind ("born in X and in Y", "whose A and whose B"), a relative clause after a phrase without it
-    ("released in the 2020s and whose director is X" is not English)."""
+    """"a Canadian filmmaker born in Montreal in the late 1960s whose alma mater is X": a place before a date,
+    phrases of one verb merged ("born in X" and "born in the 1960s"), other phrases side by side, relative
+    clauses after them joined by "and" ("released in the 2020s and whose director is X" is not English), two
+    objects of one relation in one clause ("whose genres include jazz and funk")."""
     modifiers: list[str] = []
     merged: dict[str, int] = {}  # relation -> index of its clause in `modifiers`
-    for attribute in sorted(chosen, key=lambda a: ORDER[a.kind]):
+    for attribute in sorted(chosen, key=lambda a: PHRASE_ORDER[a.kind]):
         if attribute.several and attribute.relation in merged:
             modifiers[merged[attribute.relation]] += f" and {attribute.several}"
             continue
         if attribute.several:
             merged[attribute.relation] = len(modifiers)
         modifiers.append(attribute.modifier)
-    phrases = [m for m in modifiers if not m.startswith(RELATIVE_WORDS)]
-    clauses = [m for m in modifiers if m.startswith(RELATIVE_WORDS)]
-    joined = " ".join(", ".join(group[:-2] + [" and ".join(group[-2:])]) for group in (phrases, clauses) if group)
+    phrases = _merge_verbs([m for m in modifiers if not m.startswith(RELATIVE_WORDS)])
+    clauses = _merge_verbs([m for m in modifiers if m.startswith(RELATIVE_WORDS)])
+    joined = " ".join([*phrases, *([", ".join(clauses[:-2] + [" and ".join(clauses[-2:])])] if clauses else [])])
     return f"{with_article(noun)} {joined}".strip()
+
+
+def _merge_verbs(modifiers: list[str]) -> list[str]:
+    """"born in Chicago" + "born in the 1940s" -> "born in Chicago in the 1940s" (and "who died in X in the
+    2000s"): a modifier that repeats the previous one's words up to a preposition keeps only what follows."""
+    kept: list[str] = []
+    for modifier in modifiers:
+        words, before = modifier.split(), kept[-1].split() if kept else []
+        common = next((i for i, (a, b) in enumerate(zip(words, before, strict=False)) if a != b),
+                      min(len(words), len(before)))
+        if common >= 2 and words[common - 1] in PREPOSITIONS and not modifier.startswith("whose "):
+            kept[-1] += " " + " ".join(words[common - 1 :])
+        else:
+            kept.append(modifier)
+    return kept
