@@ -195,6 +195,9 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
     return noun, base, chosen if chosen is not None else options[:minimum], chosen is not None
 
 
+MAX_FIRST_BRANCHES = 6  # first branches tried when describing a start drawn to be a tree
+
+
 def _tree_drawn(ctx: QuestionContext, path: Path) -> bool:
     """Whether the path is drawn to be a tree (a seeded draw at the walk's `tree_share`): its start is then
     described by attributes that only together single it out, where it has such attributes."""
@@ -209,10 +212,13 @@ def _choose_intersection(ctx: QuestionContext, options: list[Attribute], target:
 
     def fits(clues):
         return gates.described_candidates(ctx.facts, clues)
-    chosen = describe.choose(loose, fits, target, base, 2, ctx.config.max_attributes)
-    if chosen is None or gates.start_intersection(ctx.facts, [*base, *(a.clue for a in chosen)], target):
-        return None
-    return chosen
+    for first in loose[:MAX_FIRST_BRANCHES]:  # greedy from each first branch: the narrowest may lead nowhere
+        rest = [o for o in loose if o is not first and (o.relation != first.relation or (o.several and first.several))]
+        more = describe.choose(rest, fits, target, [*base, first.clue], 1, ctx.config.max_attributes - 1)
+        if more is not None and not gates.start_intersection(ctx.facts, [*base, first.clue, *(a.clue for a in more)],
+                                                             target):
+            return [first, *more]
+    return None
 
 
 def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) -> Plan:

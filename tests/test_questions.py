@@ -222,8 +222,16 @@ def test_descriptions_join_phrases_and_relative_clauses_as_english():
     assert describe.described("film", [released, directed]) == "a film released in the 2020s whose director is Ida Orbit"
     assert describe.described("film", [directed, starring]) == \
         "a film whose director is Ida Orbit and whose lead actors include Al Bo"
-    assert describe.described("company", [released, in_us]) == "a company released in the 2020s and in the United States"
+    assert describe.described("company", [released, in_us]) == "a company in the United States released in the 2020s"
     assert describe.described("author", [died, directed]) == "an author who died in the 2000s and whose director is Ida Orbit"
+    # A place the noun already names by its adjective is not stated again (data/questions/attributes.toml).
+    us = describe.Attribute("country", "place", "from the United States", "", gates.Clue(position=0, object="United States"))
+    assert describe.restates("American thriller film", us) and not describe.restates("thriller film", us)
+    born, born_in = attribute("date", "born in the 1940s"), attribute("place", "born in Chicago")
+    died_in = attribute("place", "who died in Los Angeles")
+    assert describe.described("author", [born, born_in]) == "an author born in Chicago in the 1940s"
+    assert describe.described("author", [died, died_in, directed]) == \
+        "an author who died in Los Angeles in the 2000s and whose director is Ida Orbit"
 
 
 def test_common_noun_objects_read_in_lower_case_and_a_second_person_is_the_latter():

@@ -279,6 +279,12 @@ def test_an_ended_marriage_is_asked_in_the_past_without_an_as_of_date():
     ctx = context(entities, reverse)
     attributes = describe.attributes(ctx, ctx.graph.node_id("Una Vale"), 1, random.Random(0), True, set(), set())
     assert [a.modifier for a in attributes if a.relation == "spouse"] == ["whose former spouse is Tom Reed"]
+    # A former and a present spouse: one spouse now ("whose spouse is", not "whose spouses include").
+    remarried = [*reverse, fact("Una Vale", "spouse", "Vic Hale", qualifiers={"start": "2005"})]
+    ctx = context(entities, remarried)
+    attributes = describe.attributes(ctx, ctx.graph.node_id("Una Vale"), 1, random.Random(0), True, set(), set())
+    assert sorted(a.modifier for a in attributes if a.relation == "spouse") == \
+        ["whose former spouse is Tom Reed", "whose spouse is Vic Hale"]
     ongoing = [fact("Tom Reed", "spouse", "Una Vale", qualifiers={"start": "1990"}), *facts[1:]]
     ctx = context(entities, ongoing)
     plan = plan_question(ctx, path_of(ctx, "Tom Reed", "Una Vale", "Perth"), "clues")

@@ -56,9 +56,11 @@ def test_questions_of_two_three_and_four_hops_with_every_path_accounted_for(samp
     assert all(manifest.counts[f"questions:hops_{h}"] >= 3 for h in (2, 3, 4))
     assert len(questions) + len(skipped) == manifest.counts["paths:read"] == walks.counts["paths:kept"]
     assert all(walks.counts[f"rejected:{c}"] > 0 for c in ("dead_end", "hub", "multiple_objects", "inverse_hop"))
-    for gate in ("alternative_answer", "multi_valued_hop", "start_not_unique", "fewer_hops", "dominant_answer",
-                 "one_search", "answer_cap"):
+    for gate in ("alternative_answer", "multi_valued_hop", "start_not_unique", "dominant_answer", "one_search",
+                 "answer_cap"):
         assert manifest.counts[f"rejected:{gate}"] > 0, gate
+    # The walks step around shorter routes (the shortcut condition), so the fewer_hops gate finds none left.
+    assert walks.counts["rejected:shortcut"] > 0 and manifest.counts["rejected:fewer_hops"] == 0
     assert len({q.question_id for q in questions}) == len(questions)
 
 

@@ -270,3 +270,25 @@ def test_a_literal_is_a_shortcut_only_over_the_same_relation():
                  fact("B", "birthDate", "1950", "date")]
     paths, counts = walk(entities, relations, walks_per_start=30)
     assert counts["rejected:shortcut"] == 0 and chains(paths) == [("S", "B", "1950")]
+
+
+def test_a_route_around_the_path_is_a_shortcut_too():
+    # S -> B -> D -> C, but S -> X -> C reaches C in two hops: a 3-hop question about C would have a shorter route.
+    entities = [entity("S"), *others("B", "D", "X", "C")]
+    relations = [fact("S", "spouse", "B"), fact("B", "almaMater", "D"), fact("D", "city", "C"),
+                 fact("S", "employer", "X"), fact("X", "city", "C"), fact("C", "country", "Land"),
+                 fact("D", "founder", "Ed")]
+    paths, counts = walk(entities, relations, hops=[3], walks_per_start=80)
+    assert counts["rejected:shortcut"] > 0
+    assert ("S", "B", "D", "C") not in chains(paths) and ("S", "B", "D", "Ed") in chains(paths)
+    relaxed, _ = walk(entities, relations, hops=[3], walks_per_start=80, forbid_shortcut=False)
+    assert ("S", "B", "D", "C") in chains(relaxed)
+
+
+def test_longer_walks_get_more_attempts():
+    entities, relations = random_graph(4, people=20)
+    graph = csr(entities, relations)
+    starts = len(start_nodes(graph))
+    for growth in (1.0, 3.0):
+        _, counts = walk_graph(graph, WalkConfig(hops=[2, 3, 4], walks_per_start=5, long_walk_growth=growth))
+        assert counts["walks:attempted"] == starts * round(5 + 5 * growth + 5 * growth**2)
