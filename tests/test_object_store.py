@@ -14,18 +14,20 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from pipeline import storage
 from pipeline.cli import main
 from pipeline.dataset import STAGE_FOLDERS
 from pipeline.extract import UNIT_TABLES
 from pipeline.folder_lock import LOCK, FolderBusy, lock_folder, unlock_folder
 from pipeline.io import WorkUnits, read_manifest, read_table, sha256_file
 from pipeline.stage import begin_stage
-from pipeline.storage import as_path
+from pipeline.storage import as_path, readable_folder, remove_tree
 from pipeline.validate import validate_dataset
 from schemas.wiki import Entity
 
@@ -225,3 +227,58 @@ def test_lock_object_guards_an_output_folder_on_object_storage(bucket):
     _put(key, json.dumps({"run_id": "far", "host": "another-host", "pid": 1}).encode())
     with pytest.raises(FolderBusy, match=f"delete {folder}/{LOCK}"):  # no way to tell from here: refused
         lock_folder(folder)
+
+
+def test_listings_match_by_folder_one_level_at_a_time(bucket, monkeypatch):
+    for key in ("out/shard-1/a.parquet", "out/shard-1/sub/b.parquet", "out/shard-1/sub/deep/c.parquet",
+                "out/shard-10/d.parquet", "out/shard-1.parquet", "out/shard-1x", "out/"):
+        _put(key, b"x")
+    folder = as_path(f"{bucket}/out/shard-1")
+    assert folder.is_dir() and not as_path(f"{bucket}/out/shard-2").is_dir()
+    assert [p.name for p in folder.rglob("*.parquet")] == ["a.parquet", "b.parquet", "c.parquet"]
+
+    def whole_prefix(self, limit=None):
+        raise AssertionError(f"listed all of {self} for one level")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(type(folder), "_objects", whole_prefix)  # S3 listings of one level use the delimiter
+        assert [str(p) for p in folder.iterdir()] == [f"{bucket}/out/shard-1/a.parquet", f"{bucket}/out/shard-1/sub"]
+        assert [p.name for p in as_path(f"{bucket}/out").iterdir()] == ["shard-1", "shard-1.parquet", "shard-10",
+                                                                       "shard-1x"]
+        assert folder.glob("*.parquet") == [folder / "a.parquet"]
+        assert folder.glob("*/*.parquet") == [folder / "sub" / "b.parquet"]
+        assert as_path(f"{bucket}/out").glob("shard-1*/*.parquet") == [folder / "a.parquet",
+                                                                        as_path(f"{bucket}/out/shard-10/d.parquet")]
+        assert as_path(f"{bucket}/nothing").glob("*") == [] and list(as_path(f"{bucket}/nothing").iterdir()) == []
+
+    remove_tree(folder)
+    assert _keys("out") == ["", "shard-1.parquet", "shard-10/d.parquet", "shard-1x"]
+
+
+def test_readable_folder_downloads_once_per_manifest_and_stays_bounded(bucket, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    downloads = []
+    fetch = storage._download
+    monkeypatch.setattr(storage, "_download", lambda path, local: (downloads.append(str(path)), fetch(path, local)))
+    _put("index/manifest.json", b'{"key": "one"}')
+    _put("index/bm25_body/data.npy", b"first")
+    folder = as_path(f"{bucket}/index/bm25_body")
+    first = readable_folder(folder)
+    assert (first / "data.npy").read_bytes() == b"first" and first.parent == tmp_path / storage.DOWNLOAD_CACHE
+    assert readable_folder(folder) == first and len(downloads) == 1  # unchanged: a hit, nothing downloaded
+
+    _put("index/bm25_body/data.npy", b"second")  # the stage rebuilt: new files, then its new manifest
+    _put("index/manifest.json", b'{"key": "two"}')
+    second = readable_folder(folder)
+    assert second != first and (second / "data.npy").read_bytes() == b"second" and len(downloads) == 2
+    assert first.is_dir()  # within the budget: the older entry stays
+
+    monkeypatch.setenv(storage.CACHE_BYTES_ENV, "8")  # room for one entry: the least recently used goes
+    readable_folder(as_path(f"{bucket}/index"))
+    assert not first.is_dir() and not second.is_dir() and len(downloads) == 3
+    assert [p.name for p in (tmp_path / storage.DOWNLOAD_CACHE).iterdir()] == [
+        p.name for p in [readable_folder(as_path(f"{bucket}/index"))]] and len(downloads) == 3
+
+    _put("loose/file.bin", b"no stage wrote me")  # no manifest covers it: downloaded on every call
+    assert readable_folder(as_path(f"{bucket}/loose")) != readable_folder(as_path(f"{bucket}/loose"))
+    assert len(downloads) == 5
