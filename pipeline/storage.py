@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
@@ -139,11 +139,13 @@ class StorePath:
                 yield metadata.path[len(prefix):], metadata.size_in_bytes
 
     def _level(self) -> tuple[list[str], list[str]]:
-        """(objects, sub-folders) directly in this folder, by name: on S3 one listing of the folder's exact
-        prefix (`url/`) with the delimiter `/`, so the objects deeper down are never listed; on other schemes
-        the folder's whole listing, cut at the first level (Beam's FileSystems list no delimiter)."""
+        """(objects, sub-folders) directly in this folder, by name: on S3 and GCS one listing of the folder's
+        exact prefix (`url/`) with the delimiter `/`, so the objects deeper down are never listed; on other
+        schemes the folder's whole listing, cut at the first level (Beam's FileSystems take no delimiter)."""
         if self.url.startswith("s3://"):
             return _s3_level(self.url)
+        if self.url.startswith("gs://"):
+            return _gcs_level(self.url)
         files, folders = set(), set()
         for relative, _ in self._objects():
             head, slash, _ = relative.partition("/")
@@ -186,6 +188,10 @@ class StorePath:
     def as_posix(self) -> str:
         return self.url
 
+    def resolve(self) -> StorePath:
+        """A URL is absolute already."""
+        return self
+
     def size(self) -> int:
         return _filesystems().match([self.url])[0].metadata_list[0].size_in_bytes
 
@@ -225,6 +231,18 @@ def _s3_level(url: str) -> tuple[list[str], list[str]]:
         files += [item["Key"][len(key):] for item in page.get("Contents", [])]
         folders += [item["Prefix"][len(key):].rstrip("/") for item in page.get("CommonPrefixes", [])]
     return sorted(set(files) - {""}), sorted(set(folders) - {""})  # "": a console's folder marker
+
+
+def _gcs_level(url: str) -> tuple[list[str], list[str]]:
+    """As `_s3_level`, through the google-cloud-storage client Beam's GCS filesystem builds."""
+    from apache_beam.io.gcp.gcsio import GcsIO, parse_gcs_path
+
+    bucket, key = parse_gcs_path(f"{url}/", object_optional=True)
+    listing = GcsIO(pipeline_options=_filesystems()._pipeline_options).client.list_blobs(
+        bucket, prefix=key, delimiter="/")
+    files = [blob.name[len(key):] for page in listing.pages for blob in page]  # `prefixes` fill as pages come
+    folders = [prefix[len(key):].rstrip("/") for prefix in listing.prefixes]
+    return sorted(set(files) - {""}), sorted(set(folders) - {""})
 
 
 def put_bytes(path: StorePath, data: bytes) -> None:
@@ -273,15 +291,34 @@ def temporaries(folder: Path | StorePath) -> list[Path | StorePath]:
 def writable_folder(path: Path | StorePath) -> Iterator[Path]:
     """A local folder for a library that writes files itself (bm25s): `path` when local; on object storage
     a temporary folder whose files are uploaded under `path` when the block ends without error."""
+    with working_copy(path, download=False) as (local, upload):
+        yield local
+        upload(".")
+
+
+@contextlib.contextmanager
+def working_copy(path: Path | StorePath, download: bool = True) -> Iterator[tuple[Path, Callable[[str], None]]]:
+    """(local folder, upload) for code that writes files into a folder as it goes (torch checkpoints).
+    Local: `path` itself, and `upload` does nothing. On object storage: a temporary folder, first holding
+    what `path` holds (`download`, so that a resumed run finds its earlier work), and `upload(relative)`,
+    which uploads that file or folder (every file under it, streamed) under `path`; the temporary folder
+    is removed when the block ends."""
     if isinstance(path, Path):
         path.mkdir(parents=True, exist_ok=True)
-        yield path
+        yield path, lambda relative: None
         return
-    with tempfile.TemporaryDirectory(prefix="hopsmith-upload-") as local:
-        yield Path(local)
-        for file in sorted(Path(local).rglob("*")):
-            if file.is_file():
+    with tempfile.TemporaryDirectory(prefix="hopsmith-work-") as temporary:
+        local = Path(temporary)
+        if download:
+            _download(path, local)
+
+        def upload(relative: str) -> None:
+            source = local / relative
+            files = [source] if source.is_file() else sorted(f for f in source.rglob("*") if f.is_file())
+            for file in files:
                 put_file(path / file.relative_to(local).as_posix(), file)
+
+        yield local, upload
 
 
 DOWNLOAD_CACHE = "hopsmith-download-cache"  # under the temporary folder
@@ -341,7 +378,10 @@ def _manifest_digest(path: StorePath) -> str | None:
 
 
 def _download(path: StorePath, local: Path) -> None:
+    """Every object under `path` into `local`, streamed, but for hidden ones (a temporary upload, a lock)."""
     for relative, _ in sorted(path._objects()):
+        if any(part.startswith(".") for part in relative.split("/")):
+            continue
         target = local / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         with (path / relative).open_input() as source, open(target, "wb") as sink:
