@@ -2,7 +2,11 @@
 
 Each check answers one question about a turn's call. They run in order: a turn that could not be parsed
 or named an unknown tool is not asked whether its result was empty. A failed check carries the score it
-caps tool accuracy at and the failure kind it stands for.
+caps tool accuracy at and the failure kind it stands for. Given what the trajectory knows before the turn,
+a valid call is also asked whether a searcher could sensibly make it (`check_sensible`): a page that does
+not exist must at least have been named by the question or a result, if misspelt (a made-up title is the
+cause of the error it gets), and a query must hold content words and not copy the question or our own
+instructions.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from critic.text import normalize
+from critic.text import contains_phrase, content_tokens, normalize
 from schemas.critic import FailureKind
 from schemas.trajectory import ToolCall, Turn
 from synth.tools import TOOL_ARGS, validate_call
@@ -24,6 +28,11 @@ _EMPTY_RESULT = re.compile(
     r"(?:the )?(?:search|query) returned no)",
     re.IGNORECASE,
 )
+
+# Our own instructions and error feedback, which a confused model pastes back as a query.
+PROMPT_ECHO = re.compile(r"\b(?:you are an? [\w-]+ (?:agent|assistant)|research agent|one tool at a time|"
+                         r"could not be parsed)\b|\berror:", re.IGNORECASE)
+_DISAMBIGUATION = re.compile(r"\s*\([^)]*\)\s*$")
 
 
 @dataclass(frozen=True)
@@ -86,6 +95,31 @@ def check_arguments(call: ToolCall) -> CheckResult:
     return CheckResult("arguments_valid", True)
 
 
+def check_sensible(turn: Turn, question: str, known: str) -> CheckResult:
+    """Would a searcher make this call, knowing `known` (the normalised question and results so far)?"""
+    call = turn.tool_call
+    if call.name == "search":
+        query = str(call.arguments.get("query", ""))
+        if not content_tokens(query):
+            return CheckResult("sensible", False, f"query {query!r} holds only stop words", 0.2, "not_sensible")
+        if PROMPT_ECHO.search(query) or contains_phrase(normalize(query), question):
+            return CheckResult("sensible", False, "the query copies the question or our instructions", 0.2,
+                               "not_sensible")
+    elif call.name in ("open_page", "find_in_page") and turn.tool_error:
+        title = _DISAMBIGUATION.sub("", str(call.arguments.get("title", "")))
+        if not contains_phrase(known.replace("\n", " "), title) and not _slip_of_a_known_name(title, known):
+            return CheckResult("sensible", False, f"no page {title!r}, and no result or the question named one: "
+                               "a made-up title", 0.2, "not_sensible")
+    return CheckResult("sensible", True)
+
+
+def _slip_of_a_known_name(title: str, known: str) -> bool:
+    """"Christopher Nolann" for a known "Christopher Nolan": every longer word starts like a known one."""
+    prefixes = {word[:4] for word in known.split()}
+    words = [w for w in content_tokens(title) if len(w) > 2]
+    return bool(words) and all(w[:4] in prefixes for w in words)
+
+
 def check_ran(turn: Turn) -> CheckResult:
     if turn.tool_error:
         excerpt = (turn.observation or "").strip().splitlines()[:1]
@@ -109,10 +143,12 @@ def check_result_not_empty(turn: Turn) -> CheckResult:
     return CheckResult("result_not_empty", True)
 
 
-def run_checks(turn: Turn, earlier_turns: list[Turn], repeat_window: int | None = None) -> list[CheckResult]:
+def run_checks(turn: Turn, earlier_turns: list[Turn], repeat_window: int | None = None,
+               question: str | None = None, known: str | None = None) -> list[CheckResult]:
     """The programmatic checks that apply to this turn, in order, stopping at the first failure (its root cause).
 
-    `repeat_window` limits the repeat check to the last N turns (None: the whole trajectory).
+    `repeat_window` limits the repeat check to the last N turns (None: the whole trajectory). With the
+    question and `known` (the normalised question and earlier results), a valid call is checked for sense.
     """
     parsed = check_parsed(turn)
     if not parsed.passed:
@@ -126,6 +162,10 @@ def run_checks(turn: Turn, earlier_turns: list[Turn], repeat_window: int | None 
     results.append(check_arguments(call))
     if not results[-1].passed:
         return results
+    if question is not None and known is not None and call.name != ANSWER_TOOL:
+        results.append(check_sensible(turn, question, known))
+        if not results[-1].passed:
+            return results
     recent = earlier_turns[-repeat_window:] if repeat_window else earlier_turns
     earlier_calls = [t.tool_call for t in recent if t.tool_call is not None and not t.parse_error]
     results.append(check_ran(turn))

@@ -2,30 +2,45 @@
 
 The rules are written to be read and checked by a person, and share no code with the critic's scoring
 (only the answer matcher every stage uses), so the critic measured on them is not graded against itself.
-In order, the first rule that fires decides the tool criterion; the claim and gain rules add to it:
+In order, the first of rules 1-5 that fires decides the tool criterion; the gain and reasoning rules add to
+it:
 
 1. malformed: the output could not be parsed, or the environment rejected the arguments.
-2. tool error: the environment answered with an error (an unknown page, a page number past the end).
-3. repeat: the same tool with the same arguments (case, spacing and search word order ignored) as an
+2. not sensible: a call no reasonable searcher would make: a search whose query holds no word outside
+   stop words, or copies the whole question or our own instructions ("You are a research agent",
+   "Error: ..."); or a page opened (or searched in) that does not exist and that neither the question nor
+   an earlier result (an error or an empty result is none) named: a title made up, not read ("Jaws" shown
+   counts for "Jaws (film)"; a misspelt shown name, each word of three letters or more beginning like a
+   shown word, "Christopher Nolann", is a slip: a tool error). An existing page nobody named is a detour
+   or a find (rule 6), not this.
+3. tool error: the environment answered with an error (an unknown page, a page number past the end).
+4. repeat: the same tool with the same arguments (case, spacing and search word order ignored) as an
    earlier call.
-4. empty: the tool found nothing ("No results", "No occurrence").
-5. nothing new of the chain (information gain): a non-answer turn whose result shows no name of the gold
+5. empty: the tool found nothing ("No results", "No occurrence").
+6. nothing new of the chain (information gain): a non-answer turn whose result shows no name of the gold
    path (an entity, or a hop's value in any of its spellings) that the question and earlier results did not
    show, lists or opens no path entity's page for the first time, and puts no hop's head and value on one
    line for the first time (a page the question names, "Jaws" for "Jaws (film)", counts as a path page).
    It is a detour when the result names no path entity at all, else redundant.
-6. unsupported claim (soundness): a sentence that asserts (no plan, question or hedge) a name or number
+7. unsupported claim (soundness): a sentence that asserts (no plan, question or hedge) a name or number
    that neither the question nor an earlier result contains; or two names that no single line of the
-   question or an earlier result (a search hit with its snippet, a line of the page read) shows together (a value credited to the wrong entity); or that picks one value from a row an earlier
-   result listed with several values ("Starring: A B, C D, E F": two or more names of two or more words)
-   without saying why (no "because", "since",
-   "means", "fits", "matches", "the one", nor an ordinal that the row's order or dates settle: "second",
-   "latest", "only"); or a correct final answer no earlier result showed (a guess).
-7. wrong answer (soundness): a final answer that does not match the gold answer or its aliases.
-8. unmotivated action (soundness): a call (not an answer) whose arguments share no word of three or more
-   letters with a reasoning that plans a step ("I will", "let me", ...), or whose reasoning says it will
-   give the answer while it calls another tool.
-A tool failure (rules 1-4) also fails information gain: nothing was learned.
+   question or an earlier result (a search hit with its snippet, a line of the page read) shows together (a
+   value credited to the wrong entity); or that picks one value from a row an earlier result listed with
+   several values ("Starring: A B, C D, E F": two or more names of two or more words) without saying why
+   (no "because", "since", "means", "fits", "matches", "the one", nor an ordinal that the row's order or
+   dates settle: "second", "latest", "only"); or a correct final answer no earlier result showed (a guess).
+8. wrong answer (soundness): a final answer that does not match the gold answer or its aliases.
+9. unmotivated action (soundness): a call (not an answer) that does not follow from its reasoning: the
+   reasoning plans a step ("I will", "let me", ...) and the call's arguments share no word of three or more
+   letters with it, or the tool the plan names ("I will search", "let me open", "I will look for") is not
+   the one called; or the reasoning says it will give the answer, or states the answer ("The answer is
+   1943.") and plans no step, while it calls another tool.
+10. unsound reasoning (soundness): the reasoning contradicts what the agent read or said: it gives a row of
+   a page it read another value ("the birth place of X is Y", "X's spouse is Y", "X was born in/on Y"
+   while X's page showed "Birth place: Z"); or it states an answer ("the answer is X", "\\boxed{X}")
+   other than one it stated earlier with no result in between, or two different answers in one turn.
+A failed call (rules 1 and 3-5, or rule 2 when it errs or finds nothing) also fails information gain:
+nothing was learned.
 """
 
 from __future__ import annotations
@@ -46,6 +61,20 @@ _ROW = re.compile(r"^\s*(?:\[page \d+\] )?([A-Z][\w ]{0,38}\w): (.+)$", re.M)
 _TITLE = re.compile(r"^\d+\. (.+)$", re.M)
 _STEP = re.compile(r"\b(i will|i'll|let me|i need to|i should|next i)\b", re.I)
 _WILL_ANSWER = re.compile(r"\b(?:i will|i'll|let me) (?:now )?(?:give|submit|state|provide)\b.{0,20}\banswer\b", re.I)
+_PLANNED_TOOL = re.compile(r"\b(?:i will|i'll|let me|i need to|i should|next i)\s+(?:now\s+|first\s+|try to\s+)?"
+                           r"(search|open|read|look\s+for)\b", re.I)
+_TOOL_VERBS = {"search": {"search"}, "open_page": {"open", "read"}, "find_in_page": {"look for", "search", "open", "read"}}
+_ANSWER_STATED = re.compile(r"\bthe (?:final )?answer is (?!in\b|on\b|at\b|not\b|probably\b|likely\b)([^.;:\n]+?)"
+                            r"(?:,\s*because\b|\.(?:\s|$)|[;:\n]|$)", re.I)
+_BOXED = re.compile(r"\\boxed\{([^}]*)\}")
+_LABEL_OF = re.compile(r"\b[Tt]he ([a-z][a-z ]{1,30}?) of ([A-Z][\w.'-]*(?: [A-Z][\w.'-]*)*) (?:is|was) ([^.;]+)")
+_POSSESSIVE = re.compile(r"\b([A-Z][\w.-]*(?: [A-Z][\w.-]*)*)['’]s ([a-z][a-z ]{1,30}?) (?:is|was) ([^.;]+)")
+_BORN = re.compile(r"\b([A-Z][\w.-]*(?: [A-Z][\w.-]*)*) was born (on|in) ([^.;]+?)(?=\.\s|[.;]|$)")
+_STOP_WORDS = {"a", "an", "the", "of", "and", "or", "in", "on", "at", "to", "for", "by", "with", "from", "is", "was",
+               "are", "were", "what", "which", "who", "whom", "whose", "where", "when", "how", "that", "this", "it",
+               "its", "his", "her", "their", "did", "does", "do"}
+_OUR_WORDS = re.compile(r"\byou are an? [\w-]+ (?:agent|assistant)\b|\bresearch agent\b|\bone tool at a time\b|"
+                        r"\bError:|could not be parsed", re.I)
 _EMPTY = re.compile(r"^(No results|No occurrence)", re.I)
 _SENTENCES = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'])")
 _OPENERS = {"The", "I", "So", "It", "Its", "This", "That", "A", "An", "Now", "Before", "To", "Then", "Of", "He",
@@ -99,6 +128,8 @@ def label_turn(question: Question, trajectory: Trajectory, position: int) -> tup
     if turn.parse_error or (turn.tool_call is None and turn.final_answer is None) or (
             turn.tool_error and observation.startswith("Error: invalid") or "not valid JSON" in observation):
         kinds.append("malformed_call")
+    elif turn.tool_call is not None and not answer_turn and _not_sensible(question, turn, earlier):
+        kinds.append("not_sensible")
     elif turn.tool_error:
         kinds.append("tool_error")
     elif turn.tool_call is not None and any(
@@ -107,7 +138,10 @@ def label_turn(question: Question, trajectory: Trajectory, position: int) -> tup
     elif not answer_turn and _EMPTY.match(observation):
         kinds.append("empty_result")
     tool_failed = bool(kinds)
-    if not tool_failed and not answer_turn and not _adds_to_chain(question, turn, earlier, seen):
+    came_back_empty = turn.tool_error or (not answer_turn and bool(_EMPTY.match(observation)))
+    learned_nothing = (tool_failed and kinds != ["not_sensible"]) or came_back_empty
+    gains = not learned_nothing and (answer_turn or _adds_to_chain(question, turn, earlier, seen))
+    if not tool_failed and not gains:
         kinds.append("off_path_detour" if not _names_path(question, _plain(observation)) else "redundant_turn")
     answer = turn.final_answer if answer_turn else None
     if answer_turn and answer is None and turn.tool_call is not None:
@@ -121,23 +155,109 @@ def label_turn(question: Question, trajectory: Trajectory, position: int) -> tup
         kinds.append("unsupported_claim")
     if not answer_turn and turn.tool_call is not None and not turn.parse_error and _unmotivated(turn):
         kinds.append("unmotivated_action")
+    if _contradicts_a_row(turn.reasoning, earlier) or _changes_its_answer(turn, earlier):
+        kinds.append("unsound_reasoning")
     passes = {
         "tool_accuracy": not tool_failed,
-        "information_gain": not tool_failed and not {"off_path_detour", "redundant_turn"} & set(kinds),
-        "logical_soundness": not {"unsupported_claim", "wrong_answer", "unmotivated_action"} & set(kinds),
+        "information_gain": gains,
+        "logical_soundness": not {"unsupported_claim", "wrong_answer", "unmotivated_action",
+                                  "unsound_reasoning"} & set(kinds),
     }
     return passes, kinds
 
 
+def _not_sensible(question: Question, turn: Turn, earlier: list[Turn]) -> bool:
+    """Rule 2: a query without content, an echo of the question or of our instructions, or a made-up title."""
+    call = turn.tool_call
+    if call.name == "search":
+        query = str(call.arguments.get("query", ""))
+        words = [w for w in _plain(query).split() if w not in _STOP_WORDS]
+        return not words or _plain(question.text) in _plain(query) or bool(_OUR_WORDS.search(query))
+    if call.name not in ("open_page", "find_in_page"):
+        return False
+    title = re.sub(r"\s*\([^)]*\)$", "", str(call.arguments.get("title", "")).strip())
+    results = [t.observation or "" for t in earlier if not t.tool_error and not _EMPTY.match(t.observation or "")]
+    shown = _plain(" ".join([question.text, *results]))
+    return turn.tool_error and not _has(shown, title) and not _misspelt(title, shown)
+
+
+def _misspelt(title: str, shown: str) -> bool:
+    """A slip, not an invention: each word of the title (three letters or more) begins like a shown word."""
+    words = [w for w in _plain(title).split() if len(w) > 2 and w not in _STOP_WORDS]
+    starts = {w[:4] for w in shown.split()}
+    return bool(words) and all(w[:4] in starts for w in words)
+
+
 def _unmotivated(turn: Turn) -> bool:
-    """Rule 8: the call does not follow from the step the reasoning plans."""
+    """Rule 9: the call does not follow from the step the reasoning plans, or from the answer it states."""
     reasoning = turn.reasoning.strip()
     if not _STEP.search(reasoning):
-        return False
+        return bool(_stated_answers(reasoning))
     if _WILL_ANSWER.search(reasoning):
+        return True
+    planned = {" ".join(verb.lower().split()) for verb in _PLANNED_TOOL.findall(reasoning)}
+    if planned and not planned & _TOOL_VERBS.get(turn.tool_call.name, set()):
         return True
     words = {w for w in _plain(" ".join(str(v) for v in turn.tool_call.arguments.values())).split() if len(w) > 2}
     return bool(words) and not words & set(_plain(reasoning).split())
+
+
+def _stated_answers(reasoning: str) -> list[str]:
+    """Answers a reasoning states: "the answer is X", "\\boxed{X}"."""
+    found = [a.strip(" .'\"") for a in _ANSWER_STATED.findall(reasoning) + _BOXED.findall(reasoning)]
+    return [a for a in found if a]
+
+
+def _changes_its_answer(turn: Turn, earlier: list[Turn]) -> bool:
+    """Rule 10, second half: two different answers in this turn, or one other than the answer an earlier
+    turn stated when no result came in between."""
+    call = turn.tool_call
+    answers = _stated_answers(turn.reasoning)
+    if call is not None and call.name == "answer" and call.arguments.get("text"):
+        answers.append(str(call.arguments["text"]))
+    if not answers:
+        return False
+    if any(not match_answer(a, answers[0], []).correct for a in answers[1:]):
+        return True
+    for before in reversed(earlier):
+        if before.observation and not before.tool_error and not _EMPTY.match(before.observation):
+            return False  # a result came in: the agent may change its mind
+        stated = _stated_answers(before.reasoning)
+        if stated:
+            return not match_answer(answers[0], stated[-1], []).correct
+    return False
+
+
+def _contradicts_a_row(reasoning: str, earlier: list[Turn]) -> bool:
+    """Rule 10, first half: a claimed value of a row of a page read that the row does not hold."""
+    pages: dict[str, dict[str, str]] = {}
+    for t in earlier:
+        if t.tool_call is not None and t.tool_call.name in ("open_page", "find_in_page") and not t.tool_error:
+            rows = pages.setdefault(_plain(str(t.tool_call.arguments.get("title", ""))).strip(), {})
+            rows.update({_plain(label).strip(): value for label, value in _ROW.findall(t.observation or "")})
+    for sentence in _SENTENCES.split(reasoning):
+        for entity, label, value in _row_claims(sentence):
+            row = pages.get(_plain(entity).strip(), {}).get(_plain(label).strip())
+            if row is not None and not _same_value(value, row):
+                return True
+    return False
+
+
+def _row_claims(sentence: str) -> list[tuple[str, str, str]]:
+    """(entity, row label, value) a sentence states: "the L of E is V", "E's L is V", "E was born in/on V"."""
+    claims = [(entity, label, value) for label, entity, value in _LABEL_OF.findall(sentence)]
+    claims += _POSSESSIVE.findall(sentence)
+    for entity, preposition, value in _BORN.findall(sentence):
+        place = preposition.lower() == "in" and not re.search(r"\d", value)
+        claims.append((entity, "birth place" if place else "birth date", value))
+    return claims
+
+
+def _same_value(claimed: str, row: str) -> bool:
+    """The claimed value is the row's, or one of its items, in any word order ("17 January 1964")."""
+    words = set(_plain(claimed).split()) - _STOP_WORDS
+    items = [set(_plain(item.split(" (")[0]).split()) for item in [row, *row.split(", ")]]
+    return any(words <= item or (item and item <= words) for item in items)
 
 
 def _names_path(question: Question, text: str) -> bool:

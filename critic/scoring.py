@@ -27,8 +27,9 @@ OFFLINE_ENGINE = "offline"
 DETOUR_RELEVANCE = 0.5
 
 
-def _tool_accuracy(turn: Turn, earlier: list[Turn], config: JudgeConfig, assessment: TurnAssessment | None):
-    checks = run_checks(turn, earlier, config.repeat_window)
+def _tool_accuracy(turn: Turn, earlier: list[Turn], config: JudgeConfig, assessment: TurnAssessment | None,
+                   knowledge: Knowledge):
+    checks = run_checks(turn, earlier, config.repeat_window, knowledge.question_text, knowledge.normalized)
     failed = [c for c in checks if not c.passed]
     if failed:
         return min(c.cap for c in failed), "; ".join(c.detail for c in failed), [c.kind for c in failed], failed
@@ -62,7 +63,7 @@ def judge_turns(
     for position, turn in enumerate(trajectory.turns):
         assessment = assessments[position] if assessments else None
         tool_score, tool_why, tool_kinds, failed_checks = _tool_accuracy(
-            turn, trajectory.turns[:position], config, assessment
+            turn, trajectory.turns[:position], config, assessment, knowledge
         )
         gain = information_gain(turn, knowledge)
         sound = logical_soundness(turn, trajectory, question, knowledge)

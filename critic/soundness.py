@@ -1,6 +1,6 @@
 """Offline logical soundness: is what the turn says grounded, and does what it does follow from it?
 
-Three parts, the weakest decides:
+Four parts, the weakest decides:
 - claims: every name, number or quoted string in an asserting clause of the reasoning (not a plan, a
   question or a hedge) must be known from the question or an earlier observation, and names asserted
   together must have been seen together (in one search result, one page, or the question); a clause that
@@ -8,7 +8,11 @@ Three parts, the weakest decides:
   reason ("because", "fits", "the one ... means", an ordinal the row settles: "his second wife"): an
   unexplained pick is an unsupported claim;
 - action: the call's arguments must come from the reasoning (or, with no reasoning, from what is known);
-  a call that names nothing the stated plan mentions does not follow from it;
+  a call that names nothing the stated plan mentions does not follow from it, nor one of another tool than
+  the plan names ("I will search for him" and a page opened), nor a call after a reasoning that states the
+  answer ("The answer is 1943.") and plans no step;
+- consistency (`critic.consistency`): reasoning that contradicts a row of a page read, or changes its
+  answer with nothing new in between, is unsound reasoning;
 - final answer: it must be correct and shown by an earlier observation; a right answer no observation
   showed is an unsupported claim (a guess), a wrong one fails outright.
 Observation text only ever serves as evidence here, so instructions inside a page cannot move a score.
@@ -20,6 +24,7 @@ import re
 from dataclasses import dataclass
 
 from critic.checks import is_answer_turn
+from critic.consistency import changed_answer, contradicted_rows, stated_answers
 from critic.evidence import Knowledge
 from critic.text import (
     PLAN_MARKERS,
@@ -40,6 +45,12 @@ from synth.wikitext import INFOBOX_ROW, listed_values
 
 UNSUPPORTED_CAP = 0.4
 REASON_MARKERS = re.compile(r"\b(because|since|means|fits|matches|the one|which is why|so that|first|second|third|last|latest|current|former|earlier|later|only|eldest|youngest)\b", re.I)
+# A step the agent says it will take itself, and the tool a planned step names.
+FIRST_PERSON_STEP = re.compile(r"\b(i will|i'll|let me|i need to|i should|next i)\b", re.I)
+PLANNED_TOOL = re.compile(r"\b(?:i will|i'll|let me|i need to|i should|next i)\s+(?:now\s+|first\s+|try to\s+)?"
+                          r"(?P<verb>search|open|read|look\s+for)\b", re.I)
+TOOLS_A_VERB_FITS = {"search": {"search"}, "open": {"open_page", "find_in_page"}, "read": {"open_page", "find_in_page"},
+                     "look for": {"find_in_page"}}
 PLANS_TO_ANSWER = re.compile(r"\b(?:give|giving|provide|submit|state)\b.{0,20}\banswer\b|\banswer with\b", re.I)
 
 
@@ -109,6 +120,13 @@ def action_part(turn: Turn, knowledge: Knowledge) -> SoundnessPart:
     if not argument_words:
         return SoundnessPart(1.0, "")
     reasoning = turn.reasoning.strip()
+    if not FIRST_PERSON_STEP.search(reasoning) and stated_answers(turn):
+        return SoundnessPart(0.2, f"the reasoning states the answer and plans no step, but it calls {call.name}",
+                             "unmotivated_action")
+    verbs = {" ".join(m.group("verb").lower().split()) for m in PLANNED_TOOL.finditer(reasoning)}
+    if verbs and not any(call.name in TOOLS_A_VERB_FITS[v] for v in verbs):
+        return SoundnessPart(0.2, f"the reasoning plans to {'/'.join(sorted(verbs))}, but it calls {call.name}",
+                             "unmotivated_action")
     if argument_words & content_tokens(reasoning):
         return SoundnessPart(1.0, "the call follows the reasoning")
     plans = [c for c in clauses(reasoning) if PLAN_MARKERS.search(c)]
@@ -147,10 +165,21 @@ def answer_part(turn: Turn, trajectory: Trajectory, question: Question | None, k
     return SoundnessPart(1.0, "final answer is correct and shown by the evidence")
 
 
+def consistency_part(turn: Turn, earlier: list[Turn]) -> SoundnessPart:
+    contradictions = contradicted_rows(turn.reasoning, earlier)
+    changed = changed_answer(turn, earlier)
+    if not contradictions and changed is None:
+        return SoundnessPart(1.0, "")
+    why = "; ".join([*contradictions, *([changed] if changed else [])])[:200]
+    return SoundnessPart(0.2, f"the reasoning contradicts itself or what it read: {why}", "unsound_reasoning")
+
+
 def logical_soundness(turn: Turn, trajectory: Trajectory, question: Question | None, knowledge: Knowledge) -> SoundnessResult:
     """Score a turn against `knowledge`, which holds the question and the observations before this turn."""
     claims = claims_part(turn.reasoning, knowledge)
-    parts = [claims, action_part(turn, knowledge), answer_part(turn, trajectory, question, knowledge)]
+    earlier = [t for t in trajectory.turns if t.index < turn.index]
+    parts = [claims, action_part(turn, knowledge), answer_part(turn, trajectory, question, knowledge),
+             consistency_part(turn, earlier)]
     score = min(p.score for p in parts)
     rationale = "; ".join(p.detail for p in parts if p.detail) or "nothing to check"
     kinds = tuple(dict.fromkeys(p.kind for p in parts if p.kind))

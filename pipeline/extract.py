@@ -44,9 +44,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import ctypes.util
 import dataclasses
 import datetime as dt
 import functools
+import gc
 import heapq
 import itertools
 import json
@@ -107,6 +109,9 @@ LIST_CLASS = "List"
 _CATEGORY = re.compile(r"\[\[\s*[Cc]ategory\s*:\s*([^\]|\n]+)")
 _STATS_FILE = ".extract-stats.json"
 IMPLAUSIBLE_COUNT = "implausible_timestamps"  # revisions dated after the dump's date or the run
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c")) if ctypes.util.find_library("c") else None
+if _LIBC is not None and not hasattr(_LIBC, "malloc_trim"):  # not glibc (musl, macOS): nothing to trim
+    _LIBC = None
 
 
 # ------------------------------------------------------------------------------------ classification
@@ -778,7 +783,18 @@ class _ExtractUnit(beam.DoFn):
         rows = extract_unit(unit_id, records, self.config, self.ceiling)
         parts.write(unit_id, {table: (model, rows[table]) for table, model in UNIT_TABLES.items()})
         beam.metrics.Metrics.counter("hopsmith.extract", "units.extracted").inc()
+        del rows
+        release_freed_memory()
         yield unit_id, True
+
+
+def release_freed_memory() -> None:
+    """After a unit: collect cycles and return the C heap's free pages to the system. glibc keeps what a
+    unit's rows (pages, relations, Arrow buffers) freed in per-thread arenas, so without this a worker's
+    resident memory creeps up unit by unit towards the sum of what its threads ever held at once."""
+    gc.collect()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
 
 
 class _UnitParts:
@@ -916,6 +932,7 @@ class _UnitKeys(beam.DoFn):
         yield from (beam.pvalue.TaggedOutput("name", (title, unit_id)) for title in sorted(names))
         for redirect in parts.rows("redirects"):
             yield beam.pvalue.TaggedOutput("redirect", (redirect.title, (unit_id, redirect.page_id, redirect.target)))
+        release_freed_memory()
 
 
 def _title_fixups(joined):
@@ -1001,6 +1018,8 @@ class _FinishUnit(beam.DoFn):
             for shard, records in enumerate(by_shard):
                 write_records(TABLES[table], records, _run_path(self.out_dir, table, unit_id, shard),
                               row_group_rows=MERGE_BATCH_ROWS)
+        del rows
+        release_freed_memory()
         yield dict(excluded)
 
 
@@ -1038,7 +1057,9 @@ class _MergeShard(beam.DoFn):
         runs = [_run_path(self.out_dir, table, unit_id, shard) for unit_id in sorted(unit_ids)]
         path = as_path(self.out_dir) / table / f"part-{shard:05d}-of-{self.shards:05d}.parquet"
         scratch = WorkUnits(self.out_dir, ()).folder / "merges" / f"{table}-{shard:05d}"
-        if merge_runs(TABLES[table], runs, _SORT_KEYS[table], path, OUTPUT_GROUP_ROWS, scratch):
+        written = merge_runs(TABLES[table], runs, _SORT_KEYS[table], path, OUTPUT_GROUP_ROWS, scratch)
+        release_freed_memory()
+        if written:
             yield str(path)
 
 
