@@ -209,10 +209,12 @@ def _one_size(n: int, folder: Path, dumps: Path, runs: tuple[str, ...]) -> dict:
         figures.update({"walk_s": walk["seconds"], "walk_worker_peak_mib": walk["worker_peak_mib"],
                         "walk_runner_peak_mib": walk["peak_mib"], "paths": walk["counts"]["paths:kept"],
                         "walk_paths_per_s": walk["counts"]["paths:kept"] / walk["seconds"],
-                        "paths_mib": walk["bytes"] / 2**20})
+                        "paths_mib": walk["bytes"] / 2**20, "graph_nodes": walk["counts"]["graph:nodes"],
+                        "graph_edges": walk["counts"]["graph:edges"]})
         line += (f"\n     walk with a worker process: {figures['paths']} paths in {figures['walk_s']:.0f} s "
                  f"({figures['walk_paths_per_s']:.0f} paths/s), worker peak {figures['walk_worker_peak_mib']:.0f} "
-                 f"MiB, runner {figures['walk_runner_peak_mib']:.0f} MiB; paths {figures['paths_mib']:.1f} MiB")
+                 f"MiB, runner {figures['walk_runner_peak_mib']:.0f} MiB; paths {figures['paths_mib']:.1f} MiB; the "
+                 f"graph side input: {figures['graph_nodes']} nodes, {figures['graph_edges']} edges")
     print(line, flush=True)
     return figures
 
@@ -220,7 +222,7 @@ def _one_size(n: int, folder: Path, dumps: Path, runs: tuple[str, ...]) -> dict:
 def _ratio_lines(small: dict, large: dict) -> tuple[dict[str, float], list[str]]:
     """Every figure both sizes have, larger over smaller, and the lines that print them."""
     ratios = {f"{key}_ratio": large[key] / small[key] for key in large
-              if key in small and key not in ("pages", "relations") and small[key]}
+              if key in small and key != "pages" and small[key]}
     ratios["pages_ratio"] = large["pages"] / small["pages"]
     lines = [f"     {key.removesuffix('_ratio')}: x{value:.2f}" for key, value in ratios.items() if key != "pages_ratio"]
     return ratios, lines

@@ -42,8 +42,6 @@ def _fn_api_runner_class():
 
     from pipeline import beam_worker
 
-    _send_groups_in_chunks()
-
     class ScrubbedWorkersRunner(fn_runner.FnApiRunner):
         """FnApiRunner whose multi-processing workers start as `pipeline.beam_worker`: `run_pipeline` picks
         the worker command itself (Beam's bare worker), so the choice is replaced where it is stored."""
@@ -59,55 +57,6 @@ def _fn_api_runner_class():
             self._environment = environment
 
     return ScrubbedWorkersRunner
-
-
-GROUPED_CHUNK_BYTES = 4 << 20  # a worker receives a GroupByKey's output in messages of about this size
-
-
-def _send_groups_in_chunks() -> None:
-    """Make the FnApiRunner hand a GroupByKey's output to its workers in chunks of GROUPED_CHUNK_BYTES.
-
-    Beam's `GroupingBuffer.partition` encodes every group of a GroupByKey into ONE byte string per worker,
-    which goes to the worker as one data message: the worker then holds the whole grouped collection
-    (extract's title join and per-unit fix-ups: every key of the wiki) while it works through it, so its
-    memory grew with the wiki. Here the same elements, in the same order and partitions, are cut into
-    chunks at group boundaries; the data channel sends a message per ~10 MB, so a worker holds a few
-    chunks. The runner process still holds the groups (it is the shuffle). Only the default (global)
-    windowing is cut; other windowings keep Beam's path."""
-    from apache_beam.coders.coder_impl import create_OutputStream
-    from apache_beam.runners.portability.fn_api_runner import execution
-    from apache_beam.transforms.window import GlobalWindow, GlobalWindows
-    from apache_beam.utils import windowed_value
-
-    whole = execution.GroupingBuffer.partition
-    if getattr(whole, "in_chunks", False):
-        return
-
-    def partition(self, n: int) -> list[list[bytes]]:
-        if self._grouped_output or not self._windowing.is_default():
-            return whole(self, n)
-        pane = windowed_value.PaneInfo(is_first=True, is_last=True, timing=windowed_value.PaneInfoTiming.ON_TIME,
-                                       index=0, nonspeculative_index=0)
-        in_window = GlobalWindows.windowed_value(None, timestamp=GlobalWindow().max_timestamp(),
-                                                 pane_info=pane).with_value
-        coder, key_coder = self._post_grouped_coder.get_impl(), self._key_coder.get_impl()
-        chunks: list[list[bytes]] = [[] for _ in range(n)]
-        streams = [create_OutputStream() for _ in range(n)]
-        for index, (encoded_key, values) in enumerate(self._table.items()):
-            part = index % n
-            coder.encode_to_stream(in_window((key_coder.decode(encoded_key), values)), streams[part], True)
-            if streams[part].size() >= GROUPED_CHUNK_BYTES:
-                chunks[part].append(streams[part].get())
-                streams[part] = create_OutputStream()
-        for part, stream in enumerate(streams):
-            if stream.size() or not chunks[part]:
-                chunks[part].append(stream.get())
-        self._grouped_output = chunks
-        self._table.clear()
-        return chunks
-
-    partition.in_chunks, partition.whole = True, whole
-    execution.GroupingBuffer.partition = partition
 
 
 

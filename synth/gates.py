@@ -147,10 +147,13 @@ def unfaithful(text: str, mentions: Iterable[tuple[str, str]], relations: list[s
 
 
 def vague_answer(path: Path) -> str | None:
-    """A literal string answer that is one lower-case word ("capital", "yes") is an infobox keyword."""
+    """A literal string answer that is one lower-case word ("capital", "yes") is an infobox keyword; a
+    relation the lexicon calls guessable (a campus setting, a publisher's industry) has a guess for an answer."""
     answer = path.answer.strip()
     if path.answer_type == "string" and answer.isalpha() and answer.islower():
         return f"keyword-like answer {answer!r}"
+    if phrase(path.hops[-1].relation).guessable:
+        return f"{path.hops[-1].relation} takes one of a handful of values the question suggests ({answer!r})"
     return None
 
 

@@ -32,16 +32,18 @@ class RelationPhrase:
     mutable: bool = False  # the fact can change over time: state the as-of date
     count_ask: str = ""  # frame for a numeric answer ("How many children does {s} have?")
     common_objects: bool = False  # objects are common nouns, lower case in running text ("include screenwriter")
+    guessable: bool = False  # never asked for: its value is one of a handful that the question's words suggest
 
 
 def _r(noun: str, *ask: str, clue: str = "", mutable: bool = False, count_ask: str = "",
-       common_objects: bool = False) -> RelationPhrase:
-    return RelationPhrase(noun, tuple(ask), clue, mutable, count_ask, common_objects)
+       common_objects: bool = False, guessable: bool = False) -> RelationPhrase:
+    return RelationPhrase(noun, tuple(ask), clue, mutable, count_ask, common_objects, guessable)
 
 
 def _entry(entry: dict) -> RelationPhrase:
     return _r(entry["noun"], *entry.get("ask", ()), clue=entry.get("clue", ""), mutable=entry.get("mutable", False),
-              count_ask=entry.get("count_ask", ""), common_objects=entry.get("common_objects", False))
+              count_ask=entry.get("count_ask", ""), common_objects=entry.get("common_objects", False),
+              guessable=entry.get("guessable", False))
 
 
 def as_common_noun(name: str) -> str:

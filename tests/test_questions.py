@@ -124,6 +124,20 @@ def test_fewer_hops_gate():
     assert structural_gate(ctx, path_of(ctx, "Angela Merkel", "Joachim Sauer", "Hosena"), plan_question(ctx, path)) is None
 
 
+def test_an_answer_the_question_suggests_is_vague():
+    # "A Jesuit university's religion", "a publisher's industry": the lexicon marks such relations guessable.
+    entities = [entity("Lea Vance", "Person"), entity("Hill College", "University", head=False)]
+    facts = [fact("Lea Vance", "almaMater", "Hill College"), fact("Hill College", "religion", "Catholic Church"),
+             fact("Hill College", "city", "Avon")]
+    ctx = context(entities, facts)
+    assert phrase("religion").guessable and not phrase("city").guessable  # data/ontology/lexicon.toml
+    gate, why = structural_gate(ctx, path_of(ctx, "Lea Vance", "Hill College", "Catholic Church"),
+                                plan_question(ctx, path_of(ctx, "Lea Vance", "Hill College", "Catholic Church")))
+    assert gate == "vague_answer" and "religion" in why
+    path = path_of(ctx, "Lea Vance", "Hill College", "Avon")
+    assert structural_gate(ctx, path, plan_question(ctx, path)) is None
+
+
 def test_leak_gates():
     assert gates.answer_leak("Where was the spouse of X born, near Hosena?", "Hosena", []) == "Hosena"
     assert gates.answer_leak("Which university did HU Berlin's rival...?", "Humboldt University of Berlin", ["HU Berlin"])
