@@ -66,8 +66,15 @@ $(LLM_STAMP): requirements-llm.txt
 llm-check: $(BASE_STAMP) $(LLM_STAMP)
 	$(BIN)/python tests/llm_check.py --python $(LLM_VENV)/bin/python $(if $(RECORD),--record)
 
+# make bench BENCH=scale SCALE_SIZES=100000,400000 SCALE_RUNS=worker,walk: the scale bench at the issue's
+# sizes (hours on 2 cores; the default sizes take minutes); SCALE_DUMPS=DIR keeps the generated dumps
+BENCH ?=
+SCALE_SIZES ?=
+SCALE_RUNS ?=
+SCALE_DUMPS ?=
 bench: $(BASE_STAMP)
-	$(BIN)/python -m bench
+	$(if $(SCALE_SIZES),HOPSMITH_SCALE_SIZES=$(SCALE_SIZES)) $(if $(SCALE_RUNS),HOPSMITH_SCALE_RUNS=$(SCALE_RUNS)) \
+	$(if $(SCALE_DUMPS),HOPSMITH_SCALE_DUMPS=$(SCALE_DUMPS)) $(BIN)/python -m bench $(BENCH)
 
 lint: $(BASE_STAMP)
 	$(BIN)/ruff check .

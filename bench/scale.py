@@ -4,16 +4,19 @@
 bodies follow `bench.extract`'s realistic, long-tailed page shape; on top, an infobox on 75% of pages and
 a linked lead point at other generated articles with a heavy-tailed in-degree (a target id drawn
 log-uniformly, so page k is linked about 1/k as often as page 1), and one article in five has a redirect
-(some chained). Each stage runs in a fresh child process on the in-process DirectRunner (one worker), so
-the child's peak RSS is the memory of runner, shuffle and worker together; extract runs a second time with
-its worker in a process of its own (`WORKER_PROCESS`), whose peak RSS is the memory per worker. Then
-extract runs on a dask.distributed LocalCluster (127.0.0.1) of 1 and of 2 single-threaded worker
-processes on the larger dump: pages/s on 2 workers against 1, and each worker's peak RSS. The ratios are
-printed beside issue 13's targets; the figures feed docs/SCALING.md's projection.
+(some chained). Each run is a fresh child process on the in-process runner. Extract and walk run with
+their worker in a process of its own (`WORKER_PROCESS`): the runner process holds the shuffle, as a
+distributed runner's shuffle service does, and the worker process's peak RSS is the memory per worker.
+Optional runs: extract in one process (runner, shuffle and worker together), and extract on a
+dask.distributed LocalCluster (127.0.0.1) of 1 and of 2 single-threaded worker processes on the larger
+dump (pages/s on 2 workers against 1). Every figure both sizes have is printed as a ratio, and issue 13's
+targets with PASS or MISS; the figures feed docs/SCALING.md's projection.
 
 Sizes: 2,000 and 8,000 articles (`--quick`: 300 and 1,200); `HOPSMITH_SCALE_SIZES=100000,400000` sets
-others (the issue's full check: hours on 2 cores). Timings are only meaningful on an idle machine, so the
-load average is printed with them.
+others (the issue's full check: hours on 2 cores), `HOPSMITH_SCALE_RUNS=worker,walk` picks the runs
+(default: all of RUNS), `HOPSMITH_SCALE_DUMPS=DIR` keeps the generated dumps for the next run (the make
+variables SCALE_SIZES, SCALE_RUNS, SCALE_DUMPS set them). Timings are only meaningful on an idle machine,
+so the load average is printed with them.
 """
 
 from __future__ import annotations
@@ -38,6 +41,11 @@ AS_OF = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 SIZES = (2_000, 8_000)
 QUICK_SIZES = (300, 1_200)
 SIZES_ENV = "HOPSMITH_SCALE_SIZES"
+# which runs: "worker" (extract with a worker process: the targets), "process" (extract in one process),
+# "walk" (walk with a worker process), "dask" (extract on 1 and 2 Dask workers, the larger size)
+RUNS_ENV = "HOPSMITH_SCALE_RUNS"
+RUNS = ("worker", "process", "walk", "dask")
+DUMPS_ENV = "HOPSMITH_SCALE_DUMPS"  # a folder that keeps the generated dumps for the next run
 # the in-process runner with its worker in a child process: the runner process holds the shuffle (as a
 # distributed runner's shuffle service does), so the child's peak RSS is one worker's memory
 WORKER_PROCESS = ("--direct_running_mode", "multi_processing", "--direct_num_workers", "1")
@@ -96,30 +104,49 @@ def _sizes(quick: bool) -> tuple[int, int]:
     return small, large
 
 
-def _child(stage: str, folder: str, dump: str, index: str, *beam_args: str) -> None:
-    """One stage in this process; prints its seconds, peak RSS (MiB) and output bytes as JSON."""
+def _runs() -> tuple[str, ...]:
+    given = os.environ.get(RUNS_ENV)
+    runs = tuple(r.strip() for r in given.split(",")) if given else RUNS
+    if unknown := set(runs) - set(RUNS):
+        raise SystemExit(f"{RUNS_ENV}: unknown run(s) {sorted(unknown)}; choose from {', '.join(RUNS)}")
+    if "worker" not in runs:
+        raise SystemExit(f"{RUNS_ENV}: the worker run is the one the targets are about; keep it")
+    return runs
+
+
+def cached_dump(n: int, folder: Path) -> tuple[Path, Path]:
+    """`synthetic_dump` of n pages under folder/n, written once (into a temporary folder renamed when
+    complete): the generator is deterministic, so a kept dump is the same bytes."""
+    done = folder / str(n)
+    if not done.is_dir():
+        partial = Path(tempfile.mkdtemp(prefix=f".{n}-", dir=folder))
+        synthetic_dump(n, partial)
+        partial.rename(done)
+    return (done / f"synthetic{n}-pages-articles-multistream.xml.bz2",
+            done / f"synthetic{n}-pages-articles-multistream-index.txt.bz2")
+
+
+def _child(stage: str, source: str, out: str, index: str = "", *beam_args: str) -> None:
+    """One stage in this process (extract: dump -> out; walk: graph folder -> out); prints its seconds,
+    peak RSS (MiB) of this process and of its worker process, and output bytes as JSON."""
     from graph.walks import run_walks
     from pipeline.extract import run_extract
     from schemas.config import ExtractConfig, WalkConfig
 
-    out = Path(folder)
     started = time.perf_counter()
     if stage == "extract":
-        manifest = run_extract(ExtractConfig(dump=dump, index=index, as_of=AS_OF), out / "graph",
-                               beam_args=list(beam_args))
-        produced = out / "graph"
+        manifest = run_extract(ExtractConfig(dump=source, index=index, as_of=AS_OF), out, beam_args=list(beam_args))
     else:
-        manifest = run_walks(out / "graph", out / "paths", WalkConfig())
-        produced = out / "paths"
+        manifest = run_walks(source, out, WalkConfig(), beam_args=list(beam_args))
     seconds = time.perf_counter() - started
-    size = sum(p.stat().st_size for p in produced.rglob("*.parquet"))
+    size = sum(p.stat().st_size for p in Path(out).rglob("*.parquet"))
     print(json.dumps({"seconds": seconds, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                       "worker_peak_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
                       "bytes": size, "counts": manifest.counts}))
 
 
-def _measure(stage: str, folder: Path, dump: Path, index: Path, *beam_args: str) -> dict:
-    result = subprocess.run([sys.executable, "-m", "bench.scale", stage, str(folder), str(dump), str(index),
+def _measure(stage: str, source: Path, out: Path, index: Path | None, *beam_args: str) -> dict:
+    result = subprocess.run([sys.executable, "-m", "bench.scale", stage, str(source), str(out), str(index or ""),
                              *beam_args], check=True, capture_output=True, text=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -140,7 +167,7 @@ def _on_dask(workers: int, folder: Path, dump: Path, index: Path) -> dict:
 
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address=None, memory_limit=0) as cluster, Client(cluster) as client:
-        figures = _measure("extract", folder, dump, index, "--runner", "DaskRunner",
+        figures = _measure("extract", dump, folder / "graph", index, "--runner", "DaskRunner",
                            "--dask_client_address", cluster.scheduler_address)
         figures["worker_peak_mib"] = sorted(client.run(_peak_rss_mib).values())
         figures["worker_cpu_s"] = sorted(client.run(_cpu_seconds).values())
@@ -156,65 +183,82 @@ def _load() -> str:
     return f"load average {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} cores"
 
 
+def _one_size(n: int, folder: Path, dumps: Path, runs: tuple[str, ...]) -> dict:
+    """Every selected run at one size; extract's figures per worker come from the worker-process run."""
+    dump, index = cached_dump(n, dumps)
+    figures: dict = {"pages": n, "dump_mib": dump.stat().st_size / 2**20}
+    separate = _measure("extract", dump, folder / "graph", index, *WORKER_PROCESS)
+    figures.update({
+        "extract_pages_per_s": n / separate["seconds"], "extract_worker_peak_mib": separate["worker_peak_mib"],
+        "extract_runner_peak_mib": separate["peak_mib"], "graph_mib": separate["bytes"] / 2**20,
+        "relations": separate["counts"]["relations"]})
+    line = (f"   {n:>7} pages ({figures['dump_mib']:.1f} MiB bz2), {_load()}:\n"
+            f"     extract with a worker process: {figures['extract_pages_per_s']:.0f} pages/s, worker peak "
+            f"{figures['extract_worker_peak_mib']:.0f} MiB, runner (holds the shuffle) "
+            f"{figures['extract_runner_peak_mib']:.0f} MiB; graph {figures['graph_mib']:.1f} MiB "
+            f"({figures['relations']} relations)")
+    if "process" in runs:
+        one = _measure("extract", dump, folder / "one-process", index)
+        figures.update({"extract_one_process_pages_per_s": n / one["seconds"],
+                        "extract_one_process_peak_mib": one["peak_mib"]})
+        line += (f"\n     extract in one process (runner, shuffle and worker): "
+                 f"{figures['extract_one_process_pages_per_s']:.0f} pages/s, peak "
+                 f"{figures['extract_one_process_peak_mib']:.0f} MiB")
+    if "walk" in runs:
+        walk = _measure("walk", folder / "graph", folder / "paths", None, *WORKER_PROCESS)
+        figures.update({"walk_s": walk["seconds"], "walk_worker_peak_mib": walk["worker_peak_mib"],
+                        "walk_runner_peak_mib": walk["peak_mib"], "paths": walk["counts"]["paths:kept"],
+                        "walk_paths_per_s": walk["counts"]["paths:kept"] / walk["seconds"],
+                        "paths_mib": walk["bytes"] / 2**20, "graph_nodes": walk["counts"]["graph:nodes"],
+                        "graph_edges": walk["counts"]["graph:edges"]})
+        line += (f"\n     walk with a worker process: {figures['paths']} paths in {figures['walk_s']:.0f} s "
+                 f"({figures['walk_paths_per_s']:.0f} paths/s), worker peak {figures['walk_worker_peak_mib']:.0f} "
+                 f"MiB, runner {figures['walk_runner_peak_mib']:.0f} MiB; paths {figures['paths_mib']:.1f} MiB; the "
+                 f"graph side input: {figures['graph_nodes']} nodes, {figures['graph_edges']} edges")
+    print(line, flush=True)
+    return figures
+
+
+def _ratio_lines(small: dict, large: dict) -> tuple[dict[str, float], list[str]]:
+    """Every figure both sizes have, larger over smaller, and the lines that print them."""
+    ratios = {f"{key}_ratio": large[key] / small[key] for key in large
+              if key in small and key != "pages" and small[key]}
+    ratios["pages_ratio"] = large["pages"] / small["pages"]
+    lines = [f"     {key.removesuffix('_ratio')}: x{value:.2f}" for key, value in ratios.items() if key != "pages_ratio"]
+    return ratios, lines
+
+
 def run(quick: bool = False) -> dict[str, float]:
-    sizes = _sizes(quick)
-    print(f"   sizes {sizes[0]:,} and {sizes[1]:,} articles; {_load()}", flush=True)
+    sizes, runs = _sizes(quick), _runs()
+    print(f"   sizes {sizes[0]:,} and {sizes[1]:,} articles; runs {', '.join(runs)}; {_load()}", flush=True)
     figures: dict[int, dict] = {}
+    kept = os.environ.get(DUMPS_ENV)
     with tempfile.TemporaryDirectory(prefix="hopsmith-scale-") as tmp:
+        dumps = Path(kept) if kept else Path(tmp) / "dumps"
+        dumps.mkdir(parents=True, exist_ok=True)
         for n in sizes:
-            folder = Path(tmp) / str(n)
-            folder.mkdir()
-            dump, index = synthetic_dump(n, folder)
-            extract = _measure("extract", folder, dump, index)
-            separate = _measure("extract", folder / "workers", dump, index, *WORKER_PROCESS)
-            walk = _measure("walk", folder, dump, index)
-            figures[n] = {
-                "pages": n, "dump_mib": dump.stat().st_size / 2**20,
-                "extract_pages_per_s": n / extract["seconds"], "extract_peak_mib": extract["peak_mib"],
-                "extract_worker_peak_mib": separate["worker_peak_mib"], "extract_runner_peak_mib": separate["peak_mib"],
-                "graph_mib": extract["bytes"] / 2**20, "relations": extract["counts"]["relations"],
-                "walk_s": walk["seconds"], "walk_peak_mib": walk["peak_mib"], "paths": walk["counts"]["paths:kept"],
-            }
-            f = figures[n]
-            print(f"   {n:>7} pages ({f['dump_mib']:.1f} MiB bz2): extract {f['extract_pages_per_s']:.0f} pages/s, "
-                  f"peak {f['extract_peak_mib']:.0f} MiB in one process; with a worker process: worker "
-                  f"{f['extract_worker_peak_mib']:.0f} MiB, runner {f['extract_runner_peak_mib']:.0f} MiB; "
-                  f"graph {f['graph_mib']:.1f} MiB ({f['relations']} relations); "
-                  f"walk {f['walk_s']:.1f} s, peak {f['walk_peak_mib']:.0f} MiB, {f['paths']} paths", flush=True)
+            figures[n] = _one_size(n, Path(tmp) / str(n), dumps, runs)
         dask: dict[int, dict] = {}
-        for workers in (1, 2):
-            run_dir = Path(tmp) / f"dask{workers}"
-            run_dir.mkdir()
-            dask[workers] = _on_dask(workers, run_dir, dump, index)
-            print(f"   dask, {workers} worker(s), {sizes[1]} pages: {sizes[1] / dask[workers]['seconds']:.0f} pages/s, "
-                  f"worker peak {', '.join(f'{m:.0f}' for m in dask[workers]['worker_peak_mib'])} MiB, "
-                  f"CPU {', '.join(f'{c:.0f}' for c in dask[workers]['worker_cpu_s'])} s; {_load()}",
-                  flush=True)
-    small, large = (figures[n] for n in sizes)
-    ratios = {
-        "pages_ratio": large["pages"] / small["pages"],
-        "extract_pages_per_s_ratio": large["extract_pages_per_s"] / small["extract_pages_per_s"],
-        "extract_peak_mib_ratio": large["extract_peak_mib"] / small["extract_peak_mib"],
-        "extract_worker_peak_mib_ratio": large["extract_worker_peak_mib"] / small["extract_worker_peak_mib"],
-        "extract_runner_peak_mib_ratio": large["extract_runner_peak_mib"] / small["extract_runner_peak_mib"],
-        "graph_mib_ratio": large["graph_mib"] / small["graph_mib"],
-        "walk_peak_mib_ratio": large["walk_peak_mib"] / small["walk_peak_mib"],
-        "dask_2_vs_1_worker_throughput": dask[1]["seconds"] / dask[2]["seconds"],
-    }
-    print(f"   {sizes[1]} vs {sizes[0]} pages (x{ratios['pages_ratio']:.0f}): graph size x{ratios['graph_mib_ratio']:.2f}, "
-          f"walk peak memory x{ratios['walk_peak_mib_ratio']:.2f} (the graph side input grows with the graph)")
-    memory, rate, speedup = (ratios["extract_worker_peak_mib_ratio"], ratios["extract_pages_per_s_ratio"],
-                             ratios["dask_2_vs_1_worker_throughput"])
-    print(f"   extract peak memory x4 pages: in one process (runner, shuffle and worker) "
-          f"x{ratios['extract_peak_mib_ratio']:.2f}; with a worker process: runner (holds the shuffle of keys) "
-          f"x{ratios['extract_runner_peak_mib_ratio']:.2f}, worker x{memory:.2f}")
-    print(f"   issue 13 targets ({_load()}; timings need an idle machine):\n"
-          f"     extract peak memory per worker x{memory:.2f} for x{ratios['pages_ratio']:.0f} pages "
-          f"(target <= x{MAX_MEMORY_GROWTH}): {_verdict(memory <= MAX_MEMORY_GROWTH)}\n"
-          f"     extract pages/s per worker x{rate:.2f} (target within {MAX_RATE_CHANGE:.0%}): "
-          f"{_verdict(abs(rate - 1) <= MAX_RATE_CHANGE)}\n"
-          f"     Dask extract throughput, 2 workers vs 1: x{speedup:.2f} (target >= x{MIN_DASK_SPEEDUP}): "
-          f"{_verdict(speedup >= MIN_DASK_SPEEDUP)}", flush=True)
+        if "dask" in runs:
+            dump, index = cached_dump(sizes[1], dumps)
+            for workers in (1, 2):
+                dask[workers] = _on_dask(workers, Path(tmp) / f"dask{workers}", dump, index)
+                print(f"   dask, {workers} worker(s), {sizes[1]} pages: {sizes[1] / dask[workers]['seconds']:.0f} "
+                      f"pages/s, worker peak {', '.join(f'{m:.0f}' for m in dask[workers]['worker_peak_mib'])} MiB, "
+                      f"CPU {', '.join(f'{c:.0f}' for c in dask[workers]['worker_cpu_s'])} s; {_load()}", flush=True)
+    ratios, lines = _ratio_lines(figures[sizes[0]], figures[sizes[1]])
+    print(f"   {sizes[1]:,} vs {sizes[0]:,} pages (x{ratios['pages_ratio']:.0f}), larger over smaller:", *lines,
+          sep="\n", flush=True)
+    memory, rate = ratios["extract_worker_peak_mib_ratio"], ratios["extract_pages_per_s_ratio"]
+    targets = [f"     extract peak memory per worker x{memory:.2f} for x{ratios['pages_ratio']:.0f} pages "
+               f"(target <= x{MAX_MEMORY_GROWTH}): {_verdict(memory <= MAX_MEMORY_GROWTH)}",
+               f"     extract pages/s per worker x{rate:.2f} (target within {MAX_RATE_CHANGE:.0%}): "
+               f"{_verdict(abs(rate - 1) <= MAX_RATE_CHANGE)}"]
+    if dask:
+        speedup = ratios["dask_2_vs_1_worker_throughput"] = dask[1]["seconds"] / dask[2]["seconds"]
+        targets.append(f"     Dask extract throughput, 2 workers vs 1: x{speedup:.2f} (target >= x{MIN_DASK_SPEEDUP}): "
+                       f"{_verdict(speedup >= MIN_DASK_SPEEDUP)}")
+    print(f"   issue 13 targets ({_load()}; timings need an idle machine):", *targets, sep="\n", flush=True)
     flat = {f"{key}@{n}": value for n, f in figures.items() for key, value in f.items()}
     flat.update({f"dask_{key}@{workers}_workers": value for workers, f in dask.items() for key, value in f.items()
                  if key != "counts"})

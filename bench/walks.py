@@ -71,6 +71,7 @@ def synthetic_tables(num_edges: int, seed: int = 0) -> tuple[pa.Table, pa.Table]
         "schema_version": _column(relation_schema, "schema_version", ["1.0"] * num_edges),
         "head": pa.array(titles[heads]),
         "relation": pa.array(relation),
+        "mapped": pa.array(np.ones(num_edges, bool)),
         "group_index": pa.nulls(num_edges, pa.int64()),
         "tail": pa.array(np.where(literal, None, titles[tails])),
         "value": pa.array(np.where(literal, values, None)),

@@ -11,6 +11,7 @@ networkx stays the model for analysis and small graphs (`to_networkx`).
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,13 +20,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.io import read_table
+from pipeline.io import parquet_file, read_table, shard_files
 from pipeline.storage import as_path
+from schemas.base import arrow_schema
 from schemas.wiki import Entity, Relation
 
 PAGE, NO_PAGE, LITERAL = 0, 1, 2
 LITERAL_PREFIX = "\x00"
 _SEP = "\x1f"
+RELATION_BATCH_ROWS = 65_536  # relation rows `load_csr` reads and filters at a time
 
 
 def literal_key(value_type: str, value: str, unit: str | None) -> str:
@@ -162,21 +165,35 @@ def build_csr(
 ) -> CSRGraph:
     """Build the CSR graph from entity and relation tables (schemas of Entity and Relation). With
     `mapped_only`, relations whose parameter maps to no ontology property are left out (and counted)."""
-    counts = {"relations:read": relations.num_rows}
+    counts: Counter = Counter()
+    walkable = _walkable(relations, exclude_relations, mapped_only, counts)
+    return _build_csr(entities, walkable, counts, as_of=as_of, window_days=window_days)
+
+
+def _walkable(relations: pa.Table, exclude_relations, mapped_only: bool, counts: Counter) -> pa.Table:
+    """The relation rows a walk may take (mapped when `mapped_only`, not excluded, with an object); what is
+    left out is added to `counts` by reason, so batches can be filtered one at a time."""
+    counts["relations:read"] += relations.num_rows
     if mapped_only:
         mapped = pc.fill_null(relations["mapped"], False)
-        counts["relations:unmapped"] = relations.num_rows - (pc.sum(mapped).as_py() or 0)
+        counts["relations:unmapped"] += relations.num_rows - (pc.sum(mapped).as_py() or 0)
         relations = relations.filter(mapped)
     if exclude_relations:
         keep = pc.invert(pc.is_in(relations["relation"], pa.array(list(exclude_relations), pa.string())))
-        counts["relations:excluded_relation"] = relations.num_rows - pc.sum(keep).as_py() if relations.num_rows else 0
+        counts["relations:excluded_relation"] += relations.num_rows - pc.sum(keep).as_py() if relations.num_rows else 0
         relations = relations.filter(keep)
     unusable = pc.or_(
         pc.and_(pc.equal(relations["value_type"], "entity"), pc.is_null(relations["tail"])),
         pc.and_(pc.not_equal(relations["value_type"], "entity"), pc.is_null(relations["value"])),
     )
-    counts["relations:no_object"] = pc.sum(pc.cast(unusable, pa.int64())).as_py() or 0
-    relations = relations.filter(pc.invert(unusable))
+    counts["relations:no_object"] += pc.sum(pc.cast(unusable, pa.int64())).as_py() or 0
+    return relations.filter(pc.invert(unusable))
+
+
+def _build_csr(entities: pa.Table, relations: pa.Table, counts: Counter, *, as_of: dt.date,
+               window_days: int) -> CSRGraph:
+    """The CSR graph over walkable relation rows (`_walkable`'s); `counts` holds what was left out."""
+    counts = dict(counts)
     objects = _object_keys(relations)
 
     titles = entities["title"].to_pylist()
@@ -266,6 +283,12 @@ def load_csr(graph_dir: str | Path, *, as_of: dt.date, window_days: int, exclude
     """Read stage 1's entities/ and relations/ shards and build the CSR graph."""
     graph_dir = as_path(graph_dir)
     entities = read_table(Entity, graph_dir / "entities")
-    relations = read_table(Relation, graph_dir / "relations")
-    return build_csr(entities, relations, as_of=as_of, window_days=window_days, exclude_relations=exclude_relations,
-                     mapped_only=mapped_only)
+    counts: Counter = Counter()
+    schema = arrow_schema(Relation)
+    # a batch of relation rows at a time: the unmapped, excluded (`links_to`) and objectless rows, most of
+    # the table, are never all in memory, only the rows the graph keeps (and `relations` holds)
+    kept = [_walkable(pa.Table.from_batches([batch]).cast(schema), exclude_relations, mapped_only, counts)
+            for file in shard_files(graph_dir / "relations")
+            for batch in parquet_file(file).iter_batches(batch_size=RELATION_BATCH_ROWS)]
+    relations = pa.concat_tables(kept) if kept else schema.empty_table()
+    return _build_csr(entities, relations, counts, as_of=as_of, window_days=window_days)

@@ -52,6 +52,7 @@ STEP_CONDITIONS = (
     "repeated_relation",  # the same relation twice in a row
     "list_page",
     "disambiguation",
+    "shortcut",  # the start already reaches the candidate in fewer hops: the question would have a shorter route
     "dead_end",  # an intermediate node with fewer than min_out_degree out-edges
     "hub",  # an intermediate node above the degree quantile
     "multiple_objects",  # final hop: the head has several objects for the relation
@@ -73,6 +74,8 @@ class WalkParams:
     config: WalkConfig
     branch_edges: np.ndarray  # edges a tree's final hop can take, grouped by head (CSR order)
     branch_indptr: np.ndarray  # node i's branch edges: branch_edges[branch_indptr[i]:branch_indptr[i+1]]
+    fact_keys: np.ndarray  # relation * num_nodes + object of every edge, sorted: the heads holding a fact
+    fact_heads: np.ndarray  # the head of each edge in `fact_keys` order
 
     @classmethod
     def build(cls, graph: CSRGraph, config: WalkConfig) -> WalkParams:
@@ -85,8 +88,72 @@ class WalkParams:
         branch_edges = np.flatnonzero(branchable_edges(graph))
         heads = np.repeat(np.arange(graph.num_nodes), graph.out_degree)[branch_edges]
         branch_indptr = np.concatenate([[0], np.cumsum(np.bincount(heads, minlength=graph.num_nodes))])
+        all_heads = np.repeat(np.arange(graph.num_nodes, dtype=np.int64), graph.out_degree)
+        keys = graph.rel.astype(np.int64) * graph.num_nodes + graph.dst.astype(np.int64)
+        order = np.argsort(keys, kind="stable")
         return cls(is_hub=graph.degree > threshold, hub_threshold=threshold, too_long=too_long, config=config,
-                   branch_edges=branch_edges, branch_indptr=branch_indptr)
+                   branch_edges=branch_edges, branch_indptr=branch_indptr, fact_keys=keys[order],
+                   fact_heads=all_heads[order])
+
+
+MAX_BALL_PAIRS = 20_000_000  # (start, node) pairs a task's shortcut balls may hold; beyond, the gate alone decides
+
+
+@dataclass
+class StartBalls:
+    """Every node within `depth` hops of each start, with its distance: a walk's step to a node its start
+    already reaches in as few hops (or fewer) is a shortcut, which the questions stage would reject
+    (`fewer_hops`). Keys are start * num_nodes + node, sorted."""
+
+    keys: np.ndarray
+    dist: np.ndarray
+
+    @classmethod
+    def build(cls, graph: CSRGraph, starts: np.ndarray, depth: int) -> StartBalls:
+        n = graph.num_nodes
+        source = np.unique(np.asarray(starts, np.int64))
+        node = source.copy()
+        keys, dists = [source * n + node], [np.zeros(len(source), np.int8)]
+        seen = keys[0]
+        for distance in range(1, depth + 1):
+            degree = graph.out_degree[node].astype(np.int64)
+            if not degree.sum() or len(seen) > MAX_BALL_PAIRS:
+                break
+            first = np.repeat(graph.indptr[node].astype(np.int64) - np.cumsum(degree) + degree, degree)
+            reached = np.repeat(source, degree) * n + graph.dst[first + np.arange(degree.sum())].astype(np.int64)
+            fresh = np.setdiff1d(reached, seen)  # sorted, distinct
+            keys.append(fresh)
+            dists.append(np.full(len(fresh), distance, np.int8))
+            seen = np.union1d(seen, fresh)
+            source, node = fresh // n, fresh % n
+        all_keys, all_dists = np.concatenate(keys), np.concatenate(dists)
+        order = np.argsort(all_keys, kind="stable")
+        return cls(all_keys[order], all_dists[order])
+
+    def distance(self, graph: CSRGraph, starts: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """Hops from each start to its node (127 where the node lies outside the ball)."""
+        keys = starts * graph.num_nodes + nodes
+        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
+        found = (self.keys[at] == keys) if len(self.keys) else np.zeros(len(keys), bool)
+        return np.where(found, self.dist[at] if len(self.keys) else 0, 127)
+
+    def shortcut(self, graph: CSRGraph, params: WalkParams, starts: np.ndarray, nodes: np.ndarray,
+                 relations: np.ndarray, position: int) -> np.ndarray:
+        """Whether each start already reaches its candidate node in fewer than `position` hops: a page over any
+        relation, a literal only as the same relation's object of a node it reaches in fewer than
+        `position - 1` hops (another fact holding the same value, "1865", is no route to this one)."""
+        literal = graph.kind[nodes] == LITERAL
+        short = ~literal & (self.distance(graph, starts, nodes) < position)
+        index = np.flatnonzero(literal)
+        if len(index):
+            keys = relations[index].astype(np.int64) * graph.num_nodes + nodes[index]
+            lo, hi = np.searchsorted(params.fact_keys, keys, "left"), np.searchsorted(params.fact_keys, keys, "right")
+            count = hi - lo
+            rows = np.repeat(np.arange(len(index)), count)
+            heads = params.fact_heads[np.repeat(lo - np.cumsum(count) + count, count) + np.arange(count.sum())]
+            near = self.distance(graph, starts[index][rows], heads) < position - 1
+            short[index[np.unique(rows[near])]] = True
+        return short
 
 
 def branchable_edges(graph: CSRGraph) -> np.ndarray:
@@ -138,7 +205,7 @@ def sample_walks(
     """
     config = params.config
     counts: Counter = Counter()
-    walks = np.repeat(np.asarray(starts, np.int64), config.walks_per_start)
+    walks = np.repeat(np.asarray(starts, np.int64), walks_per_start(config, hops))
     nodes = np.full((len(walks), hops + 1), -1, np.int64)
     edges = np.full((len(walks), hops), -1, np.int64)
     nodes[:, 0] = walks
@@ -147,6 +214,7 @@ def sample_walks(
     branch_step = np.full(len(walks), hops - 1) if branch_step is None else np.asarray(branch_step, np.int64)
     took_branch = np.zeros(len(walks), bool)
     out_degree = graph.out_degree
+    balls = StartBalls.build(graph, starts, hops - 1) if config.forbid_shortcut and hops > 1 else None
     counts["walks:attempted"] += len(walks)
     for step in range(hops):
         final = step == hops - 1
@@ -174,6 +242,8 @@ def sample_walks(
             reject("revisit", (nodes[pending, : step + 1] == nxt[:, None]).any(axis=1))
             reject("list_page", graph.is_list[nxt])
             reject("disambiguation", graph.is_disambiguation[nxt])
+            if balls is not None and step > 0:
+                reject("shortcut", balls.shortcut(graph, params, nodes[pending, 0], nxt, relation, step + 1))
             if not final:
                 reject("dead_end", out_degree[nxt] < max(config.min_out_degree, 1))
                 reject("hub", params.is_hub[nxt])
@@ -203,6 +273,12 @@ def sample_walks(
     return nodes[alive], edges[alive], counts
 
 
+def walks_per_start(config: WalkConfig, hops: int) -> int:
+    """Walks from each start for a hop count: longer walks die more often (every step must avoid shortcuts,
+    hubs and dead ends) and find fewer distinct paths, so each hop beyond two gets `long_walk_growth` times more."""
+    return round(config.walks_per_start * config.long_walk_growth ** max(hops - 2, 0))
+
+
 def reference_walks(
     graph: nx.MultiDiGraph, starts: Iterable[int], hops: int, config: WalkConfig, hub_threshold: float, seed: int
 ) -> tuple[list[tuple[list[int], list[int]]], Counter]:
@@ -218,7 +294,8 @@ def reference_walks(
     accepted = []
     for start in starts:
         out_edges = list(graph.out_edges(start, keys=True, data=True))
-        for _ in range(config.walks_per_start):
+        reach = nx.single_source_shortest_path_length(graph, start, cutoff=hops - 1)
+        for _ in range(walks_per_start(config, hops)):
             counts["walks:attempted"] += 1
             may_branch = branch_rng.random() < config.tree_share
             branch_step = branch_rng.randrange(hops)
@@ -243,6 +320,8 @@ def reference_walks(
                         reason = "list_page"
                     elif node["is_disambiguation"]:
                         reason = "disambiguation"
+                    elif config.forbid_shortcut and _shortcut(graph, reach, nxt, data["relation"], step + 1):
+                        reason = "shortcut"
                     elif not final and graph.out_degree(nxt) < max(config.min_out_degree, 1):
                         reason = "dead_end"
                     elif not final and node["degree"] > hub_threshold:
@@ -274,6 +353,15 @@ def reference_walks(
                 counts["walks:branched"] += took_branch
                 accepted.append((path_nodes, path_edges))
     return accepted, counts
+
+
+def _shortcut(graph: nx.MultiDiGraph, reach: dict[int, int], node: int, relation: int, position: int) -> bool:
+    """`StartBalls.shortcut` over networkx: the start reaches `node` (hops in `reach`) in fewer than `position`
+    hops; a literal only as `relation`'s object of a node reached in fewer than `position - 1`."""
+    if graph.nodes[node]["kind"] != LITERAL:
+        return reach.get(node, position) < position
+    return any(data["relation"] == relation and reach.get(head, position) < position - 1
+               for head, _, data in graph.in_edges(node, data=True))
 
 
 def annotated_networkx(graph: CSRGraph, params: WalkParams) -> nx.MultiDiGraph:
@@ -331,6 +419,8 @@ def held_conditions(config: WalkConfig) -> list[str]:
         held.append("no_inverse_hop")
     if config.forbid_repeated_relation:
         held.append("no_repeated_relation")
+    if config.forbid_shortcut:
+        held.append("no_shortcut_edge")
     if config.require_single_answer:
         held.append("single_answer")
     if config.require_recent_fact:
@@ -370,7 +460,7 @@ def walk_task(graph: CSRGraph, params: WalkParams, task_index: int, starts: np.n
         rng = np.random.default_rng([config.seed, task_index, hops])
         # A stream of its own, so the walks themselves do not depend on the tree share.
         branch = np.random.default_rng([config.seed, task_index, hops, 1])
-        may_branch = branch.random(len(starts) * config.walks_per_start) < config.tree_share
+        may_branch = branch.random(len(starts) * walks_per_start(config, hops)) < config.tree_share
         branch_step = branch.integers(0, hops, len(may_branch))  # which hop branches: any, the answer's too
         nodes, edges, step_counts = sample_walks(graph, params, starts, hops, rng, may_branch, branch_step)
         counts.update(step_counts)

@@ -100,6 +100,8 @@ NON_FACT_RELATIONS = (
 class WalkConfig(_Config):
     hops: list[int] = [2, 3, 4]
     walks_per_start: int = 24
+    long_walk_growth: float = Field(default=3.0, ge=1.0, description="each hop beyond two multiplies walks_per_start "
+                                    "by this: longer walks die and repeat more often (4 hops: 9x with the default)")
     max_paths: int | None = None
     hub_quantile: float = 0.98
     hub_min_degree: int = Field(default=50, ge=0, description="a hub (never an intermediate) has at least this "
@@ -118,6 +120,8 @@ class WalkConfig(_Config):
     step_retries: int = Field(default=8, ge=1, description="candidate edges tried per step before a walk dies")
     forbid_inverse_hop: bool = True
     forbid_repeated_relation: bool = True
+    forbid_shortcut: bool = Field(default=True, description="no step to a node the start already reaches in as "
+                                  "few hops: its question would have a shorter route (the fewer_hops gate)")
     require_single_answer: bool = True
     tree_share: float = Field(default=0.4, ge=0.0, le=1.0, description="share of walks that take, at a random "
                               "hop, an edge whose head has several objects for the relation, all pages with "

@@ -25,6 +25,8 @@ from graph.ontology import load_ontology
 from synth import gates
 from synth.phrasing import (
     LEXICON,
+    RelationPhrase,
+    as_common_noun,
     display_title,
     fuzz_year,
     has_ended,
@@ -54,6 +56,8 @@ class Attribute:
     predicate: str  # after a subject: "was born in the early 1950s", "is in Ireland", "has X as its director"
     clue: gates.Clue
     obfuscation: str | None = None
+    several: str = ""  # the object's name, when it is one of several of its relation ("whose genres include X"):
+    # a description may state two of them, which read as one clause ("whose genres include X and Y")
 
 
 ORDER = {"date": 0, "place": 1, "relation": 2}
@@ -111,26 +115,32 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
                 relation, "relation", forms["modifier"].format(o=name), forms["predicate"].format(o=name),
                 clue(object=str(graph.keys[obj]))))
         elif relation in LEXICON:  # a relation the lexicon names
-            noun, name = phrase(relation).noun, _name(label, phrase(relation).noun)
-            several = objects_of[graph.rel[edge]] > 1
-            if _ended(graph, edge, ctx.as_of):  # an ended marriage or term is not stated in the present
+            noun, name = phrase(relation).noun, _name(label, phrase(relation))
+            ended = _ended(graph, edge, ctx.as_of)
+            several = objects_of[graph.rel[edge]] > 1 and _current_objects(ctx, node, graph.rel[edge]) > 1
+            if ended:  # an ended marriage or term is not stated in the present
                 modifier, predicate = f"whose former {noun} is {name}", f"had {name} as {its} {noun}"
             elif several:
                 modifier, predicate = f"whose {plural(noun)} include {name}", f"has {name} among {its} {plural(noun)}"
             else:
                 modifier, predicate = f"whose {noun} is {name}", f"has {name} as {its} {noun}"
-            found.setdefault(relation, []).append(
-                Attribute(relation, "relation", modifier, predicate, clue(object=str(graph.keys[obj]))))
+            found.setdefault(relation, []).append(Attribute(
+                relation, "relation", modifier, predicate, clue(object=str(graph.keys[obj])),
+                several=name if several and modifier.endswith(name) else ""))
     options = [option for relation in found.values() for option in relation]
     rng.shuffle(options)
     return options
 
 
 def restates(noun: str, attribute: Attribute) -> bool:
-    """Whether an attribute only repeats the noun ("an English novelist whose occupation is Novelist")."""
+    """Whether an attribute only repeats the noun ("an English novelist whose occupation is Novelist", "an
+    American film from the United States")."""
     key = attribute.clue.object or ""
-    name = (split_literal_key(key)[1] if key.startswith(LITERAL_PREFIX) else key).split(" (")[0].lower()
-    return bool(name) and attribute.kind == "relation" and f" {name} " in f" {noun.lower()} "
+    name = (split_literal_key(key)[1] if key.startswith(LITERAL_PREFIX) else key).split(" (")[0]
+    if attribute.kind == "place":
+        demonym = attribute_table()["demonyms"].get(name)
+        return demonym is not None and f" {demonym} " in f" {noun} "
+    return bool(name) and attribute.kind == "relation" and f" {name.lower()} " in f" {noun.lower()} "
 
 
 MAX_NAME_CHARS = 40
@@ -146,11 +156,12 @@ def _named_value(graph, node: int, relation: str) -> bool:
             and not any(ch.isdigit() for ch in value) and not any(ch in value for ch in ",;:()"))
 
 
-def _name(title: str, noun: str) -> str:
+def _name(title: str, entry: RelationPhrase) -> str:
     """A title as it reads after its relation's noun: "whose producer is Jim Ballantine", not "... is the
-    producer Jim Ballantine" for the page "Jim Ballantine (producer)"."""
+    producer Jim Ballantine" for the page "Jim Ballantine (producer)"; a common noun in lower case."""
     bare, _, qualifier = title.partition(" (")
-    return bare if qualifier.rstrip(")") == noun else display_title(title)
+    name = bare if qualifier.rstrip(")") == entry.noun else display_title(title)
+    return as_common_noun(name) if entry.common_objects else name
 
 
 def plural(noun: str) -> str:
@@ -163,6 +174,14 @@ def plural(noun: str) -> str:
     else:
         head += "s"
     return head + sep + tail
+
+
+def _current_objects(ctx, node: int, relation: int) -> int:
+    """Objects of a node's relation whose fact has not ended: a man with a former and a present wife has one
+    spouse ("whose spouse is X", not "whose spouses include X")."""
+    graph = ctx.graph
+    edges = range(graph.indptr[node], graph.indptr[node + 1])
+    return sum(1 for e in edges if graph.rel[e] == relation and not _ended(graph, e, ctx.as_of))
 
 
 def _ended(graph, edge: int, as_of) -> bool:
@@ -185,13 +204,47 @@ def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]
         if size >= len(remaining) and len(remaining) > 1:
             return None  # nothing left tells the candidates apart
         chosen.append(options.pop(best))
-        options = [o for o in options if o.relation != chosen[-1].relation]  # one fuzzing level per fact
+        # One fuzzing level per date, one object per relation, except two of several ("genres include X and Y").
+        options = [o for o in options if o.relation != chosen[-1].relation or (o.several and chosen[-1].several)]
         remaining = fits(base + [a.clue for a in chosen])
     return chosen if remaining == {target} else None
 
 
+RELATIVE_WORDS = ("who ", "whose ", "that ", "which ")
+PHRASE_ORDER = {"place": 0, "date": 1, "relation": 2}  # "a company in Ohio founded in the 1980s"
+PREPOSITIONS = ("in", "on", "at")
+
+
 def described(noun: str, chosen: list[Attribute]) -> str:
-    """"a Canadian filmmaker born in the late 1960s and whose alma mater is X"."""
-    modifiers = [a.modifier for a in sorted(chosen, key=lambda a: ORDER[a.kind])]
-    joined = ", ".join(modifiers[:-2] + [" and ".join(modifiers[-2:])])
+    """"a Canadian filmmaker born in Montreal in the late 1960s whose alma mater is X": a place before a date,
+    phrases of one verb merged ("born in X" and "born in the 1960s"), other phrases side by side, relative
+    clauses after them joined by "and" ("released in the 2020s and whose director is X" is not English), two
+    objects of one relation in one clause ("whose genres include jazz and funk")."""
+    modifiers: list[str] = []
+    merged: dict[str, int] = {}  # relation -> index of its clause in `modifiers`
+    for attribute in sorted(chosen, key=lambda a: PHRASE_ORDER[a.kind]):
+        if attribute.several and attribute.relation in merged:
+            modifiers[merged[attribute.relation]] += f" and {attribute.several}"
+            continue
+        if attribute.several:
+            merged[attribute.relation] = len(modifiers)
+        modifiers.append(attribute.modifier)
+    phrases = _merge_verbs([m for m in modifiers if not m.startswith(RELATIVE_WORDS)])
+    clauses = _merge_verbs([m for m in modifiers if m.startswith(RELATIVE_WORDS)])
+    joined = " ".join([*phrases, *([", ".join(clauses[:-2] + [" and ".join(clauses[-2:])])] if clauses else [])])
     return f"{with_article(noun)} {joined}".strip()
+
+
+def _merge_verbs(modifiers: list[str]) -> list[str]:
+    """"born in Chicago" + "born in the 1940s" -> "born in Chicago in the 1940s" (and "who died in X in the
+    2000s"): a modifier that repeats the previous one's words up to a preposition keeps only what follows."""
+    kept: list[str] = []
+    for modifier in modifiers:
+        words, before = modifier.split(), kept[-1].split() if kept else []
+        common = next((i for i, (a, b) in enumerate(zip(words, before, strict=False)) if a != b),
+                      min(len(words), len(before)))
+        if common >= 2 and words[common - 1] in PREPOSITIONS and not modifier.startswith("whose "):
+            kept[-1] += " " + " ".join(words[common - 1 :])
+        else:
+            kept.append(modifier)
+    return kept

@@ -32,6 +32,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -62,17 +63,21 @@ class Clue:
     object: str | None = None  # an entity fact: the object named in the text ("a city in Ireland")
 
 
-def _tokens(text: str) -> list[str]:
-    return normalize_answer(text).split()
+@functools.lru_cache(maxsize=1 << 14)
+def _tokens(text: str) -> tuple[str, ...]:
+    """Normalised tokens; cached, as every gate reads the same question text and names again."""
+    return tuple(normalize_answer(text).split())
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _padded(text: str) -> str:
+    """" token token ... ": a phrase occurs on token boundaries where its padded form is a substring."""
+    return f" {' '.join(_tokens(text))} "
 
 
 def contains_phrase(text: str, phrase: str) -> bool:
     """Whether the normalised phrase occurs in the normalised text on token boundaries."""
-    needle = _tokens(phrase)
-    if not needle:
-        return False
-    haystack = _tokens(text)
-    return any(haystack[i : i + len(needle)] == needle for i in range(len(haystack) - len(needle) + 1))
+    return bool(_tokens(phrase)) and _padded(phrase) in _padded(text)
 
 
 def answer_leak(text: str, answer: str, aliases: Iterable[str]) -> str | None:
@@ -142,10 +147,13 @@ def unfaithful(text: str, mentions: Iterable[tuple[str, str]], relations: list[s
 
 
 def vague_answer(path: Path) -> str | None:
-    """A literal string answer that is one lower-case word ("capital", "yes") is an infobox keyword."""
+    """A literal string answer that is one lower-case word ("capital", "yes") is an infobox keyword; a
+    relation the lexicon calls guessable (a campus setting, a publisher's industry) has a guess for an answer."""
     answer = path.answer.strip()
     if path.answer_type == "string" and answer.isalpha() and answer.islower():
         return f"keyword-like answer {answer!r}"
+    if phrase(path.hops[-1].relation).guessable:
+        return f"{path.hops[-1].relation} takes one of a handful of values the question suggests ({answer!r})"
     return None
 
 
@@ -357,6 +365,22 @@ def tree_branches(index: FactIndex, path: Path, branches: list[Clue]) -> str | N
         rest = branches[:dropped] + branches[dropped + 1 :]
         if len([o for o in reached if all(satisfies(index, o, c) for c in rest)]) < 2:
             return f"branch {branches[dropped].attribute} is not needed"
+    return None
+
+
+def start_intersection(index: FactIndex, clues: list[Clue], target: int) -> str | None:
+    """Why a described start is not pinned down by intersecting branches, or None when it is: two or more
+    stated facts (branches), together fitting only `target` over the whole graph, and each needed (without
+    any one of them, with the type noun, another entity fits too)."""
+    branches = [c for c in clues if c.attribute]
+    base = [c for c in clues if not c.attribute]
+    if len(branches) < 2:
+        return "fewer than two branches"
+    if (fits := described_candidates(index, clues)) != {target}:
+        return f"the branches together fit {len(fits)} entities"
+    for dropped in branches:
+        if described_candidates(index, base + [c for c in branches if c is not dropped]) == {target}:
+            return f"branch {dropped.attribute} is not needed"
     return None
 
 

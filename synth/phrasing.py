@@ -31,15 +31,24 @@ class RelationPhrase:
     clue: str = ""  # clue sentence "{s} ... {o}" used by the chained style; empty -> "The {noun} of {s} is {o}."
     mutable: bool = False  # the fact can change over time: state the as-of date
     count_ask: str = ""  # frame for a numeric answer ("How many children does {s} have?")
+    common_objects: bool = False  # objects are common nouns, lower case in running text ("include screenwriter")
+    guessable: bool = False  # never asked for: its value is one of a handful that the question's words suggest
 
 
-def _r(noun: str, *ask: str, clue: str = "", mutable: bool = False, count_ask: str = "") -> RelationPhrase:
-    return RelationPhrase(noun, tuple(ask), clue, mutable, count_ask)
+def _r(noun: str, *ask: str, clue: str = "", mutable: bool = False, count_ask: str = "",
+       common_objects: bool = False, guessable: bool = False) -> RelationPhrase:
+    return RelationPhrase(noun, tuple(ask), clue, mutable, count_ask, common_objects, guessable)
 
 
 def _entry(entry: dict) -> RelationPhrase:
     return _r(entry["noun"], *entry.get("ask", ()), clue=entry.get("clue", ""), mutable=entry.get("mutable", False),
-              count_ask=entry.get("count_ask", ""))
+              count_ask=entry.get("count_ask", ""), common_objects=entry.get("common_objects", False),
+              guessable=entry.get("guessable", False))
+
+
+def as_common_noun(name: str) -> str:
+    """"Film director" -> "film director" (a page title capitalised only as a title); "CEO" stays."""
+    return name[:1].lower() + name[1:] if name[:1].isupper() and name[1:2].islower() else name
 
 
 def _load_lexicon(path: Path = LEXICON_FILE) -> tuple[dict[str, RelationPhrase], dict[str, RelationPhrase]]:
@@ -171,7 +180,9 @@ def _ordinal(n: int) -> str:
 def fuzz_year(year: int, style: int) -> tuple[str, tuple[int, int]]:
     """A vague period containing `year` and the year range it stands for.
 
-    style 0: "the early 1990s" (third of a decade); style 1: "the 1990s"; style 2: "the late 19th century".
+    style 0: "the early 1990s" (third of a decade); style 1: "the 1990s"; style 2: "the late 19th century",
+    a century's first four decades (early), the next three (mid-) or the last three (late), as the words are
+    read: 1969 is in the mid-20th century, 1970 in the late one.
     """
     if year <= 0:
         return "antiquity", (-10_000, 0)
@@ -183,9 +194,9 @@ def fuzz_year(year: int, style: int) -> tuple[str, tuple[int, int]]:
     if style == 2:
         century = (year - 1) // 100 + 1
         start = (century - 1) * 100 + 1
-        part = (year - start) * 3 // 100
+        part = 2 if year % 100 == 0 else (0, 0, 0, 0, 1, 1, 1, 2, 2, 2)[year % 100 // 10]
         label = ("early", "mid-", "late")[part]
-        span = (start + part * 33, start + 99 if part == 2 else start + part * 33 + 32)
+        span = ((start, start + 38), (start + 39, start + 68), (start + 69, start + 99))[part]
         return f"the {label}{'' if label.endswith('-') else ' '}{_ordinal(century)} century", span
     decade = year - year % 10
     part = year % 10

@@ -96,6 +96,7 @@ class QuestionContext:
     as_of: dt.date
     config: QuestionConfig
     paths: dict[str, Path] = field(default_factory=dict)  # path_id -> Path, filled for the pipeline
+    tree_share: float = 0.0  # the walk's `tree_share`: paths drawn to be trees prefer intersecting branches
     facts: gates.FactIndex = field(init=False)
 
     def __post_init__(self) -> None:
@@ -186,11 +187,38 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
         def fits(clues):
             return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
     if reached is None:
-        chosen = describe.choose(list(options), fits, ids[position], base, minimum, config.max_attributes)
+        chosen = _choose_intersection(ctx, options, ids[position], base) if _tree_drawn(ctx, path) else None
+        chosen = chosen or describe.choose(list(options), fits, ids[position], base, minimum, config.max_attributes)
     else:
         chosen = _choose_needing_hop(ctx, options, fits, ids[position], base, minimum, reached)
     # Nothing singles it out: keep a plain description and let the plan gate count why.
     return noun, base, chosen if chosen is not None else options[:minimum], chosen is not None
+
+
+MAX_FIRST_BRANCHES = 6  # first branches tried when describing a start drawn to be a tree
+
+
+def _tree_drawn(ctx: QuestionContext, path: Path) -> bool:
+    """Whether the path is drawn to be a tree (a seeded draw at the walk's `tree_share`): its start is then
+    described by attributes that only together single it out, where it has such attributes."""
+    return _rng(ctx.config, path, "tree").random() < ctx.tree_share
+
+
+def _choose_intersection(ctx: QuestionContext, options: list[Attribute], target: int,
+                         base: list[gates.Clue]) -> list[Attribute] | None:
+    """Two or more attributes of which none, with the type, singles `target` out over the whole graph, chosen
+    until together they do and each is needed: the start is where the branches intersect. None if none do."""
+    loose = [o for o in options if gates.described_candidates(ctx.facts, [*base, o.clue]) != {target}]
+
+    def fits(clues):
+        return gates.described_candidates(ctx.facts, clues)
+    for first in loose[:MAX_FIRST_BRANCHES]:  # greedy from each first branch: the narrowest may lead nowhere
+        rest = [o for o in loose if o is not first and (o.relation != first.relation or (o.several and first.several))]
+        more = describe.choose(rest, fits, target, [*base, first.clue], 1, ctx.config.max_attributes - 1)
+        if more is not None and not gates.start_intersection(ctx.facts, [*base, first.clue, *(a.clue for a in more)],
+                                                             target):
+            return [first, *more]
+    return None
 
 
 def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) -> Plan:
@@ -223,7 +251,9 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
         nouns[position] = noun or "entity"
         attributes[position] = chosen
         clues += base + [a.clue for a in chosen]
-        if unique and reached is not None and needs_intersection(ctx, reached, ids[position], base + [a.clue for a in chosen]):
+        said = base + [a.clue for a in chosen]
+        if unique and (needs_intersection(ctx, reached, ids[position], said) if reached is not None
+                       else gates.start_intersection(ctx.facts, said, ids[position]) is None):
             tree_positions.append(position)
         obfuscations += [f"entity:{path.nodes[position]}->{describe.described(nouns[position], chosen)}",
                          *(a.obfuscation for a in chosen if a.obfuscation)]
@@ -394,7 +424,8 @@ def write_template(ctx: QuestionContext, path: Path, plan: Plan) -> Draft:
             subject += f", {_described(plan, hops - 1)},"
         text = _ask(ctx, path, plan, subject, rng)
     else:
-        sentences, subject, used = [], start, Counter()
+        # The start's noun counts as used: "a person ... is a relative of a person. When was the latter person born?"
+        sentences, subject, used = [], start, Counter([plan.nouns[0]] if plan.start_described and 0 in plan.nouns else [])
         for position in range(1, hops):
             noun = plan.nouns[position]
             hop = path.hops[position - 1]
@@ -521,6 +552,9 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
     if (failed := gates.unique_chain(ctx.facts, path, plan.clues, plan.start_described)) is not None:
         return failed
     if plan.branching and (detail := gates.tree_branches(ctx.facts, path, [b.clue for b in plan.branches])):
+        return "tree_branch", detail
+    if 0 in plan.tree_positions and (detail := gates.start_intersection(
+            ctx.facts, [c for c in plan.clues if c.position == 0], gates.path_node_ids(ctx.graph, path)[0])):
         return "tree_branch", detail
     return None
 
@@ -751,7 +785,7 @@ def _load_context(graph_dir: FsPath, paths_dir: FsPath, config: QuestionConfig) 
     table = read_table(Entity, graph_dir / "entities").select(["title", "type", "description", "aliases"])
     entities = {row["title"]: EntityInfo(row["type"], row["description"], row["aliases"] or [])
                 for row in table.to_pylist()}
-    return QuestionContext(graph=graph, entities=entities, as_of=as_of, config=config)
+    return QuestionContext(graph=graph, entities=entities, as_of=as_of, config=config, tree_share=walk_config.tree_share)
 
 
 def _write_outputs(out_dir: FsPath, questions: list[Question], skipped: list[SkippedRecord], shards: int) -> dict[str, list[str]]:

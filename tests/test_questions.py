@@ -12,8 +12,16 @@ from pipeline.io import read_records
 from schemas.config import QuestionConfig, WalkConfig
 from schemas.questions import Path, Question
 from schemas.wiki import SkippedRecord
-from synth import gates
-from synth.phrasing import CONSONANT_SOUND, date_variants, fuzz_year, number_variants, phrase, type_noun
+from synth import describe, gates
+from synth.phrasing import (
+    CONSONANT_SOUND,
+    as_common_noun,
+    date_variants,
+    fuzz_year,
+    number_variants,
+    phrase,
+    type_noun,
+)
 from synth.questions import (
     EntityInfo,
     QuestionContext,
@@ -116,6 +124,20 @@ def test_fewer_hops_gate():
     assert structural_gate(ctx, path_of(ctx, "Angela Merkel", "Joachim Sauer", "Hosena"), plan_question(ctx, path)) is None
 
 
+def test_an_answer_the_question_suggests_is_vague():
+    # "A Jesuit university's religion", "a publisher's industry": the lexicon marks such relations guessable.
+    entities = [entity("Lea Vance", "Person"), entity("Hill College", "University", head=False)]
+    facts = [fact("Lea Vance", "almaMater", "Hill College"), fact("Hill College", "religion", "Catholic Church"),
+             fact("Hill College", "city", "Avon")]
+    ctx = context(entities, facts)
+    assert phrase("religion").guessable and not phrase("city").guessable  # data/ontology/lexicon.toml
+    gate, why = structural_gate(ctx, path_of(ctx, "Lea Vance", "Hill College", "Catholic Church"),
+                                plan_question(ctx, path_of(ctx, "Lea Vance", "Hill College", "Catholic Church")))
+    assert gate == "vague_answer" and "religion" in why
+    path = path_of(ctx, "Lea Vance", "Hill College", "Avon")
+    assert structural_gate(ctx, path, plan_question(ctx, path)) is None
+
+
 def test_leak_gates():
     assert gates.answer_leak("Where was the spouse of X born, near Hosena?", "Hosena", []) == "Hosena"
     assert gates.answer_leak("Which university did HU Berlin's rival...?", "Humboldt University of Berlin", ["HU Berlin"])
@@ -190,15 +212,60 @@ def test_date_fuzzing_and_literal_aliases():
     assert fuzz_year(1993, 0) == ("the early 1990s", (1990, 1993))
     assert fuzz_year(1995, 0) == ("the mid-1990s", (1994, 1996))
     assert fuzz_year(1998, 1) == ("the 1990s", (1990, 1999))
-    assert fuzz_year(1949, 2) == ("the mid-20th century", (1934, 1966))
-    assert fuzz_year(1209, 0) == fuzz_year(1209, 2) == ("the early 13th century", (1201, 1233))  # not "the 1200s"
-    assert fuzz_year(1809, 2) == ("the early 19th century", (1801, 1833))
+    assert fuzz_year(1949, 2) == ("the mid-20th century", (1940, 1969))
+    assert fuzz_year(1209, 0) == fuzz_year(1209, 2) == ("the early 13th century", (1201, 1239))  # not "the 1200s"
+    assert fuzz_year(1809, 2) == ("the early 19th century", (1801, 1839))
+    # Centuries split as read: the first four decades, the next three, the last three (1969 is not "late").
+    assert fuzz_year(1969, 2) == ("the mid-20th century", (1940, 1969))
+    assert fuzz_year(1970, 2) == ("the late 20th century", (1970, 2000))
+    assert fuzz_year(2000, 2) == ("the late 20th century", (1970, 2000))
     assert date_variants("1990-05-12") == ["1990-05-12", "12 May 1990", "May 12, 1990"]
     assert date_variants("1990-05") == ["1990-05", "May 1990"]
     assert number_variants("8848", "m") == ["8848 m", "8,848 m", "8848", "8,848"]
     ctx = context(MERKEL, MERKEL_FACTS)
     assert answer_aliases(ctx, path_of(ctx, "Angela Merkel", "Joachim Sauer", "Hosena")) == ["Hosena, Brandenburg"]
     assert answer_aliases(ctx, path_of(ctx, "Angela Merkel", "Joachim Sauer", "1949-04-19")) == ["19 April 1949", "April 19, 1949"]
+
+
+def test_descriptions_join_phrases_and_relative_clauses_as_english():
+    def attribute(kind, modifier):
+        return describe.Attribute("r", kind, modifier, "", gates.Clue(position=0))
+    released, in_us = attribute("date", "released in the 2020s"), attribute("place", "in the United States")
+    directed, starring = attribute("relation", "whose director is Ida Orbit"), attribute("relation", "whose lead actors include Al Bo")
+    died = attribute("date", "who died in the 2000s")
+    assert describe.described("film", [released, directed]) == "a film released in the 2020s whose director is Ida Orbit"
+    assert describe.described("film", [directed, starring]) == \
+        "a film whose director is Ida Orbit and whose lead actors include Al Bo"
+    assert describe.described("company", [released, in_us]) == "a company in the United States released in the 2020s"
+    assert describe.described("author", [died, directed]) == "an author who died in the 2000s and whose director is Ida Orbit"
+    # A place the noun already names by its adjective is not stated again (data/questions/attributes.toml).
+    us = describe.Attribute("country", "place", "from the United States", "", gates.Clue(position=0, object="United States"))
+    assert describe.restates("American thriller film", us) and not describe.restates("thriller film", us)
+    born, born_in = attribute("date", "born in the 1940s"), attribute("place", "born in Chicago")
+    died_in = attribute("place", "who died in Los Angeles")
+    assert describe.described("author", [born, born_in]) == "an author born in Chicago in the 1940s"
+    assert describe.described("author", [died, died_in, directed]) == \
+        "an author who died in Los Angeles in the 2000s and whose director is Ida Orbit"
+
+
+def test_common_noun_objects_read_in_lower_case_and_a_second_person_is_the_latter():
+    assert phrase("occupation").common_objects and not phrase("spouse").common_objects  # data/ontology/lexicon.toml
+    assert as_common_noun("Film director") == "film director" and as_common_noun("CEO") == "CEO"
+    entities = [entity("Cy Nolan", "Person", description=""), entity("Jo Nolan", "Person", head=False),
+                entity("Zed Nolan", "Person", head=False), entity("Ann Bay", "Person", head=False)]
+    facts = [fact("Cy Nolan", "relative", "Jo Nolan"), fact("Cy Nolan", "occupation", "Filmmaker"),
+             fact("Ann Bay", "occupation", "Filmmaker"), fact("Cy Nolan", "birthDate", "1970-07-30", "date"),
+             fact("Zed Nolan", "birthDate", "1971-01-01", "date"), fact("Zed Nolan", "occupation", "Actor"),
+             fact("Ann Bay", "birthDate", "1931-01-01", "date"), fact("Jo Nolan", "birthPlace", "Avon"),
+             fact("Jo Nolan", "education", "Georgetown University")]
+    ctx = context(entities, facts, describe_start=1.0)
+    path = path_of(ctx, "Cy Nolan", "Jo Nolan", "Georgetown University")
+    plan = plan_question(ctx, path, "clues")
+    text = write_template(ctx, path, plan).text
+    assert_reads_as_english(text)
+    assert structural_gate(ctx, path, plan) is None
+    assert "whose occupations include filmmaker" in text or "whose occupation is filmmaker" in text, text
+    assert "Filmmaker" not in text and " is a relative of a person" in text and "the latter person" in text, text
 
 
 def test_relation_phrases_and_type_nouns():

@@ -103,6 +103,47 @@ def test_the_start_is_described_by_attributes_that_single_it_out():
     loose = [gates.Clue(position=0, type_noun="writer"), gates.Clue(position=0, attribute="birthPlace", object="Galway")]
     gate, why = gates.unique_chain(ctx.facts, path, loose, start_described=True)
     assert gate == "start_not_unique" and "3 entities" in why
+    # Neither attribute alone finds her, together they do: the start is where two branches meet (a tree).
+    assert plan.tree_positions == [0] and plan.shape == "tree" and "tree_at:0" in plan.obfuscations
+    assert gates.start_intersection(ctx.facts, start, ctx.graph.node_id("Ada Lane")) is None
+
+
+def test_a_start_drawn_to_be_a_tree_is_described_by_facts_that_only_together_find_it():
+    # Ada Lane also holds an award no one else holds: alone it names her (a chain's description). Drawn to be
+    # a tree, her start is instead described by a birth period and a college, each shared with another novelist.
+    facts = [*PEOPLE_FACTS, fact("Ada Lane", "award", "Galway Pen Prize")]
+    ctx = context(PEOPLE, facts, describe_start=1.0, attributes_per_entity=0)
+    path = path_of(ctx, "Ada Lane", "Galway", "Ireland")
+    ada = ctx.graph.node_id("Ada Lane")
+    chain = plan_question(ctx, path)
+    assert chain.shape == "chain" and [a.relation for a in chain.attributes[0]] == ["award"]
+    ctx.tree_share = 1.0
+    tree = plan_question(ctx, path)
+    assert structural_gate(ctx, path, tree) is None
+    assert tree.tree_positions == [0] and sorted(a.relation for a in tree.attributes[0]) == ["almaMater", "birthDate"]
+    said = [c for c in tree.clues if c.position == 0]
+    assert gates.described_candidates(ctx.facts, said) == {ada}
+    for branch in said[1:]:  # each branch, checked over the whole graph, fits another novelist too
+        assert len(gates.described_candidates(ctx.facts, [said[0], branch])) == 2
+    text = write_template(ctx, path, tree).text
+    assert_reads_as_english(text)
+    assert "Galway Pen Prize" not in text and "Ada Lane" not in text and " and whose" not in text
+
+
+def test_the_start_intersection_gate_checks_each_branch():
+    ctx = context(PEOPLE, [*PEOPLE_FACTS, fact("Ada Lane", "award", "Galway Pen Prize")])
+    ada = ctx.graph.node_id("Ada Lane")
+    writer = gates.Clue(position=0, type_noun="writer")
+    early_60s = gates.Clue(position=0, attribute="birthDate", years=(1960, 1963))
+    trinity = gates.Clue(position=0, attribute="almaMater", object="Trinity College Dublin")
+    prize = gates.Clue(position=0, attribute="award", object="Galway Pen Prize")
+    galway = gates.Clue(position=0, attribute="birthPlace", object="Galway")
+    assert gates.start_intersection(ctx.facts, [writer, early_60s, trinity], ada) is None
+    assert gates.start_intersection(ctx.facts, [writer, trinity], ada) == "fewer than two branches"
+    assert gates.start_intersection(ctx.facts, [writer, galway, trinity], ada) == "the branches together fit 2 entities"
+    assert gates.start_intersection(ctx.facts, [writer, early_60s, trinity, galway], ada) == \
+        "branch birthPlace is not needed"
+    assert gates.start_intersection(ctx.facts, [writer, prize, galway], ada) == "branch birthPlace is not needed"
 
 
 STUDIO = [
@@ -238,6 +279,12 @@ def test_an_ended_marriage_is_asked_in_the_past_without_an_as_of_date():
     ctx = context(entities, reverse)
     attributes = describe.attributes(ctx, ctx.graph.node_id("Una Vale"), 1, random.Random(0), True, set(), set())
     assert [a.modifier for a in attributes if a.relation == "spouse"] == ["whose former spouse is Tom Reed"]
+    # A former and a present spouse: one spouse now ("whose spouse is", not "whose spouses include").
+    remarried = [*reverse, fact("Una Vale", "spouse", "Vic Hale", qualifiers={"start": "2005"})]
+    ctx = context(entities, remarried)
+    attributes = describe.attributes(ctx, ctx.graph.node_id("Una Vale"), 1, random.Random(0), True, set(), set())
+    assert sorted(a.modifier for a in attributes if a.relation == "spouse") == \
+        ["whose former spouse is Tom Reed", "whose spouse is Vic Hale"]
     ongoing = [fact("Tom Reed", "spouse", "Una Vale", qualifiers={"start": "1990"}), *facts[1:]]
     ctx = context(entities, ongoing)
     plan = plan_question(ctx, path_of(ctx, "Tom Reed", "Una Vale", "Perth"), "clues")

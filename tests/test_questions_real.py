@@ -24,11 +24,12 @@ from schemas.wiki import Relation
 from synth.environment import build_index
 from synth.phrasing import has_ended
 from synth.questions import _load_context, run_questions
+from synth.report import question_report
 from tests.test_questions import assert_reads_as_english
 from tests.test_questions_sample import assert_states_graph_facts
 
 WIKISAMPLES = Path(__file__).resolve().parents[2] / "shared" / "wikisamples" / "xml"
-# file -> fewest questions (measured: 15, 5, 0, 0, 0); a floor of 0 means the file holds no 2-hop chain.
+# file -> fewest questions (measured: 12, 8, 0, 0, 0); a floor of 0 means the file holds no 2-hop chain.
 FLOORS = {
     "infoboxer__vcr-cassettes-enwiki.xml.bz2": 10,
     "dbpedia__minidump-en.xml.bz2": 4,
@@ -36,6 +37,11 @@ FLOORS = {
     "wikireader__classical-composers.xml.bz2": 0,
     "wikireader__japanese-architects.xml.bz2": 0,
 }
+
+
+# file -> fewest tree questions (measured: 1 on infoboxer, "a band whose genres include jazz and funk", two
+# genres that other Ukrainian bands of the slice hold one at a time; 0 on the minidump).
+TREE_FLOORS = {"infoboxer__vcr-cassettes-enwiki.xml.bz2": 1}
 
 
 @pytest.fixture(scope="module", params=sorted(FLOORS))
@@ -93,3 +99,15 @@ def test_real_terms_of_office_bound_their_group(run):
     assert opposition == {"start": "2002-09-22", "end": "2005-11-22"} and has_ended(opposition, as_of)
     chancellor = offices[("Chancellor of Germany", None)]
     assert chancellor == {"start": "2005-11-22"} and not has_ended(chancellor, as_of)
+
+
+def test_real_trees_meet_their_floor_and_a_short_share_is_explained(run):
+    name, out, walk, _, questions = run
+    trees = [q for q in questions if "shape:tree" in q.obfuscations]
+    assert len(trees) >= TREE_FLOORS.get(name, 0)
+    if not questions:
+        return
+    report = question_report(out)
+    assert report["tree_share"] == round(len(trees) / len(questions), 4)
+    if report["tree_share"] < report["tree_share_configured"] - 0.05:  # the report says why, in plain words
+        assert report["tree_note"].startswith(f"walk.tree_share is {report['tree_share_configured']:.0%} but ")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -110,6 +112,7 @@ def test_hub_is_not_an_intermediate_node_but_can_be_an_answer():
     entities = [entity("S"), *others("Hub", "B", *fans)]
     relations = [fact(f, "likes", "Hub") for f in fans]
     relations += [fact("S", "club", "Hub"), fact("Hub", "city", "Town"), fact("S", "spouse", "B"), fact("B", "club", "Hub")]
+    walk = functools.partial(globals()["walk"], forbid_shortcut=False)  # S -> B -> Hub while S links Hub too
     paths, counts = walk(entities, relations, hub_quantile=0.95, hub_min_degree=0, walks_per_start=30)
     assert counts["rejected:hub"] > 0
     assert chains(paths) == [("S", "B", "Hub")]
@@ -127,9 +130,11 @@ def test_inverse_hop_disabled_falls_through_to_revisit():
 
 
 def test_dedup_levels_each_drop_one_path():
-    # S->B->C and S->C->B: same relation sequence over the same node set (isomorphic).
+    # S->B->C and S->C->B: same relation sequence over the same node set (isomorphic); each is a shortcut
+    # (S links both), so that condition is off here.
     iso = [fact("S", "a", "B"), fact("S", "a", "C"), fact("B", "b", "C"), fact("C", "b", "B")]
-    paths, counts = walk([entity("S"), *others("B", "C")], iso, walks_per_start=50, step_retries=8)
+    paths, counts = walk([entity("S"), *others("B", "C")], iso, walks_per_start=50, step_retries=8,
+                         forbid_shortcut=False)
     assert len(paths) == 1 and counts["rejected:isomorphic"] == 1 and counts["rejected:duplicate"] > 0
     # S->B1->Z and S->B2->Z with B1, B2 of one type: the same question once B is obfuscated (WL hash).
     wl = [fact("S", "a", "B1"), fact("S", "a", "B2"), fact("B1", "b", "Z"), fact("B2", "b", "Z")]
@@ -238,3 +243,52 @@ def test_a_walk_drawn_to_branch_may_branch_at_an_intermediate_hop():
     assert any("branching_final_hop" not in p.conditions for p in inner)  # the branch is not the final hop
     _, never = walk(entities, relations, tree_share=0.0, walks_per_start=40)
     assert never["walks:branched"] == 0 and never["walks:may_branch"] == 0
+
+
+def test_a_step_to_a_node_an_earlier_node_links_to_is_a_shortcut():
+    # S -> B -> C while S names C itself: "the birthplace of S's spouse" is just S's residence, one hop.
+    entities = [entity("S"), *others("B", "C", "D")]
+    relations = [fact("S", "spouse", "B"), fact("B", "birthPlace", "C"), fact("S", "residence", "C"),
+                 fact("C", "country", "Land"), fact("B", "almaMater", "D"), fact("D", "city", "Town")]
+    paths, counts = walk(entities, relations, hops=[2, 3], walks_per_start=60)
+    assert counts["rejected:shortcut"] > 0
+    assert ("S", "B", "C") not in chains(paths) and ("S", "B", "D", "Town") in chains(paths)
+    assert ("S", "B", "C", "Land") not in chains(paths)  # Land is one hop from C, which S links to
+    assert all("no_shortcut_edge" in p.conditions for p in paths)
+    relaxed, relaxed_counts = walk(entities, relations, hops=[2, 3], walks_per_start=60, forbid_shortcut=False)
+    assert ("S", "B", "C") in chains(relaxed) and relaxed_counts["rejected:shortcut"] == 0
+
+
+def test_a_literal_is_a_shortcut_only_over_the_same_relation():
+    # S and its spouse B share a birth year: B's birth date is no shortcut, S's own founding date of 1950 is.
+    entities = [entity("S"), *others("B")]
+    relations = [fact("S", "spouse", "B"), fact("S", "birthDate", "1950", "date"), fact("B", "birthDate", "1950", "date")]
+    paths, counts = walk(entities, relations, walks_per_start=30)
+    assert counts["rejected:shortcut"] > 0 and paths == []
+    entities = [entity("S"), *others("B")]
+    relations = [fact("S", "spouse", "B"), fact("S", "foundingDate", "1950", "date"),
+                 fact("B", "birthDate", "1950", "date")]
+    paths, counts = walk(entities, relations, walks_per_start=30)
+    assert counts["rejected:shortcut"] == 0 and chains(paths) == [("S", "B", "1950")]
+
+
+def test_a_route_around_the_path_is_a_shortcut_too():
+    # S -> B -> D -> C, but S -> X -> C reaches C in two hops: a 3-hop question about C would have a shorter route.
+    entities = [entity("S"), *others("B", "D", "X", "C")]
+    relations = [fact("S", "spouse", "B"), fact("B", "almaMater", "D"), fact("D", "city", "C"),
+                 fact("S", "employer", "X"), fact("X", "city", "C"), fact("C", "country", "Land"),
+                 fact("D", "founder", "Ed")]
+    paths, counts = walk(entities, relations, hops=[3], walks_per_start=80)
+    assert counts["rejected:shortcut"] > 0
+    assert ("S", "B", "D", "C") not in chains(paths) and ("S", "B", "D", "Ed") in chains(paths)
+    relaxed, _ = walk(entities, relations, hops=[3], walks_per_start=80, forbid_shortcut=False)
+    assert ("S", "B", "D", "C") in chains(relaxed)
+
+
+def test_longer_walks_get_more_attempts():
+    entities, relations = random_graph(4, people=20)
+    graph = csr(entities, relations)
+    starts = len(start_nodes(graph))
+    for growth in (1.0, 3.0):
+        _, counts = walk_graph(graph, WalkConfig(hops=[2, 3, 4], walks_per_start=5, long_walk_growth=growth))
+        assert counts["walks:attempted"] == starts * round(5 + 5 * growth + 5 * growth**2)
