@@ -27,6 +27,8 @@ ROW_CLAIMS = (
     re.compile(rf"\b(?P<entity>{_NAME})['’]s (?P<label>[a-z][a-z ]{{1,30}}?) (?:is|was) (?P<value>.+)"),
     re.compile(rf"\b(?P<entity>{_NAME}) was born (?P<label>on|in) (?P<value>.+)"),
 )
+# A stated answer is a value; "the answer is the capital of the state where ..." restates the question.
+MAX_ANSWER_WORDS = 6
 STATED_ANSWER = re.compile(r"\bthe (?:final )?answer is (?!(?:in|on|at|not|probably|likely)\b)(?P<value>[^.;:\n]+?)"
                            r"(?:,\s*because\b|\.(?:\s|$)|[;:\n]|$)|\\boxed\{(?P<boxed>[^}]*)\}", re.I)
 
@@ -78,6 +80,7 @@ def contradicted_rows(reasoning: str, earlier: Sequence[Turn]) -> list[str]:
 def stated_answers(turn: Turn) -> list[str]:
     """The answers a turn states: in its reasoning, then in its answer call."""
     answers = [(m.group("value") or m.group("boxed") or "").strip(" .'\"") for m in STATED_ANSWER.finditer(turn.reasoning)]
+    answers = [a for a in answers if len(a.split()) <= MAX_ANSWER_WORDS]
     call = turn.tool_call
     if call is not None and call.name == ANSWER_TOOL and isinstance(call.arguments.get("text"), str):
         answers.append(call.arguments["text"])

@@ -272,7 +272,7 @@ def judge_config_from_args(args: argparse.Namespace) -> JudgeConfig:
     values: dict = {}
     if args.config:
         try:
-            data = tomllib.loads(Path(args.config).read_text())
+            data = tomllib.loads(as_path(args.config).read_text())
         except (OSError, tomllib.TOMLDecodeError) as error:
             raise UserError(f"cannot read config {args.config}: {error}") from error
         section = data.get("judge")

@@ -31,10 +31,13 @@ it:
    dates settle: "second", "latest", "only"); or a correct final answer no earlier result showed (a guess).
 8. wrong answer (soundness): a final answer that does not match the gold answer or its aliases.
 9. unmotivated action (soundness): a call (not an answer) that does not follow from its reasoning: the
-   reasoning plans a step ("I will", "let me", ...) and the call's arguments share no word of three or more
-   letters with it, or the tool the plan names ("I will search", "let me open", "I will look for") is not
-   the one called; or the reasoning says it will give the answer, or states the answer ("The answer is
-   1943.") and plans no step, while it calls another tool.
+   reasoning plans a step ("I will", "let me", "I need", ...) and the call's arguments share no word of three
+   or more letters with it (unless the plan names the tool called and the arguments name something the
+   question or a result named: "I will open it", "I will open the film's page"), or the tool the plan names ("I will search", "let me open", "I will look for") is not
+   the one called; or the reasoning says it will give the answer, or states the answer (a value of at
+   most six words: "The answer is 1943.") and plans no step, while it calls another tool; or the
+   reasoning plans no step and the arguments share no such word with it, the question or an earlier
+   result (a call from nowhere).
 10. unsound reasoning (soundness): the reasoning contradicts what the agent read or said: it gives a row of
    a page it read another value ("the birth place of X is Y", "X's spouse is Y", "X was born in/on Y"
    while X's page showed "Birth place: Z"); or it states an answer ("the answer is X", "\\boxed{X}")
@@ -59,7 +62,7 @@ _REASON = re.compile(r"\b(because|since|means|fits|matches|the one|so that|which
 _CAPITALISED = re.compile(r"\b[A-Z][\w'.-]*(?:\s+(?:of|the|de|von|van|and)?\s*[A-Z][\w'.-]*)*|\b\d[\d,.]*\d\b|\b\d\b")
 _ROW = re.compile(r"^\s*(?:\[page \d+\] )?([A-Z][\w ]{0,38}\w): (.+)$", re.M)
 _TITLE = re.compile(r"^\d+\. (.+)$", re.M)
-_STEP = re.compile(r"\b(i will|i'll|let me|i need to|i should|next i)\b", re.I)
+_STEP = re.compile(r"\b(i will|i'll|let me|i need|i should|next i)\b", re.I)
 _WILL_ANSWER = re.compile(r"\b(?:i will|i'll|let me) (?:now )?(?:give|submit|state|provide)\b.{0,20}\banswer\b", re.I)
 _PLANNED_TOOL = re.compile(r"\b(?:i will|i'll|let me|i need to|i should|next i)\s+(?:now\s+|first\s+|try to\s+)?"
                            r"(search|open|read|look\s+for)\b", re.I)
@@ -151,9 +154,9 @@ def label_turn(question: Question, trajectory: Trajectory, position: int) -> tup
             kinds.append("wrong_answer")
         elif not any(_has(seen, f) for f in _spellings(question.answer, question.path.answer_type) + question.aliases):
             kinds.append("unsupported_claim")
-    if not {"unsupported_claim", "wrong_answer"} & set(kinds) and _unsupported(turn.reasoning, seen, earlier, question.text):
+    if "unsupported_claim" not in kinds and _unsupported(turn.reasoning, seen, earlier, question.text):
         kinds.append("unsupported_claim")
-    if not answer_turn and turn.tool_call is not None and not turn.parse_error and _unmotivated(turn):
+    if not answer_turn and turn.tool_call is not None and not turn.parse_error and _unmotivated(turn, seen):
         kinds.append("unmotivated_action")
     if _contradicts_a_row(turn.reasoning, earlier) or _changes_its_answer(turn, earlier):
         kinds.append("unsound_reasoning")
@@ -188,24 +191,29 @@ def _misspelt(title: str, shown: str) -> bool:
     return bool(words) and all(w[:4] in starts for w in words)
 
 
-def _unmotivated(turn: Turn) -> bool:
-    """Rule 9: the call does not follow from the step the reasoning plans, or from the answer it states."""
+def _unmotivated(turn: Turn, seen: str) -> bool:
+    """Rule 9: the call does not follow from the step the reasoning plans, from the answer it states, or
+    from anything at all."""
     reasoning = turn.reasoning.strip()
+    words = {w for w in _plain(" ".join(str(v) for v in turn.tool_call.arguments.values())).split() if len(w) > 2}
     if not _STEP.search(reasoning):
-        return bool(_stated_answers(reasoning))
+        from_nowhere = bool(reasoning) and bool(words) and not words & set(f"{_plain(reasoning)} {seen}".split())
+        return bool(_stated_answers(reasoning)) or from_nowhere
     if _WILL_ANSWER.search(reasoning):
         return True
     planned = {" ".join(verb.lower().split()) for verb in _PLANNED_TOOL.findall(reasoning)}
     if planned and not planned & _TOOL_VERBS.get(turn.tool_call.name, set()):
         return True
-    words = {w for w in _plain(" ".join(str(v) for v in turn.tool_call.arguments.values())).split() if len(w) > 2}
+    if planned and words & set(seen.split()):
+        return False  # "I will open it": the planned tool, on something the question or a result named
     return bool(words) and not words & set(_plain(reasoning).split())
 
 
 def _stated_answers(reasoning: str) -> list[str]:
-    """Answers a reasoning states: "the answer is X", "\\boxed{X}"."""
+    """Answers a reasoning states: "the answer is X", "\\boxed{X}", X a value of at most six words (not a
+    restated question: "the answer is the capital of the state where ... was born")."""
     found = [a.strip(" .'\"") for a in _ANSWER_STATED.findall(reasoning) + _BOXED.findall(reasoning)]
-    return [a for a in found if a]
+    return [a for a in found if a and len(a.split()) <= 6]
 
 
 def _changes_its_answer(turn: Turn, earlier: list[Turn]) -> bool:

@@ -18,8 +18,9 @@ from pathlib import Path
 from critic.calibration import INJECTED_KINDS, CalibrationReport, calibrate, injected_labels, load_labelled
 from critic.judge import add_judge_arguments, judge_batch, judge_config_from_args
 from pipeline.errors import UserError
-from pipeline.io import read_records
+from pipeline.io import atomic_write_text, read_records
 from pipeline.llm import LLMUnavailable, run_async
+from pipeline.storage import as_path
 from schemas.config import JudgeConfig
 from schemas.critic import JudgedTrajectory
 
@@ -43,7 +44,7 @@ def labelled_report(path: str | Path, config: JudgeConfig, cache_dir: str | Path
 
 
 def read_judged(folder: str | Path) -> list[JudgedTrajectory]:
-    folder = Path(folder)
+    folder = as_path(folder)
     records = list(read_records(JudgedTrajectory, folder / "judged" if (folder / "judged").is_dir() else folder))
     if not records:
         raise UserError(f"no judged trajectories in {folder}")
@@ -108,5 +109,5 @@ def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
         print(report.format())
     if args.json_out:
         data = reports[0].to_dict() if len(reports) == 1 else [r.to_dict() for r in reports]
-        Path(args.json_out).write_text(json.dumps(data, indent=2) + "\n")
+        atomic_write_text(args.json_out, json.dumps(data, indent=2) + "\n")
     return 0

@@ -8,9 +8,10 @@ Four parts, the weakest decides:
   reason ("because", "fits", "the one ... means", an ordinal the row settles: "his second wife"): an
   unexplained pick is an unsupported claim;
 - action: the call's arguments must come from the reasoning (or, with no reasoning, from what is known);
-  a call that names nothing the stated plan mentions does not follow from it, nor one of another tool than
-  the plan names ("I will search for him" and a page opened), nor a call after a reasoning that states the
-  answer ("The answer is 1943.") and plans no step;
+  a call that names nothing the stated plan mentions does not follow from it (unless the plan names the
+  tool and the call names something known: "I will open it"), nor one of another tool than the plan names
+  ("I will search for him" and a page opened), nor a call after a reasoning that states the answer ("The
+  answer is 1943.") and plans no step;
 - consistency (`critic.consistency`): reasoning that contradicts a row of a page read, or changes its
   answer with nothing new in between, is unsound reasoning;
 - final answer: it must be correct and shown by an earlier observation; a right answer no observation
@@ -46,7 +47,7 @@ from synth.wikitext import INFOBOX_ROW, listed_values
 UNSUPPORTED_CAP = 0.4
 REASON_MARKERS = re.compile(r"\b(because|since|means|fits|matches|the one|which is why|so that|first|second|third|last|latest|current|former|earlier|later|only|eldest|youngest)\b", re.I)
 # A step the agent says it will take itself, and the tool a planned step names.
-FIRST_PERSON_STEP = re.compile(r"\b(i will|i'll|let me|i need to|i should|next i)\b", re.I)
+FIRST_PERSON_STEP = re.compile(r"\b(i will|i'll|let me|i need|i should|next i)\b", re.I)
 PLANNED_TOOL = re.compile(r"\b(?:i will|i'll|let me|i need to|i should|next i)\s+(?:now\s+|first\s+|try to\s+)?"
                           r"(?P<verb>search|open|read|look\s+for)\b", re.I)
 TOOLS_A_VERB_FITS = {"search": {"search"}, "open": {"open_page", "find_in_page"}, "read": {"open_page", "find_in_page"},
@@ -129,10 +130,12 @@ def action_part(turn: Turn, knowledge: Knowledge) -> SoundnessPart:
                              "unmotivated_action")
     if argument_words & content_tokens(reasoning):
         return SoundnessPart(1.0, "the call follows the reasoning")
+    if verbs and argument_words & knowledge.tokens:
+        return SoundnessPart(0.8, f"the planned {call.name} on something known (a page the plan refers to)")
     plans = [c for c in clauses(reasoning) if PLAN_MARKERS.search(c)]
     if any(PLANS_TO_ANSWER.search(c) for c in plans):
         return SoundnessPart(0.2, f"the reasoning says it will answer, but it calls {call.name}", "unmotivated_action")
-    if any(named_spans(c) for c in plans):
+    if any(named_spans(c) for c in plans) or FIRST_PERSON_STEP.search(reasoning):
         return SoundnessPart(0.2, f"{call.name} call is not the step the reasoning plans", "unmotivated_action")
     if argument_words & knowledge.tokens:
         return SoundnessPart(0.8, "the call builds on what is known")

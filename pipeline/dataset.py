@@ -311,11 +311,10 @@ def load_config(path: str | None, overrides: dict[str, Any]) -> DatasetConfig:
     """A DatasetConfig from a TOML file (or the defaults) with command-line overrides applied."""
     data: dict[str, Any] = {}
     if path is not None:
+        if not as_path(path).is_file():
+            raise UserError(f"config file not found: {path}")
         try:
-            with open(path, "rb") as handle:
-                data = tomllib.load(handle)
-        except FileNotFoundError as error:
-            raise UserError(f"config file not found: {path}") from error
+            data = tomllib.loads(as_path(path).read_text())
         except tomllib.TOMLDecodeError as error:
             raise UserError(f"config file {path} is not valid TOML: {error}") from error
     for dotted, value in overrides.items():

@@ -49,7 +49,6 @@ import dataclasses
 import datetime as dt
 import functools
 import gc
-import heapq
 import itertools
 import json
 import logging
@@ -64,6 +63,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import apache_beam as beam
+import pyarrow as pa
 from mwparserfromhell.parser import ParserError
 from pydantic import AwareDatetime
 
@@ -74,10 +74,10 @@ from pipeline.infobox import Fact, Infobox, parse_infoboxes
 from pipeline.io import (
     WorkUnits,
     atomic_write_text,
+    merge_sorted_files,
     read_column,
     read_records,
     shard_files,
-    write_record_stream,
     write_records,
 )
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
@@ -94,7 +94,7 @@ from pipeline.wikitext import (
     normalize_title,
     redirect_target,
 )
-from schemas.base import Record, utc
+from schemas.base import Record, arrow_schema, utc
 from schemas.config import BeamOptions, ExtractConfig
 from schemas.manifest import Manifest
 from schemas.wiki import Entity, Page, Provenance, Qualifier, Relation, SkippedRecord
@@ -965,10 +965,29 @@ def shard_of(key, shards: int) -> int:
     return zlib.crc32(str(key[0] if isinstance(key, tuple) else key).encode("utf-8")) % shards
 
 
-# how the rows of each output table are ordered (a page's relations: by the order `_FinishUnit` gave them)
-_SORT_KEYS: dict[str, Callable] = {"entities": lambda entity: entity.title, "pages": lambda page: page.title,
-                                   "skipped": skipped_sort_key,
-                                   "relations": lambda relation: (relation.head, relation.provenance.page_id)}
+# how the rows of each output table are ordered (a page's relations: by the order `_FinishUnit` gave them),
+# read from a batch of rows: the merge orders rows by these keys without decoding the rows
+def title_sort_keys(batch: pa.RecordBatch) -> list:
+    """Each row's title (entities, pages)."""
+    return batch.column("title").to_pylist()
+
+
+def skipped_sort_keys(batch: pa.RecordBatch) -> list:
+    """`skipped_sort_key` of each row."""
+    title, stage, reason, page_id, detail = (batch.column(name).to_pylist()
+                                             for name in ("title", "stage", "reason", "page_id", "detail"))
+    return [(t, s, r, p or 0, d) for t, s, r, p, d in zip(title, stage, reason, page_id, detail, strict=True)]
+
+
+def relation_merge_keys(batch: pa.RecordBatch) -> list:
+    """(head, provenance page id) of each row (a page's relations keep the order of their run)."""
+    page_ids = batch.column("provenance").field("page_id").to_pylist()
+    return list(zip(batch.column("head").to_pylist(), page_ids, strict=True))
+
+
+_SORT_KEYS: dict[str, Callable[[pa.RecordBatch], list]] = {
+    "entities": title_sort_keys, "pages": title_sort_keys, "skipped": skipped_sort_keys,
+    "relations": relation_merge_keys}
 
 
 class _FinishUnit(beam.DoFn):
@@ -1027,22 +1046,21 @@ def _run_path(out_dir: str, table: str, unit_id: str, shard: int) -> Path:
     return WorkUnits(out_dir, ()).folder / "runs" / table / f"{unit_id}-{shard:05d}.parquet"
 
 
-def merge_runs(model: type[Record], runs: list[Path], key: Callable, path: Path, group_rows: int,
-               scratch: Path) -> int:
+def merge_runs(model: type[Record], runs: list[Path], sort_keys: Callable[[pa.RecordBatch], list], path: Path,
+               group_rows: int, scratch: Path) -> int:
     """Sorted runs -> one sorted file at `path` (none when all are empty), MERGE_FAN_IN runs at a time: more
     are first merged in order into intermediate runs under `scratch`, so memory holds at most MERGE_FAN_IN
     row groups of MERGE_BATCH_ROWS and one output group of `group_rows`, however many units there are.
-    Equal keys keep the order of their runs."""
+    Equal keys keep the order of their runs. Rows are copied as Arrow, never decoded (`merge_sorted_files`)."""
     level = 0
     while len(runs) > MERGE_FAN_IN:
         merged = []
         for start in range(0, len(runs), MERGE_FAN_IN):
             step = scratch / f"merge{level}-{start // MERGE_FAN_IN:05d}.parquet"
-            if merge_runs(model, runs[start:start + MERGE_FAN_IN], key, step, MERGE_BATCH_ROWS, scratch):
+            if merge_runs(model, runs[start:start + MERGE_FAN_IN], sort_keys, step, MERGE_BATCH_ROWS, scratch):
                 merged.append(step)
         runs, level = merged, level + 1
-    readers = [read_records(model, run, batch_rows=MERGE_BATCH_ROWS) for run in runs]
-    return write_record_stream(model, heapq.merge(*readers, key=key), path, group_rows)
+    return merge_sorted_files(arrow_schema(model), runs, sort_keys, path, group_rows, MERGE_BATCH_ROWS)
 
 
 class _MergeShard(beam.DoFn):

@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 
 from pipeline.errors import UserError
-from pipeline.storage import StorePath, as_path
+from pipeline.storage import StorePath, as_path, process_alive
 
 LOCK = ".hopsmith.lock"
 RUN_ID = uuid.uuid4().hex  # this process's run, as a lock object names it
@@ -83,13 +83,7 @@ def _alive(holder: dict) -> bool:
         return False
     if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
         return True
-    try:
-        os.kill(holder["pid"], 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return process_alive(holder["pid"])
 
 
 def _lock_object(lock: StorePath) -> None:

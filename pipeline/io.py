@@ -11,6 +11,7 @@ lies in the folder. Finished work units inside an unfinished stage are the part 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import io
 import itertools
 import json
@@ -127,7 +128,13 @@ def write_record_stream(model: type[BaseModel], records: Iterable[BaseModel], pa
     storage the file is built in a local temporary file, then uploaded streamed (`put_file`)."""
     records = iter(records)
     batches = iter(lambda: list(itertools.islice(records, group_rows)), [])
-    first = next(batches, None)
+    return write_table_stream(arrow_schema(model), (to_table(model, batch) for batch in batches), path)
+
+
+def write_table_stream(schema: pa.Schema, tables: Iterable[pa.Table], path: PathLike) -> int:
+    """Write tables to one parquet file, each one row group, atomically (as `write_record_stream`)."""
+    tables = iter(tables)
+    first = next(tables, None)
     if first is None:
         return 0
     remote = as_path(path) if is_url(path) else None
@@ -136,10 +143,10 @@ def write_record_stream(model: type[BaseModel], records: Iterable[BaseModel], pa
     os.close(fd)
     written = 0
     try:
-        with pq.ParquetWriter(tmp, arrow_schema(model), compression="zstd") as writer:
-            for batch in itertools.chain([first], batches):
-                writer.write_table(to_table(model, batch))
-                written += len(batch)
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+            for table in itertools.chain([first], tables):
+                writer.write_table(table)
+                written += table.num_rows
         if remote is not None:
             put_file(remote, tmp)
         else:
@@ -147,6 +154,37 @@ def write_record_stream(model: type[BaseModel], records: Iterable[BaseModel], pa
     finally:
         Path(tmp).unlink(missing_ok=True)
     return written
+
+
+def merge_sorted_files(schema: pa.Schema, files: list[PathLike], sort_keys: Callable[[pa.RecordBatch], list],
+                       path: PathLike, group_rows: int, batch_rows: int) -> int:
+    """Parquet files each sorted by `sort_keys` (a batch's rows -> their keys) -> one sorted file at `path`,
+    `group_rows` to a row group (no rows, no file). Rows stay Arrow: only their keys reach Python, and a
+    row group is assembled with `take` from the batches its rows came from, so no row is decoded into a
+    record. Memory holds one batch of `batch_rows` per file and one output group. Equal keys keep the
+    order of their files. Returns the number of rows written."""
+    def keyed_rows(file: PathLike) -> Iterator[tuple[Any, pa.RecordBatch, int]]:
+        for batch in parquet_file(file).iter_batches(batch_size=batch_rows):
+            batch = batch.cast(schema)
+            for row, key in enumerate(sort_keys(batch)):
+                yield key, batch, row
+
+    merged = heapq.merge(*(keyed_rows(file) for file in files), key=lambda keyed: keyed[0])
+    groups = iter(lambda: list(itertools.islice(merged, group_rows)), [])
+    return write_table_stream(schema, (_take_rows(schema, group) for group in groups), path)
+
+
+def _take_rows(schema: pa.Schema, rows: list[tuple[Any, pa.RecordBatch, int]]) -> pa.Table:
+    """The table of the (key, batch, row) `rows`, in their order, copied out of their batches."""
+    offsets: dict[int, int] = {}  # by id: every batch stays alive in `rows` meanwhile
+    batches: list[pa.RecordBatch] = []
+    total = 0
+    for _, batch, _ in rows:
+        if id(batch) not in offsets:
+            offsets[id(batch)], total = total, total + batch.num_rows
+            batches.append(batch)
+    indices = [offsets[id(batch)] + row for _, batch, row in rows]
+    return pa.Table.from_batches(batches, schema=schema).take(indices).combine_chunks()
 
 
 # how far above a shard folder its stage's manifest may lie (`data/<config>/` in the dataset folder)

@@ -19,11 +19,12 @@ import atexit
 import contextlib
 import fnmatch
 import functools
+import hashlib
 import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
@@ -137,6 +138,20 @@ class StorePath:
             for metadata in result.metadata_list:
                 yield metadata.path[len(prefix):], metadata.size_in_bytes
 
+    def _level(self) -> tuple[list[str], list[str]]:
+        """(objects, sub-folders) directly in this folder, by name: on S3 and GCS one listing of the folder's
+        exact prefix (`url/`) with the delimiter `/`, so the objects deeper down are never listed; on other
+        schemes the folder's whole listing, cut at the first level (Beam's FileSystems take no delimiter)."""
+        if self.url.startswith("s3://"):
+            return _s3_level(self.url)
+        if self.url.startswith("gs://"):
+            return _gcs_level(self.url)
+        files, folders = set(), set()
+        for relative, _ in self._objects():
+            head, slash, _ = relative.partition("/")
+            (folders if slash else files).add(head)
+        return sorted(files - {""}), sorted(folders - {""})
+
     def is_file(self) -> bool:
         return _filesystems().exists(self.url)
 
@@ -150,15 +165,20 @@ class StorePath:
         """Nothing to create: an object store's folders are the prefixes of its objects."""
 
     def iterdir(self) -> Iterator[StorePath]:
-        """The folder's direct entries (objects and sub-prefixes), each once."""
-        names = {relative.split("/", 1)[0] for relative, _ in self._objects()}
-        return iter([self / name for name in sorted(names)])
+        """The folder's direct entries (objects and sub-folders), each once: one level is listed."""
+        files, folders = self._level()
+        return iter([self / name for name in sorted({*files, *folders})])
 
     def glob(self, pattern: str) -> list[StorePath]:
-        """Objects matching `pattern` (`*` stays within one level, as `pathlib` does)."""
-        depth = pattern.count("/")
-        return [self / relative for relative, _ in sorted(self._objects())
-                if relative.count("/") == depth and fnmatch.fnmatchcase(relative, pattern)]
+        """Objects matching `pattern` (`*` stays within one level, as `pathlib` does), found level by level:
+        only the folders the pattern's parts match are listed."""
+        *parts, last = pattern.split("/")
+        folders = [self]
+        for part in parts:
+            folders = [folder / name for folder in folders for name in folder._level()[1]
+                       if fnmatch.fnmatchcase(name, part)]
+        return sorted(folder / name for folder in folders for name in folder._level()[0]
+                      if fnmatch.fnmatchcase(name, last))
 
     def rglob(self, pattern: str) -> list[StorePath]:
         """Objects at any depth whose name matches `pattern`."""
@@ -167,6 +187,10 @@ class StorePath:
 
     def as_posix(self) -> str:
         return self.url
+
+    def resolve(self) -> StorePath:
+        """A URL is absolute already."""
+        return self
 
     def size(self) -> int:
         return _filesystems().match([self.url])[0].metadata_list[0].size_in_bytes
@@ -191,6 +215,34 @@ class StorePath:
         if missing_ok and not self.is_file():
             return
         _filesystems().delete([self.url])
+
+
+def _s3_level(url: str) -> tuple[list[str], list[str]]:
+    """Objects and sub-folders directly under the S3 folder `url`, through the boto3 client Beam's S3
+    filesystem builds from the run's options (endpoint, credentials), asked with a delimiter."""
+    from apache_beam.io.aws.clients.s3.boto3_client import Client
+    from apache_beam.io.aws.s3io import parse_s3_path
+
+    bucket, key = parse_s3_path(f"{url}/", object_optional=True)
+    pages = Client(_filesystems()._pipeline_options).client.get_paginator("list_objects_v2").paginate(
+        Bucket=bucket, Prefix=key, Delimiter="/")
+    files, folders = [], []
+    for page in pages:
+        files += [item["Key"][len(key):] for item in page.get("Contents", [])]
+        folders += [item["Prefix"][len(key):].rstrip("/") for item in page.get("CommonPrefixes", [])]
+    return sorted(set(files) - {""}), sorted(set(folders) - {""})  # "": a console's folder marker
+
+
+def _gcs_level(url: str) -> tuple[list[str], list[str]]:
+    """As `_s3_level`, through the google-cloud-storage client Beam's GCS filesystem builds."""
+    from apache_beam.io.gcp.gcsio import GcsIO, parse_gcs_path
+
+    bucket, key = parse_gcs_path(f"{url}/", object_optional=True)
+    listing = GcsIO(pipeline_options=_filesystems()._pipeline_options).client.list_blobs(
+        bucket, prefix=key, delimiter="/")
+    files = [blob.name[len(key):] for page in listing.pages for blob in page]  # `prefixes` fill as pages come
+    folders = [prefix[len(key):].rstrip("/") for prefix in listing.prefixes]
+    return sorted(set(files) - {""}), sorted(set(folders) - {""})
 
 
 def put_bytes(path: StorePath, data: bytes) -> None:
@@ -239,30 +291,134 @@ def temporaries(folder: Path | StorePath) -> list[Path | StorePath]:
 def writable_folder(path: Path | StorePath) -> Iterator[Path]:
     """A local folder for a library that writes files itself (bm25s): `path` when local; on object storage
     a temporary folder whose files are uploaded under `path` when the block ends without error."""
+    with working_copy(path, download=False) as (local, upload):
+        yield local
+        upload(".")
+
+
+@contextlib.contextmanager
+def working_copy(path: Path | StorePath, download: bool = True) -> Iterator[tuple[Path, Callable[[str], None]]]:
+    """(local folder, upload) for code that writes files into a folder as it goes (torch checkpoints).
+    Local: `path` itself, and `upload` does nothing. On object storage: a temporary folder, first holding
+    what `path` holds (`download`, so that a resumed run finds its earlier work), and `upload(relative)`,
+    which uploads that file or folder (every file under it, streamed) under `path`; the temporary folder
+    is removed when the block ends."""
     if isinstance(path, Path):
         path.mkdir(parents=True, exist_ok=True)
-        yield path
+        yield path, lambda relative: None
         return
-    with tempfile.TemporaryDirectory(prefix="hopsmith-upload-") as local:
-        yield Path(local)
-        for file in sorted(Path(local).rglob("*")):
-            if file.is_file():
+    with tempfile.TemporaryDirectory(prefix="hopsmith-work-") as temporary:
+        local = Path(temporary)
+        if download:
+            _download(path, local)
+
+        def upload(relative: str) -> None:
+            source = local / relative
+            files = [source] if source.is_file() else sorted(f for f in source.rglob("*") if f.is_file())
+            for file in files:
                 put_file(path / file.relative_to(local).as_posix(), file)
+
+        yield local, upload
+
+
+DOWNLOAD_CACHE = "hopsmith-download-cache"  # under the temporary folder
+CACHE_BYTES_ENV = "HOPSMITH_DOWNLOAD_CACHE_BYTES"
+DEFAULT_CACHE_BYTES = 16 << 30
+_MANIFEST = "manifest.json"
+_MANIFEST_DEPTH = 3  # how far above a folder its stage's manifest may lie (`index/bm25_body`)
 
 
 def readable_folder(path: Path | StorePath) -> Path:
     """A local folder with `path`'s files, for a library that reads (or memory-maps) files itself: `path`
-    when local; for object storage a copy downloaded (streamed) for this call, removed at exit."""
+    when local. From object storage, a folder of a finished stage is downloaded (streamed) once into a
+    cache in the temporary folder, keyed by the URL and its stage manifest's checksum: an unchanged folder
+    is not downloaded again (by any process of this machine), a rebuilt one (new manifest) is. The cache
+    keeps the most recently used folders up to `HOPSMITH_DOWNLOAD_CACHE_BYTES` (default 16 GiB). A folder
+    no manifest covers (an unfinished stage) is downloaded on every call, into a folder removed at exit."""
     if isinstance(path, Path):
         return path
-    local = Path(tempfile.mkdtemp(prefix="hopsmith-download-"))
-    atexit.register(shutil.rmtree, local, ignore_errors=True)
+    digest = _manifest_digest(path)
+    if digest is None:
+        local = Path(tempfile.mkdtemp(prefix="hopsmith-download-"))
+        atexit.register(shutil.rmtree, local, ignore_errors=True)
+        _download(path, local)
+        return local
+    cache = Path(tempfile.gettempdir()) / DOWNLOAD_CACHE
+    cache.mkdir(exist_ok=True)
+    entry = cache / hashlib.sha256(f"{path.url}\n{digest}".encode()).hexdigest()[:32]
+    if entry.is_dir():
+        os.utime(entry)  # most recently used
+        return entry
+    partial = Path(tempfile.mkdtemp(prefix=f".{entry.name}.{os.getpid()}.", dir=cache))
+    try:
+        _download(path, partial)
+        os.rename(partial, entry)  # whole or absent under its final name
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        if not entry.is_dir():  # not another process finishing the same folder first
+            raise
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    _evict(cache, keep=entry)
+    return entry
+
+
+def _manifest_digest(path: StorePath) -> str | None:
+    """sha256 of the nearest stage manifest at or above `path` (within the bucket), or None."""
+    base = path
+    for _ in range(_MANIFEST_DEPTH):
+        manifest = base / _MANIFEST
+        if manifest.is_file():
+            return hashlib.sha256(manifest.read_bytes()).hexdigest()
+        if base.url.count("/") <= 3:  # `scheme://bucket/x`: nothing above the bucket's top level
+            return None
+        base = base.parent
+    return None
+
+
+def _download(path: StorePath, local: Path) -> None:
+    """Every object under `path` into `local`, streamed, but for hidden ones (a temporary upload, a lock)."""
     for relative, _ in sorted(path._objects()):
+        if any(part.startswith(".") for part in relative.split("/")):
+            continue
         target = local / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         with (path / relative).open_input() as source, open(target, "wb") as sink:
             shutil.copyfileobj(source, sink, _CHUNK)
-    return local
+
+
+def _evict(cache: Path, keep: Path) -> None:
+    """Remove the least recently used entries beyond the byte budget (never `keep`), and what a download
+    killed before its rename left (a partial folder whose process is gone)."""
+    budget = int(os.environ.get(CACHE_BYTES_ENV, DEFAULT_CACHE_BYTES))
+    entries = sorted((e for e in cache.iterdir() if not e.name.startswith(".")), key=lambda e: e.stat().st_mtime,
+                     reverse=True)
+    used = _tree_bytes(keep)
+    for entry in entries:
+        if entry == keep:
+            continue
+        used += _tree_bytes(entry)
+        if used > budget:
+            shutil.rmtree(entry, ignore_errors=True)
+    for partial in cache.glob(".*.*.*"):
+        if not process_alive(int(partial.name.split(".")[2])):
+            shutil.rmtree(partial, ignore_errors=True)
+
+
+def _tree_bytes(folder: Path) -> int:
+    return sum(file.stat().st_size for file in folder.rglob("*") if file.is_file())
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` of this host still runs."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def remove_tree(path: Path | StorePath) -> None:

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from pipeline.errors import UserError
+from pipeline.storage import as_path
 
 PRESET_NAMES = ("tiny-cpu", "gpu")
 
@@ -15,7 +16,8 @@ def _train_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     """The training flags, on both `hopsmith rl` and `hopsmith rl train` (a flag given to either wins)."""
     default = (lambda value: value) if defaults else (lambda value: argparse.SUPPRESS)
     parser.add_argument("--shards", default=default("out/dataset"), help="dataset folder (`make dataset` output)")
-    parser.add_argument("--out", default=default("out/rl"), help="run folder: checkpoint/, metrics-*.jsonl")
+    parser.add_argument("--out", default=default("out/rl"),
+                        help="run folder: checkpoint/, metrics-*.jsonl (local, or s3://, gs://: uploaded as it goes)")
     parser.add_argument("--preset", choices=PRESET_NAMES, default=default(None),
                         help="tiny-cpu (default without --model) or gpu (default with --model)")
     parser.add_argument("--model", default=default(None), help="pretrained model folder (else a tiny random LLaMA)")
@@ -43,7 +45,10 @@ def register(subparsers) -> None:
     train.set_defaults(func=handle_train)
     export = commands.add_parser("export-verl", help="write verl parquet, plugin configs and a launch script")
     export.add_argument("--shards", default="out/dataset", help="dataset folder (`make dataset` output)")
-    export.add_argument("--out", default="out/verl", help="output folder")
+    export.add_argument("--out", default="out/verl", help="output folder (local, or s3://, gs://: then --run-dir)")
+    export.add_argument("--run-dir", default=None,
+                        help="the local folder the export will lie in when verl runs (default: --out); needed "
+                        "when --out is on object storage, since the configs name their files by it")
     export.add_argument("--model", default="Nanbeige/Nanbeige4.1-3B", help="model path or Hub id verl loads")
     export.add_argument("--index", default=None, help="search index folder (default: <shards>/../index)")
     export.add_argument("--estimator", choices=("outcome_grpo", "mt_grpo", "turn_return"), default="mt_grpo")
@@ -58,7 +63,7 @@ def build_config(args: argparse.Namespace):
     from rl.config import preset_config
 
     preset = args.preset or ("gpu" if args.model else "tiny-cpu")
-    overrides = json.loads(Path(args.config).read_text()) if args.config else {}
+    overrides = json.loads(as_path(args.config).read_text()) if args.config else {}
     flags = {"model": args.model, "index_dir": args.index, "split": args.split, "seed": args.seed,
              "offline_steps": args.offline_steps, "online_steps": args.online_steps, "estimator": args.estimator,
              "failed_turns": args.failed_turns, "max_trajectories": args.max_trajectories,
@@ -79,7 +84,7 @@ def handle_train(args: argparse.Namespace, beam_args: list[str]) -> int:
     from rl.train import run_rl
 
     manifest = run_rl(args.shards, args.out, build_config(args))
-    print(f"rl: checkpoint in {Path(args.out) / 'checkpoint'}; counts {json.dumps(manifest.counts, sort_keys=True)}")
+    print(f"rl: checkpoint in {as_path(args.out) / 'checkpoint'}; counts {json.dumps(manifest.counts, sort_keys=True)}")
     return 0
 
 
@@ -89,6 +94,7 @@ def handle_export(args: argparse.Namespace, beam_args: list[str]) -> int:
 
     manifest = export_verl(args.shards, args.out, model=args.model, index_dir=args.index, estimator=args.estimator,
                            turn_coef=args.turn_coef, failed_turns=args.failed_turns, max_turns=args.max_turns,
-                           n_gpus=args.gpus)
-    print(f"export-verl: {json.dumps(manifest.counts, sort_keys=True)}; launch with {Path(args.out) / 'run_verl.sh'}")
+                           n_gpus=args.gpus, run_dir=args.run_dir)
+    launch = Path(args.run_dir or args.out) / "run_verl.sh"
+    print(f"export-verl: {json.dumps(manifest.counts, sort_keys=True)}; launch with {launch}")
     return 0

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from pipeline.errors import UserError
 from pipeline.io import read_records, shard_files
 from pipeline.renders import nanbeige_messages
+from pipeline.storage import StorePath, as_path
 from rl.chat import PrefixPropertyError, check_full_encoding, check_prefix_property, render_tokens
 from schemas.critic import CRITERIA, JudgedTrajectory, TurnJudgement
 from schemas.dataset import RLPrompt
@@ -25,9 +26,10 @@ from schemas.dataset import RLPrompt
 M = TypeVar("M", bound=BaseModel)
 
 
-def read_config_shards(model: type[M], dataset_dir: str | Path, config: str, split: str | None = None) -> Iterator[M]:
+def read_config_shards(model: type[M], dataset_dir: str | Path | StorePath, config: str,
+                       split: str | None = None) -> Iterator[M]:
     """Records of one dataset config (`data/<config>/<split>-*.parquet`); all splits when `split` is None."""
-    folder = Path(dataset_dir) / "data" / config
+    folder = as_path(dataset_dir) / "data" / config
     files = [f for f in shard_files(folder) if split is None or f.name.startswith(f"{split}-")]
     if not files:
         raise UserError(f"no {config!r} shards{f' for split {split!r}' if split else ''} in {folder}; "
@@ -36,13 +38,13 @@ def read_config_shards(model: type[M], dataset_dir: str | Path, config: str, spl
         yield from read_records(model, file)
 
 
-def read_trajectories(dataset_dir: str | Path, split: str | None = None,
+def read_trajectories(dataset_dir: str | Path | StorePath, split: str | None = None,
                       limit: int | None = None) -> list[JudgedTrajectory]:
     """The judged trajectories, the first `limit` of them when given (reading stops there)."""
     return list(islice(read_config_shards(JudgedTrajectory, dataset_dir, "trajectories", split), limit))
 
 
-def read_prompts(dataset_dir: str | Path, split: str | None = None) -> list[RLPrompt]:
+def read_prompts(dataset_dir: str | Path | StorePath, split: str | None = None) -> list[RLPrompt]:
     return list(read_config_shards(RLPrompt, dataset_dir, "rl", split))
 
 

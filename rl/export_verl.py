@@ -31,6 +31,7 @@ from pipeline.io import (
 )
 from pipeline.renders import render_tools
 from pipeline.stage import begin_stage
+from pipeline.storage import StorePath, as_path
 from rl.config import ESTIMATOR_ENV, TURN_COEF_ENV
 from schemas.dataset import RLPrompt
 from schemas.manifest import Manifest
@@ -41,7 +42,7 @@ ABILITY = "deep_search"
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def split_of(path: Path) -> str:
+def split_of(path: Path | StorePath) -> str:
     """`train-00000-of-00001.parquet` -> `train` (the Hub layout's split prefix)."""
     return path.name.split("-", 1)[0]
 
@@ -69,12 +70,12 @@ def verl_row(prompt: RLPrompt, index: int, index_dir: str) -> dict[str, Any]:
     }
 
 
-def trainer_config(out_dir: Path, model: str, splits: list[str], n_gpus: int) -> dict[str, Any]:
+def trainer_config(run_dir: Path, model: str, splits: list[str], n_gpus: int) -> dict[str, Any]:
     """A Hydra config over verl's `ppo_trainer`: multi-turn vLLM rollouts, our agent loop, reward manager and
     estimator. Every key is one of `ppo_trainer`'s (verl's dataclass configs are closed); the estimator's
     own settings travel in the launch script's environment (`rl.verl_plugin.turn_grpo_settings`)."""
-    train = str(out_dir / "data" / "train.parquet") if "train" in splits else str(out_dir / "data" / f"{splits[0]}.parquet")
-    val = str(out_dir / "data" / "test.parquet") if "test" in splits else train
+    train = str(run_dir / "data" / "train.parquet") if "train" in splits else str(run_dir / "data" / f"{splits[0]}.parquet")
+    val = str(run_dir / "data" / "test.parquet") if "test" in splits else train
     return {
         "hydra": {"searchpath": ["pkg://verl/trainer/config"]},
         "defaults": ["ppo_trainer", "_self_"],
@@ -90,8 +91,8 @@ def trainer_config(out_dir: Path, model: str, splits: list[str], n_gpus: int) ->
                 "log_prob_micro_batch_size_per_gpu": 1,
                 "multi_turn": {"enable": True, "format": "hermes", "max_assistant_turns": 60,
                                "max_tool_response_length": 4096,
-                               "tool_config_path": str(out_dir / "tool_config.yaml")},
-                "agent": {"agent_loop_config_path": str(out_dir / "agent_loops.yaml"),
+                               "tool_config_path": str(run_dir / "tool_config.yaml")},
+                "agent": {"agent_loop_config_path": str(run_dir / "agent_loops.yaml"),
                           "default_agent_loop": AGENT_NAME},
             },
             "ref": {"log_prob_micro_batch_size_per_gpu": 1},
@@ -102,7 +103,7 @@ def trainer_config(out_dir: Path, model: str, splits: list[str], n_gpus: int) ->
                                       "module": {"path": "pkg://rl.verl_plugin"}}},
         "trainer": {"use_v1": True, "project_name": "hopsmith", "experiment_name": "turn_grpo", "logger": ["console"],
                     "n_gpus_per_node": n_gpus, "nnodes": 1, "total_epochs": 1, "save_freq": 50, "test_freq": 25,
-                    "default_local_dir": str(out_dir / "checkpoints")},
+                    "default_local_dir": str(run_dir / "checkpoints")},
     }
 
 
@@ -137,18 +138,30 @@ def launch_script(estimator: str, turn_coef: float) -> str:
 def export_verl(shards: str | Path, out_dir: str | Path, *, model: str = "Nanbeige/Nanbeige4.1-3B",
                 index_dir: str | Path | None = None, estimator: str = "mt_grpo", turn_coef: float = 1.0,
                 failed_turns: str = "mask", failed_turn_reward: float = -1.0, max_turns: int = 60,
-                n_gpus: int = 8) -> Manifest:
-    """Write verl's data, configs and launch script for the `rl` shards of a dataset folder."""
-    shards, out_dir = Path(shards), Path(out_dir).resolve()
+                n_gpus: int = 8, run_dir: str | Path | None = None) -> Manifest:
+    """Write verl's data, configs and launch script for the `rl` shards of a dataset folder.
+
+    `shards`, `out_dir` and `index_dir` may be URLs (`s3://`, `gs://`). The configs name the files by the
+    folder verl runs in, `run_dir`: `out_dir` when local; an export to object storage must say where it
+    will be copied to on the training machine (verl's loaders and Hydra read local files). The index may
+    stay a URL: the plugin downloads it (once per machine, `pipeline.storage.readable_folder`)."""
+    shards, out_dir = as_path(shards), as_path(out_dir).resolve()
+    if run_dir is None and isinstance(out_dir, StorePath):
+        raise UserError(f"--out {out_dir} is on object storage, and verl reads its data and configs from local "
+                        "files: pass --run-dir, the local folder you will copy the export to on the training "
+                        "machine (e.g. `aws s3 sync` it there, then run run_verl.sh from it)")
+    run_dir = Path(run_dir).resolve() if run_dir is not None else out_dir
     files = shard_files(shards / "data" / "rl")
     if not files:
         raise UserError(f"no 'rl' shards in {shards / 'data' / 'rl'}; run `make dataset` first")
-    index_dir = Path(index_dir) if index_dir else shards.resolve().parent / "index"
+    index_dir = as_path(index_dir) if index_dir else shards.resolve().parent / "index"
     if read_manifest(index_dir) is None:
         raise UserError(f"no finished search index in {index_dir} (pass --index DIR)")
     settings = {"model": model, "index_dir": str(index_dir.resolve()), "estimator": estimator, "turn_coef": turn_coef,
                 "failed_turns": failed_turns, "failed_turn_reward": failed_turn_reward, "max_turns": max_turns,
                 "n_gpus": n_gpus}
+    if run_dir != out_dir:
+        settings["run_dir"] = str(run_dir)
     question_files = shard_files(shards / "data" / "questions")
     run = begin_stage("export-verl", out_dir, settings, input_files=files + question_files)
     if run.done:
@@ -167,19 +180,20 @@ def export_verl(shards: str | Path, out_dir: str | Path, *, model: str = "Nanbei
     write_records(Question, questions, out_dir / "questions.parquet")
     counts["questions"] = len(questions)
     agent_loops = [{"name": AGENT_NAME, "_target_": "rl.verl_plugin.HopsmithTurnAgentLoop",
-                    "index_dir": settings["index_dir"], "questions_path": str(out_dir / "questions.parquet"),
+                    "index_dir": settings["index_dir"], "questions_path": str(run_dir / "questions.parquet"),
                     "max_turns": max_turns, "failed_turns": failed_turns, "failed_turn_reward": failed_turn_reward}]
     tools = {"tools": [{"class_name": "rl.verl_plugin.HopsmithSearchTool",
                         "config": {"type": "native", "index_dir": settings["index_dir"]}, "tool_schema": spec}
                        for spec in render_tools()]}
-    config = trainer_config(out_dir, model, sorted(by_split), n_gpus)
+    config = trainer_config(run_dir, model, sorted(by_split), n_gpus)
     config["actor_rollout_ref"]["rollout"]["multi_turn"]["max_assistant_turns"] = max_turns
     atomic_write_text(out_dir / "agent_loops.yaml", yaml.safe_dump(agent_loops, sort_keys=False))
     atomic_write_text(out_dir / "tool_config.yaml", yaml.safe_dump(tools, sort_keys=False))
     atomic_write_text(out_dir / "hopsmith_turn_grpo.yaml", yaml.safe_dump(config, sort_keys=False))
     launch = out_dir / "run_verl.sh"
     atomic_write_text(launch, launch_script(estimator, turn_coef))
-    launch.chmod(0o755)
+    if isinstance(launch, Path):  # an object has no mode bits: run it with `bash run_verl.sh`
+        launch.chmod(0o755)
     outputs["config"] = ["agent_loops.yaml", "tool_config.yaml", "hopsmith_turn_grpo.yaml", "run_verl.sh",
                          "questions.parquet"]
     return run.finish(counts, outputs)

@@ -23,8 +23,9 @@ from pathlib import Path
 import torch
 
 from pipeline.errors import UserError
-from pipeline.io import atomic_write_text, read_manifest
+from pipeline.io import atomic_write_text, read_manifest, shard_files
 from pipeline.stage import begin_stage
+from pipeline.storage import StorePath, as_path, working_copy
 from rl.advantages import token_advantages, turn_advantages
 from rl.chat import IM_END, render_text
 from rl.config import RLConfig
@@ -351,21 +352,21 @@ def save_checkpoint(accelerator, policy: PolicyLogprobs, tokenizer, folder: Path
         tokenizer.save_pretrained(folder)
 
 
-def default_index_dir(shards: Path) -> Path:
+def default_index_dir(shards: Path | StorePath) -> Path | StorePath:
     return shards.resolve().parent / "index"
 
 
-def environment_for(config: RLConfig, shards: Path):
+def environment_for(config: RLConfig, shards: Path | StorePath):
     """The stage 3 search environment the online mode rolls out in."""
     from synth.environment import SearchEnvironment
 
-    index_dir = Path(config.index_dir) if config.index_dir else default_index_dir(shards)
+    index_dir = as_path(config.index_dir) if config.index_dir else default_index_dir(shards)
     if read_manifest(index_dir) is None:
         raise UserError(f"online RL needs the search index: no finished index in {index_dir} (pass --index DIR)")
     return SearchEnvironment.load(index_dir)
 
 
-def critic_judge(shards: Path, config: RLConfig) -> Judge:
+def critic_judge(shards: Path | StorePath, config: RLConfig) -> Judge:
     """The stage 4 critic's offline engine, judging rollouts against the dataset's questions."""
     from critic.scoring import judge_trajectory
     from schemas.config import JudgeConfig
@@ -378,22 +379,38 @@ def critic_judge(shards: Path, config: RLConfig) -> Judge:
 
 def run_rl(shards: str | Path, out_dir: str | Path, config: RLConfig, judge: Judge | None = None,
            environment=None) -> Manifest:
-    """Train from the dataset folder `shards` into `out_dir` (checkpoint/, metrics-<mode>.jsonl, manifest)."""
+    """Train from the dataset folder `shards` into `out_dir` (checkpoint/, metrics-<mode>.jsonl, manifest).
+
+    Either may be a URL (`s3://`, `gs://`). Torch writes its checkpoints to local files, so on object storage
+    the run works in a local copy of `out_dir` (downloaded first: a resumed run finds its finished phases)
+    and uploads each piece as it is done: the tokenizer, each finished phase (its weights, then its marker),
+    the final checkpoint; the manifest comes last, as for every stage."""
     from accelerate import Accelerator
 
-    shards, out_dir = Path(shards), Path(out_dir)
+    shards, out_dir = as_path(shards), as_path(out_dir)
     judged = read_trajectories(shards, config.split, config.max_trajectories)
     prompts = read_prompts(shards, config.split) if "online" in config.modes else []
-    shard_inputs = sorted((shards / "data" / "trajectories").glob("*.parquet")) + \
-        sorted((shards / "data" / "rl").glob("*.parquet"))
+    shard_inputs = shard_files(shards / "data" / "trajectories") + shard_files(shards / "data" / "rl")
     run = begin_stage("rl", out_dir, config, input_files=shard_inputs)
     if run.done:
         return run.finished
-    finished = [m for m in config.modes if (out_dir / "phases" / m / DONE).is_file()]
+    with working_copy(out_dir) as (work, upload):
+        accelerator = Accelerator(mixed_precision="bf16" if config.bf16 else "no")
+        if not accelerator.is_main_process:
+            upload = lambda relative: None  # noqa: E731 - one process uploads
+        counts, outputs = _train(accelerator, shards, work, upload, judged, prompts, config, judge, environment)
+    return run.finish(dict(counts), outputs, seed=config.seed)
+
+
+def _train(accelerator, shards: Path | StorePath, work: Path, upload: Callable[[str], None],
+           judged: list[JudgedTrajectory], prompts: list[RLPrompt], config: RLConfig, judge: Judge | None,
+           environment) -> tuple[Counter, dict[str, list[str]]]:
+    """The phases of `run_rl`, in the local folder `work`; `upload(relative)` saves a finished piece."""
+    finished = [m for m in config.modes if (work / "phases" / m / DONE).is_file()]
     corpus = [render_text(trajectory_messages(j)) for j in judged] + \
         [render_text([m.model_dump() for m in p.prompt]) for p in prompts]
-    tokenizer = load_tokenizer(config, corpus, out_dir / "tokenizer")
-    accelerator = Accelerator(mixed_precision="bf16" if config.bf16 else "no")
+    tokenizer = load_tokenizer(config, corpus, work / "tokenizer")
+    upload("tokenizer")
     counts: Counter = Counter(trajectories_in=len(judged), prompts_in=len(prompts))
     examples, example_counts = build_examples(judged, tokenizer, config.max_len, config.prefix_check_samples)
     counts.update(example_counts)
@@ -407,12 +424,12 @@ def run_rl(shards: str | Path, out_dir: str | Path, config: RLConfig, judge: Jud
         frozen = copy.deepcopy(initial).to(torch.bfloat16 if config.bf16 else torch.float32).eval()
         reference = PolicyLogprobs(frozen, config.logprob_chunk).to(accelerator.device)
         reference.requires_grad_(False)
-    model = load_model(config, tokenizer, out_dir / "phases" / finished[-1]) if finished else initial
+    model = load_model(config, tokenizer, work / "phases" / finished[-1]) if finished else initial
     policy = accelerator.prepare(PolicyLogprobs(model, config.logprob_chunk))
     outputs: dict[str, list[str]] = {"metrics": []}
     for phase_index, mode in enumerate(config.modes):
-        phase = out_dir / "phases" / mode
-        metrics_path = out_dir / f"metrics-{mode}.jsonl"
+        phase = work / "phases" / mode
+        metrics_path = work / f"metrics-{mode}.jsonl"
         outputs["metrics"].append(metrics_path.name)
         if mode in finished:
             counts.update(json.loads((phase / DONE).read_text())["counts"])
@@ -434,7 +451,11 @@ def run_rl(shards: str | Path, out_dir: str | Path, config: RLConfig, judge: Jud
         counts.update(phase_counts)
         save_checkpoint(accelerator, policy, tokenizer, phase)
         if accelerator.is_main_process:
+            upload(metrics_path.name)
+            upload(f"phases/{mode}")  # the weights before the marker that says the phase is finished
             atomic_write_text(phase / DONE, json.dumps({"mode": mode, "counts": phase_counts}) + "\n")
-    save_checkpoint(accelerator, policy, tokenizer, out_dir / "checkpoint")
+            upload(f"phases/{mode}/{DONE}")
+    save_checkpoint(accelerator, policy, tokenizer, work / "checkpoint")
+    upload("checkpoint")
     outputs["checkpoint"] = ["checkpoint"]
-    return run.finish(dict(counts), outputs, seed=config.seed)
+    return counts, outputs

@@ -66,15 +66,31 @@ ORDER = {"date": 0, "place": 1, "relation": 2}
 def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
                skip_relations: set[str], skip_labels: set[str]) -> list[Attribute]:
     """Facts of the node usable as attributes, in a seeded random order: each object of a relation (the
-    choice keeps at most one per relation), one date per date relation, offered at every fuzzing level (a
-    decade, a third of one, a third of a century) so that the level that tells the candidates apart can be
-    chosen.
+    choice keeps at most one per relation, or two of several), one date per date relation, offered at every
+    fuzzing level (a third of a decade, a decade, a part of a century) so that the level that tells the
+    candidates apart can be chosen.
 
     Relations in `skip_relations` (the hops into and out of the node) and objects in `skip_labels` (the
     path's nodes) are left out: stating them would give a hop away. An entity fact is offered when the
     lexicon can name its relation; a name an infobox gives as plain text ("members = Fozzi") counts as an
-    entity when its property's range is an entity class.
+    entity when its property's range is an entity class. The facts are read once per node and context
+    (`ctx.attribute_cache`); only the order is drawn anew.
     """
+    key = (node, position, person, frozenset(skip_relations), frozenset(skip_labels))
+    if (found := ctx.attribute_cache.get(key)) is None:
+        if len(ctx.attribute_cache) >= MAX_CACHED:
+            ctx.attribute_cache.clear()
+        found = ctx.attribute_cache[key] = _attributes(ctx, node, position, person, skip_relations, skip_labels)
+    options = list(found)
+    rng.shuffle(options)
+    return options
+
+
+MAX_CACHED = 100_000  # described nodes kept per context before the cache starts afresh
+
+
+def _attributes(ctx, node: int, position: int, person: bool, skip_relations: set[str],
+                skip_labels: set[str]) -> tuple[Attribute, ...]:
     graph, table = ctx.graph, attribute_table()
     who, its = ("who", "their") if person else ("that", "its")
     work = is_work(graph.entity_type[node])
@@ -127,9 +143,7 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
             found.setdefault(relation, []).append(Attribute(
                 relation, "relation", modifier, predicate, clue(object=str(graph.keys[obj])),
                 several=name if several and modifier.endswith(name) else ""))
-    options = [option for relation in found.values() for option in relation]
-    rng.shuffle(options)
-    return options
+    return tuple(option for relation in found.values() for option in relation)
 
 
 def restates(noun: str, attribute: Attribute) -> bool:

@@ -220,6 +220,7 @@ class FactIndex:
         self._relations = {name: i for i, name in enumerate(graph.relation_names)}
         self._nodes: dict[str, int | None] = {}
         self._by_year: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.described: dict[tuple, frozenset[int]] = {}  # `described_candidates` by what the clues say
 
     def relation(self, name: str | None) -> int | None:
         return self._relations.get(name) if name else None
@@ -263,10 +264,24 @@ class FactIndex:
         return relation * self.graph.num_nodes + obj in self._dominant
 
 
-def described_candidates(index: FactIndex, clues: Iterable[Clue]) -> set[int]:
+MAX_DESCRIBED = 200_000  # cached descriptions per run before the cache starts afresh
+
+
+def described_candidates(index: FactIndex, clues: Iterable[Clue]) -> frozenset[int]:
     """Every entity that fits a description given without a name: the heads the graph shows holding its
-    first stated fact (the anchor), filtered by every clue in the open-world reading of `satisfies`."""
-    graph, clues = index.graph, list(clues)
+    first stated fact (the anchor), filtered by every clue in the open-world reading of `satisfies`.
+    Cached per run: the planner asks about the same descriptions again for every path of a start."""
+    clues = list(clues)
+    key = tuple((c.type_noun, c.attribute, c.years, c.object) for c in clues)
+    if (found := index.described.get(key)) is None:
+        if len(index.described) >= MAX_DESCRIBED:
+            index.described.clear()
+        found = index.described[key] = frozenset(_described_candidates(index, clues))
+    return found
+
+
+def _described_candidates(index: FactIndex, clues: list[Clue]) -> set[int]:
+    graph = index.graph
     anchor = next((c for c in clues if c.attribute), None)
     if anchor is None:
         typed = next((c.type_noun for c in clues if c.type_noun), None)

@@ -97,6 +97,7 @@ class QuestionContext:
     config: QuestionConfig
     paths: dict[str, Path] = field(default_factory=dict)  # path_id -> Path, filled for the pipeline
     tree_share: float = 0.0  # the walk's `tree_share`: paths drawn to be trees prefer intersecting branches
+    attribute_cache: dict = field(default_factory=dict)  # `describe.attributes` per node, read once
     facts: gates.FactIndex = field(init=False)
 
     def __post_init__(self) -> None:

@@ -31,6 +31,7 @@ def _shape(question: Question) -> str:
 
 
 TREE_PLACES = ("start", "intermediate", "answer")
+TREE_PLACE_WORDS = {"start": "at the start", "intermediate": "at an intermediate", "answer": "at the answer"}
 TREE_SHORTFALL = 0.05  # a realised tree share this far below the configured one is explained in the report
 
 
@@ -180,7 +181,8 @@ def report_rows(report: dict[str, Any]) -> list[list[Any]]:
            + ", ".join(f"{reason} {n}" for reason, n in row["rejected"].items()) + ")"]
           for count, row in report.get("yield_by_hops", {}).items()],
         ["tree-shaped share", f"{report['tree_share']:.1%} (configured {report['tree_share_configured']:.0%}; "
-         + ", ".join(f"branches meet at the {place}: {n}" for place, n in report.get("tree_at", {}).items()) + ")"
+         + "branches meet " + ", ".join(f"{TREE_PLACE_WORDS[place]} in {n}" for place, n in report.get("tree_at", {}).items())
+         + ")"
          + (f" ({report['tree_note']})" if report.get("tree_note") else "")],
         ["share naming the start entity", f"{report['names_start_share']:.1%}"],
         [f"share answered by one search (top {report['one_search_top_k']})",

@@ -311,7 +311,7 @@ def config_from_args(args) -> TrajectoryConfig:
     base: dict = {}
     if args.config:
         try:
-            base = json.loads(Path(args.config).read_text())
+            base = json.loads(as_path(args.config).read_text())
         except (OSError, json.JSONDecodeError) as error:
             raise UserError(f"cannot read --config {args.config}: {error}") from None
     fields = ("frameworks", "rollouts", "max_turns", "keep_last_observations", "keep_last_turns", "search_top_k",

@@ -43,7 +43,7 @@ FRAMEWORKS = ("react", "function_calling", "tagged")
 # function calling cannot be shown as text, and this server returns no native calls for a base model.
 FEW_SHOT_FRAMEWORKS = ("react", "tagged")
 # The recorded policy episodes: every question of the stage-3 test snapshot, in every framework.
-POLICY_EPISODES = {"rollouts": 2, "max_turns": 6, "seed": 11, "questions_per_unit": 1}
+POLICY_EPISODES = {"rollouts": 3, "max_turns": 6, "seed": 11, "questions_per_unit": 1}
 # Our own system prompts, by the words they start with, and the role each belongs to.
 ROLE_PROMPTS = (
     ("You write one multi-hop search question", "writer"),

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pipeline.io import write_records
 from pipeline.renders import render_rl
+from rl.config import RLConfig, TinyModelConfig, preset_config
 from schemas.critic import CriterionScore, JudgedTrajectory, TurnJudgement
 from schemas.dataset import RLPrompt
 from schemas.questions import Question
@@ -91,3 +92,15 @@ def make_dataset(root: Path, environment: str = "fixture-index") -> Path:
     write_records(RLPrompt, [render_rl(q, environment) for q in questions], root / "data" / "rl" / shard)
     write_records(Question, questions, root / "data" / "questions" / shard)
     return root
+
+
+TINY = TinyModelConfig(vocab_size=400, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                       num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048)
+
+
+def fast_config(**overrides) -> RLConfig:
+    """Both RL modes in seconds on a CPU: the tiny model, two offline steps, one online step."""
+    # `penalty`: the random policy's failed turns still train (with the penalty reward), so KL is measured
+    return preset_config("tiny-cpu", tiny=TINY.model_dump(), offline_steps=2, online_steps=1, prompts_per_step=2,
+                         group_size=2, max_turns=2, max_new_tokens=16, max_len=1024, failed_turns="penalty",
+                         **overrides)

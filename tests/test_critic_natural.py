@@ -16,6 +16,7 @@ from schemas.config import JudgeConfig
 from schemas.critic import FAILURE_KINDS
 from schemas.trajectory import Outcome, ToolCall, Trajectory, Turn
 from tests.data.build_critic_natural import build
+from tests.llm_replay import POLICY_EPISODES
 from tests.trajectory_fixtures import QUESTIONS
 
 # Every failure kind the critic can give (schemas.critic.FAILURE_KINDS) occurs in the set's uninjected
@@ -47,7 +48,8 @@ def test_the_natural_set_is_large_has_every_kind_and_no_injected_turn(natural):
     real = [row for row in rows if row.trajectory.policy == "llm"]  # the recorded model's episodes, replayed
     assert len(real) >= 50 and {row.trajectory.model for row in real} == {"gemma-3-270m"}
     assert {(row.trajectory.framework, row.trajectory.rollout) for row in real} == {
-        (framework, rollout) for framework in ("react", "function_calling", "tagged") for rollout in (0, 1)}
+        (framework, rollout) for framework in ("react", "function_calling", "tagged")
+        for rollout in range(POLICY_EPISODES["rollouts"])}
     assert set(REAL_MODEL_KINDS) <= {k for row in real for k in row.expected_kinds}
     parsed = {row.trajectory.framework for row in real
               if row.trajectory.turns[row.turn_index].tool_call is not None}
@@ -114,6 +116,8 @@ def both_verdicts(*steps: tuple) -> tuple[list[str], list[str]]:
     # unmotivated: the plan names another tool, or the reasoning states the answer and plans nothing
     ([("I will search for him.", "open_page", {"title": "Michelle Obama"}, MICHELLE_PAGE)], "unmotivated_action", True),
     ([("The answer is 1943.", "open_page", {"title": "Michelle Obama"}, MICHELLE_PAGE)], "unmotivated_action", True),
+    ([("The answer is the capital of the state where Michelle Obama was born.", "open_page",
+       {"title": "Michelle Obama"}, MICHELLE_PAGE)], "unmotivated_action", False),  # a restated question
     ([("The answer is probably Chicago; let me open Michelle Obama to confirm.", "open_page",
        {"title": "Michelle Obama"}, MICHELLE_PAGE)], "unmotivated_action", False),
     ([("I will look up the director.", "search", {"query": "Zanzibar"}, "No results.")], "unmotivated_action", True),

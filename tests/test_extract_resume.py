@@ -11,10 +11,11 @@ import time
 from pathlib import Path
 
 import apache_beam as beam
+import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from bench.scale import AS_OF, synthetic_pages
-from pipeline import extract
+from pipeline import extract, io
 from pipeline.cli import main
 from pipeline.extract import (
     TABLES,
@@ -111,11 +112,25 @@ def test_runs_merge_in_steps_in_order_keeping_ties_in_run_order(tmp_path, monkey
         expected += rows
     expected.sort(key=lambda row: row.title)  # stable: equal titles in run order
     out = tmp_path / "out" / "part.parquet"
-    assert extract.merge_runs(SkippedRecord, runs, lambda row: row.title, out, 3, tmp_path / "scratch") == len(expected)
+    with monkeypatch.context() as patch:  # rows are copied as Arrow, never decoded into records
+        patch.setattr(io, "from_row", lambda *args: pytest.fail("the merge decoded a row"))
+        assert extract.merge_runs(SkippedRecord, runs, extract.title_sort_keys, out, 3,
+                                  tmp_path / "scratch") == len(expected)
     assert list(read_records(SkippedRecord, out)) == expected
     assert len(list((tmp_path / "scratch").glob("merge1-*.parquet"))) == 2  # 5 -> 3 -> 2 runs, then the file
-    assert extract.merge_runs(SkippedRecord, runs[3:4], lambda row: row.title, tmp_path / "none.parquet", 3,
+    assert extract.merge_runs(SkippedRecord, runs[3:4], extract.title_sort_keys, tmp_path / "none.parquet", 3,
                               tmp_path / "scratch") == 0 and not (tmp_path / "none.parquet").exists()
+
+
+def test_merge_keys_read_from_arrow_are_the_records_sort_keys():
+    skipped = [SkippedRecord(title="A", stage="extract", reason="redirect", page_id=7, detail="to B"),
+               SkippedRecord(title="A", stage="extract", reason="redirect")]
+    relations = extract_records(synthetic_pages(30, seed=2), ExtractConfig(as_of=AS_OF)).relations
+    assert relations
+    batches = {model: to_table(model, records).to_batches()[0]
+               for model, records in ((SkippedRecord, skipped), (Relation, relations))}
+    assert extract.skipped_sort_keys(batches[SkippedRecord]) == [extract.skipped_sort_key(r) for r in skipped]
+    assert extract.relation_merge_keys(batches[Relation]) == [(r.head, r.provenance.page_id) for r in relations]
 
 
 def test_joins_across_units_match_the_plain_functions(tmp_path):

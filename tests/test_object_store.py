@@ -9,23 +9,27 @@ never read, and a rerun removes only what hopsmith wrote; the lock object guards
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
+from pipeline import storage
 from pipeline.cli import main
 from pipeline.dataset import STAGE_FOLDERS
 from pipeline.extract import UNIT_TABLES
 from pipeline.folder_lock import LOCK, FolderBusy, lock_folder, unlock_folder
-from pipeline.io import WorkUnits, read_manifest, read_table, sha256_file
+from pipeline.io import WorkUnits, parquet_file, read_manifest, read_table, sha256_file
 from pipeline.stage import begin_stage
-from pipeline.storage import as_path
+from pipeline.storage import as_path, readable_folder, remove_tree
 from pipeline.validate import validate_dataset
 from schemas.wiki import Entity
 
@@ -177,12 +181,14 @@ def _small_config(tmp_path: Path) -> Path:
 
 
 @pytest.mark.timeout(900)  # three runs of the whole pipeline, two of them on S3
-def test_killed_dataset_run_resumes_on_object_storage_to_identical_shards(bucket, tmp_path):
+def test_killed_dataset_run_resumes_on_object_storage_to_identical_shards(bucket, tmp_path, capsys):
     config = _small_config(tmp_path)
     local, remote = tmp_path / "local", f"{bucket}/ds"
     assert main(["dataset", "--config", str(config), "--out", str(local)]) == 0
+    _put("small.toml", config.read_bytes())
+    config = f"{bucket}/small.toml"  # the config file too may lie on the store
 
-    process = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "dataset", "--config", str(config),
+    process = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "dataset", "--config", config,
                                 "--out", remote], env={**os.environ, "PYTHONPATH": str(ROOT)},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parts = "ds/trajectories/parts/trajectories"
@@ -195,7 +201,7 @@ def test_killed_dataset_run_resumes_on_object_storage_to_identical_shards(bucket
     finished = _committed_parts(parts)
     assert finished
 
-    assert main(["dataset", "--config", str(config), "--out", remote]) == 0
+    assert main(["dataset", "--config", config, "--out", remote]) == 0
     after = _modified(parts)
     assert not [key for key in after if key.endswith(".tmp")]  # an upload the kill cut short is removed
     assert len(after) > len(finished) and {k: after[k] for k in finished} == finished  # finished units kept
@@ -205,6 +211,18 @@ def test_killed_dataset_run_resumes_on_object_storage_to_identical_shards(bucket
         assert as_path(f"{remote}/dataset/{name}").read_bytes() == (local / "dataset" / name).read_bytes()
     report = validate_dataset(f"{remote}/dataset")
     assert report.errors == [] and report.rows == validate_dataset(local / "dataset").rows
+
+    # the report commands read a run on the store as they read a local one
+    for command in (["question-report", "{out}", "--json"], ["graph-stats", "{out}/graph", "--json"],
+                    ["critic-report", "--judged", "{out}/judged", "--json", "{out}/critic-report.json"]):
+        printed = {}
+        for out in (str(local), remote):
+            capsys.readouterr()
+            assert main([part.format(out=out) for part in command]) == 0, command
+            printed[out] = capsys.readouterr().out
+        assert printed[remote] == printed[str(local)].replace(str(local), remote) and printed[remote], command
+    written = as_path(f"{remote}/critic-report.json").read_text()
+    assert written == (local / "critic-report.json").read_text().replace(str(local), remote)
 
 
 def test_lock_object_guards_an_output_folder_on_object_storage(bucket):
@@ -225,3 +243,183 @@ def test_lock_object_guards_an_output_folder_on_object_storage(bucket):
     _put(key, json.dumps({"run_id": "far", "host": "another-host", "pid": 1}).encode())
     with pytest.raises(FolderBusy, match=f"delete {folder}/{LOCK}"):  # no way to tell from here: refused
         lock_folder(folder)
+
+
+def test_listings_match_by_folder_one_level_at_a_time(bucket, monkeypatch):
+    for key in ("out/shard-1/a.parquet", "out/shard-1/sub/b.parquet", "out/shard-1/sub/deep/c.parquet",
+                "out/shard-10/d.parquet", "out/shard-1.parquet", "out/shard-1x", "out/"):
+        _put(key, b"x")
+    folder = as_path(f"{bucket}/out/shard-1")
+    assert folder.is_dir() and not as_path(f"{bucket}/out/shard-2").is_dir()
+    assert [p.name for p in folder.rglob("*.parquet")] == ["a.parquet", "b.parquet", "c.parquet"]
+
+    def whole_prefix(self, limit=None):
+        raise AssertionError(f"listed all of {self} for one level")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(type(folder), "_objects", whole_prefix)  # S3 listings of one level use the delimiter
+        assert [str(p) for p in folder.iterdir()] == [f"{bucket}/out/shard-1/a.parquet", f"{bucket}/out/shard-1/sub"]
+        assert [p.name for p in as_path(f"{bucket}/out").iterdir()] == ["shard-1", "shard-1.parquet", "shard-10",
+                                                                       "shard-1x"]
+        assert folder.glob("*.parquet") == [folder / "a.parquet"]
+        assert folder.glob("*/*.parquet") == [folder / "sub" / "b.parquet"]
+        assert as_path(f"{bucket}/out").glob("shard-1*/*.parquet") == [folder / "a.parquet",
+                                                                        as_path(f"{bucket}/out/shard-10/d.parquet")]
+        assert as_path(f"{bucket}/nothing").glob("*") == [] and list(as_path(f"{bucket}/nothing").iterdir()) == []
+
+    remove_tree(folder)
+    assert _keys("out") == ["", "shard-1.parquet", "shard-10/d.parquet", "shard-1x"]
+
+
+def test_readable_folder_downloads_once_per_manifest_and_stays_bounded(bucket, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    downloads = []
+    fetch = storage._download
+    monkeypatch.setattr(storage, "_download", lambda path, local: (downloads.append(str(path)), fetch(path, local)))
+    _put("index/manifest.json", b'{"key": "one"}')
+    _put("index/bm25_body/data.npy", b"first")
+    folder = as_path(f"{bucket}/index/bm25_body")
+    first = readable_folder(folder)
+    assert (first / "data.npy").read_bytes() == b"first" and first.parent == tmp_path / storage.DOWNLOAD_CACHE
+    assert readable_folder(folder) == first and len(downloads) == 1  # unchanged: a hit, nothing downloaded
+
+    _put("index/bm25_body/data.npy", b"second")  # the stage rebuilt: new files, then its new manifest
+    _put("index/manifest.json", b'{"key": "two"}')
+    second = readable_folder(folder)
+    assert second != first and (second / "data.npy").read_bytes() == b"second" and len(downloads) == 2
+    assert first.is_dir()  # within the budget: the older entry stays
+
+    monkeypatch.setenv(storage.CACHE_BYTES_ENV, "8")  # room for one entry: the least recently used goes
+    readable_folder(as_path(f"{bucket}/index"))
+    assert not first.is_dir() and not second.is_dir() and len(downloads) == 3
+    assert [p.name for p in (tmp_path / storage.DOWNLOAD_CACHE).iterdir()] == [
+        p.name for p in [readable_folder(as_path(f"{bucket}/index"))]] and len(downloads) == 3
+
+    _put("loose/file.bin", b"no stage wrote me")  # no manifest covers it: downloaded on every call
+    assert readable_folder(as_path(f"{bucket}/loose")) != readable_folder(as_path(f"{bucket}/loose"))
+    assert len(downloads) == 5
+
+
+def _upload(folder: Path, prefix: str) -> None:
+    client = boto3.client("s3")
+    for file in sorted(folder.rglob("*")):
+        if file.is_file():
+            client.upload_file(str(file), "wiki", f"{prefix}/{file.relative_to(folder).as_posix()}")
+
+
+@pytest.fixture
+def rl_dataset(bucket, tmp_path, monkeypatch):
+    """The RL tests' dataset folder and search index, local and uploaded under `s3://wiki/rl-run/`."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the download cache too
+    from synth.environment import build_index
+    from tests.rl_fixtures import make_dataset
+    from tests.trajectory_fixtures import make_graph
+
+    root = tmp_path / "rl-run"
+    index = build_index(make_graph(tmp_path / "graph"), root / "index")
+    make_dataset(root / "dataset", environment=index.key)
+    _upload(root, "rl-run")
+    return root, f"{bucket}/rl-run"
+
+
+def test_rl_trains_from_and_into_object_storage_and_resumes_there(rl_dataset, tmp_path, monkeypatch):
+    pytest.importorskip("accelerate")
+    from rl import train
+    from rl.train import run_rl
+    from tests.rl_fixtures import fast_config
+
+    root, remote = rl_dataset
+    local = run_rl(root / "dataset", tmp_path / "rl", fast_config(index_dir=str(root / "index")))
+    config = fast_config()  # the index: beside the dataset, on the store
+    manifest = run_rl(f"{remote}/dataset", f"{remote}/out", config)
+    assert manifest.counts == local.counts and manifest.counts["online_steps"] == 1
+    assert [i.sha256 for i in manifest.inputs] == [i.sha256 for i in local.inputs] and manifest.inputs
+    assert manifest.inputs[0].path.startswith(f"{remote}/dataset/data/trajectories/")
+    weights = "checkpoint/model.safetensors"
+    assert sha256_file(f"{remote}/out/{weights}") == sha256_file(tmp_path / "rl" / weights)
+    keys = _keys("rl-run/out")
+    assert {"manifest.json", "metrics-offline.jsonl", "phases/offline/done.json", "tokenizer/tokenizer.json"} <= set(keys)
+    assert not [k for k in keys if k.startswith(".")]  # no lock, no pending marker, no temporary
+
+    # killed during the online phase: no manifest, the offline phase finished on the store
+    boto3.client("s3").delete_object(Bucket="wiki", Key="rl-run/out/manifest.json")
+    _put("rl-run/out/.pending-key", f"{manifest.key}\n".encode())
+    for key in keys:
+        if key.startswith(("phases/online/", "checkpoint/", "metrics-online")):
+            boto3.client("s3").delete_object(Bucket="wiki", Key=f"rl-run/out/{key}")
+    before = _modified("rl-run/out/phases/offline")
+    monkeypatch.setattr(train, "train_offline", lambda *args: pytest.fail("the finished offline phase ran again"))
+    resumed = run_rl(f"{remote}/dataset", f"{remote}/out", config)
+    assert resumed.counts == manifest.counts and _modified("rl-run/out/phases/offline") == before
+    assert sha256_file(f"{remote}/out/{weights}") == sha256_file(tmp_path / "rl" / weights)
+
+
+def test_export_verl_reads_a_dataset_on_object_storage(rl_dataset, tmp_path, capsys):
+    root, remote = rl_dataset
+    index = str(root / "index")
+    assert main(["rl", "export-verl", "--shards", str(root / "dataset"), "--out", str(tmp_path / "verl"),
+                 "--index", index]) == 0
+    assert main(["rl", "export-verl", "--shards", f"{remote}/dataset", "--out", f"{remote}/verl"]) == 2
+    assert "--run-dir" in capsys.readouterr().err  # verl reads local files: where will the export lie?
+    assert main(["rl", "export-verl", "--shards", f"{remote}/dataset", "--out", f"{remote}/verl", "--index", index,
+                 "--run-dir", str(tmp_path / "verl")]) == 0
+    exported = sorted(p.relative_to(tmp_path / "verl").as_posix() for p in (tmp_path / "verl").rglob("*")
+                      if p.is_file() and p.name != "manifest.json" and not p.name.startswith("."))
+    assert "data/train.parquet" in exported and "questions.parquet" in exported
+    assert [k for k in _keys("rl-run/verl") if k != "manifest.json"] == exported
+    for name in exported:  # the same bytes: parquet rows, configs naming the run folder, launch script
+        assert sha256_file(f"{remote}/verl/{name}") == sha256_file(tmp_path / "verl" / name), name
+
+    # the index beside the dataset on the store by default: verl's tools download it from there
+    assert main(["rl", "export-verl", "--shards", f"{remote}/dataset", "--out", f"{remote}/verl-2",
+                 "--run-dir", "/data/verl"]) == 0
+    rows = parquet_file(f"{remote}/verl-2/data/train.parquet").read().to_pylist()
+    assert {r["extra_info"]["tools_kwargs"]["search"]["create_kwargs"]["index_dir"] for r in rows} == {
+        f"{remote}/index"}
+    config = yaml.safe_load(as_path(f"{remote}/verl-2/hopsmith_turn_grpo.yaml").read_text())
+    assert config["data"]["train_files"] == "/data/verl/data/train.parquet"
+
+
+@pytest.fixture
+def gcs_bucket(monkeypatch):
+    """gcp-storage-emulator on 127.0.0.1 with the sample dump in `gs://wiki`, reached through Beam's GCS
+    filesystem (google-cloud-storage honours STORAGE_EMULATOR_HOST; without credentials Beam connects
+    anonymously)."""
+    emulator = pytest.importorskip("gcp_storage_emulator.server")
+    pytest.importorskip("apache_beam.io.gcp.gcsio")  # Beam's GCS filesystem: google-cloud-storage
+    from google.cloud import storage as gcs
+
+    logging.getLogger("gcp_storage_emulator").setLevel(logging.ERROR)  # a warning per response otherwise
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = emulator.create_server("127.0.0.1", port, in_memory=True, default_bucket="wiki")
+    server.start()
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("NO_GCE_CHECK", "True")  # google-auth never probes a metadata server
+    bucket = gcs.Client.create_anonymous_client().bucket("wiki")
+    for name in FILES:
+        bucket.blob(name).upload_from_filename(str(SAMPLE / name))
+    yield "gs://wiki"
+    server.stop()
+
+
+def test_extract_and_walk_on_gcs_through_an_emulator(gcs_bucket, tmp_path, monkeypatch):
+    local, remote = tmp_path, f"{gcs_bucket}/run"
+    dumps = {str(local): DUMP_ARGS,
+             remote: ["--dump", f"{gcs_bucket}/{FILES[0]}", "--index", f"{gcs_bucket}/{FILES[1]}"]}
+    for out, dump in dumps.items():
+        assert main(["extract", *dump, "--out", f"{out}/graph"]) == 0
+        assert main(["walk", "--graph", f"{out}/graph", "--out", f"{out}/paths"]) == 0
+    assert [i.sha256 for i in read_manifest(f"{remote}/graph").inputs] == [sha256_file(SAMPLE / n) for n in FILES]
+    graph = _committed(f"{remote}/graph")
+    assert graph == _committed(local / "graph") and any(p.startswith("entities/") for p in graph)
+    assert _committed(f"{remote}/paths") == _committed(local / "paths")
+    folder = as_path(f"{remote}/graph")
+    assert not [p for p in folder.rglob("*") if p.name.endswith(".tmp") or "parts" in str(p)]
+
+    def whole_prefix(self, limit=None):
+        raise AssertionError(f"listed all of {self} for one level")
+
+    monkeypatch.setattr(type(folder), "_objects", whole_prefix)  # one level: a delimiter listing on GCS too
+    assert "entities" in [p.name for p in folder.iterdir()] and folder.glob("entities/*.parquet")

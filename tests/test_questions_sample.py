@@ -16,7 +16,7 @@ from schemas.wiki import Entity, Relation, SkippedRecord
 from synth import describe, gates
 from synth.environment import build_index
 from synth.questions import _load_context, plan_question, run_questions
-from synth.report import question_report, tree_note
+from synth.report import question_report, report_rows, tree_note
 from tests.test_questions import assert_reads_as_english
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -223,6 +223,8 @@ def test_the_question_report_shows_hard_questions(sample):
     # down), near the configured share: measured 36.7% at 40% on the sample.
     assert report["tree_share"] >= report["tree_share_configured"] - 0.05
     assert report["tree_at"]["start"] and report["tree_at"]["intermediate"] and report["tree_at"]["answer"]
+    row = dict(report_rows(report))["tree-shaped share"]  # as the run summary and the card print it
+    assert row.startswith(f"{report['tree_share']:.1%} (configured 40%; branches meet at the start in ")
 
 
 def test_a_tree_share_short_of_the_configured_one_is_explained(sample, sample_dir):

@@ -16,7 +16,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 from pipeline.cli import main  # noqa: E402
 from pipeline.io import read_manifest  # noqa: E402
 from rl.chat import render_text  # noqa: E402
-from rl.config import RLConfig, TinyModelConfig, preset_config  # noqa: E402
+from rl.config import RLConfig  # noqa: E402
 from rl.data import build_examples, trajectory_messages  # noqa: E402
 from rl.logprobs import PolicyLogprobs, token_logprobs  # noqa: E402
 from rl.train import (  # noqa: E402  # noqa: E402
@@ -29,10 +29,7 @@ from rl.train import (  # noqa: E402  # noqa: E402
     token_batch,
     train_offline,
 )
-from tests.rl_fixtures import fixture_trajectories, make_dataset  # noqa: E402
-
-TINY = TinyModelConfig(vocab_size=400, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                       num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048)
+from tests.rl_fixtures import TINY, fast_config, fixture_trajectories, make_dataset  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -116,13 +113,6 @@ def test_turn_level_updates_raise_high_reward_turns_relative_to_low_ones(tokeniz
     assert mean_high > mean_low + 0.5, (mean_high, mean_low)
     if mode == "ppo":
         assert mean_low < 0 < mean_high
-
-
-def fast_config(**overrides) -> RLConfig:
-    # `penalty`: the random policy's failed turns still train (with the penalty reward), so KL is measured
-    return preset_config("tiny-cpu", tiny=TINY.model_dump(), offline_steps=2, online_steps=1, prompts_per_step=2,
-                         group_size=2, max_turns=2, max_new_tokens=16, max_len=1024, failed_turns="penalty",
-                         **overrides)
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,10 @@
 
 Three policies run over the stage-3 test snapshot (tests/trajectory_fixtures.py), none with an error model:
 - a real model: the policy episodes Gemma 3 270M played under llama.cpp on this snapshot (every framework,
-  2 rollouts; tests/data/llm_transcript.jsonl, recorded by `make llm-check`), replayed into trajectories by
+  3 rollouts; tests/data/llm_transcript.jsonl, recorded by `make llm-check`), replayed into trajectories by
   `tests.llm_replay.replay_policy_episodes` as `make test` does. Its mistakes are its own: it echoes our
-  prompts and error feedback, or writes questions of its own, instead of calling a tool;
+  prompts and error feedback, or writes questions of its own, instead of calling a tool; it opens pages it
+  made up, states an answer it never read and opens a page anyway, changes that answer with nothing new;
 - the offline scripted policy with every error rate at zero: its errors are the ones its search style makes
   by itself (a look at a page that adds nothing, a confirmation that repeats what was read);
 - `NaiveSearcher`, a heuristic searcher written for this set that does not know the gold path: it searches
