@@ -24,6 +24,7 @@ BENCHMARKS = (
     "bench.critic",
     "bench.dataset",
     "bench.scale",
+    "bench.runner_input",
     "bench.merge",
 )
 
