@@ -22,8 +22,10 @@ so the load average is printed with them.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import os
+import pickle
 import random
 import resource
 import subprocess
@@ -128,11 +130,15 @@ def cached_dump(n: int, folder: Path) -> tuple[Path, Path]:
 
 def _child(stage: str, source: str, out: str, index: str = "", *beam_args: str) -> None:
     """One stage in this process (extract: dump -> out; walk: graph folder -> out); prints its seconds,
-    peak RSS (MiB) of this process and of its worker process, and output bytes as JSON."""
+    peak RSS (MiB) of this process and of its worker process, and output bytes as JSON. `side_input`: the
+    pickled size of the walk's graph side input, and of the relation rows it leaves in the shards."""
     from graph.walks import run_walks
     from pipeline.extract import run_extract
     from schemas.config import ExtractConfig, WalkConfig
 
+    if stage == "side_input":
+        print(json.dumps(_side_input_mib(source, WalkConfig())))
+        return
     started = time.perf_counter()
     if stage == "extract":
         manifest = run_extract(ExtractConfig(dump=source, index=index, as_of=AS_OF), out, beam_args=list(beam_args))
@@ -143,6 +149,18 @@ def _child(stage: str, source: str, out: str, index: str = "", *beam_args: str) 
     print(json.dumps({"seconds": seconds, "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                       "worker_peak_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
                       "bytes": size, "counts": manifest.counts}))
+
+
+def _side_input_mib(graph_dir: str, config) -> dict[str, float]:
+    """Pickled MiB of the walk worker's graph (`keep_relations=False`, as `WalkTransform` loads it) and of
+    the walkable relation rows a graph with them would add."""
+    from graph.csr import load_csr
+
+    load = functools.partial(load_csr, graph_dir, as_of=AS_OF.date(), window_days=182,
+                             exclude_relations=config.exclude_relations, mapped_only=config.mapped_only)
+    walking = len(pickle.dumps(load(keep_relations=False))) / 2**20
+    rows = len(pickle.dumps(load().relations)) / 2**20
+    return {"walk_graph_mib": walking, "relation_rows_mib": rows}
 
 
 def _measure(stage: str, source: Path, out: Path, index: Path | None, *beam_args: str) -> dict:
@@ -210,11 +228,14 @@ def _one_size(n: int, folder: Path, dumps: Path, runs: tuple[str, ...]) -> dict:
                         "walk_runner_peak_mib": walk["peak_mib"], "paths": walk["counts"]["paths:kept"],
                         "walk_paths_per_s": walk["counts"]["paths:kept"] / walk["seconds"],
                         "paths_mib": walk["bytes"] / 2**20, "graph_nodes": walk["counts"]["graph:nodes"],
-                        "graph_edges": walk["counts"]["graph:edges"]})
+                        "graph_edges": walk["counts"]["graph:edges"],
+                        **_measure("side_input", folder / "graph", folder / "paths", None)})
         line += (f"\n     walk with a worker process: {figures['paths']} paths in {figures['walk_s']:.0f} s "
                  f"({figures['walk_paths_per_s']:.0f} paths/s), worker peak {figures['walk_worker_peak_mib']:.0f} "
                  f"MiB, runner {figures['walk_runner_peak_mib']:.0f} MiB; paths {figures['paths_mib']:.1f} MiB; the "
-                 f"graph side input: {figures['graph_nodes']} nodes, {figures['graph_edges']} edges")
+                 f"graph side input: {figures['graph_nodes']} nodes, {figures['graph_edges']} edges, "
+                 f"{figures['walk_graph_mib']:.1f} MiB pickled (the relation rows it reads by row instead: "
+                 f"{figures['relation_rows_mib']:.1f} MiB)")
     print(line, flush=True)
     return figures
 

@@ -108,8 +108,8 @@ def run(quick: bool) -> dict[str, float]:
     nx_s = time.perf_counter() - started
     nx_rate = baseline_counts["walks:attempted"] / nx_s
 
-    bytes_per_edge = (graph.dst.nbytes + graph.rel.nbytes + graph.edge_row.nbytes + graph.in_window.nbytes
-                      + graph.single_object.nbytes) / graph.num_edges
+    bytes_per_edge = (graph.dst.nbytes + graph.rel.nbytes + graph.edge_row.nbytes + graph.source_row.nbytes
+                      + graph.in_window.nbytes + graph.single_object.nbytes) / graph.num_edges
     bytes_per_node = (graph.sampler_nbytes() - bytes_per_edge * graph.num_edges) / graph.num_nodes
     nodes_at_10m = graph.num_nodes * 10_000_000 / graph.num_edges
     sampler_gb_10m = (bytes_per_edge * 10_000_000 + bytes_per_node * nodes_at_10m) / 1e9

@@ -11,7 +11,9 @@ networkx stays the model for analysis and small graphs (`to_networkx`).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +31,10 @@ PAGE, NO_PAGE, LITERAL = 0, 1, 2
 LITERAL_PREFIX = "\x00"
 _SEP = "\x1f"
 RELATION_BATCH_ROWS = 65_536  # relation rows `load_csr` reads and filters at a time
+SOURCE_ROW = "__source_row"  # the column carrying each relation row's position in its source, while building
+# What building the graph reads from a relation row: the rest (evidence, qualifiers, provenance beyond
+# its timestamp) is read back by row for the sampled paths only (`RelationSource`).
+BUILD_COLUMNS = ("head", "relation", "tail", "value", "value_type", "unit", "provenance")
 
 
 def literal_key(value_type: str, value: str, unit: str | None) -> str:
@@ -55,14 +61,16 @@ class CSRGraph:
     dst: np.ndarray  # int32 [m]
     rel: np.ndarray  # int32 [m]
     edge_row: np.ndarray  # int64 [m]: row of `relations`, for provenance
+    source_row: np.ndarray  # int64 [m]: the edge's row in the relation source (shards in order, or the table)
     in_window: np.ndarray  # bool [m]: the fact's page revision lies inside the recency window
     single_object: np.ndarray  # bool [m]: the head has exactly one object for this relation
     degree: np.ndarray  # int32 [n]: in + out degree over entity-to-entity edges
     relation_names: list[str]
-    relations: pa.Table  # the kept relation rows (schema of schemas.Relation)
+    relations: pa.Table | None  # the kept relation rows (schema of schemas.Relation); None: read from `source`
     as_of: dt.date
     window_days: int
     build_counts: dict[str, int] = field(default_factory=dict)
+    source: RelationSource | None = None  # the relation shards the graph was loaded from
 
     @property
     def num_nodes(self) -> int:
@@ -79,13 +87,26 @@ class CSRGraph:
     def sampler_nbytes(self) -> int:
         """Bytes of the numeric arrays the sampler reads (titles and relation rows excluded)."""
         arrays = (self.kind, self.is_head, self.is_list, self.is_disambiguation, self.indptr, self.dst,
-                  self.rel, self.edge_row, self.in_window, self.single_object, self.degree)
+                  self.rel, self.edge_row, self.source_row, self.in_window, self.single_object, self.degree)
         return int(sum(a.nbytes for a in arrays))
 
+    def __getstate__(self) -> dict:
+        """Pickled without the key index (built again when asked): a side input travels smaller."""
+        return {name: value for name, value in self.__dict__.items() if name != "_key_index"}
+
+    @functools.cached_property
+    def _key_index(self) -> tuple[np.ndarray, np.ndarray]:
+        """The node ids in key order and the keys in that order, built on the first `node_id` (the walk
+        itself never asks). Object arrays, Python string order: a fixed-width string copy would take 4 bytes
+        times the longest key for every node."""
+        order = np.argsort(self.keys, kind="stable")
+        return order, self.keys[order]
+
     def node_id(self, key: str) -> int | None:
-        index = np.searchsorted(self._sorted_keys, key)
-        if index < len(self._sorted_keys) and self._sorted_keys[index] == key:
-            return int(self._sorted_order[index])
+        order, sorted_keys = self._key_index
+        index = np.searchsorted(sorted_keys, key)
+        if index < len(sorted_keys) and sorted_keys[index] == key:
+            return int(order[index])
         return None
 
     def relation_id(self, name: str) -> int | None:
@@ -108,10 +129,6 @@ class CSRGraph:
             return key
         _, value, unit = split_literal_key(key)
         return f"{value} {unit}" if unit else value
-
-    def __post_init__(self) -> None:
-        self._sorted_order = np.argsort(self.keys.astype(str), kind="stable")
-        self._sorted_keys = self.keys[self._sorted_order].astype(str)
 
     def to_networkx(self) -> nx.MultiDiGraph:
         """The same graph as a networkx MultiDiGraph (node attribute `kind`, edge attribute `relation`)."""
@@ -194,6 +211,9 @@ def _build_csr(entities: pa.Table, relations: pa.Table, counts: Counter, *, as_o
                window_days: int) -> CSRGraph:
     """The CSR graph over walkable relation rows (`_walkable`'s); `counts` holds what was left out."""
     counts = dict(counts)
+    source_rows = (relations[SOURCE_ROW].to_numpy().astype(np.int64) if SOURCE_ROW in relations.column_names
+                   else np.arange(relations.num_rows, dtype=np.int64))
+    relations = relations.drop_columns([SOURCE_ROW]) if SOURCE_ROW in relations.column_names else relations
     objects = _object_keys(relations)
 
     titles = entities["title"].to_pylist()
@@ -267,6 +287,7 @@ def _build_csr(entities: pa.Table, relations: pa.Table, counts: Counter, *, as_o
         dst=dst.astype(np.int32),
         rel=rel.astype(np.int32),
         edge_row=rows,
+        source_row=source_rows[rows],
         in_window=window,
         single_object=single_object,
         degree=degree,
@@ -278,17 +299,66 @@ def _build_csr(entities: pa.Table, relations: pa.Table, counts: Counter, *, as_o
     )
 
 
+@dataclass(frozen=True)
+class RelationSource:
+    """Stage 1's relation shards, in `shard_files` order: a graph's `source_row` r is row r of their
+    concatenation. Reads rows by number a row group at a time, so a reader holds one group, not the table."""
+
+    files: tuple[str, ...]
+    offsets: tuple[int, ...]  # first row of each file; one more entry: the total
+
+    @classmethod
+    def of(cls, files: Iterable) -> RelationSource:
+        files = tuple(str(f) for f in files)
+        sizes = [parquet_file(f).metadata.num_rows for f in files]
+        return cls(files, tuple(int(x) for x in np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])))
+
+    def rows(self, rows: Iterable[int], columns: list[str]) -> dict[int, dict]:
+        """The given rows' `columns` as dicts (values as the graph's relation table gives them)."""
+        wanted = np.unique(np.fromiter(rows, np.int64))
+        schema = arrow_schema(Relation)
+        found: dict[int, dict] = {}
+        at = np.searchsorted(self.offsets, wanted, "right") - 1
+        for index in np.unique(at):
+            local = wanted[at == index] - self.offsets[index]
+            file = parquet_file(self.files[index])
+            group_starts = np.cumsum([0] + [file.metadata.row_group(g).num_rows for g in range(file.num_row_groups)])
+            groups = np.searchsorted(group_starts, local, "right") - 1
+            for group in np.unique(groups):
+                table = file.read_row_group(int(group), columns=columns)
+                table = table.cast(pa.schema([schema.field(name) for name in columns]))
+                picked = local[groups == group]
+                for row, values in zip(picked, table.take(pa.array(picked - group_starts[group])).to_pylist(),
+                                       strict=True):
+                    found[int(row + self.offsets[index])] = values
+        return found
+
+
 def load_csr(graph_dir: str | Path, *, as_of: dt.date, window_days: int, exclude_relations: list[str] = (),
-             mapped_only: bool = False) -> CSRGraph:
-    """Read stage 1's entities/ and relations/ shards and build the CSR graph."""
+             mapped_only: bool = False, keep_relations: bool = True) -> CSRGraph:
+    """Read stage 1's entities/ and relations/ shards and build the CSR graph. Without `keep_relations`
+    the graph holds no relation rows (a walk worker's graph: `path_hops` reads them from `source` by
+    `source_row`), and only the columns building needs are kept while building."""
     graph_dir = as_path(graph_dir)
     entities = read_table(Entity, graph_dir / "entities")
     counts: Counter = Counter()
     schema = arrow_schema(Relation)
+    files = shard_files(graph_dir / "relations")
+    source = RelationSource.of(files)
+    columns = [*(schema.names if keep_relations else BUILD_COLUMNS), SOURCE_ROW]
+    kept = []
     # a batch of relation rows at a time: the unmapped, excluded (`links_to`) and objectless rows, most of
     # the table, are never all in memory, only the rows the graph keeps (and `relations` holds)
-    kept = [_walkable(pa.Table.from_batches([batch]).cast(schema), exclude_relations, mapped_only, counts)
-            for file in shard_files(graph_dir / "relations")
-            for batch in parquet_file(file).iter_batches(batch_size=RELATION_BATCH_ROWS)]
-    relations = pa.concat_tables(kept) if kept else schema.empty_table()
-    return _build_csr(entities, relations, counts, as_of=as_of, window_days=window_days)
+    for file, start in zip(files, source.offsets[:-1], strict=True):
+        for batch in parquet_file(file).iter_batches(batch_size=RELATION_BATCH_ROWS):
+            table = pa.Table.from_batches([batch]).cast(schema)
+            table = table.append_column(SOURCE_ROW, pa.array(np.arange(start, start + table.num_rows, dtype=np.int64)))
+            start += table.num_rows
+            kept.append(_walkable(table, exclude_relations, mapped_only, counts).select(columns))
+    empty = schema.empty_table().append_column(SOURCE_ROW, pa.array([], pa.int64()))
+    graph = _build_csr(entities, pa.concat_tables(kept) if kept else empty.select(columns), counts, as_of=as_of,
+                       window_days=window_days)
+    graph.source = source
+    if not keep_relations:
+        graph.relations = None
+    return graph

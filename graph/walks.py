@@ -9,7 +9,8 @@ relation sequence over the same node set, Weisfeiler-Leman hash with intermediat
 The sampler is vectorised over all walks of a batch (numpy over the CSR arrays). `reference_walks` is
 the same algorithm as a plain loop over a networkx graph, kept as the readable model and the benchmark
 baseline. `run_walks` runs sampling as a Beam transform: start nodes are split into tasks spread over
-workers, the graph travels as a side input.
+workers, the graph travels as a side input without its relation rows (`load_csr(keep_relations=False)`): the hops of
+the kept paths are read back from the relation shards by row when they are written.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import ValidationError
 
-from graph.csr import LITERAL, PAGE, CSRGraph, load_csr, split_literal_key
+from graph.csr import LITERAL, PAGE, CSRGraph, RelationSource, load_csr, split_literal_key
 from pipeline.beam import pipeline_options
 from pipeline.errors import UserError
 from pipeline.io import atomic_write_text, read_manifest, stable_hash, write_records
@@ -401,15 +402,24 @@ def wl_hash(graph: CSRGraph, nodes: list[int], edges: list[int]) -> str:
         return nx.weisfeiler_lehman_graph_hash(path_graph, node_attr="label", edge_attr="relation", iterations=3)
 
 
+HOP_COLUMNS = [name for name in PathHop.model_fields if name != "in_window"]  # what a hop copies from its row
+
+
 def path_hops(graph: CSRGraph, edges: Iterable[int]) -> dict[int, PathHop]:
-    """PathHop records of CSR edges, read from the relation rows in one batch."""
+    """PathHop records of CSR edges, read in one batch from the graph's relation rows, or by row from its
+    relation shards when it holds none (`load_csr(keep_relations=False)`)."""
     unique = sorted(set(int(e) for e in edges))
-    rows = graph.relations.take(pa.array(graph.edge_row[unique], pa.int64())).to_pylist() if unique else []
-    fields = [name for name in PathHop.model_fields if name != "in_window"]
-    return {
-        edge: PathHop.model_validate({**{name: row[name] for name in fields}, "in_window": bool(graph.in_window[edge])})
-        for edge, row in zip(unique, rows, strict=True)
-    }
+    if graph.relations is None:
+        found = graph.source.rows(graph.source_row[unique], HOP_COLUMNS) if unique else {}
+        rows = [found[int(graph.source_row[edge])] for edge in unique]
+    else:
+        rows = graph.relations.take(pa.array(graph.edge_row[unique], pa.int64())).to_pylist() if unique else []
+    return {edge: hop_record(row, bool(graph.in_window[edge])) for edge, row in zip(unique, rows, strict=True)}
+
+
+def hop_record(row: dict, in_window: bool) -> PathHop:
+    """The PathHop of one relation row."""
+    return PathHop.model_validate({**{name: row[name] for name in HOP_COLUMNS}, "in_window": in_window})
 
 
 def held_conditions(config: WalkConfig) -> list[str]:
@@ -432,6 +442,11 @@ def to_path(graph: CSRGraph, nodes: list[int], edges: list[int], seed: int, cond
             hops: dict[int, PathHop] | None = None) -> Path:
     """The Path record of a walk; `hops` may hold the PathHops of its edges, read in a batch beforehand."""
     hops = hops if hops is not None else path_hops(graph, edges)
+    return _path(graph, nodes, edges, seed, conditions, [hops[e] for e in edges])
+
+
+def _path(graph: CSRGraph, nodes: list[int], edges: list[int], seed: int, conditions: list[str],
+          hops: list[PathHop]) -> Path:
     titles = [graph.label(n) for n in nodes]
     relations = [graph.relation_names[graph.rel[e]] for e in edges]
     answer = nodes[-1]
@@ -440,7 +455,7 @@ def to_path(graph: CSRGraph, nodes: list[int], edges: list[int], seed: int, cond
         path_id=stable_hash(titles, relations),
         start=titles[0],
         nodes=titles,
-        hops=[hops[e] for e in edges],
+        hops=hops,
         answer=titles[-1],
         answer_type=answer_type,
         seed=seed,
@@ -451,10 +466,18 @@ def to_path(graph: CSRGraph, nodes: list[int], edges: list[int], seed: int, cond
 
 def walk_task(graph: CSRGraph, params: WalkParams, task_index: int, starts: np.ndarray) -> tuple[list[Path], Counter]:
     """One task: every configured hop count from a slice of start nodes, with its own seeded RNG."""
+    walks, counts = task_walks(graph, params, task_index, starts)
+    records = path_hops(graph, [edge for _, edges, _ in walks for edge in edges])
+    return [to_path(graph, nodes, edges, params.config.seed, held, records) for nodes, edges, held in walks], counts
+
+
+def task_walks(graph: CSRGraph, params: WalkParams, task_index: int,
+               starts: np.ndarray) -> tuple[list[tuple[list[int], list[int], list[str]]], Counter]:
+    """`walk_task`'s walks before records are built: (node ids, edge ids, conditions held) of each."""
     config = params.config
     conditions = held_conditions(config)
     branching = [c for c in conditions if c != "single_answer"] + ["branching_final_hop"]
-    paths: list[Path] = []
+    walks = []
     counts: Counter = Counter()
     for hops in config.hops:
         rng = np.random.default_rng([config.seed, task_index, hops])
@@ -468,16 +491,15 @@ def walk_task(graph: CSRGraph, params: WalkParams, task_index: int, starts: np.n
         unique = np.unique(np.hstack([nodes, edges]), axis=0) if len(nodes) else np.hstack([nodes, edges])
         counts["rejected:duplicate"] += len(nodes) - len(unique)
         nodes, edges = unique[:, : hops + 1], unique[:, hops + 1 :]
-        records = path_hops(graph, edges.ravel())
         for row_nodes, row_edges in zip(nodes.tolist(), edges.tolist(), strict=True):
-            held = conditions if graph.single_object[row_edges[-1]] else branching
-            paths.append(to_path(graph, row_nodes, row_edges, config.seed, held, records))
-    return paths, counts
+            walks.append((row_nodes, row_edges, conditions if graph.single_object[row_edges[-1]] else branching))
+    return walks, counts
 
 
-def dedup_keys(path: Path) -> dict[str, str]:
-    """The key of each dedup level: exact sequence, same relations over the same node set, WL hash."""
-    relations = [h.relation for h in path.hops]
+def dedup_keys(path: Path, relations: list[str] | None = None) -> dict[str, str]:
+    """The key of each dedup level: exact sequence, same relations over the same node set, WL hash
+    (`relations`: the hops' relations, for a path whose hops are not attached yet)."""
+    relations = relations if relations is not None else [h.relation for h in path.hops]
     return {
         "duplicate": stable_hash(path.nodes, relations),
         "isomorphic": stable_hash(sorted(path.nodes), relations),
@@ -550,15 +572,19 @@ class _SampleTask(beam.DoFn):
         if self._params is None or self._params[0] is not graph:  # derive once per graph, not per task
             self._params = (graph, WalkParams.build(graph, self.config))
         params = self._params[1]
-        paths, counts = walk_task(graph, params, index, np.asarray(starts, np.int64))
+        walks, counts = task_walks(graph, params, index, np.asarray(starts, np.int64))
         yield beam.pvalue.TaggedOutput("counts", dict(counts))
-        for path in paths:
-            keys = dedup_keys(path)
-            yield path.path_id, tuple(keys[level] for level in DEDUP_LEVELS), path.model_dump_json().encode()
+        for nodes, edges, held in walks:
+            path = _path(graph, nodes, edges, self.config.seed, held, [])
+            keys = dedup_keys(path, [graph.relation_names[graph.rel[edge]] for edge in edges])
+            hops = tuple((int(graph.source_row[edge]), bool(graph.in_window[edge])) for edge in edges)
+            yield path.path_id, tuple(keys[level] for level in DEDUP_LEVELS), path.model_dump_json().encode(), hops
 
 
-# Between Beam steps a path travels as (path_id, dedup keys, JSON bytes): cheap to encode and group.
-PathItem = tuple[str, tuple[str, ...], bytes]
+# Between Beam steps a path travels as (path_id, dedup keys, JSON bytes without hops, (relation source row,
+# in window) of each hop): cheap to encode and group. The hops are read from the relation shards when the
+# kept paths are written, so no walk worker holds the relation rows.
+PathItem = tuple[str, tuple[str, ...], bytes, tuple[tuple[int, bool], ...]]
 
 
 class _DedupLevel(beam.PTransform):
@@ -587,10 +613,16 @@ def _merge_counts(dicts: Iterable[dict[str, int]]) -> dict[str, int]:
     return dict(total)
 
 
-def _write_shard(shard: tuple[int, Iterable[PathItem]], folder: str, shards: int) -> str:
+def _write_shard(shard: tuple[int, Iterable[PathItem]], folder: str, shards: int, source: RelationSource) -> str:
+    """Write one shard of paths, their hops read by row from the relation shards (a row group at a time)."""
     index, items = shard
+    items = sorted(items)
+    rows = source.rows((row for *_, hops in items for row, _ in hops), HOP_COLUMNS)
+    paths = [Path.model_validate_json(payload).model_copy(
+                 update={"hops": [hop_record(rows[row], in_window) for row, in_window in hops]})
+             for _, _, payload, hops in items]
     path = as_path(folder) / f"paths-{index:05d}-of-{shards:05d}.parquet"
-    write_records(Path, [Path.model_validate_json(payload) for _, _, payload in sorted(items)], path)
+    write_records(Path, paths, path)
     return path.name
 
 
@@ -609,7 +641,8 @@ class WalkTransform(beam.PTransform):
             pipeline
             | "GraphDir" >> beam.Create([self.graph_dir])
             | "LoadGraph" >> beam.Map(load_csr, as_of=config.as_of, window_days=config.window_days,
-                                      exclude_relations=config.exclude_relations, mapped_only=config.mapped_only)
+                                      exclude_relations=config.exclude_relations, mapped_only=config.mapped_only,
+                                      keep_relations=False)
         )
         sampled = (
             graph
@@ -633,7 +666,8 @@ class WalkTransform(beam.PTransform):
             kept
             | "Shard" >> beam.Map(lambda item: (int(item[0], 16) % shards, item))
             | "GroupShard" >> beam.GroupByKey()
-            | "Write" >> beam.Map(_write_shard, folder=folder, shards=shards)
+            | "Write" >> beam.Map(_write_shard, folder=folder, shards=shards,
+                                   source=beam.pvalue.AsSingleton(graph | "Source" >> beam.Map(lambda g: g.source)))
         )
         counts_path = str(self.out_dir / "counts.json")
         (

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import functools
+import pickle
 
 import numpy as np
 import pytest
 
-from graph.csr import LITERAL, NO_PAGE, PAGE
+from graph.csr import LITERAL, NO_PAGE, PAGE, load_csr
 from graph.walks import (
     WalkParams,
     annotated_networkx,
     deduplicate,
+    path_hops,
     reference_walks,
     run_walks,
     start_nodes,
@@ -21,7 +23,7 @@ from graph.walks import (
 from pipeline.io import read_records
 from schemas.config import WalkConfig
 from schemas.questions import Path
-from tests.walk_graphs import OLD, RECENT, csr, entity, fact, write_graph
+from tests.walk_graphs import AS_OF, OLD, RECENT, csr, entity, fact, write_graph
 
 NO_HUBS = {"hub_quantile": 1.0}
 
@@ -213,12 +215,13 @@ def test_vectorised_sampler_finds_the_same_paths_as_the_networkx_model():
 
 def test_run_walks_through_beam_matches_the_plain_function_and_resumes(tmp_path):
     entities, relations = random_graph(3, people=30)
-    graph_dir = write_graph(tmp_path / "graph", entities, relations)
+    # the hops are read back by row from several relation shards of several row groups each
+    graph_dir = write_graph(tmp_path / "graph", entities, relations, relation_shards=3, row_group_rows=7)
     config = WalkConfig(hops=[2, 3], walks_per_start=3, starts_per_task=4, shards=3)
     manifest = run_walks(graph_dir, tmp_path / "paths", config)
     written = list(read_records(Path, tmp_path / "paths" / "paths"))
     expected, counts = walk_graph(csr(entities, relations), config.model_copy(update={"as_of": None}))
-    assert sorted(p.path_id for p in written) == [p.path_id for p in expected]
+    assert sorted((p.model_dump() for p in written), key=lambda p: p["path_id"]) == [p.model_dump() for p in expected]
     assert manifest.counts["paths:kept"] == len(written) == counts["paths:kept"]
     assert manifest.counts["walks:attempted"] == counts["walks:attempted"]
     assert all(f"rejected:{c}" in manifest.counts for c in ("hub", "revisit", "no_recent_fact", "wl_duplicate"))
@@ -292,3 +295,19 @@ def test_longer_walks_get_more_attempts():
     for growth in (1.0, 3.0):
         _, counts = walk_graph(graph, WalkConfig(hops=[2, 3, 4], walks_per_start=5, long_walk_growth=growth))
         assert counts["walks:attempted"] == starts * round(5 + 5 * growth + 5 * growth**2)
+
+
+def test_a_walk_worker_graph_holds_no_relation_rows_and_reads_hops_by_row(tmp_path):
+    entities, relations = random_graph(4, people=40)
+    graph_dir = write_graph(tmp_path / "graph", entities, relations, relation_shards=3, row_group_rows=5)
+    load = functools.partial(load_csr, graph_dir, as_of=AS_OF, window_days=182, exclude_relations=["mentor"])
+    full, walking = load(), load(keep_relations=False)
+    assert walking.relations is None and full.relations.num_rows > 0
+    assert len(pickle.dumps(walking)) < len(pickle.dumps(full)) - len(pickle.dumps(full.relations)) // 2
+    edges = range(full.num_edges)
+    assert path_hops(walking, edges) == path_hops(full, edges)  # every edge, across shards and row groups
+    assert [h.relation for h in path_hops(walking, edges).values()].count("mentor") == 0
+    config = WalkConfig(hops=[2, 3], walks_per_start=3)
+    paths = walk_graph(full, config)[0]
+    assert paths and [p.model_dump() for p in walk_graph(pickle.loads(pickle.dumps(walking)), config)[0]] == [
+        p.model_dump() for p in paths]

@@ -54,10 +54,15 @@ def csr(entities: list[Entity], relations: list[Relation], exclude: list[str] = 
     return build_csr(ents, rels, as_of=AS_OF, window_days=182, exclude_relations=list(exclude))
 
 
-def write_graph(folder: Path, entities: list[Entity], relations: list[Relation]) -> Path:
-    """Write a graph the way stage 1 does: entities/, relations/ shards and a finished manifest."""
+def write_graph(folder: Path, entities: list[Entity], relations: list[Relation], relation_shards: int = 1,
+                row_group_rows: int | None = None) -> Path:
+    """Write a graph the way stage 1 does: entities/, relations/ shards (`relation_shards` of them, in row
+    groups of `row_group_rows`) and a finished manifest."""
     write_records(Entity, entities, folder / "entities" / "entities-00000.parquet")
-    write_records(Relation, relations, folder / "relations" / "relations-00000.parquet")
+    size = -(-len(relations) // relation_shards)
+    for shard in range(relation_shards):
+        write_records(Relation, relations[shard * size : (shard + 1) * size],
+                      folder / "relations" / f"relations-{shard:05d}.parquet", row_group_rows)
     write_manifest(folder, Manifest(stage="extract", key="test-graph", code_version="test",
                                     as_of=dt.datetime.combine(AS_OF, dt.time(), dt.UTC), window_days=182))
     return folder
