@@ -31,6 +31,7 @@ PAGE, NO_PAGE, LITERAL = 0, 1, 2
 LITERAL_PREFIX = "\x00"
 _SEP = "\x1f"
 RELATION_BATCH_ROWS = 65_536  # relation rows `load_csr` reads and filters at a time
+ROW_GROUPS_PER_READ = 64  # relation row groups `RelationSource.rows` reads at a time (stage 1 writes 256 rows each)
 SOURCE_ROW = "__source_row"  # the column carrying each relation row's position in its source, while building
 # What building the graph reads from a relation row: the rest (evidence, qualifiers, provenance beyond
 # its timestamp) is read back by row for the sampled paths only (`RelationSource`).
@@ -314,22 +315,27 @@ class RelationSource:
         return cls(files, tuple(int(x) for x in np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])))
 
     def rows(self, rows: Iterable[int], columns: list[str]) -> dict[int, dict]:
-        """The given rows' `columns` as dicts (values as the graph's relation table gives them)."""
+        """The given rows' `columns` as dicts (values as the graph's relation table gives them), read
+        `ROW_GROUPS_PER_READ` row groups at a time, only groups holding a wanted row."""
         wanted = np.unique(np.fromiter(rows, np.int64))
-        schema = arrow_schema(Relation)
+        schema = pa.schema([arrow_schema(Relation).field(name) for name in columns])
         found: dict[int, dict] = {}
         at = np.searchsorted(self.offsets, wanted, "right") - 1
         for index in np.unique(at):
             local = wanted[at == index] - self.offsets[index]
             file = parquet_file(self.files[index])
-            group_starts = np.cumsum([0] + [file.metadata.row_group(g).num_rows for g in range(file.num_row_groups)])
+            sizes = [file.metadata.row_group(g).num_rows for g in range(file.num_row_groups)]
+            group_starts = np.cumsum([0] + sizes)
             groups = np.searchsorted(group_starts, local, "right") - 1
-            for group in np.unique(groups):
-                table = file.read_row_group(int(group), columns=columns)
-                table = table.cast(pa.schema([schema.field(name) for name in columns]))
-                picked = local[groups == group]
-                for row, values in zip(picked, table.take(pa.array(picked - group_starts[group])).to_pylist(),
-                                       strict=True):
+            needed = np.unique(groups)
+            for first in range(0, len(needed), ROW_GROUPS_PER_READ):
+                chunk = needed[first : first + ROW_GROUPS_PER_READ]
+                table = file.read_row_groups(chunk.tolist(), columns=columns).cast(schema)
+                # row positions inside the concatenation of the chunk's groups
+                chunk_starts = np.cumsum([0] + [sizes[g] for g in chunk[:-1]])
+                picked = np.isin(groups, chunk)
+                position = chunk_starts[np.searchsorted(chunk, groups[picked])] + local[picked] - group_starts[groups[picked]]
+                for row, values in zip(local[picked], table.take(pa.array(position)).to_pylist(), strict=True):
                     found[int(row + self.offsets[index])] = values
         return found
 
