@@ -297,7 +297,8 @@ def test_longer_walks_get_more_attempts():
         assert counts["walks:attempted"] == starts * round(5 + 5 * growth + 5 * growth**2)
 
 
-def test_a_walk_worker_graph_holds_no_relation_rows_and_reads_hops_by_row(tmp_path):
+def test_a_walk_worker_graph_holds_no_relation_rows_and_reads_hops_by_row(tmp_path, monkeypatch):
+    monkeypatch.setattr("graph.csr.ROW_GROUPS_PER_READ", 2)  # several reads per shard
     entities, relations = random_graph(4, people=40)
     graph_dir = write_graph(tmp_path / "graph", entities, relations, relation_shards=3, row_group_rows=5)
     load = functools.partial(load_csr, graph_dir, as_of=AS_OF, window_days=182, exclude_relations=["mentor"])
