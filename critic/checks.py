@@ -5,8 +5,9 @@ or named an unknown tool is not asked whether its result was empty. A failed che
 caps tool accuracy at and the failure kind it stands for. Given what the trajectory knows before the turn,
 a valid call is also asked whether a searcher could sensibly make it (`check_sensible`): a page that does
 not exist must at least have been named by the question or a result, if misspelt (a made-up title is the
-cause of the error it gets), and a query must hold content words and not copy the question or our own
-instructions.
+cause of the error it gets), and a query must hold content words and not copy our own instructions. The
+whole question as a query is a plain first search (agents commonly start so); what it finds is judged by
+information gain, not here.
 """
 
 from __future__ import annotations
@@ -95,15 +96,15 @@ def check_arguments(call: ToolCall) -> CheckResult:
     return CheckResult("arguments_valid", True)
 
 
-def check_sensible(turn: Turn, question: str, known: str) -> CheckResult:
+def check_sensible(turn: Turn, known: str) -> CheckResult:
     """Would a searcher make this call, knowing `known` (the normalised question and results so far)?"""
     call = turn.tool_call
     if call.name == "search":
         query = str(call.arguments.get("query", ""))
         if not content_tokens(query):
             return CheckResult("sensible", False, f"query {query!r} holds only stop words", 0.2, "not_sensible")
-        if PROMPT_ECHO.search(query) or contains_phrase(normalize(query), question):
-            return CheckResult("sensible", False, "the query copies the question or our instructions", 0.2,
+        if PROMPT_ECHO.search(query):
+            return CheckResult("sensible", False, "the query copies our instructions", 0.2,
                                "not_sensible")
     elif call.name in ("open_page", "find_in_page") and turn.tool_error:
         title = _DISAMBIGUATION.sub("", str(call.arguments.get("title", "")))
@@ -144,11 +145,11 @@ def check_result_not_empty(turn: Turn) -> CheckResult:
 
 
 def run_checks(turn: Turn, earlier_turns: list[Turn], repeat_window: int | None = None,
-               question: str | None = None, known: str | None = None) -> list[CheckResult]:
+               known: str | None = None) -> list[CheckResult]:
     """The programmatic checks that apply to this turn, in order, stopping at the first failure (its root cause).
 
-    `repeat_window` limits the repeat check to the last N turns (None: the whole trajectory). With the
-    question and `known` (the normalised question and earlier results), a valid call is checked for sense.
+    `repeat_window` limits the repeat check to the last N turns (None: the whole trajectory). With
+    `known` (the normalised question and earlier results), a valid call is checked for sense.
     """
     parsed = check_parsed(turn)
     if not parsed.passed:
@@ -162,8 +163,8 @@ def run_checks(turn: Turn, earlier_turns: list[Turn], repeat_window: int | None 
     results.append(check_arguments(call))
     if not results[-1].passed:
         return results
-    if question is not None and known is not None and call.name != ANSWER_TOOL:
-        results.append(check_sensible(turn, question, known))
+    if known is not None and call.name != ANSWER_TOOL:
+        results.append(check_sensible(turn, known))
         if not results[-1].passed:
             return results
     recent = earlier_turns[-repeat_window:] if repeat_window else earlier_turns

@@ -7,8 +7,8 @@ it:
 
 1. malformed: the output could not be parsed, or the environment rejected the arguments.
 2. not sensible: a call no reasonable searcher would make: a search whose query holds no word outside
-   stop words, or copies the whole question or our own instructions ("You are a research agent",
-   "Error: ..."); or a page opened (or searched in) that does not exist and that neither the question nor
+   stop words, or copies our own instructions ("You are a research agent", "Error: ..."; the whole
+   question as a query is a plain first search, judged by what it finds); or a page opened (or searched in) that does not exist and that neither the question nor
    an earlier result (an error or an empty result is none) named: a title made up, not read ("Jaws" shown
    counts for "Jaws (film)"; a misspelt shown name, each word of three letters or more beginning like a
    shown word, "Christopher Nolann", is a slip: a tool error). An existing page nobody named is a detour
@@ -170,12 +170,12 @@ def label_turn(question: Question, trajectory: Trajectory, position: int) -> tup
 
 
 def _not_sensible(question: Question, turn: Turn, earlier: list[Turn]) -> bool:
-    """Rule 2: a query without content, an echo of the question or of our instructions, or a made-up title."""
+    """Rule 2: a query without content, an echo of our instructions, or a made-up title."""
     call = turn.tool_call
     if call.name == "search":
         query = str(call.arguments.get("query", ""))
         words = [w for w in _plain(query).split() if w not in _STOP_WORDS]
-        return not words or _plain(question.text) in _plain(query) or bool(_OUR_WORDS.search(query))
+        return not words or bool(_OUR_WORDS.search(query))
     if call.name not in ("open_page", "find_in_page"):
         return False
     title = re.sub(r"\s*\([^)]*\)$", "", str(call.arguments.get("title", "")).strip())

@@ -29,7 +29,7 @@ DETOUR_RELEVANCE = 0.5
 
 def _tool_accuracy(turn: Turn, earlier: list[Turn], config: JudgeConfig, assessment: TurnAssessment | None,
                    knowledge: Knowledge):
-    checks = run_checks(turn, earlier, config.repeat_window, knowledge.question_text, knowledge.normalized)
+    checks = run_checks(turn, earlier, config.repeat_window, knowledge.normalized)
     failed = [c for c in checks if not c.passed]
     if failed:
         return min(c.cap for c in failed), "; ".join(c.detail for c in failed), [c.kind for c in failed], failed

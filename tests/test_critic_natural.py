@@ -101,10 +101,10 @@ def both_verdicts(*steps: tuple) -> tuple[list[str], list[str]]:
 
 
 @pytest.mark.parametrize(("steps", "kind", "expected"), [
-    # not sensible: a query without content, an echo of the question or our instructions, a made-up title
+    # not sensible: a query without content, an echo of our instructions, a made-up title
     ([("Let me search.", "search", {"query": "the of what"}, "No results for 'the of what'.")], "not_sensible", True),
     ([("", "search", {"query": "You are a research agent that answers questions"}, "No results.")], "not_sensible", True),
-    ([("", "search", {"query": QUESTIONS[0].text}, "No results.")], "not_sensible", True),
+    ([("", "search", {"query": QUESTIONS[0].text}, "No results.")], "not_sensible", False),  # a plain first search
     ([("The 44th president lived in Philadelphia.", "open_page", {"title": "Philadelphia"},
        NO_PAGE.format("Philadelphia"))], "not_sensible", True),
     ([READ_MICHELLE, ("I will open Barack Obama.", "open_page", {"title": "Barack Obamma"},
