@@ -47,6 +47,7 @@ from synth.matching import match_answer, normalize_answer
 from synth.phrasing import parse_date, phrase, type_noun
 
 GATES = ("vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
+         "clue_shortcut",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
          "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap")
 MAX_FRONTIER = 100_000
@@ -381,6 +382,52 @@ def tree_branches(index: FactIndex, path: Path, branches: list[Clue]) -> str | N
         if len([o for o in reached if all(satisfies(index, o, c) for c in rest)]) < 2:
             return f"branch {branches[dropped].attribute} is not needed"
     return None
+
+
+def clue_shortcut(index: FactIndex, path: Path, clues: Iterable[Clue]) -> str | None:
+    """Why what the text says of a later entity answers the question without the chain before it, or None.
+
+    For each position after the start whose clues state a fact, every entity those clues admit is followed
+    through the rest of the path (each hop over every object its later clues admit). When two or more such
+    entities reach the answer and every one whose continuation the graph knows reaches only the answer, the
+    chain before that position is never needed ("a country whose capital is London ... what is its
+    currency?" is Pound sterling for every one). One entity alone is not counted: in a graph smaller than
+    the world a fuzzed date or a place often fits one entity here and hundreds out there.
+    """
+    graph = index.graph
+    ids = path_node_ids(graph, path)
+    if ids is None:
+        return None
+    by_position = _by_position(clues)
+    for position in range(1, len(ids)):
+        stated = by_position.get(position, [])
+        if not any(c.attribute for c in stated):
+            continue
+        known = 0
+        for candidate in described_candidates(index, stated):
+            answers = _follow(index, path, by_position, position, candidate)
+            if answers and answers != {ids[-1]}:
+                break
+            known += bool(answers)
+        else:
+            if known >= 2:
+                said = ", ".join(c.attribute for c in stated if c.attribute)
+                return (f"what the text says of position {position} ({said}) leads all {known} entities "
+                        "it fits to the answer, without the chain before it")
+    return None
+
+
+def _follow(index: FactIndex, path: Path, by_position: dict[int, list[Clue]], position: int, node: int) -> set[int]:
+    """The answers the rest of the path reaches from `node` at `position`, every later clue applied."""
+    frontier = {node}
+    for hop_position in range(position, len(path.hops)):
+        relation = index.relation(path.hops[hop_position].relation)
+        later = by_position.get(hop_position + 1, [])
+        frontier = {int(o) for n in frontier for o in index.objects(n, relation)
+                    if all(satisfies(index, int(o), c) for c in later)}
+        if not frontier:
+            break
+    return frontier
 
 
 def start_intersection(index: FactIndex, clues: list[Clue], target: int) -> str | None:

@@ -554,6 +554,8 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
         return failed
     if plan.branching and (detail := gates.tree_branches(ctx.facts, path, [b.clue for b in plan.branches])):
         return "tree_branch", detail
+    if (detail := gates.clue_shortcut(ctx.facts, path, plan.clues)) is not None:
+        return "clue_shortcut", detail
     if 0 in plan.tree_positions and (detail := gates.start_intersection(
             ctx.facts, [c for c in plan.clues if c.position == 0], gates.path_node_ids(ctx.graph, path)[0])):
         return "tree_branch", detail

@@ -10,7 +10,7 @@ from pipeline.infobox import parse_infoboxes
 from schemas.questions import Question
 from synth import describe, gates
 from synth.phrasing import has_ended
-from synth.questions import cap_answers, plan_question, structural_gate, write_template
+from synth.questions import cap_answers, plan_gate, plan_question, structural_gate, write_template
 from tests.test_questions import assert_reads_as_english, context, path_of
 from tests.walk_graphs import entity, fact
 
@@ -248,6 +248,23 @@ def test_an_intermediate_pinned_down_by_two_branches_is_a_tree():
     ctx = context(PRODUCERS, PRODUCER_FACTS)
     plan = plan_question(ctx, path_of(ctx, "Glass Harbour", "Rae Lind", "Sol Marr"), "clues")
     assert plan.shape == "chain" and plan.tree_positions == []
+
+
+def test_a_clue_whose_every_fit_reaches_the_answer_is_a_shortcut():
+    # "The producer of Glass Harbour born in Hobart: whom is this person married to?" If the other person
+    # born in Hobart is married to Sol Marr too, "a person born in Hobart" answers it without the film.
+    entities = [*PRODUCERS, entity("Mae Tull", "Person", head=False)]
+    facts = [*PRODUCER_FACTS, fact("Mae Tull", "birthPlace", "Hobart"), fact("Mae Tull", "spouse", "Sol Marr")]
+    ctx = context(entities, facts)
+    path = path_of(ctx, "Glass Harbour", "Rae Lind", "Sol Marr")
+    plan = plan_question(ctx, path, "clues")
+    gate, why = plan_gate(ctx, path, plan)  # (Sol Marr, two spouses' spouse, also fails dominant_answer)
+    assert gate == "clue_shortcut" and "all 2 entities" in why
+    # Married to someone else, Mae Tull keeps the film needed: the tree of the test above stands.
+    facts[-1] = fact("Mae Tull", "spouse", "Pia Lind")
+    ctx = context(entities, facts)
+    path = path_of(ctx, "Glass Harbour", "Rae Lind", "Sol Marr")
+    assert gates.clue_shortcut(ctx.facts, path, plan_question(ctx, path, "clues").clues) is None
 
 
 def test_a_tree_over_a_single_valued_property_is_rejected():
