@@ -342,9 +342,7 @@ def unique_chain(index: FactIndex, path: Path, clues: Iterable[Clue], start_desc
             return "start_not_unique", f"{len(fits)} entities fit the start's description, e.g. {_examples(graph, fits, ids[0])}"
     last = len(path.hops) - 1
     for position, hop in enumerate(path.hops):
-        relation = index.relation(hop.relation)
-        reached = {int(o) for o in index.objects(ids[position], relation)}
-        reached = {o for o in reached if all(satisfies(index, o, c) for c in clues.get(position + 1, []))}
+        reached = _hop_objects(index, {ids[position]}, hop.relation, clues.get(position + 1, []))
         if reached != {ids[position + 1]}:
             gate = "alternative_answer" if position == last else "multi_valued_hop"
             return gate, (f"{len(reached)} objects of {hop.relation} fit at hop {position + 1}, "
@@ -421,13 +419,17 @@ def _follow(index: FactIndex, path: Path, by_position: dict[int, list[Clue]], po
     """The answers the rest of the path reaches from `node` at `position`, every later clue applied."""
     frontier = {node}
     for hop_position in range(position, len(path.hops)):
-        relation = index.relation(path.hops[hop_position].relation)
-        later = by_position.get(hop_position + 1, [])
-        frontier = {int(o) for n in frontier for o in index.objects(n, relation)
-                    if all(satisfies(index, int(o), c) for c in later)}
+        frontier = _hop_objects(index, frontier, path.hops[hop_position].relation, by_position.get(hop_position + 1, []))
         if not frontier:
             break
     return frontier
+
+
+def _hop_objects(index: FactIndex, heads: set[int], relation: str, clues: list[Clue]) -> set[int]:
+    """The objects one hop reaches from `heads` that every clue on them admits (open world)."""
+    relation_id = index.relation(relation)
+    return {o for head in heads for o in map(int, index.objects(head, relation_id))
+            if all(satisfies(index, o, c) for c in clues)}
 
 
 def start_intersection(index: FactIndex, clues: list[Clue], target: int) -> str | None:

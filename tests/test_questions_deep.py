@@ -225,14 +225,20 @@ PRODUCER_FACTS = [
 ]
 
 
+def _glass_harbour_with_mae_tull(mae_tull_spouse: str):
+    """The producers' graph and a second person born in Hobart, Mae Tull, who produced nothing:
+    (context, the path Glass Harbour -> Rae Lind -> Sol Marr, its plan)."""
+    entities = [*PRODUCERS, entity("Mae Tull", "Person", head=False)]
+    facts = [*PRODUCER_FACTS, fact("Mae Tull", "birthPlace", "Hobart"), fact("Mae Tull", "spouse", mae_tull_spouse)]
+    ctx = context(entities, facts)
+    path = path_of(ctx, "Glass Harbour", "Rae Lind", "Sol Marr")
+    return ctx, path, plan_question(ctx, path, "clues")
+
+
 def test_an_intermediate_pinned_down_by_two_branches_is_a_tree():
     # "The producer of Glass Harbour who was born in Hobart": two producers, and two people born in Hobart
     # (Mae Tull produced nothing here), so neither branch alone finds Rae Lind; together they do.
-    entities = [*PRODUCERS, entity("Mae Tull", "Person", head=False)]
-    facts = [*PRODUCER_FACTS, fact("Mae Tull", "birthPlace", "Hobart"), fact("Mae Tull", "spouse", "Pia Lind")]
-    ctx = context(entities, facts)
-    path = path_of(ctx, "Glass Harbour", "Rae Lind", "Sol Marr")
-    plan = plan_question(ctx, path, "clues")
+    ctx, path, plan = _glass_harbour_with_mae_tull("Pia Lind")
     assert structural_gate(ctx, path, plan) is None  # the intersection is unique
     assert plan.shape == "tree" and plan.tree_positions == [1] and "tree_at:1" in plan.obfuscations
     rae, graph = ctx.graph.node_id("Rae Lind"), ctx.graph
@@ -253,18 +259,12 @@ def test_an_intermediate_pinned_down_by_two_branches_is_a_tree():
 def test_a_clue_whose_every_fit_reaches_the_answer_is_a_shortcut():
     # "The producer of Glass Harbour born in Hobart: whom is this person married to?" If the other person
     # born in Hobart is married to Sol Marr too, "a person born in Hobart" answers it without the film.
-    entities = [*PRODUCERS, entity("Mae Tull", "Person", head=False)]
-    facts = [*PRODUCER_FACTS, fact("Mae Tull", "birthPlace", "Hobart"), fact("Mae Tull", "spouse", "Sol Marr")]
-    ctx = context(entities, facts)
-    path = path_of(ctx, "Glass Harbour", "Rae Lind", "Sol Marr")
-    plan = plan_question(ctx, path, "clues")
+    ctx, path, plan = _glass_harbour_with_mae_tull("Sol Marr")
     gate, why = plan_gate(ctx, path, plan)  # (Sol Marr, two spouses' spouse, also fails dominant_answer)
     assert gate == "clue_shortcut" and "all 2 entities" in why
     # Married to someone else, Mae Tull keeps the film needed: the tree of the test above stands.
-    facts[-1] = fact("Mae Tull", "spouse", "Pia Lind")
-    ctx = context(entities, facts)
-    path = path_of(ctx, "Glass Harbour", "Rae Lind", "Sol Marr")
-    assert gates.clue_shortcut(ctx.facts, path, plan_question(ctx, path, "clues").clues) is None
+    ctx, path, plan = _glass_harbour_with_mae_tull("Pia Lind")
+    assert gates.clue_shortcut(ctx.facts, path, plan.clues) is None
 
 
 def test_a_tree_over_a_single_valued_property_is_rejected():
