@@ -26,13 +26,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from pipeline.storage import StorePath, as_path, is_url, put_bytes, put_file
+from pipeline.storage import MANIFEST, StorePath, as_path, is_url, put_bytes, put_file
 from schemas.base import arrow_schema, from_row, to_table
 from schemas.manifest import InputFile, Manifest
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
-MANIFEST = "manifest.json"
 
 
 PathLike = str | os.PathLike | StorePath

@@ -324,7 +324,7 @@ def working_copy(path: Path | StorePath, download: bool = True) -> Iterator[tupl
 DOWNLOAD_CACHE = "hopsmith-download-cache"  # under the temporary folder
 CACHE_BYTES_ENV = "HOPSMITH_DOWNLOAD_CACHE_BYTES"
 DEFAULT_CACHE_BYTES = 16 << 30
-_MANIFEST = "manifest.json"
+MANIFEST = "manifest.json"  # a stage folder's manifest, written last and trusted alone
 _MANIFEST_DEPTH = 3  # how far above a folder its stage's manifest may lie (`index/bm25_body`)
 
 
@@ -368,7 +368,7 @@ def _manifest_digest(path: StorePath) -> str | None:
     """sha256 of the nearest stage manifest at or above `path` (within the bucket), or None."""
     base = path
     for _ in range(_MANIFEST_DEPTH):
-        manifest = base / _MANIFEST
+        manifest = base / MANIFEST
         if manifest.is_file():
             return hashlib.sha256(manifest.read_bytes()).hexdigest()
         if base.url.count("/") <= 3:  # `scheme://bucket/x`: nothing above the bucket's top level
