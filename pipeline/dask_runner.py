@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import re
 from typing import Any
 
 import dask
@@ -25,7 +26,7 @@ from apache_beam import DoFn, pvalue
 from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
 from apache_beam.runners.common import DoFnContext, DoFnInvoker, DoFnSignature, Receiver, _OutputHandler
 from apache_beam.runners.dask import dask_runner as beam_dask
-from apache_beam.runners.dask.overrides import _Reshuffle, dask_overrides
+from apache_beam.runners.dask.overrides import _Create, _Reshuffle, dask_overrides
 from apache_beam.runners.dask.transform_evaluator import (
     TRANSLATIONS,
     Flatten,
@@ -95,14 +96,33 @@ def _concat(parts: list[list]) -> list:
     return [value for part in parts for value in part]
 
 
+def _task_name(label: str) -> str:
+    """A Beam label as a Dask task name (the dashboard and `client.processing()` then say which step runs)."""
+    return re.sub(r"[^A-Za-z0-9_]+", "_", label).strip("_") or "step"
+
+
 SPREAD_PER_THREAD = 4  # partitions a Reshuffle makes per worker thread: slack to even out unequal work units
+# a Reshuffle of created work items gives each its own partition, up to this many per worker thread: every
+# later step (and every GroupByKey, whose output keeps its input's partition count) then holds one work
+# unit's share of the data per task, not a fixed fraction of the whole input
+MAX_PARTITIONS_PER_THREAD = 64
+
+
+def reshuffle_partitions(current: int, spread: int, threads: int, created: int | None) -> int:
+    """Partitions a Reshuffle spreads its input over: at least `spread`, and one per created element
+    (`created`: how many a Create before it made, when it directly follows one) up to
+    MAX_PARTITIONS_PER_THREAD per thread; never fewer than it has."""
+    per_item = min(created, MAX_PARTITIONS_PER_THREAD * threads) if created else 0
+    return max(current, spread, per_item)
 
 
 @dataclasses.dataclass
 class _BagVisitor(PipelineVisitor):
     bag_kwargs: dict
     spread: int  # partitions a Reshuffle spreads its input over (at least)
+    threads: int  # worker threads of the cluster
     bags: dict[AppliedPTransform, db.Bag] = dataclasses.field(default_factory=collections.OrderedDict)
+    created: dict[AppliedPTransform, int] = dataclasses.field(default_factory=dict)  # a Create's element count
     tagged: set[AppliedPTransform] = dataclasses.field(default_factory=set)
     consumed: set[AppliedPTransform] = dataclasses.field(default_factory=set)
 
@@ -122,8 +142,12 @@ class _BagVisitor(PipelineVisitor):
             self.tagged.add(node)
             return
         if isinstance(node.transform, _Reshuffle):
-            self.bags[node] = inputs[0].repartition(max(inputs[0].npartitions, self.spread))
+            created = self.created.get(node.inputs[0].producer)
+            self.bags[node] = inputs[0].repartition(
+                reshuffle_partitions(inputs[0].npartitions, self.spread, self.threads, created))
             return
+        if isinstance(node.transform, _Create):
+            self.created[node] = len(node.transform.values)
         op = TRANSLATIONS.get(node.transform.__class__, NoOp)(node, bag_kwargs=self.bag_kwargs)
         if isinstance(op, Flatten):  # as many partitions as its largest input, not their sum: joins in a
             # loop (redirect rounds) would otherwise double the partitions, and the shuffle's tasks, each round
@@ -145,7 +169,7 @@ class _BagVisitor(PipelineVisitor):
             specs.append((type(side), side._view_options(), side._window_mapping_fn))
             values.append(dask.delayed(_concat)(self.bag_of(side.pvalue).to_delayed()))
         return bag.map_partitions(_run_bundle, transform.fn, transform.label, list(args), kwargs, window_fn,
-                                  specs, *values)
+                                  specs, *values, token=_task_name(node.full_label))
 
     def sinks(self) -> list[db.Bag]:
         """Every step none of whose outputs is read by another: computing these runs the whole pipeline."""
@@ -188,7 +212,8 @@ class DaskRunner(beam_dask.DaskRunner):
         client = ddist.Client(**dask_options)
         client.register_plugin(ScrubWorkerOutput(registered_secret_names()), name="hopsmith-scrub-output")
         pipeline.replace_all(dask_overrides())
-        visitor = _BagVisitor(bag_kwargs, SPREAD_PER_THREAD * max(1, sum(client.nthreads().values())))
+        threads = max(1, sum(client.nthreads().values()))
+        visitor = _BagVisitor(bag_kwargs, SPREAD_PER_THREAD * threads, threads)
         pipeline.visit(visitor)
         done = [sink.map_partitions(lambda part: [sum(1 for _ in part)]) for sink in visitor.sinks()]
         return DaskRunnerResult(client, client.compute(list(dask.optimize(*done))))
