@@ -123,9 +123,6 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py)
     ("Michael Crichton", ("deathPlace", "populationTotal"), "3898747"):
         "As of October 2026, an American author born in Chicago died in a city in California. What is the "
         "population of this city?",
-    ("Tabitha King", ("almaMater", "city"), "Orono, Maine"):
-        "An American novelist whose spouse is Stephen King studied at a public research university founded in the "
-        "1860s. In which city is this public research university located?",
     ("Liam Neeson", ("spouse", "deathPlace"), "New York City"):  # a marriage that ended: in the past tense
         "An actor born in Northern Ireland was married to an English actress born in the 1960s. Where did this "
         "English actress die?",
@@ -154,9 +151,8 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py)
         "was directed by a person born in Westminster. This person is a relative of a person born in the "
         "mid-1970s. Where was the latter person educated?",
     ("Dune (2021 film)", ("director", "almaMater"), "Université du Québec à Montréal"):  # an occupation in lower case
-        "An epic science fiction film released in the early 2020s whose lead actors include Zendaya was directed "
-        "by a Canadian filmmaker whose occupations include film director. Name the alma mater of this Canadian "
-        "filmmaker.",
+        "An epic science fiction film released in the early 2020s starring Zendaya was directed by a Canadian "
+        "filmmaker active as a film director. Name the alma mater of this Canadian filmmaker.",
     ("Barbie (film)", ("writer", "education"), "Barnard College"):  # Gerwig, born 1983, not Baumbach
         "A fantasy comedy film whose production companies include Mattel Films was written by an American actress "
         "born in the late 20th century. Where was this American actress educated?",
