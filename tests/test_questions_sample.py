@@ -152,7 +152,7 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py)
         "mid-1970s. Where was the latter person educated?",
     ("Dune (2021 film)", ("director", "almaMater"), "Université du Québec à Montréal"):  # an occupation in lower case
         "An epic science fiction film released in the early 2020s starring Zendaya was directed by a Canadian "
-        "filmmaker active as a film director. Name the alma mater of this Canadian filmmaker.",
+        "filmmaker who worked as a film director. Name the alma mater of this Canadian filmmaker.",
     ("Barbie (film)", ("writer", "education"), "Barnard College"):  # Gerwig, born 1983, not Baumbach
         "A fantasy comedy film whose production companies include Mattel Films was written by an American actress "
         "born in the late 20th century. Where was this American actress educated?",
