@@ -4,7 +4,8 @@ Read from the committed tables in `data/ontology/` (never from ../shared): the D
 `data/ontology/build_ontology.py`, and the hand-kept `overlay.toml` with what the mappings lack for the
 infoboxes hopsmith meets (template redirects, unmapped templates and parameters, plumbing, lead-sentence
 and category types). Extraction names relations by property (`birthPlace`), phrasing and gates read a
-property's label, domain, range, object-vs-literal and single-valuedness, and a class's ancestors here.
+property's label, domain, range, object-vs-literal, single-valuedness and whether one value identifies its
+subject in the world (inverse-functional), and a class's ancestors here.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Property:
     range: str
     wikidata: str  # "P19" ("" when DBpedia gives none)
     functional: bool  # at most one value per subject (owl:FunctionalProperty, or the overlay says so)
+    inverse_functional: bool = False  # one value picks out its subject in the world (the overlay says which)
 
     @property
     def is_object(self) -> bool:
@@ -345,12 +347,15 @@ def load_ontology(data_dir: str | Path = DATA_DIR) -> Ontology:
     overlay = tomllib.loads((data_dir / "overlay.toml").read_text(encoding="utf-8"))
     properties = {
         row["property"]: Property(row["property"], row["kind"], row["label"], row["domain"], row["range"],
-                                  row["wikidata"], row["functional"] == "1")
+                                  row["wikidata"], row["functional"] == "1", row["inverse_functional"] == "1")
         for row in _rows(data_dir / "properties.tsv")
     }
     for name in overlay.get("functional_properties", []):
         if name in properties:
             properties[name] = _replace(properties[name], functional=True)
+    for name in overlay.get("inverse_functional_properties", {}):
+        if name in properties:
+            properties[name] = _replace(properties[name], inverse_functional=True)
     classes = {row["class"]: OntologyClass(row["class"], row["parent"], row["label"], row["wikidata"])
                for row in _rows(data_dir / "classes.tsv")}
     templates: dict[str, list[ClassRule]] = {}

@@ -485,5 +485,9 @@ def _how_made(manifests: dict[str, Manifest], questions: dict[str, Any] | None) 
     if questions is not None:
         lines.append("- Every question passed these gates: " + ", ".join(f"`{g}`" for g in questions["gates"])
                      + "; no other property is claimed. Uniqueness is checked over the graph, counting objects "
-                     "without a page: a fact the source does not state at all cannot rule an alternative out.")
+                     "without a page: a fact the source does not state at all cannot rule an alternative out."
+                     + (" `identifying_clue` judges one fact at a time against a hand-reviewed list of properties "
+                        "whose one value identifies its subject in the world (a capital, a spouse, a sequel); a "
+                        "combination of facts that together identify an entity in the world is not checked."
+                        if "identifying_clue" in questions["gates"] else ""))
     return ["## How the data was made\n", "\n".join(lines) + "\n"] if lines else []

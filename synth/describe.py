@@ -22,6 +22,7 @@ from pathlib import Path
 
 from graph.csr import LITERAL, LITERAL_PREFIX, split_literal_key
 from graph.ontology import load_ontology
+from pipeline.io import stable_hash
 from synth import gates
 from synth.phrasing import (
     LEXICON,
@@ -140,10 +141,21 @@ def _attributes(ctx, node: int, position: int, person: bool, skip_relations: set
                 modifier, predicate = f"whose {plural(noun)} include {name}", f"has {name} among {its} {plural(noun)}"
             else:
                 modifier, predicate = f"whose {noun} is {name}", f"has {name} as {its} {noun}"
+            if not ended and (variant := _variant(str(graph.keys[node]), relation)) is not None:
+                modifier = variant["modifier"].format(o=name, a=with_article(name))
+                predicate = variant.get("predicate", predicate).format(o=name, a=with_article(name))
             found.setdefault(relation, []).append(Attribute(
                 relation, "relation", modifier, predicate, clue(object=str(graph.keys[obj])),
                 several=name if several and modifier.endswith(name) else ""))
     return tuple(option for relation in found.values() for option in relation)
+
+
+def _variant(entity: str, relation: str) -> dict[str, str] | None:
+    """The wording of `relation` for this entity (`[relation_variants]`): one of the table's, or None for the
+    lexicon's own, drawn by a stable hash so that the entity reads the same in every question."""
+    variants = attribute_table().get("relation_variants", {}).get(relation, [])
+    pick = int(stable_hash(entity, relation), 16) % (len(variants) + 1)
+    return variants[pick - 1] if pick else None
 
 
 def restates(noun: str, attribute: Attribute) -> bool:

@@ -13,6 +13,10 @@
   literals alike: the graph is an open world) that the question's clues do not tell apart;
 - `alternative_answer`: the final hop, with the clues (or a tree question's branches) on the answer,
   reaches more than one object;
+- `identifying_clue`: what the text says of an entity it does not name (the start, an intermediate, the
+  answer's branches) is a fact whose one object picks the entity out in the world ("a country whose capital
+  is London"): one search finds it, so the chain before it is never needed (the ontology's
+  inverse-functional properties; the planner avoids such facts where others single the entity out);
 - `tree_branch`: a tree question's branch does not hold for the answer, or is not needed to single it out;
 - `dominant_answer`: the answer is the most common object of its final relation across the graph (a
   guess, not a search, would find it);
@@ -39,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from pydantic import BaseModel
 
-from graph.csr import LITERAL, CSRGraph, split_literal_key
+from graph.csr import LITERAL, LITERAL_PREFIX, CSRGraph, split_literal_key
 from graph.ontology import load_ontology
 from pipeline.llm import LLMClient, LLMError, LLMUnavailable
 from schemas.questions import Path
@@ -47,7 +51,7 @@ from synth.matching import match_answer, normalize_answer
 from synth.phrasing import parse_date, phrase, type_noun
 
 GATES = ("vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
-         "clue_shortcut",
+         "identifying_clue", "clue_shortcut",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
          "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap")
 MAX_FRONTIER = 100_000
@@ -116,7 +120,7 @@ _FILLER = frozenset(
 STEM = 5  # words agree on their first letters: "directed" ~ "director", "married" ~ "marriage"
 
 
-def _stems(text: str) -> set[str]:
+def content_stems(text: str) -> set[str]:
     return {t[:STEM] for t in _tokens(text) if t not in _FILLER and len(t) > 1}
 
 
@@ -124,7 +128,7 @@ def relation_stems(relation: str) -> set[str]:
     """Every content word by which the relation's lexicon entry expresses it (noun, question and clue frames)."""
     entry = phrase(relation)
     frames = " ".join((entry.noun, *entry.ask, entry.clue, entry.count_ask)).replace("{s}", " ").replace("{o}", " ")
-    return _stems(frames) | _stems(relation.replace("_", " "))
+    return content_stems(frames) | content_stems(relation.replace("_", " "))
 
 
 def unfaithful(text: str, mentions: Iterable[tuple[str, str]], relations: list[str]) -> str | None:
@@ -134,9 +138,9 @@ def unfaithful(text: str, mentions: Iterable[tuple[str, str]], relations: list[s
     at least half of each phrase's content words must be in the text. Of `relations` (the chain's, in
     order), the last (what is asked for) must be expressed and at least half of all of them.
     """
-    words = _stems(text)
+    words = content_stems(text)
     for what, given in mentions:
-        needed = _stems(given)
+        needed = content_stems(given)
         if needed and len(needed & words) * 2 < len(needed):
             return f"{what} ({given!r}) is not in the text"
     expressed = [bool(relation_stems(r) & words) for r in relations]
@@ -382,6 +386,22 @@ def tree_branches(index: FactIndex, path: Path, branches: list[Clue]) -> str | N
     return None
 
 
+def identifies(clue: Clue) -> bool:
+    """Whether a clue names the object of an inverse-functional fact: one such object picks its subject out
+    in the world, however many entities of the graph fit ("a country whose capital is London")."""
+    entry = load_ontology().properties.get(clue.attribute) if clue.attribute and clue.object else None
+    return entry is not None and entry.inverse_functional
+
+
+def identifying_clue(clues: Iterable[Clue]) -> str | None:
+    """Why the text gives away an entity it does not name by one world-identifying fact, or None."""
+    found = next((c for c in clues if identifies(c)), None)
+    if found is None:
+        return None
+    name = split_literal_key(found.object)[1] if found.object.startswith(LITERAL_PREFIX) else found.object
+    return f"{found.attribute} {name!r} picks out the entity at position {found.position} in the world"
+
+
 def clue_shortcut(index: FactIndex, path: Path, clues: Iterable[Clue]) -> str | None:
     """Why what the text says of a later entity answers the question without the chain before it, or None.
 
@@ -390,7 +410,8 @@ def clue_shortcut(index: FactIndex, path: Path, clues: Iterable[Clue]) -> str | 
     entities reach the answer and every one whose continuation the graph knows reaches only the answer, the
     chain before that position is never needed ("a country whose capital is London ... what is its
     currency?" is Pound sterling for every one). One entity alone is not counted: in a graph smaller than
-    the world a fuzzed date or a place often fits one entity here and hundreds out there.
+    the world a fuzzed date or a place often fits one entity here and hundreds out there; a fact that fits
+    one in the world too (an inverse-functional property) is `identifying_clue`'s.
     """
     graph = index.graph
     ids = path_node_ids(graph, path)

@@ -1,18 +1,21 @@
 """`hopsmith question-report OUT`: how hard a run's questions are, measured afresh from its outputs.
 
-Nothing here trusts a question's own flags: the start entity is looked for in the text, the text is sent
+Nothing here trusts a question's own flags: the start entity is looked for in the text (by its name, or by
+the object of a fact that identifies it in the world: an inverse-functional property), the text is sent
 as one `search` to the run's index, the answer's standing is counted over the run's graph. The same
 figures go into the run summary and the dataset card, with the gates the questions stage ran.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from graph.csr import load_csr
+from graph.ontology import load_ontology
 from pipeline.errors import UserError
 from pipeline.io import read_manifest, read_records, read_table
 from pipeline.storage import as_path
@@ -20,7 +23,7 @@ from schemas.config import QuestionConfig, WalkConfig
 from schemas.questions import Path as Path_
 from schemas.questions import Question
 from schemas.wiki import Entity, SkippedRecord
-from synth import gates
+from synth import describe, gates
 from synth.matching import normalize_answer
 
 TOP_ANSWERS = 5
@@ -39,6 +42,38 @@ def _tree_places(question: Question) -> set[str]:
     """Where a tree question's branches intersect: at the start, an intermediate, or the answer."""
     positions = {int(o.removeprefix("tree_at:")) for o in question.obfuscations if o.startswith("tree_at:")}
     return {"start" if p == 0 else "answer" if p == question.hops else "intermediate" for p in positions}
+
+
+FACT_WINDOW = 4  # words before a name that state the fact naming it ("whose spouse is X", "followed by X")
+
+
+@functools.cache
+def _fact_stems(relation: str) -> frozenset[str]:
+    """The words a question states a relation's fact in: the lexicon's frames and the attribute table's own."""
+    forms = describe.attribute_table()["relations"].get(relation, {})
+    return frozenset(gates.relation_stems(relation) | gates.content_stems(" ".join(forms.values()).replace("{o}", " ")))
+
+
+def identifying_fact_named(graph, node: int, text: str) -> str | None:
+    """The name of an object of an inverse-functional fact of `node` that `text` states, with a word of the
+    relation among the few before it ("whose spouse is Jack Lowden", "followed by 'Salem's Lot"), or None: such
+    a text names the entity in all but name. A name stated for another fact ("whose writers include Noah
+    Baumbach", of a film Baumbach's wife directed) does not count."""
+    ontology = load_ontology()
+    words = normalize_answer(text).split()
+    for edge in range(graph.indptr[node], graph.indptr[node + 1]):
+        relation = graph.relation_names[graph.rel[edge]]
+        entry = ontology.properties.get(relation)
+        if entry is None or not entry.inverse_functional:
+            continue
+        label = graph.label(int(graph.dst[edge]))
+        for form in dict.fromkeys((label, label.split(" (")[0])):
+            name = normalize_answer(form).split()
+            for i in range(len(words) - len(name) + 1) if name else ():
+                before = {w[: gates.STEM] for w in words[max(i - FACT_WINDOW, 0) : i]}
+                if words[i : i + len(name)] == name and before & _fact_stems(relation):
+                    return form
+    return None
 
 
 def _share(part: int, whole: int) -> float:
@@ -80,14 +115,19 @@ def measure(folders: dict[str, Path], top_k: int | None = None) -> dict[str, Any
     answers: Counter = Counter()
     relations: Counter = Counter()
     classes: Counter = Counter()
-    named = one_search = dominant = 0
+    named = identified_start = identified_intermediate = one_search = dominant = 0
     for question in questions:
         path = question.path
+        nodes = [graph.node_id(n) for n in path.nodes[:-1]]
+        identifies = [n is not None and identifying_fact_named(graph, n, question.text) is not None
+                      for n in nodes]
+        identified_start += identifies[0]
+        identified_intermediate += any(identifies[1:])
         by_shape[f"{question.hops} hops, {_shape(question)}"] += 1
         answers[normalize_answer(question.answer)] += 1
         relations.update(h.relation for h in path.hops)
         classes.update(types[n] or "untyped" for n in path.nodes if n in types)
-        named += gates.intermediate_leak(question.text, [path.start, *aliases.get(path.start, [])]) is not None
+        named += identifies[0] or gates.intermediate_leak(question.text, [path.start, *aliases.get(path.start, [])]) is not None
         dominant += gates.dominant_answer(facts, path) is not None
         if environment is not None:
             one_search += gates.one_search(environment, question.text, question.answer, question.aliases,
@@ -105,6 +145,8 @@ def measure(folders: dict[str, Path], top_k: int | None = None) -> dict[str, Any
         "tree_note": tree_note(folders, walk, walk_config, tree_share),
         "yield_by_hops": yield_by_hops(folders, Counter(q.hops for q in questions)),
         "names_start_share": _share(named, total),
+        "identifies_start_share": _share(identified_start, total),
+        "identifies_intermediate_share": _share(identified_intermediate, total),
         "one_search_share": _share(one_search, total) if environment is not None else None,
         "one_search_top_k": top_k,
         "dominant_answer_share": _share(dominant, total),
@@ -158,7 +200,8 @@ def tree_note(folders: dict[str, Path], walk, walk_config: WalkConfig, tree_shar
 def gates_run(config: QuestionConfig, searched: bool, closed_book: bool = True) -> list[str]:
     """The gates every kept question passed in this configuration (the card claims no other); `closed_book`
     is False when some question's shortcut check fell back to the offline gates."""
-    ran = ["vague_answer", "fewer_hops", "reversed_place", "multi_valued_hop", "alternative_answer", "tree_branch", "answer_leak",
+    ran = ["vague_answer", "fewer_hops", "reversed_place", "multi_valued_hop", "alternative_answer", "tree_branch",
+           "identifying_clue", "clue_shortcut", "answer_leak",
            "evidence_leak", "intermediate_leak", "missing_as_of", "duplicate", "answer_cap"]
     if config.describe_start > 0:
         ran += ["start_not_unique", "start_leak"]
@@ -184,7 +227,10 @@ def report_rows(report: dict[str, Any]) -> list[list[Any]]:
          + "branches meet " + ", ".join(f"{TREE_PLACE_WORDS[place]} in {n}" for place, n in report.get("tree_at", {}).items())
          + ")"
          + (f" ({report['tree_note']})" if report.get("tree_note") else "")],
-        ["share naming the start entity", f"{report['names_start_share']:.1%}"],
+        ["share naming the start entity (or a fact of it that identifies it in the world)",
+         f"{report['names_start_share']:.1%} (by such a fact: {report.get('identifies_start_share', 0.0):.1%})"],
+        ["share naming a fact that identifies an intermediate in the world",
+         f"{report.get('identifies_intermediate_share', 0.0):.1%}"],
         [f"share answered by one search (top {report['one_search_top_k']})",
          "not measured (no index)" if one_search is None else f"{one_search:.1%}"],
         ["share answered by the final relation's dominant object", f"{report['dominant_answer_share']:.1%}"],
@@ -214,7 +260,8 @@ def register(subparsers) -> None:
         "question-report",
         help="how hard a run's questions are: hops and shapes, named starts, one-search and prior answers",
         description="Measure the questions of a run folder (OUT/questions with OUT/graph and OUT/index): "
-        "questions per hop count and shape, the share naming the start entity, the share whose text as one "
+        "questions per hop count and shape, the share naming the start entity (or a fact that identifies it "
+        "in the world), the share naming such a fact of an intermediate, the share whose text as one "
         "search shows the answer, the share answered by the final relation's dominant object, the top-5 "
         "answer share, and the relations and classes used.",
     )

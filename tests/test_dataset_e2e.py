@@ -100,8 +100,11 @@ def reference(config_file, judge_server, tmp_path_factory) -> tuple[Path, subpro
 def test_every_config_is_produced_and_loads_with_declared_features(reference, tmp_path):
     out, result = reference
     root = out / "dataset"
-    header = parse_card_header((root / "README.md").read_text())
+    card = (root / "README.md").read_text()
+    header = parse_card_header(card)
     assert [c["config_name"] for c in header["configs"]] == list(CONFIGS)
+    # The card claims the world-identifying gate only with its limit (one fact at a time, a reviewed list).
+    assert "`identifying_clue`" in card and "combination of facts" in card
     for entry in header["configs"]:
         data_files = {f["split"]: str(root / f["path"]) for f in entry["data_files"]}
         loaded = datasets.load_dataset("parquet", data_files=data_files, cache_dir=str(tmp_path / "hf"))

@@ -63,6 +63,19 @@ def test_properties_carry_label_domain_range_kind_wikidata_and_functionality():
     assert ontology.label("bandMember") == "band member"
 
 
+def test_inverse_functional_properties_are_reviewed_object_properties():
+    # DBpedia marks no property owl:InverseFunctionalProperty (the derived column is all 0): the overlay
+    # decides, one reason per property.
+    ontology = load_ontology()
+    overlay = tomllib.loads((DATA_DIR / "overlay.toml").read_text(encoding="utf-8"))["inverse_functional_properties"]
+    assert {"capital", "largestCity", "subsequentWork", "spouse"} <= set(overlay)
+    for name, reason in overlay.items():
+        assert ontology.properties[name].is_object and ontology.properties[name].inverse_functional, name
+        assert len(reason.split()) >= 5, name
+    assert not ontology.properties["currency"].inverse_functional  # the euro serves many states
+    assert sorted(p for p, e in ontology.properties.items() if e.inverse_functional) == sorted(overlay)
+
+
 def test_synonyms_across_templates_collapse_onto_one_property():
     ontology = load_ontology()
     founders = {ontology.mapped_name(template, parameter, "Company")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import random
 import re
 
 import pytest
@@ -264,8 +265,27 @@ def test_common_noun_objects_read_in_lower_case_and_a_second_person_is_the_latte
     text = write_template(ctx, path, plan).text
     assert_reads_as_english(text)
     assert structural_gate(ctx, path, plan) is None
-    assert "whose occupations include filmmaker" in text or "whose occupation is filmmaker" in text, text
+    wordings = ("whose occupations include", "whose occupation is", "who worked as a", "with a career as a")
+    assert any(f"{wording} filmmaker" in text for wording in wordings), text
     assert "Filmmaker" not in text and " is a relative of a person" in text and "the latter person" in text, text
+
+
+def test_a_relation_stated_often_is_worded_in_several_ways_one_per_entity():
+    # data/questions/attributes.toml [relation_variants]: "whose occupations include X" is one wording of three.
+    names = [f"Person {i}" for i in range(30)]
+    entities = [entity(n, "Person") for n in names]
+    facts = [fact(n, "occupation", "Screenwriter") for n in names] + [fact(n, "occupation", "Actor") for n in names]
+    ctx = context(entities, facts)
+
+    def wordings(name, seed):
+        options = describe.attributes(ctx, ctx.graph.node_id(name), 1, random.Random(seed), True, set(), set())
+        return {o.modifier.removesuffix("screenwriter") for o in options if o.clue.object == "Screenwriter"}
+    per_entity = [wordings(n, 0) for n in names]
+    assert all(len(w) == 1 and wordings(n, 7) == w for n, w in zip(names, per_entity, strict=True))  # stable
+    assert set().union(*per_entity) == {"whose occupations include ", "who worked as a ", "with a career as a "}
+    options = describe.attributes(ctx, ctx.graph.node_id("Person 0"), 1, random.Random(0), True, set(), set())
+    said = describe.described('American screenwriter', options[:1])
+    assert_reads_as_english(f"{said[:1].upper()}{said[1:]} wrote it.")
 
 
 def test_relation_phrases_and_type_nouns():

@@ -11,6 +11,7 @@ from schemas.questions import Question
 from synth import describe, gates
 from synth.phrasing import has_ended
 from synth.questions import cap_answers, plan_gate, plan_question, structural_gate, write_template
+from synth.report import identifying_fact_named
 from tests.test_questions import assert_reads_as_english, context, path_of
 from tests.walk_graphs import entity, fact
 
@@ -388,3 +389,92 @@ def test_a_description_that_needs_the_hop_is_preferred_to_one_that_bypasses_it()
     text = write_template(ctx, path, plan).text
     assert_reads_as_english(text)
     assert "born in Hobart" in text and "1960" not in text
+
+
+def _countries(second_currency: str, second_capital: str = "Sylvan City"):
+    """A film from two countries that share a language; Freedonia's capital Fredville is in the world the
+    capital of one country only, so "a country whose capital is Fredville" needs no film."""
+    entities = [entity("Glass Film", "Film"), entity("Freedonia", "Country", head=False),
+                entity("Sylvania", "Country", head=False)]
+    facts = [fact("Glass Film", "country", "Freedonia"), fact("Glass Film", "country", "Sylvania"),
+             fact("Freedonia", "capital", "Fredville"), fact("Sylvania", "capital", second_capital),
+             fact("Freedonia", "officialLanguage", "Fredish"), fact("Sylvania", "officialLanguage", "Fredish"),
+             fact("Freedonia", "currency", "Fred dollar"), fact("Sylvania", "currency", second_currency),
+             fact("Freedonia", "anthem", "Hail Freedonia"), fact("Sylvania", "anthem", "Hail Sylvania")]
+    return entities, facts
+
+
+def test_a_world_identifying_clue_at_an_intermediate_is_replanned_or_rejected():
+    # The currency tells the two countries apart and identifies neither in the world: it is chosen, not the
+    # capital or the anthem, although each of those fits one country of the graph too.
+    ctx = context(*_countries("Sylvan mark"))
+    path = path_of(ctx, "Glass Film", "Freedonia", "Fredish")
+    plan = plan_question(ctx, path, "clues")
+    assert [c.attribute for c in plan.clues if c.position == 1 and c.attribute] == ["currency"]
+    assert plan_gate(ctx, path, plan) is None
+    text = write_template(ctx, path, plan).text
+    assert_reads_as_english(text)
+    assert "Fred dollar" in text and "Fredville" not in text and "Hail Freedonia" not in text
+    # With one currency for both, only the capital or the anthem singles Freedonia out: rejected, counted.
+    ctx = context(*_countries("Fred dollar"))
+    path = path_of(ctx, "Glass Film", "Freedonia", "Fredish")
+    plan = plan_question(ctx, path, "clues")
+    gate, why = plan_gate(ctx, path, plan)
+    assert gate == "identifying_clue" and "position 1" in why
+    assert gates.identifies(gates.Clue(position=1, attribute="capital", object="Fredville"))
+    assert not gates.identifies(gates.Clue(position=1, attribute="currency", object="Fred dollar"))
+    assert not gates.identifies(gates.Clue(position=1, attribute="capital", years=(1900, 1909)))
+
+
+def test_a_clue_that_fits_one_graph_entity_but_many_in_the_world_is_kept():
+    # "A country whose currency is Fred dollar" fits Freedonia alone here; many countries share a currency
+    # in the world, so the film hop stays needed and nothing rejects it.
+    ctx = context(*_countries("Sylvan mark"))
+    path = path_of(ctx, "Glass Film", "Freedonia", "Fredish")
+    plan = plan_question(ctx, path, "clues")
+    said = [c for c in plan.clues if c.position == 1]
+    assert gates.described_candidates(ctx.facts, said) == {ctx.graph.node_id("Freedonia")}
+    assert gates.identifying_clue(plan.clues) is None and gates.clue_shortcut(ctx.facts, path, plan.clues) is None
+
+
+def _novels(genre_tells_apart: bool):
+    """Glass Novel, followed by Glass Sequel (which finds it in the world), shares its publisher with Third
+    Novel and (unless `genre_tells_apart`) its genre with Other Novel too."""
+    entities = [entity("Glass Novel", "Book"), entity("Other Novel", "Book"), entity("Third Novel", "Book"),
+                entity("Ann Writer", "Person", head=False)]
+    facts = [fact("Glass Novel", "author", "Ann Writer"), fact("Ann Writer", "birthPlace", "Leeds"),
+             fact("Glass Novel", "subsequentWork", "Glass Sequel"),
+             fact("Glass Novel", "publisher", "Harbour Press"), fact("Third Novel", "publisher", "Harbour Press"),
+             fact("Glass Novel", "genre", "Fantasy"), fact("Third Novel", "genre", "Fantasy" if not genre_tells_apart
+                                                          else "Crime"),
+             fact("Other Novel", "genre", "Fantasy"), fact("Other Novel", "publisher", "Bay Books")]
+    return entities, facts
+
+
+def test_a_start_is_not_described_by_a_fact_that_identifies_it_in_the_world():
+    # "A novel followed by Glass Sequel" is Glass Novel to any searcher: the start is described by its
+    # publisher and genre, which only together single it out.
+    ctx = context(*_novels(genre_tells_apart=True), describe_start=1.0)
+    path = path_of(ctx, "Glass Novel", "Ann Writer", "Leeds")
+    plan = plan_question(ctx, path)
+    assert plan.start_described
+    assert {c.attribute for c in plan.clues if c.position == 0 and c.attribute} == {"publisher", "genre"}
+    assert plan_gate(ctx, path, plan) is None
+    text = write_template(ctx, path, plan).text
+    assert_reads_as_english(text)
+    assert "Glass Sequel" not in text and "Harbour Press" in text
+    # When nothing else singles it out, the identifying fact is the only description: rejected, counted.
+    ctx = context(*_novels(genre_tells_apart=False), describe_start=1.0)
+    plan = plan_question(ctx, path_of(ctx, "Glass Novel", "Ann Writer", "Leeds"))
+    gate, why = plan_gate(ctx, path, plan)
+    assert gate == "identifying_clue" and "subsequentWork 'Glass Sequel'" in why and "position 0" in why
+
+
+def test_the_report_counts_a_start_named_by_a_fact_that_identifies_it():
+    ctx = context(*_novels(genre_tells_apart=True))
+    novel = ctx.graph.node_id("Glass Novel")
+    said = "A novel followed by Glass Sequel was written by a person. Where was this person born?"
+    assert identifying_fact_named(ctx.graph, novel, said) == "Glass Sequel"
+    # The name stated for another fact, or a fact that finds many, does not count.
+    assert identifying_fact_named(ctx.graph, novel, "A novel whose editor is Glass Sequel ...") is None
+    assert identifying_fact_named(ctx.graph, novel, "A novel whose publisher is Harbour Press ...") is None

@@ -119,3 +119,18 @@ def test_the_sample_dataset_trains_on_at_most_a_quarter_of_assistant_turns_and_e
     assert f"| {share:.1%} | {per_trajectory:.2f} |" in card and "~3% | 7.25 |" in card
     line = supervision_line(stage_dirs(sample_run))  # the run summary says the same
     assert f"loss 1 on {share:.1%}" in line and f"{per_trajectory:.2f} critical turns" in line and "(7.25)" in line
+
+
+def test_the_sample_dataset_answers_without_wikipedia_title_suffixes(sample_run):
+    """A model trained on the final turns should say "The Shining", not box the page title "The Shining (novel)"."""
+    questions = {q.question_id: q for q in read_records(Question, sample_run / "questions" / "questions")}
+    suffixed = {qid for qid, q in questions.items() if q.answer.split(" (")[0] in q.aliases}
+    judged = [r.trajectory for r in read_records(JudgedTrajectory, sample_run / "judged" / "judged")
+              if r.trajectory.question_id in suffixed and r.trajectory.outcome.correct]
+    assert len(suffixed) >= 3 and judged  # the sample has such answers ("It (novel)", "Washington (state)")
+    for trajectory in judged:
+        bare = questions[trajectory.question_id].answer.split(" (")[0]
+        assert trajectory.final_answer == bare, (trajectory.trajectory_id, trajectory.final_answer)
+    rows = _rows(sample_run / "dataset", "openai")
+    finals = [row["messages"][-1]["content"] for row in rows if row["question_id"] in suffixed]
+    assert finals and not any("(novel)" in final or "(state)" in final for final in finals)

@@ -5,6 +5,9 @@ MediaWiki exports of the DBpedia mappings wiki (see that folder's README), and w
 
   classes.tsv     class, parent (rdfs:subClassOf), English label, Wikidata id
   properties.tsv  property, kind (object | datatype), English label, domain, range, Wikidata id, functional
+                  (owl:FunctionalProperty: one value per subject), inverse_functional
+                  (owl:InverseFunctionalProperty: one value picks out its subject; the ontology marks none at
+                  the source commit, so the hand-kept overlay's `inverse_functional_properties` say which)
   templates.tsv   infobox template (normalised name; stub templates left out) -> class; rows with a condition (ConditionalMapping)
                   give the class when `parameter operator value` holds, tried in order, the plain row last
   parameters.tsv  template, parameter (lower case, underscores; `spouse2` and `subdivision_name1` keep their
@@ -38,6 +41,7 @@ from pipeline.wikitext import normalize_template_name
 HERE = Path(__file__).resolve().parent
 DEFAULT_SOURCE = HERE.parents[2] / "shared" / "dbpedia"
 _REDIRECT = re.compile(r"#REDIRECT\s*\[\[\s*Mapping en:([^\]|]+)", re.IGNORECASE)
+_FUNCTIONAL = re.compile(r"(?<!Inverse)FunctionalProperty")
 _WIKIDATA = re.compile(r"wikidata:(Q\d+|P\d+)")
 _VALUE_TEMPLATES = ("PropertyMapping", "DateIntervalMapping")
 MIN_TEMPLATES_FOR_ANY = 3
@@ -88,10 +92,12 @@ def read_ontology(path: Path) -> tuple[list[tuple], list[tuple]]:
             classes.append((name, _first(_param(box, "rdfs:subClassOf")), _label(box), wikidata))
         elif kind in ("ObjectProperty", "DatatypeProperty"):
             name = name[:1].lower() + name[1:]
-            functional = "1" if "FunctionalProperty" in _param(box, "rdf:type") else "0"
+            types = _param(box, "rdf:type")
+            functional = "1" if _FUNCTIONAL.search(types) else "0"
+            inverse_functional = "1" if "InverseFunctionalProperty" in types else "0"
             properties.append((name, "object" if kind == "ObjectProperty" else "datatype", _label(box),
                                _first(_param(box, "rdfs:domain")), _first(_param(box, "rdfs:range")),
-                               wikidata, functional))
+                               wikidata, functional, inverse_functional))
     return sorted(classes), sorted(properties)
 
 
@@ -183,7 +189,8 @@ def build(source: Path, out: Path) -> dict[str, int]:
     classes, properties = read_ontology(source / "ontology.xml.bz2")
     templates, parameters = read_mappings(source / "Mapping_en.xml.bz2")
     _write(out / "classes.tsv", ("class", "parent", "label", "wikidata"), classes)
-    _write(out / "properties.tsv", ("property", "kind", "label", "domain", "range", "wikidata", "functional"),
+    _write(out / "properties.tsv", ("property", "kind", "label", "domain", "range", "wikidata", "functional",
+                                                "inverse_functional"),
            properties)
     templates = list(dict.fromkeys(templates))  # order kept: conditions are tried in order
     _write(out / "templates.tsv", ("template", "class", "condition_parameter", "operator", "value"), templates)
