@@ -39,6 +39,7 @@ class Property:
     wikidata: str  # "P19" ("" when DBpedia gives none)
     functional: bool  # at most one value per subject (owl:FunctionalProperty, or the overlay says so)
     inverse_functional: bool = False  # one value picks out its subject in the world (the overlay says which)
+    inverse_functional_class: str = ""  # ... only a value of this class (a novel names its writer, a film no one)
 
     @property
     def is_object(self) -> bool:
@@ -254,6 +255,15 @@ class Ontology:
                 return self.plumbing_tokens[token]
         return None
 
+    def identifies_subject(self, prop: str | None, object_class: str | None) -> bool:
+        """Whether one object of `prop`, of class `object_class`, picks its subject out in the world: the
+        property is inverse-functional, or is so for objects of its `inverse_functional_class`."""
+        entry = self.properties.get(prop) if prop else None
+        if entry is None or entry.inverse_functional:
+            return entry is not None
+        cls = self.find_class(object_class or "") if entry.inverse_functional_class else None
+        return cls is not None and self.is_a(cls, entry.inverse_functional_class)
+
     def expects_date(self, prop: str | None) -> bool:
         """Whether the property holds dates or years (a bare "1990" is then a year, not a number)."""
         entry = self.properties.get(prop) if prop else None
@@ -353,9 +363,10 @@ def load_ontology(data_dir: str | Path = DATA_DIR) -> Ontology:
     for name in overlay.get("functional_properties", []):
         if name in properties:
             properties[name] = _replace(properties[name], functional=True)
-    for name in overlay.get("inverse_functional_properties", {}):
+    for name, rule in overlay.get("inverse_functional_properties", {}).items():
         if name in properties:
-            properties[name] = _replace(properties[name], inverse_functional=True)
+            only = rule.get("object_class", "") if isinstance(rule, dict) else ""
+            properties[name] = _replace(properties[name], inverse_functional=not only, inverse_functional_class=only)
     classes = {row["class"]: OntologyClass(row["class"], row["parent"], row["label"], row["wikidata"])
                for row in _rows(data_dir / "classes.tsv")}
     templates: dict[str, list[ClassRule]] = {}

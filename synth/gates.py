@@ -386,16 +386,19 @@ def tree_branches(index: FactIndex, path: Path, branches: list[Clue]) -> str | N
     return None
 
 
-def identifies(clue: Clue) -> bool:
+def identifies(index: FactIndex, clue: Clue) -> bool:
     """Whether a clue names the object of an inverse-functional fact: one such object picks its subject out
-    in the world, however many entities of the graph fit ("a country whose capital is London")."""
-    entry = load_ontology().properties.get(clue.attribute) if clue.attribute and clue.object else None
-    return entry is not None and entry.inverse_functional
+    in the world, however many entities of the graph fit ("a country whose capital is London", "a writer
+    whose notable works include the novel Dune"; `Ontology.identifies_subject`)."""
+    if not clue.attribute or not clue.object:
+        return False
+    node = index.node(clue.object)
+    return load_ontology().identifies_subject(clue.attribute, index.graph.entity_type[node] if node is not None else None)
 
 
-def identifying_clue(clues: Iterable[Clue]) -> str | None:
+def identifying_clue(index: FactIndex, clues: Iterable[Clue]) -> str | None:
     """Why the text gives away an entity it does not name by one world-identifying fact, or None."""
-    found = next((c for c in clues if identifies(c)), None)
+    found = next((c for c in clues if identifies(index, c)), None)
     if found is None:
         return None
     name = split_literal_key(found.object)[1] if found.object.startswith(LITERAL_PREFIX) else found.object

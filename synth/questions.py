@@ -194,17 +194,17 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
         def pick(candidates):
             minimum = min(config.attributes_per_entity, len(candidates))
             return _choose_needing_hop(ctx, candidates, fits, ids[position], base, minimum, reached)
-    chosen = _avoiding_identifying(options, pick)
+    chosen = _avoiding_identifying(ctx, options, pick)
     # Nothing singles it out: keep a plain description and let the plan gate count why.
     minimum = max(config.start_attributes - len(base), 1) if reached is None else config.attributes_per_entity
     return noun, base, chosen if chosen is not None else options[:minimum], chosen is not None
 
 
-def _avoiding_identifying(options: list[Attribute], pick) -> list[Attribute] | None:
+def _avoiding_identifying(ctx: QuestionContext, options: list[Attribute], pick) -> list[Attribute] | None:
     """`pick(options)` over the facts that do not identify the entity in the world (`gates.identifies`: "a
     country whose capital is London"); over all of them only when those cannot single it out, so that the
     `identifying_clue` gate counts why the question is rejected."""
-    open_options = [o for o in options if not gates.identifies(o.clue)]
+    open_options = [o for o in options if not gates.identifies(ctx.facts, o.clue)]
     chosen = pick(open_options)
     if chosen is None and len(open_options) < len(options):
         chosen = pick(options)
@@ -296,7 +296,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
             def fits(branch_clues):
                 return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)}
             branches = _avoiding_identifying(
-                options, lambda candidates: _choose_needing_hop(ctx, candidates, fits, ids[-1], [], 1, reached)) or []
+                ctx, options, lambda candidates: _choose_needing_hop(ctx, candidates, fits, ids[-1], [], 1, reached)) or []
             clues += [b.clue for b in branches]
             if branches and needs_intersection(ctx, reached, ids[-1], [b.clue for b in branches]):
                 tree_positions.append(hops)
@@ -570,7 +570,7 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
         return failed
     if plan.branching and (detail := gates.tree_branches(ctx.facts, path, [b.clue for b in plan.branches])):
         return "tree_branch", detail
-    if (detail := gates.identifying_clue(plan.clues)) is not None:
+    if (detail := gates.identifying_clue(ctx.facts, plan.clues)) is not None:
         return "identifying_clue", detail
     if (detail := gates.clue_shortcut(ctx.facts, path, plan.clues)) is not None:
         return "clue_shortcut", detail

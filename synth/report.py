@@ -44,7 +44,7 @@ def _tree_places(question: Question) -> set[str]:
     return {"start" if p == 0 else "answer" if p == question.hops else "intermediate" for p in positions}
 
 
-FACT_WINDOW = 4  # words before a name that state the fact naming it ("whose spouse is X", "followed by X")
+FACT_WINDOW = 6  # words before a name that state its fact ("whose notable works include the novel X")
 
 
 @functools.cache
@@ -63,10 +63,10 @@ def identifying_fact_named(graph, node: int, text: str) -> str | None:
     words = normalize_answer(text).split()
     for edge in range(graph.indptr[node], graph.indptr[node + 1]):
         relation = graph.relation_names[graph.rel[edge]]
-        entry = ontology.properties.get(relation)
-        if entry is None or not entry.inverse_functional:
+        obj = int(graph.dst[edge])
+        if not ontology.identifies_subject(relation, graph.entity_type[obj]):
             continue
-        label = graph.label(int(graph.dst[edge]))
+        label = graph.label(obj)
         for form in dict.fromkeys((label, label.split(" (")[0])):
             name = normalize_answer(form).split()
             for i in range(len(words) - len(name) + 1) if name else ():

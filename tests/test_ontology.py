@@ -69,11 +69,19 @@ def test_inverse_functional_properties_are_reviewed_object_properties():
     ontology = load_ontology()
     overlay = tomllib.loads((DATA_DIR / "overlay.toml").read_text(encoding="utf-8"))["inverse_functional_properties"]
     assert {"capital", "largestCity", "subsequentWork", "spouse"} <= set(overlay)
-    for name, reason in overlay.items():
-        assert ontology.properties[name].is_object and ontology.properties[name].inverse_functional, name
-        assert len(reason.split()) >= 5, name
+    for name, rule in overlay.items():
+        only = rule.get("object_class", "") if isinstance(rule, dict) else ""
+        entry = ontology.properties[name]
+        assert entry.is_object and entry.inverse_functional == (not only) and entry.inverse_functional_class == only
+        assert only == "" or only in ontology.classes, name
+        assert len((rule["reason"] if only else rule).split()) >= 5, name
     assert not ontology.properties["currency"].inverse_functional  # the euro serves many states
-    assert sorted(p for p, e in ontology.properties.items() if e.inverse_functional) == sorted(overlay)
+    marked = {p for p, e in ontology.properties.items() if e.inverse_functional or e.inverse_functional_class}
+    assert marked == set(overlay)
+    # A novel names its writer; a film, the notable work of many, names no one.
+    assert ontology.identifies_subject("capital", None) and ontology.identifies_subject("notableWork", "Novel")
+    assert not ontology.identifies_subject("notableWork", "Film") and not ontology.identifies_subject("notableWork", "")
+    assert not ontology.identifies_subject("currency", "Currency") and not ontology.identifies_subject(None, None)
 
 
 def test_synonyms_across_templates_collapse_onto_one_property():

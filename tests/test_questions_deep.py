@@ -421,9 +421,9 @@ def test_a_world_identifying_clue_at_an_intermediate_is_replanned_or_rejected():
     plan = plan_question(ctx, path, "clues")
     gate, why = plan_gate(ctx, path, plan)
     assert gate == "identifying_clue" and "position 1" in why
-    assert gates.identifies(gates.Clue(position=1, attribute="capital", object="Fredville"))
-    assert not gates.identifies(gates.Clue(position=1, attribute="currency", object="Fred dollar"))
-    assert not gates.identifies(gates.Clue(position=1, attribute="capital", years=(1900, 1909)))
+    assert gates.identifies(ctx.facts, gates.Clue(position=1, attribute="capital", object="Fredville"))
+    assert not gates.identifies(ctx.facts, gates.Clue(position=1, attribute="currency", object="Fred dollar"))
+    assert not gates.identifies(ctx.facts, gates.Clue(position=1, attribute="capital", years=(1900, 1909)))
 
 
 def test_a_clue_that_fits_one_graph_entity_but_many_in_the_world_is_kept():
@@ -434,7 +434,7 @@ def test_a_clue_that_fits_one_graph_entity_but_many_in_the_world_is_kept():
     plan = plan_question(ctx, path, "clues")
     said = [c for c in plan.clues if c.position == 1]
     assert gates.described_candidates(ctx.facts, said) == {ctx.graph.node_id("Freedonia")}
-    assert gates.identifying_clue(plan.clues) is None and gates.clue_shortcut(ctx.facts, path, plan.clues) is None
+    assert gates.identifying_clue(ctx.facts, plan.clues) is None and gates.clue_shortcut(ctx.facts, path, plan.clues) is None
 
 
 def _novels(genre_tells_apart: bool):
@@ -478,3 +478,21 @@ def test_the_report_counts_a_start_named_by_a_fact_that_identifies_it():
     # The name stated for another fact, or a fact that finds many, does not count.
     assert identifying_fact_named(ctx.graph, novel, "A novel whose editor is Glass Sequel ...") is None
     assert identifying_fact_named(ctx.graph, novel, "A novel whose publisher is Harbour Press ...") is None
+
+
+def test_a_notable_work_identifies_its_writer_but_not_a_film_person():
+    # overlay: notableWork is inverse-functional only for written works (a novel has one author; a film is
+    # the notable work of its director, writers and stars).
+    entities = [entity("Glass Novel", "Novel"), entity("Glass Film", "Film"), entity("Ann Writer", "Person"),
+                entity("Bo Director", "Person")]
+    facts = [fact("Ann Writer", "notableWork", "Glass Novel"), fact("Bo Director", "notableWork", "Glass Film"),
+             fact("Ann Writer", "notableWork", "Lost Poem")]  # no page, no class: not known to identify
+    ctx = context(entities, facts)
+
+    def identifies(work):
+        return gates.identifies(ctx.facts, gates.Clue(position=0, attribute="notableWork", object=work))
+    assert identifies("Glass Novel") and not identifies("Glass Film") and not identifies("Lost Poem")
+    said = "A writer whose notable works include the novel Glass Novel lived in Leeds. Where ...?"
+    assert identifying_fact_named(ctx.graph, ctx.graph.node_id("Ann Writer"), said) == "Glass Novel"
+    said = "A director whose notable works include the film Glass Film lived in Leeds. Where ...?"
+    assert identifying_fact_named(ctx.graph, ctx.graph.node_id("Bo Director"), said) is None

@@ -134,8 +134,8 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py)
         "genres include suspense. Name the notable work of this American author that was published in the "
         "mid-1970s.",
     ("Thomas Keneally", ("birthPlace", "country", "capital"), "Canberra"):
-        "An Australian novelist whose notable work is Schindler's Ark was born in a city in New South Wales. This "
-        "city is in a country whose currency is Australian dollar. Name the capital of this country.",
+        "An Australian novelist born in the 1930s was born in a city in New South Wales. This city is in a country "
+        "whose currency is Australian dollar. Name the capital of this country.",  # not by his novel: it finds him
     ("Roma (2018 film)", ("director", "almaMater", "foundingDate"), "1910-09-22"):
         "A drama film whose lead actors include Marina de Tavira was directed by a Mexican filmmaker born in the "
         "early 1960s. This Mexican filmmaker studied at a public research university in Mexico. When was this "
@@ -180,7 +180,7 @@ def assert_states_graph_facts(ctx, questions) -> None:
         plan = plan_question(ctx, path)
         ids = gates.path_node_ids(ctx.graph, path)
         # No unnamed entity is described by a fact that picks it out in the world ("whose capital is London").
-        assert gates.identifying_clue(plan.clues) is None, question.text
+        assert gates.identifying_clue(ctx.facts, plan.clues) is None, question.text
         for clue in plan.clues:
             node = ids[clue.position]
             if clue.type_noun:
@@ -208,7 +208,7 @@ def test_the_question_report_shows_hard_questions(sample):
     assert report["questions"] == len(questions) >= 150
     assert {2, 3, 4} <= {q.hops for q in questions} and report["tree_share"] > 0
     assert report["names_start_share"] <= 0.10
-    # Nor by a fact that identifies it in the world (measured 0.0 for both; 11.0% and 9.0% before the
+    # Nor by a fact that identifies it in the world (measured 0.0 for both; 12.6% and 12.4% before the
     # planner avoided inverse-functional facts).
     assert report["identifies_start_share"] <= 0.01 and report["identifies_intermediate_share"] <= 0.01
     assert report["one_search_share"] is not None and report["one_search_share"] <= 0.05

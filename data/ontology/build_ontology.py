@@ -3,7 +3,8 @@
 Reads (never at run time, only here) `../shared/dbpedia/Mapping_en.xml.bz2` and `ontology.xml.bz2`, both
 MediaWiki exports of the DBpedia mappings wiki (see that folder's README), and writes into this folder:
 
-  classes.tsv     class, parent (rdfs:subClassOf), English label, Wikidata id
+  classes.tsv     class, parent (rdfs:subClassOf; one named in another letter case resolved to its class),
+                  English label, Wikidata id
   properties.tsv  property, kind (object | datatype), English label, domain, range, Wikidata id, functional
                   (owl:FunctionalProperty: one value per subject), inverse_functional
                   (owl:InverseFunctionalProperty: one value picks out its subject; the ontology marks none at
@@ -98,7 +99,14 @@ def read_ontology(path: Path) -> tuple[list[tuple], list[tuple]]:
             properties.append((name, "object" if kind == "ObjectProperty" else "datatype", _label(box),
                                _first(_param(box, "rdfs:domain")), _first(_param(box, "rdfs:range")),
                                wikidata, functional, inverse_functional))
-    return sorted(classes), sorted(properties)
+    return sorted(_resolve_parents(classes)), sorted(properties)
+
+
+def _resolve_parents(classes: list[tuple]) -> list[tuple]:
+    """A superclass named in another letter case (`Novel` under `book`, `Hospital` under `building`) is the
+    class of that name, so that the hierarchy does not stop there (a Novel is a Book, a WrittenWork)."""
+    names = {row[0].lower(): row[0] for row in classes}
+    return [(name, names.get(parent.lower(), parent), *rest) for name, parent, *rest in classes]
 
 
 def _value_mappings(mappings, top_level: bool, found: list[tuple[str, str, bool]]) -> None:
