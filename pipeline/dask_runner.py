@@ -26,7 +26,7 @@ from apache_beam import DoFn, pvalue
 from apache_beam.pipeline import AppliedPTransform, PipelineVisitor
 from apache_beam.runners.common import DoFnContext, DoFnInvoker, DoFnSignature, Receiver, _OutputHandler
 from apache_beam.runners.dask import dask_runner as beam_dask
-from apache_beam.runners.dask.overrides import _Create, _Reshuffle, dask_overrides
+from apache_beam.runners.dask.overrides import _Reshuffle, dask_overrides
 from apache_beam.runners.dask.transform_evaluator import (
     TRANSLATIONS,
     Flatten,
@@ -102,27 +102,13 @@ def _task_name(label: str) -> str:
 
 
 SPREAD_PER_THREAD = 4  # partitions a Reshuffle makes per worker thread: slack to even out unequal work units
-# a Reshuffle of created work items gives each its own partition, up to this many per worker thread: every
-# later step (and every GroupByKey, whose output keeps its input's partition count) then holds one work
-# unit's share of the data per task, not a fixed fraction of the whole input
-MAX_PARTITIONS_PER_THREAD = 64
-
-
-def reshuffle_partitions(current: int, spread: int, threads: int, created: int | None) -> int:
-    """Partitions a Reshuffle spreads its input over: at least `spread`, and one per created element
-    (`created`: how many a Create before it made, when it directly follows one) up to
-    MAX_PARTITIONS_PER_THREAD per thread; never fewer than it has."""
-    per_item = min(created, MAX_PARTITIONS_PER_THREAD * threads) if created else 0
-    return max(current, spread, per_item)
 
 
 @dataclasses.dataclass
 class _BagVisitor(PipelineVisitor):
     bag_kwargs: dict
     spread: int  # partitions a Reshuffle spreads its input over (at least)
-    threads: int  # worker threads of the cluster
     bags: dict[AppliedPTransform, db.Bag] = dataclasses.field(default_factory=collections.OrderedDict)
-    created: dict[AppliedPTransform, int] = dataclasses.field(default_factory=dict)  # a Create's element count
     tagged: set[AppliedPTransform] = dataclasses.field(default_factory=set)
     consumed: set[AppliedPTransform] = dataclasses.field(default_factory=set)
 
@@ -142,12 +128,8 @@ class _BagVisitor(PipelineVisitor):
             self.tagged.add(node)
             return
         if isinstance(node.transform, _Reshuffle):
-            created = self.created.get(node.inputs[0].producer)
-            self.bags[node] = inputs[0].repartition(
-                reshuffle_partitions(inputs[0].npartitions, self.spread, self.threads, created))
+            self.bags[node] = inputs[0].repartition(max(inputs[0].npartitions, self.spread))
             return
-        if isinstance(node.transform, _Create):
-            self.created[node] = len(node.transform.values)
         op = TRANSLATIONS.get(node.transform.__class__, NoOp)(node, bag_kwargs=self.bag_kwargs)
         if isinstance(op, Flatten):  # as many partitions as its largest input, not their sum: joins in a
             # loop (redirect rounds) would otherwise double the partitions, and the shuffle's tasks, each round
@@ -212,8 +194,7 @@ class DaskRunner(beam_dask.DaskRunner):
         client = ddist.Client(**dask_options)
         client.register_plugin(ScrubWorkerOutput(registered_secret_names()), name="hopsmith-scrub-output")
         pipeline.replace_all(dask_overrides())
-        threads = max(1, sum(client.nthreads().values()))
-        visitor = _BagVisitor(bag_kwargs, SPREAD_PER_THREAD * threads, threads)
+        visitor = _BagVisitor(bag_kwargs, SPREAD_PER_THREAD * max(1, sum(client.nthreads().values())))
         pipeline.visit(visitor)
         done = [sink.map_partitions(lambda part: [sum(1 for _ in part)]) for sink in visitor.sinks()]
         return DaskRunnerResult(client, client.compute(list(dask.optimize(*done))))

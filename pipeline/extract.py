@@ -1127,9 +1127,7 @@ class ExtractUnits(beam.PTransform):
     def expand(self, pbegin):
         config = self.config
         if config.dump is not None:
-            # planned here, from the index: the runner then knows how many units there are (the Dask runner
-            # gives each its own partition, so a task holds one unit's share of the joins)
-            units = (pbegin | "PlanUnits" >> beam.Create(_plan_dump_units(config))
+            units = (pbegin | "Source" >> beam.Create([config]) | "PlanUnits" >> beam.FlatMap(_plan_dump_units)
                      | "SpreadUnits" >> beam.Reshuffle())
         else:
             units = (
