@@ -17,6 +17,8 @@ from pipeline.progress import supervision_line
 from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
 from schemas.questions import Question
+from synth.policies.scripted import UNIDENTIFIED_ANSWER
+from synth.wikitext import format_date
 from tests.dataset_fixtures import make_judged, make_question, write_upstream
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,3 +136,39 @@ def test_the_sample_dataset_answers_without_wikipedia_title_suffixes(sample_run)
     rows = _rows(sample_run / "dataset", "openai")
     finals = [row["messages"][-1]["content"] for row in rows if row["question_id"] in suffixed]
     assert finals and not any("(novel)" in final or "(state)" in final for final in finals)
+
+
+def test_the_sample_dataset_answers_dates_as_pages_write_them(sample_run):
+    """Pages write "3 September 1969"; a model trained on the final turns should not box "1969-09-03"."""
+    dated = {q.question_id: q for q in read_records(Question, sample_run / "questions" / "questions")
+             if q.path.answer_type == "date" and format_date(q.answer) != q.answer}
+    judged = [r.trajectory for r in read_records(JudgedTrajectory, sample_run / "judged" / "judged")
+              if r.trajectory.question_id in dated and r.trajectory.outcome.correct]
+    assert len(dated) >= 3 and judged
+    for trajectory in judged:
+        assert trajectory.final_answer == format_date(dated[trajectory.question_id].answer), trajectory.final_answer
+
+
+def test_no_sample_rollout_names_the_start_before_anything_showed_it(sample_run):
+    """A question that describes its start without naming it: the searcher may name that entity only after a
+    search result or a page showed it, else its reasoning carries knowledge only the gold path had."""
+    starts = {q.question_id: q.path.start.split(" (")[0].casefold()
+              for q in read_records(Question, sample_run / "questions" / "questions")}
+    leaks, checked, via_clue, unidentified = [], 0, 0, 0
+    for record in read_records(JudgedTrajectory, sample_run / "judged" / "judged"):
+        trajectory, start = record.trajectory, starts[record.trajectory.question_id]
+        if start in trajectory.question.casefold():
+            continue
+        # a start no search found is reached through a page the question names, or the searcher says it failed
+        via_clue += any(t.reasoning.startswith("The page of ") for t in trajectory.turns)
+        if trajectory.final_answer == UNIDENTIFIED_ANSWER:
+            unidentified += 1
+            assert not trajectory.outcome.correct
+        seen = ""
+        for turn in trajectory.turns:
+            if turn.injected_error is None and start in turn.reasoning.casefold() and start not in seen:
+                leaks.append((trajectory.trajectory_id, turn.index, turn.reasoning[:120]))
+            checked += 1
+            seen += (turn.observation or "").casefold()
+    assert checked > 1000 and not leaks, (len(leaks), leaks[:5])
+    assert via_clue and unidentified

@@ -305,11 +305,12 @@ def test_commands(snapshot, tmp_path, capsys):
 
 
 def test_the_scripted_searcher_reformulates_and_paginates(snapshot):
-    """A fact deep in a long page that no lookup shows: a missed search is reformulated, then the page is read
-    on in order until a page states the fact, and only then does the reasoning name the value."""
+    """A fact deep in a long page that no lookup shows: a missed search is reformulated (by the start's name,
+    which the question gives past the first search's words), then the page is read on in order until a page
+    states the fact, and only then does the reasoning name the value."""
     from tests.trajectory_fixtures import _hop, _question
 
-    question = _question("q-deep", "Which numbered xyzzy did the Hawaii quux approve?",
+    question = _question("q-deep", "Which numbered xyzzy did the Hawaii quux approve plugh frobnicate in Chicago?",
                          [_hop("Chicago", "council_plan", value="plan number 42", value_type="string")], "plan number 42")
     env = SearchEnvironment.load(snapshot / "index")
     policy = ScriptedPolicy(env, {})
@@ -321,7 +322,7 @@ def test_the_scripted_searcher_reformulates_and_paginates(snapshot):
         turns = [t for t in trajectory.turns if t.tool_call.arguments.get("title", "Chicago") == "Chicago"]
         trajectory = trajectory.model_copy(update={"turns": turns})
         calls = [(t.tool_call.name, t.tool_call.arguments) for t in trajectory.turns]
-        assert calls[0] == ("search", {"query": "which numbered xyzzy did hawaii quux approve", "top_k": 5})
+        assert calls[0] == ("search", {"query": "which numbered xyzzy did hawaii quux approve plugh", "top_k": 5})
         assert "Chicago" not in trajectory.turns[0].observation and "1. Hawaii" in trajectory.turns[0].observation
         assert "reformulate the query as 'Chicago'" in trajectory.turns[1].reasoning
         assert calls[1:3] == [("search", {"query": "Chicago", "top_k": 5}), ("open_page", {"title": "Chicago", "page": 1})]

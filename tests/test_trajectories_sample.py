@@ -22,7 +22,7 @@ from synth.frameworks import FRAMEWORKS, get_framework
 from synth.matching import match_answer
 from synth.phrasing import fuzz_year
 from synth.policies import ERROR_KINDS
-from synth.policies.scripted import distinctive, question_periods, result_titles
+from synth.policies.scripted import UNIDENTIFIED_ANSWER, distinctive, question_periods, result_titles
 from synth.questions import run_questions
 from synth.trajectories import run_trajectories
 from tests.test_trajectories import HIGH_RATES
@@ -93,7 +93,8 @@ def test_offline_runs_on_the_sample_are_real_and_graded(sample, env):
         assert trajectory.outcome == match_answer(trajectory.final_answer, trajectory.answer, trajectory.aliases)
         injected = {turn.injected_error for turn in trajectory.turns} - {None}
         kinds |= injected
-        if "premature_answer" not in injected:
+        # an honest run is right unless no search found the start the question describes, and it says so
+        if "premature_answer" not in injected and trajectory.final_answer != UNIDENTIFIED_ANSWER:
             assert trajectory.outcome.correct, (trajectory.question, trajectory.final_answer)
         for turn in trajectory.turns:
             assert framework.parse(framework.output_of(turn), f"call_{turn.index}").tool_call == turn.tool_call

@@ -51,9 +51,13 @@ _RESULT_TITLE = re.compile(r"^\d+\. (.+)$", re.MULTILINE)
 _PAGE_PREFIX = re.compile(r"^\[page (\d+)\] ")
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)")
 QUERY_WORDS = 8
+UNIDENTIFIED_ANSWER = "I could not identify it."
+_AS_OF = re.compile(r"^As of [^,]*, ")  # the question's date clause: no search term
 EVIDENCE_CHARS = 200
 MAX_DESCRIPTION_CHECKS = 2
+MAX_CLUE_PAGES = 2  # pages the question names that a searcher reads when its description finds nothing
 _NAMED = re.compile(r"\b[A-Z][\w'.-]*(?:\s+(?:of |the |de |von |van )?[A-Z][\w'.-]*)+")
+_ARTICLE = re.compile(r"^(?:An?|The|This|These) ")  # a capitalised sentence opening, not part of a name
 _PERIOD = re.compile(r"\bthe (?:early |mid-|late )?(?:(\d{3}0)s|(\d{1,2})(?:st|nd|rd|th) century)\b")
 _YEAR = re.compile(r"\b(\d{4})\b")
 MIN_FIND_CHARS = 3  # a one-word find_in_page text this short matches common words
@@ -124,11 +128,15 @@ def _norm(text: str) -> str:
 
 
 def spoken_answer(question: Question) -> str:
-    """The answer as a person states it: a page title's disambiguator is dropped ("The Shining (novel)" ->
-    "The Shining") when that bare name is one of the question's accepted aliases, so a model trained on the
-    final turns never learns to box Wikipedia's title suffixes; the gold title stays the graded answer."""
-    bare = question.answer.split(" (")[0]
-    return bare if bare != question.answer and bare in question.aliases else question.answer
+    """The answer as a person states it, when that form is one of the question's accepted aliases: a page
+    title without its disambiguator ("The Shining (novel)" -> "The Shining"), a date in words ("1969-09-03"
+    -> "3 September 1969", as pages write it). A model trained on the final turns then never learns to box
+    Wikipedia's title suffixes or ISO dates; the gold form stays the graded answer."""
+    if question.path.answer_type == "date":
+        spoken = format_date(question.answer)
+    else:
+        spoken = question.answer.split(" (")[0]
+    return spoken if spoken != question.answer and spoken in question.aliases else question.answer
 
 
 def question_periods(text: str) -> list[tuple[str, tuple[int, int]]]:
@@ -352,8 +360,11 @@ class ScriptedAgent:
             # The page shows the infobox parameter ("Birth place: ..."), not the ontology property's name.
             self.entity, self.relation = hop.head, (hop.provenance.parameter or hop.relation).replace("_", " ")
             self.hop = hop
-            first_query = " ".join(tokenize([self.question.text])[0][:QUERY_WORDS]) if number == 0 else None
-            title = yield from self._locate(hop.head, first_query)
+            title = yield from self._locate(hop.head, opening=number == 0)
+            if title is None:  # the start stays unidentified: an honest searcher cannot follow the chain
+                yield Step(f"{self.note} Without it I cannot follow the chain, so I have no supported answer.",
+                           ANSWER_TOOL, {"text": UNIDENTIFIED_ANSWER})
+                return
             if number == 0 and self.style.check_description:
                 yield from self._check_description(title)
             if self.style.check_periods:
@@ -519,21 +530,48 @@ class ScriptedAgent:
         titles = result_titles(observation)
         return any(self._is_entity(t, entity) for t in titles) or any(_norm(t) not in seen for t in titles)
 
-    def _locate(self, entity: str, first_query: str | None) -> Generator[Step, str, str]:
+    def _question_names(self, entity: str) -> bool:
+        return _norm(_PARENTHETICAL.sub("", entity).strip()) in _norm(self.question.text)
+
+    def _description_queries(self) -> list[str]:
+        """What a searcher who is not told the start tries: the question's opening words, the same without
+        its as-of date, then the opening sentence's first words with the pages it names."""
+        undated = _AS_OF.sub("", self.question.text)
+        opening = (split_sentences(undated) or [undated])[0]
+        names = [name for name in (_ARTICLE.sub("", found) for found in _NAMED.findall(opening)) if " " in name]
+        clued = tokenize([opening])[0][: QUERY_WORDS // 2] + [w for name in names for w in tokenize([name])[0]]
+        clued = list(dict.fromkeys(clued))
+        return [" ".join(tokenize([self.question.text])[0][:QUERY_WORDS]),
+                " ".join(tokenize([undated])[0][:QUERY_WORDS]), " ".join(clued)]
+
+    def _locate(self, entity: str, opening: bool) -> Generator[Step, str, str | None]:
+        """Searches until a result lists the entity. For the question's start (`opening`) the first search is
+        the question's own words; when the question does not name the start, every search is (naming it
+        before a result showed it would be knowledge only the gold path has), and None says none found it."""
         listed = next((t for t in self._listed_titles() if self._is_entity(t, entity)), None)
         if listed is not None:
             self.note = f"{self.note} An earlier search listed {listed}.".strip()
             return listed
-        wordings = [entity, _PARENTHETICAL.sub("", entity), f"{entity} {self.relation}", f"{self.relation} of {entity}"]
-        queries = [first_query] if first_query else []
-        queries += [wordings[i] for i in self.style.query_order]
+        described = opening and not self._question_names(entity)
+        if described:
+            queries = self._description_queries()
+        else:
+            wordings = [entity, _PARENTHETICAL.sub("", entity), f"{entity} {self.relation}", f"{self.relation} of {entity}"]
+            queries = self._description_queries()[:1] if opening else []
+            queries += [wordings[i] for i in self.style.query_order]
         queries = list(dict.fromkeys(q for q in queries if q and q.strip()))
         previous = None
         for query in queries:
             if not self._lists_something_new(query, entity):
                 continue
-            if previous is None:
+            if previous is None and described:
+                reasoning = (f"The question describes where the chain starts without naming it. I will search for "
+                             f"its description, {query!r}, to identify it.")
+            elif previous is None:
                 reasoning = f"{self.note} I need the {self.relation} of {entity}. I will search for {query!r}."
+            elif described:
+                reasoning = (f"The results for {previous!r} show nothing that fits the question's description. "
+                             f"I will reformulate the query as {query!r}.")
             else:
                 reasoning = f"The results for {previous!r} do not list {entity}. I will reformulate the query as {query!r}."
             observation = yield Step(reasoning.strip(), "search", {"query": query, "top_k": self.policy.top_k})
@@ -541,13 +579,30 @@ class ScriptedAgent:
             match = next((t for t in titles if self._is_entity(t, entity)), None)
             if match is not None:
                 self.note = f"The search results list {match}."
-                if query == first_query:
+                if opening:
                     yield from self._check_candidates(titles[: titles.index(match)])
                 yield from self._explore(entity)
                 return match
             previous = query
+        if described:
+            return (yield from self._read_clues(entity))
         self.note = f"No search listed {entity}; I will try to open it by its title."
         return entity
+
+    def _read_clues(self, entity: str) -> Generator[Step, str, str | None]:
+        """The description's searches did not list the start: a searcher reads the pages the question names
+        for something that fits. The start once a clue's page mentions it, else None."""
+        bare = _PARENTHETICAL.sub("", entity).strip()
+        reasoning = "No search listed a page that fits what the question describes."
+        for clue in self._question_links()[:MAX_CLUE_PAGES] if distinctive(bare) else []:
+            observation = yield Step(f"{reasoning} The question names {clue}; I will read its page for what the "
+                                     "question describes.", "open_page", {"title": clue, "page": 1})
+            if _norm(bare) in _norm(observation or ""):
+                self.note = f"The page of {clue} mentions {bare}, which fits the question's description."
+                return entity
+            reasoning = f"Page 1 of {clue} mentions nothing that fits the question's description."
+        self.note = reasoning
+        return None
 
     def _surfaces(self, hop: PathHop) -> list[str]:
         if hop.tail is not None:
@@ -599,7 +654,7 @@ class ScriptedAgent:
         if found is None:
             found = yield from self._read_on(title, surfaces)
         if found is None:
-            self.note = f"I could not find the {self.relation} of {hop.head} in its page; I will follow the next lead."
+            self.note = f"I could not find the {self.relation} of {title} in its page; I will follow the next lead."
             return False
         line, page_number = found
         if page_number is not None and page_number > 1:
@@ -622,8 +677,8 @@ class ScriptedAgent:
         label, items = row.group(1).lower(), listed_values(row.group(2))
         if items and hop.tail and hop is not self.question.path.hops[-1]:
             self.siblings = [item.split(" (")[0] for item in items if _norm(target) not in _norm(item)]
-            self.pick_reason = (f" So {target} is the one of the {label} values of {title} that the question means: "
-                                "its page answers the next part of the question.")
+            self.pick_reason = (f" So of the {label} values listed on {title}, {target} is the one the question "
+                                "means: its page answers the next part of the question.")
             return f'The infobox of {title} lists several values as its {label} ("{line}").{pick}'
         return f'The infobox of {title} lists {target} as its {label} ("{line}").{pick}'
 
