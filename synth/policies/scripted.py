@@ -533,6 +533,10 @@ class ScriptedAgent:
     def _question_names(self, entity: str) -> bool:
         return _norm(_PARENTHETICAL.sub("", entity).strip()) in _norm(self.question.text)
 
+    def _opening_query(self) -> str:
+        """The first search for the question's start: the question's opening words."""
+        return " ".join(tokenize([self.question.text])[0][:QUERY_WORDS])
+
     def _description_queries(self) -> list[str]:
         """What a searcher who is not told the start tries: the question's opening words, the same without
         its as-of date, then the opening sentence's first words with the pages it names."""
@@ -541,8 +545,7 @@ class ScriptedAgent:
         names = [name for name in (_ARTICLE.sub("", found) for found in _NAMED.findall(opening)) if " " in name]
         clued = tokenize([opening])[0][: QUERY_WORDS // 2] + [w for name in names for w in tokenize([name])[0]]
         clued = list(dict.fromkeys(clued))
-        return [" ".join(tokenize([self.question.text])[0][:QUERY_WORDS]),
-                " ".join(tokenize([undated])[0][:QUERY_WORDS]), " ".join(clued)]
+        return [self._opening_query(), " ".join(tokenize([undated])[0][:QUERY_WORDS]), " ".join(clued)]
 
     def _locate(self, entity: str, opening: bool) -> Generator[Step, str, str | None]:
         """Searches until a result lists the entity. For the question's start (`opening`) the first search is
@@ -557,7 +560,7 @@ class ScriptedAgent:
             queries = self._description_queries()
         else:
             wordings = [entity, _PARENTHETICAL.sub("", entity), f"{entity} {self.relation}", f"{self.relation} of {entity}"]
-            queries = self._description_queries()[:1] if opening else []
+            queries = [self._opening_query()] if opening else []
             queries += [wordings[i] for i in self.style.query_order]
         queries = list(dict.fromkeys(q for q in queries if q and q.strip()))
         previous = None
