@@ -33,7 +33,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from graph.csr import LITERAL, PAGE, CSRGraph, RelationSource, load_csr, split_literal_key
-from pipeline.beam import pipeline_options
+from pipeline.beam import BoundedHeapDoFn, pipeline_options
 from pipeline.errors import UserError
 from pipeline.io import atomic_write_text, read_manifest, stable_hash, write_records
 from pipeline.stage import begin_stage
@@ -560,7 +560,7 @@ def _tasks(graph: CSRGraph, size: int) -> Iterator[tuple[int, list[int]]]:
         yield index, chunk.tolist()
 
 
-class _SampleTask(beam.DoFn):
+class _SampleTask(BoundedHeapDoFn):
     """Beam step: sample one task's walks against the graph side input; counts go to a tagged output."""
 
     def __init__(self, config: WalkConfig):

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import functools
+import itertools
+import threading
 
+import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineRunner
 
+from pipeline.heap import map_large_allocations
 from schemas.config import BeamOptions
 
 IN_PROCESS_RUNNER = "pipeline.beam.InProcessRunner"
@@ -15,6 +19,8 @@ IN_PROCESS_RUNNER = "pipeline.beam.InProcessRunner"
 # anything at run time, so the direct runner's names run in-process instead (PrismRunner stays available).
 RUNNER_ALIASES = {"DaskRunner": "pipeline.dask_runner.DaskRunner", "DirectRunner": IN_PROCESS_RUNNER,
                   "SwitchingDirectRunner": IN_PROCESS_RUNNER, "InProcessRunner": IN_PROCESS_RUNNER}
+# a stage's input reaches a worker process in messages of about this many bytes, cut between elements
+INPUT_MESSAGE_BYTES = 4 << 20
 
 
 class InProcessRunner(PipelineRunner):
@@ -36,7 +42,8 @@ class InProcessRunner(PipelineRunner):
 
 @functools.cache
 def _fn_api_runner_class():
-    """Beam's FnApiRunner (imported when a pipeline runs, not with this module), workers scrubbed."""
+    """Beam's FnApiRunner (imported when a pipeline runs, not with this module), workers scrubbed, and
+    stage inputs streamed to worker processes in pieces (`_streamed_input_sender`)."""
     from apache_beam.runners.portability.fn_api_runner import fn_runner
     from apache_beam.transforms import environments
 
@@ -56,8 +63,52 @@ def _fn_api_runner_class():
                 environment = environments.SubprocessSDKEnvironment.from_command_string(beam_worker.COMMAND)
             self._environment = environment
 
+    fn_runner.BundleManager._send_input_to_worker = _streamed_input_sender(fn_runner.BundleManager._send_input_to_worker)
     return ScrubbedWorkersRunner
 
+
+def _streamed_input_sender(send_whole):
+    """Beam's FnApiRunner sends each stage's input to a worker process as one message: the whole output of
+    a GroupByKey, held at once by the worker, so a worker's memory grew with the wiki (and a grouped output
+    past protobuf's 2 GiB message limit could not be sent at all). This sends it in element-aligned pieces of about
+    INPUT_MESSAGE_BYTES, from a thread, since the worker drains its input only once the bundle has started
+    (Beam sends the bundle request after the input). Workers in this process (in-memory) keep Beam's way."""
+    from apache_beam.runners.worker.data_plane import InMemoryDataChannel
+
+    def send_in_pieces(self, process_bundle_id, read_transform_id, byte_streams):
+        if isinstance(self._worker_handler.data_conn, InMemoryDataChannel):
+            return send_whole(self, process_bundle_id, read_transform_id, byte_streams)
+        coder = self.bundle_context_manager.get_input_coder_impl(read_transform_id)
+        pieces = [(data, piece_ends(data, coder, INPUT_MESSAGE_BYTES)) for data in byte_streams or []]
+        stream = self._worker_handler.data_conn.output_stream(process_bundle_id, read_transform_id)
+
+        def send():
+            for data, ends in pieces:
+                for start, end in itertools.pairwise([0, *ends]):
+                    stream.write(data[start:end])
+                    stream.flush()
+            stream.close()
+
+        threading.Thread(target=send, name=f"input-{read_transform_id}", daemon=True).start()
+
+    return send_in_pieces
+
+
+def piece_ends(data: bytes, coder_impl, limit: int) -> list[int]:
+    """End offsets cutting `data` (elements encoded back to back, as on Beam's data plane) into pieces of
+    at least `limit` bytes (the last may be shorter), each ending where an element ends."""
+    if len(data) <= limit:
+        return [len(data)] if data else []
+    from apache_beam.coders.coder_impl import create_InputStream
+
+    stream, ends, start = create_InputStream(data), [], 0
+    while stream.size() > 0:
+        coder_impl.decode_from_stream(stream, True)
+        end = len(data) - stream.size()
+        if end - start >= limit or stream.size() == 0:
+            ends.append(end)
+            start = end
+    return ends
 
 
 def pipeline_options(beam: BeamOptions | None = None, extra_args: list[str] | None = None) -> PipelineOptions:
@@ -91,3 +142,11 @@ def use_filesystem_options(options: PipelineOptions) -> None:
     from apache_beam.io.filesystems import FileSystems
 
     FileSystems.set_options(options)
+
+
+class BoundedHeapDoFn(beam.DoFn):
+    """A DoFn that maps its worker's large allocations (`pipeline.heap`) on whatever runner's worker it is
+    set up: hopsmith's own worker processes do it at start, a Dask or Flink worker here."""
+
+    def setup(self):
+        map_large_allocations()

@@ -5,7 +5,8 @@ a warning through `logging.warning`, which gives the root logger a plain stderr 
 the worker (hopsmith's own included) then reached the terminal unscrubbed, twice (the worker also sends its
 records to the launching process, which logs them through its scrubber at the level the user chose). Here
 the worker's records are scrubbed as they are created, its stdout/stderr line by line, and its own stderr
-handler shows errors only: the rest reaches the user once, through the launching process's log.
+handler shows errors only: the rest reaches the user once, through the launching process's log. Its large
+allocations are mapped from the start (`pipeline.heap`), before Beam's data plane allocates any message.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import logging
 import sys
 
+from pipeline.heap import map_large_allocations
 from pipeline.secrets import scrub_process_output
 
 # what a worker still prints itself: failures before (or of) its log channel to the launching process
@@ -21,6 +23,7 @@ COMMAND = f"{sys.executable} -m pipeline.beam_worker"
 
 
 def main() -> None:
+    map_large_allocations()
     scrub_process_output()
     handler = logging.StreamHandler(sys.stderr)  # before Beam's import, so no plain handler is installed
     handler.setLevel(WORKER_STDERR_LEVEL)

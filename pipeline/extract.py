@@ -44,11 +44,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
-import ctypes.util
 import dataclasses
 import datetime as dt
 import functools
-import gc
 import itertools
 import json
 import logging
@@ -68,8 +66,9 @@ from mwparserfromhell.parser import ParserError
 from pydantic import AwareDatetime
 
 from graph.ontology import load_ontology
-from pipeline.beam import pipeline_options, use_filesystem_options
+from pipeline.beam import BoundedHeapDoFn, pipeline_options, use_filesystem_options
 from pipeline.errors import StageIncomplete, UserError
+from pipeline.heap import release_freed_memory
 from pipeline.infobox import Fact, Infobox, parse_infoboxes
 from pipeline.io import (
     WorkUnits,
@@ -109,9 +108,6 @@ LIST_CLASS = "List"
 _CATEGORY = re.compile(r"\[\[\s*[Cc]ategory\s*:\s*([^\]|\n]+)")
 _STATS_FILE = ".extract-stats.json"
 IMPLAUSIBLE_COUNT = "implausible_timestamps"  # revisions dated after the dump's date or the run
-_LIBC = ctypes.CDLL(ctypes.util.find_library("c")) if ctypes.util.find_library("c") else None
-if _LIBC is not None and not hasattr(_LIBC, "malloc_trim"):  # not glibc (musl, macOS): nothing to trim
-    _LIBC = None
 
 
 # ------------------------------------------------------------------------------------ classification
@@ -760,7 +756,7 @@ def _plan_dump_units(config: ExtractConfig) -> list[tuple[str, DumpUnit]]:
     return [(dump_unit_id(unit), unit) for unit in units]
 
 
-class _ExtractUnit(beam.DoFn):
+class _ExtractUnit(BoundedHeapDoFn):
     """Phase 1 for one unit, unless its parts exist: yields (unit id, True when extracted in this run).
 
     A dump unit arrives as its DumpUnit and is read here only when needed."""
@@ -769,6 +765,7 @@ class _ExtractUnit(beam.DoFn):
         self.config, self.out_dir, self.ceiling = config, out_dir, ceiling
 
     def setup(self):
+        super().setup()
         load_ontology()  # once per worker, before any page's time limit starts
 
     def process(self, element):
@@ -786,15 +783,6 @@ class _ExtractUnit(beam.DoFn):
         del rows
         release_freed_memory()
         yield unit_id, True
-
-
-def release_freed_memory() -> None:
-    """After a unit: collect cycles and return the C heap's free pages to the system. glibc keeps what a
-    unit's rows (pages, relations, Arrow buffers) freed in per-thread arenas, so without this a worker's
-    resident memory creeps up unit by unit towards the sum of what its threads ever held at once."""
-    gc.collect()
-    if _LIBC is not None:
-        _LIBC.malloc_trim(0)
 
 
 class _UnitParts:
@@ -903,7 +891,7 @@ def _decide_duplicates(keyed):
         yield key[0], ("skip", skip)
 
 
-class _UnitKeys(beam.DoFn):
+class _UnitKeys(BoundedHeapDoFn):
     """What one unit asks the title join about, each title once per unit: its kept entities' titles
     (tag "entity"), its link targets ("tail") and plain-text values that could name a page ("name"), as
     (title, unit id); and its redirects ("redirect": (title, (unit id, page id, target)))."""
@@ -990,7 +978,7 @@ _SORT_KEYS: dict[str, Callable[[pa.RecordBatch], list]] = {
     "relations": relation_merge_keys}
 
 
-class _FinishUnit(beam.DoFn):
+class _FinishUnit(BoundedHeapDoFn):
     """Phase 2 for one unit: its rows with its fix-ups applied (duplicates dropped, link targets resolved,
     named values turned into edges, aliases and the recency window set), written as one sorted run per
     output table and shard. Yields the plumbing counts of its kept articles."""
@@ -1066,7 +1054,7 @@ def merge_runs(model: type[Record], runs: list[Path], sort_keys: Callable[[pa.Re
     return merge_sorted_files(arrow_schema(model), runs, sort_keys, path, group_rows, MERGE_BATCH_ROWS)
 
 
-class _MergeShard(beam.DoFn):
+class _MergeShard(BoundedHeapDoFn):
     """One output shard: every unit's run for it merged in order (`merge_runs`) and written a row group at
     a time; an empty shard is not written."""
 

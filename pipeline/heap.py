@@ -1,0 +1,43 @@
+"""A worker's C heap: resident memory that follows what the worker holds, not the largest transient it had.
+
+glibc serves an allocation above its mmap threshold with mmap and unmaps it on free. The threshold starts
+at 128 KiB but rises to the size of the largest mmapped block freed (up to 32 MiB), so once a worker has
+freed one data-plane message (Beam flushes them at 10 MiB) or one Arrow buffer, every later buffer of that
+size comes from the heap arenas instead, which fragment and do not shrink: the worker's peak then grew
+with the size of the stage's input, not with what any step kept (`bench/runner_input.py`). A fixed
+threshold keeps large buffers mapped and returned on free; `malloc_trim` returns what small objects left.
+On a C library other than glibc (musl, macOS) both are no-ops.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import gc
+
+M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
+MMAP_THRESHOLD_BYTES = 1 << 20  # blocks of at least 1 MiB are mapped, and unmapped when freed
+
+
+@functools.cache
+def _glibc():
+    name = ctypes.util.find_library("c")
+    libc = ctypes.CDLL(name) if name else None
+    return libc if libc is not None and hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
+
+
+@functools.cache
+def map_large_allocations() -> bool:
+    """Fix glibc's mmap threshold at MMAP_THRESHOLD_BYTES for this process (once); False where not glibc."""
+    libc = _glibc()
+    return libc is not None and libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
+
+
+def release_freed_memory() -> None:
+    """After a unit: collect cycles and return the C heap's free pages to the system. glibc keeps what a
+    unit's rows (pages, relations, Arrow buffers) freed in per-thread arenas, so without this a worker's
+    resident memory creeps up unit by unit towards the sum of what its threads ever held at once."""
+    gc.collect()
+    if (libc := _glibc()) is not None:
+        libc.malloc_trim(0)
