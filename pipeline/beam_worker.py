@@ -6,7 +6,8 @@ the worker (hopsmith's own included) then reached the terminal unscrubbed, twice
 records to the launching process, which logs them through its scrubber at the level the user chose). Here
 the worker's records are scrubbed as they are created, its stdout/stderr line by line, and its own stderr
 handler shows errors only: the rest reaches the user once, through the launching process's log. Its large
-allocations are mapped from the start (`pipeline.heap`), before Beam's data plane allocates any message.
+allocations are mapped from the start (`pipeline.heap`), before Beam's data plane allocates any message,
+and the output it queues for the runner is bounded (SEND_QUEUE_BYTES).
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from pipeline.secrets import scrub_process_output
 # what a worker still prints itself: failures before (or of) its log channel to the launching process
 WORKER_STDERR_LEVEL = logging.ERROR
 COMMAND = f"{sys.executable} -m pipeline.beam_worker"
+# bytes a worker queues for the runner (each of Beam's two send queues; Beam's default is 100 MiB): a worker
+# that outruns the runner waits instead of holding up to 200 MiB of its output (`bench/runner_input.py`)
+SEND_QUEUE_BYTES = 16 << 20
 
 
 def main() -> None:
@@ -29,7 +33,9 @@ def main() -> None:
     handler.setLevel(WORKER_STDERR_LEVEL)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s worker %(name)s: %(message)s"))
     logging.getLogger().addHandler(handler)
-    from apache_beam.runners.worker import sdk_worker_main
+    from apache_beam.runners.worker import data_plane, sdk_worker_main
+
+    data_plane._DEFAULT_SEND_QUEUE_MAX_BYTES = SEND_QUEUE_BYTES  # read when the worker opens its data channel
 
     sdk_worker_main.main(sys.argv)
 

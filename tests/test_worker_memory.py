@@ -55,15 +55,17 @@ def test_mapped_large_allocations_are_returned_when_freed():
     assert _left_behind_mib(mapped=False) > 128  # glibc's default keeps the freed blocks resident
 
 
-def test_worker_processes_map_large_allocations_before_beam_starts():
+def test_worker_processes_map_large_allocations_and_bound_their_send_queue_before_beam_starts():
     script = ("from unittest import mock; import pipeline.beam_worker as w\n"
+              "from apache_beam.runners.worker import data_plane\n"
               "calls = []\n"
+              "started = lambda argv: calls.append(('worker', data_plane._DEFAULT_SEND_QUEUE_MAX_BYTES))\n"
               "with mock.patch.object(w, 'map_large_allocations', lambda: calls.append('heap')),"
-              " mock.patch('apache_beam.runners.worker.sdk_worker_main.main', lambda argv: calls.append('worker')):\n"
+              " mock.patch('apache_beam.runners.worker.sdk_worker_main.main', started):\n"
               "    w.main()\n"
               "print(calls)")
     result = subprocess.run([sys.executable, "-c", script], cwd=REPO, check=True, capture_output=True, text=True)
-    assert result.stdout.strip().splitlines()[-1] == "['heap', 'worker']"
+    assert result.stdout.strip().splitlines()[-1] == f"['heap', ('worker', {16 << 20})]"
 
 
 def _encoded(values: list[tuple[str, list[int]]]) -> tuple[bytes, coder_impl.CoderImpl]:
