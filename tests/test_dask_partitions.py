@@ -1,40 +1,106 @@
-"""How the Dask runner partitions a pipeline, checked on the bag graph it builds (no cluster): a Reshuffle
-spreads its input over SPREAD_PER_THREAD partitions per worker thread, a GroupByKey keeps them (one stage
-of dask.bag's task shuffle), and each task is named after its Beam step."""
+"""How the Dask runner partitions a pipeline, checked on the bag graph it builds against an in-process
+dask.distributed cluster of 2 worker threads: a Reshuffle cuts its input into partitions of at most
+ELEMENTS_PER_PARTITION elements, at least one per thread and at most SPREAD_LIMIT, a GroupByKey is a P2P shuffle into as many partitions as its input, whose groups do not depend on the order
+the shuffle delivered them in, and each task is named after its Beam step."""
 
 from __future__ import annotations
+
+import random
 
 import apache_beam as beam
 import pytest
 
-pytest.importorskip("distributed")
+distributed = pytest.importorskip("distributed")
 
+from apache_beam import coders  # noqa: E402
 from apache_beam.runners.dask.overrides import dask_overrides  # noqa: E402
 
-from pipeline.dask_runner import SPREAD_PER_THREAD, _BagVisitor  # noqa: E402
+from pipeline import dask_runner  # noqa: E402
+from pipeline.dask_runner import _BagVisitor, _encoded, _grouped  # noqa: E402
 
 
-def _bags(build, threads: int) -> dict[str, object]:
+@pytest.fixture(scope="module")
+def client():
+    with distributed.Client(processes=False, n_workers=2, threads_per_worker=1, dashboard_address=None) as local:
+        yield local
+
+
+def _bags(build, client) -> dict[str, object]:
     """The bag of each labelled step of the pipeline `build` makes, as the runner translates it."""
-    pipeline = beam.Pipeline()
-    build(pipeline)
+    built = beam.Pipeline()
+    build(built)
+    # as Pipeline.run does: through the runner API, which turns side inputs into placeholders
+    pipeline = beam.Pipeline.from_runner_api(built.to_runner_api(use_fake_coders=True), built.runner, built._options)
     pipeline.replace_all(dask_overrides())
-    visitor = _BagVisitor({}, SPREAD_PER_THREAD * threads)
+    readers = dask_runner._Readers()
+    pipeline.visit(readers)
+    visitor = _BagVisitor({}, client, threads=2, readers=readers.counts)
     pipeline.visit(visitor)
     return {node.full_label: bag for node, bag in visitor.bags.items()}
 
 
-def test_a_reshuffle_spreads_over_the_threads_and_a_join_keeps_its_partitions():
-    def build(pipeline):
-        units = (pipeline | "Seed" >> beam.Create([30]) | "Plan" >> beam.FlatMap(lambda n: [f"u{i}" for i in range(n)])
-                 | "Spread" >> beam.Reshuffle())
-        keys = units | "Keys" >> beam.FlatMap(lambda unit: [(f"{unit}-{k}", unit) for k in range(3)])
-        _ = keys | "Group" >> beam.GroupByKey() | "Count" >> beam.MapTuple(lambda key, units: len(list(units)))
+def _units_and_counts(pipeline, units: int = 30):
+    planned = (pipeline | "Seed" >> beam.Create([units]) | "Plan" >> beam.FlatMap(lambda n: [f"u{i}" for i in range(n)])
+               | "Spread" >> beam.Reshuffle())
+    keys = planned | "Keys" >> beam.FlatMap(lambda unit: [(f"k{int(unit[1:]) % 7}", unit) for _ in range(3)])
+    _ = keys | "Group" >> beam.GroupByKey() | "Count" >> beam.MapTuple(lambda key, units: (key, len(list(units))))
 
-    bags = _bags(build, threads=3)
-    assert bags["Spread"].npartitions == 12 and bags["Keys"].npartitions == 12
+
+def _compute(bag, client) -> list:
+    return [value for _, value in client.compute(bag, optimize_graph=False).result()]  # ParDos emit (tag, value)
+
+
+def _sizes(bag, client) -> list[int]:
+    return [len(part) for part in client.gather(client.compute(bag.to_delayed(optimize_graph=False)))]
+
+
+def test_a_reshuffle_cuts_its_input_into_small_partitions_and_a_join_keeps_them(client):
+    bags = _bags(_units_and_counts, client)
+    assert bags["Spread"].npartitions == 10 and _sizes(bags["Spread"], client) == [3] * 10  # 30 by at most 4
+    assert bags["Keys"].npartitions == 10
     grouped = [bag for label, bag in bags.items() if label.startswith("Group/")]
-    assert grouped and all(bag.npartitions == 12 for bag in grouped)
-    assert sorted(count for _, count in bags["Count"].compute(scheduler="sync")) == [1] * 90  # (tag, value)
+    assert grouped and all(bag.npartitions == 10 for bag in grouped)
+    expected = {f"k{k}": 3 * sum(1 for i in range(30) if i % 7 == k) for k in range(7)}
+    assert sorted(_compute(bags["Count"], client)) == sorted(expected.items())
     assert bags["Count"].name.startswith("Count-") and bags["Keys"].name.startswith("Keys-")
-    assert sorted(bags["Spread"].compute(scheduler="sync")) == sorted(f"u{i}" for i in range(30))
+    assert sorted(client.compute(bags["Spread"], optimize_graph=False).result()) == sorted(f"u{i}" for i in range(30))
+
+
+def test_partitions_stay_between_one_per_thread_and_the_spread_limit(client, monkeypatch):
+    monkeypatch.setattr(dask_runner, "SPREAD_LIMIT", 4)
+    assert _sizes(_bags(_units_and_counts, client)["Spread"], client) == [8, 8, 8, 6]
+    monkeypatch.setattr(dask_runner, "SPREAD_LIMIT", 50_000)
+    monkeypatch.setattr(dask_runner, "ELEMENTS_PER_PARTITION", 100)
+    assert _sizes(_bags(_units_and_counts, client)["Spread"], client) == [15, 15]  # one per worker thread
+
+
+def test_groups_do_not_depend_on_the_order_the_shuffle_delivered_them():
+    key_coder = coders.registry.get_coder(tuple).as_deterministic_coder("test")
+    value_coder = coders.registry.get_coder(str)
+    records = [((f"title {i % 5}", i % 2), f"value {i}") for i in range(60)]
+    groups = []
+    for seed in (1, 2):
+        shuffled = records[:]
+        random.Random(seed).shuffle(shuffled)
+        groups.append(_grouped(_encoded(shuffled, key_coder, value_coder), key_coder, value_coder))
+    assert groups[0] == groups[1]
+    assert len(groups[0]) == 10 and all(isinstance(key, tuple) and len(values) == 6 for key, values in groups[0])
+    assert sorted(value for _, values in groups[0] for value in values) == sorted(value for _, value in records)
+
+
+def test_a_step_before_a_reshuffle_that_other_steps_read_runs_once(client, tmp_path):
+    runs = tmp_path / "runs"
+
+    def load(seed: int) -> int:  # walk's graph: planned from and read as a side input
+        with runs.open("a") as log:
+            log.write("x")
+        return seed * 10
+
+    def build(pipeline):
+        loaded = pipeline | "Seed" >> beam.Create([3]) | "Load" >> beam.Map(load)
+        tasks = loaded | "Tasks" >> beam.FlatMap(lambda n: list(range(n))) | "Spread" >> beam.Reshuffle()
+        _ = tasks | "Use" >> beam.Map(lambda task, base: task + base, base=beam.pvalue.AsSingleton(loaded))
+
+    bags = _bags(build, client)
+    assert sorted(_compute(bags["Use"], client)) == list(range(30, 60))
+    assert runs.read_text() == "x"
