@@ -181,12 +181,10 @@ class _BagVisitor(PipelineVisitor):
     held: list[db.Bag] = dataclasses.field(default_factory=list)
     bags: dict[AppliedPTransform, db.Bag] = dataclasses.field(default_factory=collections.OrderedDict)
     tagged: set[AppliedPTransform] = dataclasses.field(default_factory=set)
-    consumed: set[AppliedPTransform] = dataclasses.field(default_factory=set)
 
     def bag_of(self, value: pvalue.PCollection) -> db.Bag:
         """The bag holding one PCollection; a ParDo's outputs are selected by their tag."""
         producer = value.producer
-        self.consumed.add(producer)
         bag = self.bags[producer]
         if producer in self.tagged:
             bag = bag.map_partitions(_select, value.tag)
@@ -270,7 +268,17 @@ class _BagVisitor(PipelineVisitor):
 
     def sinks(self) -> list[db.Bag]:
         """Every step none of whose outputs is read by another: computing these runs the whole pipeline."""
-        return [bag for node, bag in self.bags.items() if node not in self.consumed]
+        return [bag for node, bag in self.bags.items() if not self.readers[node]]
+
+
+def _translate(pipeline, client: ddist.Client, bag_kwargs: dict) -> _BagVisitor:
+    """The pipeline as dask bags, one per step (`_BagVisitor.bags`), for `client`'s cluster."""
+    pipeline.replace_all(dask_overrides())
+    readers = _Readers()
+    pipeline.visit(readers)
+    visitor = _BagVisitor(bag_kwargs, client, max(1, sum(client.nthreads().values())), readers.counts)
+    pipeline.visit(visitor)
+    return visitor
 
 
 @dataclasses.dataclass
@@ -312,11 +320,7 @@ class DaskRunner(beam_dask.DaskRunner):
         logging.getLogger("distributed.shuffle._scheduler_plugin").setLevel(logging.ERROR)
         client = ddist.Client(**dask_options)
         client.register_plugin(ScrubWorkerOutput(registered_secret_names()), name="hopsmith-scrub-output")
-        pipeline.replace_all(dask_overrides())
-        readers = _Readers()
-        pipeline.visit(readers)
-        visitor = _BagVisitor(bag_kwargs, client, max(1, sum(client.nthreads().values())), readers.counts)
-        pipeline.visit(visitor)
+        visitor = _translate(pipeline, client, bag_kwargs)
         done = [sink.map_partitions(lambda part: [sum(1 for _ in part)]) for sink in visitor.sinks()]
         # not optimised: dask.bag's graph optimisation rewrites the P2P shuffle's barrier task, which breaks it
         return DaskRunnerResult(client, client.compute(done, optimize_graph=False), visitor.held)

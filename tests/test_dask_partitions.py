@@ -13,10 +13,9 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from apache_beam import coders  # noqa: E402
-from apache_beam.runners.dask.overrides import dask_overrides  # noqa: E402
 
 from pipeline import dask_runner  # noqa: E402
-from pipeline.dask_runner import _BagVisitor, _encoded, _grouped  # noqa: E402
+from pipeline.dask_runner import _encoded, _grouped, _translate  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +30,7 @@ def _bags(build, client) -> dict[str, object]:
     build(built)
     # as Pipeline.run does: through the runner API, which turns side inputs into placeholders
     pipeline = beam.Pipeline.from_runner_api(built.to_runner_api(use_fake_coders=True), built.runner, built._options)
-    pipeline.replace_all(dask_overrides())
-    readers = dask_runner._Readers()
-    pipeline.visit(readers)
-    visitor = _BagVisitor({}, client, threads=2, readers=readers.counts)
-    pipeline.visit(visitor)
-    return {node.full_label: bag for node, bag in visitor.bags.items()}
+    return {node.full_label: bag for node, bag in _translate(pipeline, client, {}).bags.items()}
 
 
 def _units_and_counts(pipeline, units: int = 30):
