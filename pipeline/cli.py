@@ -94,6 +94,7 @@ class InsistentInterrupt:
         self.every_s = every_s
         self.received = False
         self._handled = threading.Event()
+        self._reminding = threading.Lock()  # "not handled yet, so remind" happens whole or not at all
         self._previous = None
         self._previous_hook = sys.unraisablehook
 
@@ -104,7 +105,15 @@ class InsistentInterrupt:
             self._previous_hook, sys.unraisablehook = sys.unraisablehook, self._on_unraisable
 
     def handled(self) -> None:
-        self._handled.set()
+        """From here on no reminder is sent. One already sent may still be pending: it can land inside
+        this call (it is caught and this call is retried), and `uninstall`'s `signal.signal` runs any still
+        pending through this handler, which ignores it, before giving SIGINT back."""
+        while not self._handled.is_set():
+            try:
+                with self._reminding:
+                    self._handled.set()
+            except KeyboardInterrupt:
+                continue
 
     def uninstall(self) -> None:
         """Stop insisting and give SIGINT back to whoever had it (an embedding program, pytest)."""
@@ -127,7 +136,14 @@ class InsistentInterrupt:
 
     def _insist(self) -> None:
         while not self._handled.wait(self.every_s):
-            _thread.interrupt_main(signal.SIGINT)
+            self._remind()
+
+    def _remind(self) -> None:
+        """Interrupt the main thread unless it has handled the interrupt: a reminder sent after `handled`
+        would run after `uninstall` under the restored handler and kill the process by SIGINT."""
+        with self._reminding:
+            if not self._handled.is_set():
+                _thread.interrupt_main(signal.SIGINT)
 
 
 def _report_interrupt(interrupt: InsistentInterrupt) -> int:

@@ -78,3 +78,20 @@ def test_a_ctrl_c_swallowed_by_a_weakref_callback_is_raised_again():
         given_back = signal.signal(signal.SIGINT, outer)
     assert interrupt.received and not finished
     assert given_back is signal.default_int_handler and sys.unraisablehook is hook_before
+
+
+def test_a_reminder_sent_after_the_interrupt_was_handled_does_nothing():
+    """The while-importing run's rare death by SIGINT (exit -2 after its line): the insisting thread woke just
+    before `main` handled the interrupt and reminded it after `uninstall` had given SIGINT back."""
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
+    interrupt = InsistentInterrupt(every_s=60)
+    interrupt.install()
+    try:
+        interrupt.handled()
+    finally:
+        interrupt.uninstall()
+    try:
+        interrupt._remind()  # what the insisting thread does when it wakes
+        sum(range(10_000))  # a reminder would be raised here, under the restored handler
+    finally:
+        signal.signal(signal.SIGINT, outer)
