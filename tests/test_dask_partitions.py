@@ -1,10 +1,13 @@
 """How the Dask runner partitions a pipeline, checked on the bag graph it builds against an in-process
 dask.distributed cluster of 2 worker threads: a Reshuffle cuts its input into partitions of at most
-ELEMENTS_PER_PARTITION elements, at least one per thread and at most SPREAD_LIMIT, a GroupByKey is a P2P shuffle into as many partitions as its input, whose groups do not depend on the order
-the shuffle delivered them in, and each task is named after its Beam step."""
+ELEMENTS_PER_PARTITION elements, fewer when a thread would get fewer than PARTITIONS_PER_THREAD partitions,
+and into at most SPREAD_LIMIT partitions; a GroupByKey is a P2P shuffle into as many partitions as its input,
+whose groups do not depend on the order the shuffle delivered them in; each task is named after its Beam
+step."""
 
 from __future__ import annotations
 
+import functools
 import random
 
 import apache_beam as beam
@@ -49,23 +52,25 @@ def _sizes(bag, client) -> list[int]:
 
 
 def test_a_reshuffle_cuts_its_input_into_small_partitions_and_a_join_keeps_them(client):
-    bags = _bags(_units_and_counts, client)
-    assert bags["Spread"].npartitions == 10 and _sizes(bags["Spread"], client) == [3] * 10  # 30 by at most 4
-    assert bags["Keys"].npartitions == 10
+    bags = _bags(functools.partial(_units_and_counts, units=200), client)
+    assert bags["Spread"].npartitions == 50 and _sizes(bags["Spread"], client) == [4] * 50  # 200 by at most 4
+    assert bags["Keys"].npartitions == 50
     grouped = [bag for label, bag in bags.items() if label.startswith("Group/")]
-    assert grouped and all(bag.npartitions == 10 for bag in grouped)
-    expected = {f"k{k}": 3 * sum(1 for i in range(30) if i % 7 == k) for k in range(7)}
+    assert grouped and all(bag.npartitions == 50 for bag in grouped)
+    expected = {f"k{k}": 3 * sum(1 for i in range(200) if i % 7 == k) for k in range(7)}
     assert sorted(_compute(bags["Count"], client)) == sorted(expected.items())
     assert bags["Count"].name.startswith("Count-") and bags["Keys"].name.startswith("Keys-")
-    assert sorted(client.compute(bags["Spread"], optimize_graph=False).result()) == sorted(f"u{i}" for i in range(30))
+    assert sorted(client.compute(bags["Spread"], optimize_graph=False).result()) == sorted(f"u{i}" for i in range(200))
 
 
-def test_partitions_stay_between_one_per_thread_and_the_spread_limit(client, monkeypatch):
+def test_each_thread_gets_several_partitions_within_the_spread_limit(client, monkeypatch):
+    # 30 units, fewer than 8 partitions of 4 per thread: one each, as extract's 16 unequal shard merges
+    assert _sizes(_bags(_units_and_counts, client)["Spread"], client) == [1] * 30
+    monkeypatch.setattr(dask_runner, "ELEMENTS_PER_PARTITION", 100)
+    many = functools.partial(_units_and_counts, units=400)
+    assert _sizes(_bags(many, client)["Spread"], client) == [25] * 16  # 8 per worker thread, not 4 of 100
     monkeypatch.setattr(dask_runner, "SPREAD_LIMIT", 4)
     assert _sizes(_bags(_units_and_counts, client)["Spread"], client) == [8, 8, 8, 6]
-    monkeypatch.setattr(dask_runner, "SPREAD_LIMIT", 50_000)
-    monkeypatch.setattr(dask_runner, "ELEMENTS_PER_PARTITION", 100)
-    assert _sizes(_bags(_units_and_counts, client)["Spread"], client) == [15, 15]  # one per worker thread
 
 
 def test_groups_do_not_depend_on_the_order_the_shuffle_delivered_them():
