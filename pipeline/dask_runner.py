@@ -12,7 +12,7 @@ keeps its widest input's partition count, a GroupByKey is Dask's peer-to-peer sh
 as Arrow tables of encoded keys and values and wait on disk, not in memory) into lists of groups, and a
 Reshuffle computes and counts its input and cuts it into partitions of a few elements. The graph is
 computed as built: dask.bag's optimisation (task fusion) rewrites P2P's barrier task and breaks it. Create
-and Flatten are Beam's own translations.
+is Beam's own translation, and Flatten too but for its partition count.
 
 Connect to a cluster with `--dask_client_address tcp://HOST:PORT`; without it a local cluster starts.
 """
@@ -154,7 +154,7 @@ def _grouped(frame: pd.DataFrame, key_coder: coders.Coder, value_coder: coders.C
 
 
 def _elements_per_partition(count: int, threads: int) -> int:
-    per_partition = min(ELEMENTS_PER_PARTITION, count // (PARTITIONS_PER_THREAD * max(threads, 1)))
+    per_partition = min(ELEMENTS_PER_PARTITION, count // (PARTITIONS_PER_THREAD * threads))
     return max(1, per_partition, -(-count // SPREAD_LIMIT))
 
 
@@ -178,7 +178,7 @@ class _Readers(PipelineVisitor):
 class _BagVisitor(PipelineVisitor):
     bag_kwargs: dict
     client: ddist.Client  # a Reshuffle's input is computed and counted while the graph is built
-    threads: int  # the cluster's worker threads
+    threads: int  # the cluster's worker threads (at least 1)
     readers: collections.Counter  # steps reading each step (_Readers)
     # results the run reads that were computed while the graph was built (_spread): the scheduler forgets a
     # result once no client holds its future, so these are held until the run ends
