@@ -23,10 +23,10 @@ on the raw text (`pipeline.wikitext.infobox_spans`), are parsed; the lead is rea
 Scale (the Beam pipeline, `ExtractUnits` + `ExtractGraph`): phase 1 extracts each work unit (a multistream
 byte range) into parts, so a killed run redoes only the units without parts; phase 2 resolves redirect
 chains, link targets and aliases by keyed joins (CoGroupByKey), so no worker holds the redirect map. The
-side inputs left are the as-of choice (one value) and the duplicated titles with the losing revisions'
-keys (sized by the duplicates, a few hundred in an enwiki dump). Each table is written as
-`part-NNNNN-of-NNNNN.parquet` shards keyed by a hash of the title and sorted inside, so the files are the
-same bytes whatever the runner, worker count or units reused.
+side inputs left are the as-of choice (one value), the duplicated titles with the losing revisions'
+keys (sized by the duplicates, a few hundred in an enwiki dump), the unit ids and two counts. Each table
+is written as `part-NNNNN-of-NNNNN.parquet` shards keyed by a hash of the title and sorted inside, so the
+files are the same bytes whatever the runner, worker count or units reused.
 
 Time limit per page: mwparserfromhell's C tokenizer holds the GIL, so no thread can interrupt it and an
 alarm only fires between Python bytecodes. The guard is therefore layered: (1) the size cap and the
