@@ -73,11 +73,14 @@ from pipeline.infobox import Fact, Infobox, parse_infoboxes
 from pipeline.io import (
     WorkUnits,
     atomic_write_text,
-    merge_sorted_files,
+    merge_sorted_batches,
     read_column,
     read_records,
+    run_batches,
     shard_files,
     write_records,
+    write_run,
+    write_table_stream,
 )
 from pipeline.sources import add_source_arguments, check_readable, source_config, source_transform
 from pipeline.sources.dump import DumpUnit, dump_work_units, read_dump_unit
@@ -93,7 +96,7 @@ from pipeline.wikitext import (
     normalize_title,
     redirect_target,
 )
-from schemas.base import Record, arrow_schema, utc
+from schemas.base import Record, arrow_schema, to_table, utc
 from schemas.config import BeamOptions, ExtractConfig
 from schemas.manifest import Manifest
 from schemas.wiki import Entity, Page, Provenance, Qualifier, Relation, SkippedRecord
@@ -811,8 +814,8 @@ class _UnitParts:
 # unit's rows, and the shuffle carries keys, not pages.
 
 REDIRECT_ROUNDS = 6  # pointer doubling: chains of up to 2**(6-1) = 32 redirects resolve; longer ones count as cycles
-MERGE_BATCH_ROWS = 16  # rows per row group of a unit's run: the merge holds one group of each run
-MERGE_FAN_IN = 32  # runs merged at once (~0.5 MB of reader each); more are merged in steps
+RUN_BATCH_ROWS = 64  # rows per batch of a run: the merge holds one batch of each run (~0.5 MB of pages)
+MERGE_FAN_IN = 32  # runs merged at once; more are merged in steps
 OUTPUT_GROUP_ROWS = 256  # rows per row group of an output shard: the merge buffers one group (~2 MB of pages)
 
 
@@ -1039,35 +1042,39 @@ class _FinishUnit(BoundedHeapDoFn):
             for sort_key, record in sorted(keyed, key=lambda pair: pair[0]):
                 by_shard[shard_of(sort_key, self.shards)].append(record)
             for shard, records in enumerate(by_shard):
-                write_records(TABLES[table], records, _run_path(self.out_dir, table, unit_id, shard),
-                              row_group_rows=MERGE_BATCH_ROWS)
+                model = TABLES[table]
+                write_run(arrow_schema(model), [to_table(model, records)], _run_path(self.out_dir, table, unit_id, shard),
+                          RUN_BATCH_ROWS)
         del rows
         release_freed_memory()
         yield dict(excluded)
 
 
 def _run_path(out_dir: str, table: str, unit_id: str, shard: int) -> Path:
-    return WorkUnits(out_dir, ()).folder / "runs" / table / f"{unit_id}-{shard:05d}.parquet"
+    return WorkUnits(out_dir, ()).folder / "runs" / table / f"{unit_id}-{shard:05d}.arrows"
 
 
 def merge_runs(model: type[Record], runs: list[Path], sort_keys: Callable[[pa.RecordBatch], list], path: Path,
                group_rows: int, scratch: Path) -> int:
-    """Sorted runs -> one sorted file at `path` (none when all are empty), MERGE_FAN_IN runs at a time: more
-    are first merged in order into intermediate runs under `scratch`, so memory holds at most MERGE_FAN_IN
-    row groups (of `group_rows`, read MERGE_BATCH_ROWS at a time) and one output group of `group_rows`,
-    however many units there are. The intermediate runs have row groups of `group_rows` like the output:
-    a reader holds its file's whole footer, ~1 KB per column and row group (an intermediate relations run
-    of 111,000 rows in groups of 16 rows: 146 MiB on opening; in groups of 256: 15 MiB).
-    Equal keys keep the order of their runs. Rows are copied as Arrow, never decoded (`merge_sorted_files`)."""
+    """Sorted runs (`write_run`) -> one sorted parquet file at `path` in row groups of `group_rows` (none
+    when all runs are empty), MERGE_FAN_IN runs at a time: more are first merged in order into intermediate
+    runs under `scratch`, level by level. Memory holds one batch of each of at most MERGE_FAN_IN runs and
+    one output group, however many units and levels there are: a run has no footer to hold, so the last
+    level's long runs cost no more than the first level's short ones. Equal keys keep the order of their
+    runs. Rows are copied as Arrow, never decoded (`merge_sorted_batches`). Returns the rows written."""
+    schema = arrow_schema(model)
+
+    def merged(paths: list[Path]) -> Iterator[pa.Table]:
+        return merge_sorted_batches(schema, [run_batches(run) for run in paths], sort_keys, group_rows)
+
     level = 0
     while len(runs) > MERGE_FAN_IN:
-        merged = []
+        steps = []
         for start in range(0, len(runs), MERGE_FAN_IN):
-            step = scratch / f"merge{level}-{start // MERGE_FAN_IN:05d}.parquet"
-            if merge_runs(model, runs[start:start + MERGE_FAN_IN], sort_keys, step, group_rows, scratch):
-                merged.append(step)
-        runs, level = merged, level + 1
-    return merge_sorted_files(arrow_schema(model), runs, sort_keys, path, group_rows, MERGE_BATCH_ROWS)
+            steps.append(scratch / f"merge{level}-{start // MERGE_FAN_IN:05d}.arrows")
+            write_run(schema, merged(runs[start:start + MERGE_FAN_IN]), steps[-1], RUN_BATCH_ROWS)
+        runs, level = steps, level + 1
+    return write_table_stream(schema, merged(runs), path)
 
 
 class _MergeShard(BoundedHeapDoFn):

@@ -136,16 +136,56 @@ def write_table_stream(schema: pa.Schema, tables: Iterable[pa.Table], path: Path
     first = next(tables, None)
     if first is None:
         return 0
-    remote = as_path(path) if is_url(path) else None
-    target = Path(tempfile.gettempdir()) / "hopsmith-upload.parquet" if remote else Path(path)
-    fd, tmp = _atomic_target(target)
-    os.close(fd)
-    written = 0
-    try:
+
+    def write(tmp: str) -> int:
+        written = 0
         with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
             for table in itertools.chain([first], tables):
                 writer.write_table(table)
                 written += table.num_rows
+        return written
+
+    return _write_streamed(path, write)
+
+
+RUN_COMPRESSION = "lz4"  # a run is scratch, written and read once per merge level: fast beats small
+
+
+def write_run(schema: pa.Schema, tables: Iterable[pa.Table], path: PathLike, batch_rows: int) -> int:
+    """Write tables to one run, an Arrow IPC stream in batches of `batch_rows`, atomically (as
+    `write_record_stream`); a run of no rows is written too. A run is read a batch at a time (`run_batches`)
+    and has no footer, unlike a parquet file, whose reader holds its whole footer (~1 KB per column and row
+    group): so a merge holds one batch per run however long its runs are. Returns the number written."""
+    def write(tmp: str) -> int:
+        written = 0
+        options = pa.ipc.IpcWriteOptions(compression=RUN_COMPRESSION)
+        with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_stream(sink, schema, options=options) as writer:
+            for table in tables:
+                writer.write_table(table, max_chunksize=batch_rows)
+                written += table.num_rows
+        return written
+
+    return _write_streamed(path, write)
+
+
+def run_batches(path: PathLike) -> Iterator[pa.RecordBatch]:
+    """The record batches of a run (`write_run`), one at a time, streamed from local or object storage."""
+    path = as_path(path)
+    source = pa.PythonFile(path.open_input(), mode="r") if isinstance(path, StorePath) else pa.OSFile(str(path))
+    with source, pa.ipc.open_stream(source) as reader:
+        yield from reader
+
+
+def _write_streamed(path: PathLike, write: Callable[[str], int]) -> int:
+    """`write(temporary path)` renamed into place at `path` once it has returned; on object storage the
+    file is built in a local temporary file, then uploaded streamed (`put_file`). Returns what it returns."""
+    remote = as_path(path) if is_url(path) else None
+    target = Path(tempfile.gettempdir()) / f"hopsmith-upload{PurePosixPath(str(path)).suffix}" if remote \
+        else Path(path)
+    fd, tmp = _atomic_target(target)
+    os.close(fd)
+    try:
+        written = write(tmp)
         if remote is not None:
             put_file(remote, tmp)
         else:
@@ -155,22 +195,20 @@ def write_table_stream(schema: pa.Schema, tables: Iterable[pa.Table], path: Path
     return written
 
 
-def merge_sorted_files(schema: pa.Schema, files: list[PathLike], sort_keys: Callable[[pa.RecordBatch], list],
-                       path: PathLike, group_rows: int, batch_rows: int) -> int:
-    """Parquet files each sorted by `sort_keys` (a batch's rows -> their keys) -> one sorted file at `path`,
-    `group_rows` to a row group (no rows, no file). Rows stay Arrow: only their keys reach Python, and a
-    row group is assembled with `take` from the batches its rows came from, so no row is decoded into a
-    record. Memory holds one batch of `batch_rows` per file and one output group. Equal keys keep the
-    order of their files. Returns the number of rows written."""
-    def keyed_rows(file: PathLike) -> Iterator[tuple[Any, pa.RecordBatch, int]]:
-        for batch in parquet_file(file).iter_batches(batch_size=batch_rows):
-            batch = batch.cast(schema)
+def merge_sorted_batches(schema: pa.Schema, streams: list[Iterable[pa.RecordBatch]],
+                         sort_keys: Callable[[pa.RecordBatch], list], group_rows: int) -> Iterator[pa.Table]:
+    """Streams of record batches, each sorted by `sort_keys` (a batch's rows -> their keys) -> their rows
+    merged in order, in tables of `group_rows`. Rows stay Arrow: only their keys reach Python, and a table
+    is assembled with `take` from the batches its rows came from, so no row is decoded into a record.
+    Memory holds one batch per stream and one output table. Equal keys keep the order of their streams."""
+    def keyed_rows(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[Any, pa.RecordBatch, int]]:
+        for batch in batches:
             for row, key in enumerate(sort_keys(batch)):
                 yield key, batch, row
 
-    merged = heapq.merge(*(keyed_rows(file) for file in files), key=lambda keyed: keyed[0])
-    groups = iter(lambda: list(itertools.islice(merged, group_rows)), [])
-    return write_table_stream(schema, (_take_rows(schema, group) for group in groups), path)
+    merged = heapq.merge(*(keyed_rows(stream) for stream in streams), key=lambda keyed: keyed[0])
+    for group in iter(lambda: list(itertools.islice(merged, group_rows)), []):
+        yield _take_rows(schema, group)
 
 
 def _take_rows(schema: pa.Schema, rows: list[tuple[Any, pa.RecordBatch, int]]) -> pa.Table:

@@ -2,10 +2,29 @@
 
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
-from pipeline.io import WorkUnits, atomic_write_text, read_records, read_table, stable_hash, write_records
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bench.scale import AS_OF, synthetic_pages
+from pipeline.extract import MERGE_FAN_IN, RUN_BATCH_ROWS, extract_records
+from pipeline.io import (
+    WorkUnits,
+    atomic_write_text,
+    read_records,
+    read_table,
+    stable_hash,
+    write_records,
+    write_run,
+)
 from pipeline.stage import PENDING, begin_stage
 from schemas import SkippedRecord
+from schemas.base import to_table
+from schemas.config import ExtractConfig
+from schemas.wiki import Relation
 
 
 def _skips(n, prefix="p"):
@@ -133,3 +152,44 @@ def test_the_default_runner_runs_in_process_and_never_fetches_prism(monkeypatch,
                  | apache_beam.io.WriteToText(str(target)))
         assert sorted("".join(p.read_text() for p in tmp_path.glob(f"out{case}*")).split()) == ["A", "B"]
     assert started == []
+
+
+def test_a_merge_holds_a_batch_of_each_run_not_a_footer_that_grows_with_the_run(tmp_path):
+    """Extract's last merge level opens up to MERGE_FAN_IN of the longest runs at once. Its runs are Arrow
+    streams: opening one holds one batch, however long it is. The parquet intermediate runs they replaced
+    (row groups of 256) held their whole footer: ~7 MiB a reader at 100,000 relation rows."""
+    relations = extract_records(synthetic_pages(60, seed=3), ExtractConfig(as_of=AS_OF)).relations
+    table = to_table(Relation, relations)
+    table = pa.concat_tables([table] * (100_000 // table.num_rows + 1))
+    run, parquet = tmp_path / "run.arrows", tmp_path / "run.parquet"
+    assert write_run(table.schema, [table], run, RUN_BATCH_ROWS) == table.num_rows
+    pq.write_table(table, parquet, row_group_size=256, compression="zstd")
+    growth = {path.suffix: _rss_growth_opening(path, MERGE_FAN_IN) for path in (run, parquet)}
+    assert growth[".arrows"] < 24 * 2**20, growth  # one decoded batch (~15 KB) and a codec each
+    assert growth[".parquet"] > 8 * growth[".arrows"], growth  # what this guards against
+
+
+def _rss_growth_opening(path, readers: int) -> int:
+    """Bytes of resident memory a fresh process gains by opening `readers` readers of `path` at once (as
+    the merge does) and reading each one's first batch."""
+    code = f"""
+import pyarrow.parquet as pq
+from pipeline.io import run_batches
+
+def rss():
+    return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) * 1024
+
+def read(path):
+    if path.endswith(".arrows"):
+        return run_batches(path)
+    return pq.ParquetFile(path, pre_buffer=False).iter_batches(batch_size={RUN_BATCH_ROWS})
+
+next(read({str(path)!r}))  # libraries and codecs loaded
+before = rss()
+readers = [read({str(path)!r}) for _ in range({readers})]
+firsts = [next(reader) for reader in readers]
+print(rss() - before)
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          cwd=Path(__file__).resolve().parents[1])
+    return int(done.stdout.split()[-1])
