@@ -73,6 +73,7 @@ from pipeline.infobox import Fact, Infobox, parse_infoboxes
 from pipeline.io import (
     WorkUnits,
     atomic_write_text,
+    gather_tables,
     merge_sorted_batches,
     read_column,
     read_records,
@@ -816,7 +817,10 @@ class _UnitParts:
 REDIRECT_ROUNDS = 6  # pointer doubling: chains of up to 2**(6-1) = 32 redirects resolve; longer ones count as cycles
 RUN_BATCH_ROWS = 64  # rows per batch of a run: the merge holds one batch of each run (~0.5 MB of pages)
 MERGE_FAN_IN = 32  # runs merged at once; more are merged in steps
-OUTPUT_GROUP_ROWS = 256  # rows per row group of an output shard: the merge buffers one group (~2 MB of pages)
+MERGE_TAKE_ROWS = 256  # rows the merge copies out of its runs at a time (~2 MB of pages)
+# decoded bytes per row group of an output shard: a parquet writer holds every row group's metadata (~1 KB
+# per column) until it closes, so groups of a fixed 256 rows cost a 1.8-million-row relations shard ~110 MiB
+OUTPUT_GROUP_BYTES = 8 * 2**20
 
 
 def _step_pointers(joined):
@@ -1055,17 +1059,19 @@ def _run_path(out_dir: str, table: str, unit_id: str, shard: int) -> Path:
 
 
 def merge_runs(model: type[Record], runs: list[Path], sort_keys: Callable[[pa.RecordBatch], list], path: Path,
-               group_rows: int, scratch: Path) -> int:
-    """Sorted runs (`write_run`) -> one sorted parquet file at `path` in row groups of `group_rows` (none
-    when all runs are empty), MERGE_FAN_IN runs at a time: more are first merged in order into intermediate
-    runs under `scratch`, level by level. Memory holds one batch of each of at most MERGE_FAN_IN runs and
-    one output group, however many units and levels there are: a run has no footer to hold, so the last
-    level's long runs cost no more than the first level's short ones. Equal keys keep the order of their
-    runs. Rows are copied as Arrow, never decoded (`merge_sorted_batches`). Returns the rows written."""
+               scratch: Path, group_bytes: int = OUTPUT_GROUP_BYTES) -> int:
+    """Sorted runs (`write_run`) -> one sorted parquet file at `path` in row groups of at least
+    `group_bytes` decoded (none when all runs are empty), MERGE_FAN_IN runs at a time: more are first merged
+    in order into intermediate runs under `scratch`, level by level. Memory holds one batch of each of at
+    most MERGE_FAN_IN runs and one output group, however many units and levels there are: a run has no
+    footer to hold, so the last level's long runs cost no more than the first level's short ones, and the
+    output's row groups grow with its rows' size, so the writer's metadata stays small. Equal keys keep the
+    order of their runs. Rows are copied as Arrow, never decoded (`merge_sorted_batches`). Returns the rows
+    written."""
     schema = arrow_schema(model)
 
     def merged(paths: list[Path]) -> Iterator[pa.Table]:
-        return merge_sorted_batches(schema, [run_batches(run) for run in paths], sort_keys, group_rows)
+        return merge_sorted_batches(schema, [run_batches(run) for run in paths], sort_keys, MERGE_TAKE_ROWS)
 
     level = 0
     while len(runs) > MERGE_FAN_IN:
@@ -1074,7 +1080,7 @@ def merge_runs(model: type[Record], runs: list[Path], sort_keys: Callable[[pa.Re
             steps.append(scratch / f"merge{level}-{start // MERGE_FAN_IN:05d}.arrows")
             write_run(schema, merged(runs[start:start + MERGE_FAN_IN]), steps[-1], RUN_BATCH_ROWS)
         runs, level = steps, level + 1
-    return write_table_stream(schema, merged(runs), path)
+    return write_table_stream(schema, gather_tables(merged(runs), group_bytes), path)
 
 
 class _MergeShard(BoundedHeapDoFn):
@@ -1089,7 +1095,7 @@ class _MergeShard(BoundedHeapDoFn):
         runs = [_run_path(self.out_dir, table, unit_id, shard) for unit_id in sorted(unit_ids)]
         path = as_path(self.out_dir) / table / f"part-{shard:05d}-of-{self.shards:05d}.parquet"
         scratch = WorkUnits(self.out_dir, ()).folder / "merges" / f"{table}-{shard:05d}"
-        written = merge_runs(TABLES[table], runs, _SORT_KEYS[table], path, OUTPUT_GROUP_ROWS, scratch)
+        written = merge_runs(TABLES[table], runs, _SORT_KEYS[table], path, scratch)
         release_freed_memory()
         if written:
             yield str(path)

@@ -1,4 +1,4 @@
-"""Readers and writers for stage outputs: atomic parquet shards, manifests and resumable work units.
+"""Readers and writers for stage outputs: atomic parquet shards, sorted runs, manifests and resumable work units.
 
 Nothing here knows about a stage's logic. Every path may be local or a URL (`s3://`, `gs://`, ...: see
 `pipeline.storage`). Every write goes to a unique temporary name in the target folder and is renamed into
@@ -209,6 +209,21 @@ def merge_sorted_batches(schema: pa.Schema, streams: list[Iterable[pa.RecordBatc
     merged = heapq.merge(*(keyed_rows(stream) for stream in streams), key=lambda keyed: keyed[0])
     for group in iter(lambda: list(itertools.islice(merged, group_rows)), []):
         yield _take_rows(schema, group)
+
+
+def gather_tables(tables: Iterable[pa.Table], min_bytes: int) -> Iterator[pa.Table]:
+    """Consecutive tables concatenated into tables of at least `min_bytes` decoded (the last may be less),
+    so that each becomes a row group of a useful size whatever its rows' width."""
+    gathered: list[pa.Table] = []
+    size = 0
+    for table in tables:
+        gathered.append(table)
+        size += table.nbytes
+        if size >= min_bytes:
+            yield pa.concat_tables(gathered).combine_chunks()
+            gathered, size = [], 0
+    if gathered:
+        yield pa.concat_tables(gathered).combine_chunks()
 
 
 def _take_rows(schema: pa.Schema, rows: list[tuple[Any, pa.RecordBatch, int]]) -> pa.Table:

@@ -105,6 +105,7 @@ def test_killed_extract_resumes_only_unfinished_units(tmp_path):
 def test_runs_merge_in_steps_in_order_keeping_ties_in_run_order(tmp_path, monkeypatch):
     monkeypatch.setattr(extract, "MERGE_FAN_IN", 2)  # 5 runs: two levels of intermediate merges
     monkeypatch.setattr(extract, "RUN_BATCH_ROWS", 2)
+    monkeypatch.setattr(extract, "MERGE_TAKE_ROWS", 3)
     runs, expected = [], []
     for run in range(5):
         rows = [SkippedRecord(title=f"T{n:02d}", stage="extract", reason=f"run{run}")
@@ -116,16 +117,20 @@ def test_runs_merge_in_steps_in_order_keeping_ties_in_run_order(tmp_path, monkey
     out = tmp_path / "out" / "part.parquet"
     with monkeypatch.context() as patch:  # rows are copied as Arrow, never decoded into records
         patch.setattr(io, "from_row", lambda *args: pytest.fail("the merge decoded a row"))
-        assert extract.merge_runs(SkippedRecord, runs, extract.title_sort_keys, out, 3,
-                                  tmp_path / "scratch") == len(expected)
+        assert extract.merge_runs(SkippedRecord, runs, extract.title_sort_keys, out, tmp_path / "scratch",
+                                  group_bytes=1) == len(expected)
     assert list(read_records(SkippedRecord, out)) == expected
-    assert {group.num_rows for group in _row_groups(out)} == {3} | {len(expected) % 3}
+    assert [group.num_rows for group in _row_groups(out)] == [3] * 5 + [2]  # each copy of 3 rows is >= 1 byte
     steps = sorted((tmp_path / "scratch").glob("merge*"))
     assert [step.name for step in steps] == [*(f"merge0-{n:05d}.arrows" for n in range(3)),
                                              *(f"merge1-{n:05d}.arrows" for n in range(2))]  # 5 -> 3 -> 2 -> 1
     # intermediate runs are runs too: Arrow streams (no footer to hold) in batches of RUN_BATCH_ROWS
     assert {batch.num_rows for step in steps for batch in io.run_batches(step)} == {1, 2}
-    assert extract.merge_runs(SkippedRecord, runs[3:4], extract.title_sort_keys, tmp_path / "none.parquet", 3,
+    default = tmp_path / "default.parquet"  # row groups of OUTPUT_GROUP_BYTES: all 17 rows in one
+    assert extract.merge_runs(SkippedRecord, runs, extract.title_sort_keys, default, tmp_path / "scratch") == 17
+    assert [group.num_rows for group in _row_groups(default)] == [17]
+    assert list(read_records(SkippedRecord, default)) == expected
+    assert extract.merge_runs(SkippedRecord, runs[3:4], extract.title_sort_keys, tmp_path / "none.parquet",
                               tmp_path / "scratch") == 0 and not (tmp_path / "none.parquet").exists()
 
 
