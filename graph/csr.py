@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +31,7 @@ PAGE, NO_PAGE, LITERAL = 0, 1, 2
 LITERAL_PREFIX = "\x00"
 _SEP = "\x1f"
 RELATION_BATCH_ROWS = 65_536  # relation rows `load_csr` reads and filters at a time
-ROW_GROUPS_PER_READ = 64  # relation row groups `RelationSource.rows` reads at a time (stage 1 writes 256 rows each)
+ROWS_PER_READ = 16_384  # relation rows `RelationSource.rows` reads at a time, in whole row groups (at least one)
 SOURCE_ROW = "__source_row"  # the column carrying each relation row's position in its source, while building
 # What building the graph reads from a relation row: the rest (evidence, qualifiers, provenance beyond
 # its timestamp) is read back by row for the sampled paths only (`RelationSource`).
@@ -316,7 +316,7 @@ class RelationSource:
 
     def rows(self, rows: Iterable[int], columns: list[str]) -> dict[int, dict]:
         """The given rows' `columns` as dicts (values as the graph's relation table gives them), read
-        `ROW_GROUPS_PER_READ` row groups at a time, only groups holding a wanted row."""
+        `ROWS_PER_READ` rows of whole row groups at a time, only groups holding a wanted row."""
         wanted = np.unique(np.fromiter(rows, np.int64))
         schema = pa.schema([arrow_schema(Relation).field(name) for name in columns])
         found: dict[int, dict] = {}
@@ -328,8 +328,7 @@ class RelationSource:
             group_starts = np.cumsum([0] + sizes)
             groups = np.searchsorted(group_starts, local, "right") - 1
             needed = np.unique(groups)
-            for first in range(0, len(needed), ROW_GROUPS_PER_READ):
-                chunk = needed[first : first + ROW_GROUPS_PER_READ]
+            for chunk in _row_group_reads(needed, sizes):
                 table = file.read_row_groups(chunk.tolist(), columns=columns).cast(schema)
                 # row positions inside the concatenation of the chunk's groups
                 chunk_starts = np.cumsum([0] + [sizes[g] for g in chunk[:-1]])
@@ -338,6 +337,18 @@ class RelationSource:
                 for row, values in zip(local[picked], table.take(pa.array(position)).to_pylist(), strict=True):
                     found[int(row + self.offsets[index])] = values
         return found
+
+
+def _row_group_reads(groups: np.ndarray, sizes: list[int]) -> Iterator[np.ndarray]:
+    """`groups` (ascending) in consecutive reads of up to ROWS_PER_READ rows, at least one group each."""
+    start, rows = 0, 0
+    for end, group in enumerate(groups):
+        if end > start and rows + sizes[group] > ROWS_PER_READ:
+            yield groups[start:end]
+            start, rows = end, 0
+        rows += sizes[group]
+    if start < len(groups):
+        yield groups[start:]
 
 
 def load_csr(graph_dir: str | Path, *, as_of: dt.date, window_days: int, exclude_relations: list[str] = (),

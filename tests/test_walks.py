@@ -8,6 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
+from graph import csr as csr_module
 from graph.csr import LITERAL, NO_PAGE, PAGE, load_csr
 from graph.walks import (
     WalkParams,
@@ -298,7 +299,7 @@ def test_longer_walks_get_more_attempts():
 
 
 def test_a_walk_worker_graph_holds_no_relation_rows_and_reads_hops_by_row(tmp_path, monkeypatch):
-    monkeypatch.setattr("graph.csr.ROW_GROUPS_PER_READ", 2)  # several reads per shard
+    monkeypatch.setattr("graph.csr.ROWS_PER_READ", 12)  # several reads per shard, of two groups of 5 rows
     entities, relations = random_graph(4, people=40)
     graph_dir = write_graph(tmp_path / "graph", entities, relations, relation_shards=3, row_group_rows=5)
     load = functools.partial(load_csr, graph_dir, as_of=AS_OF, window_days=182, exclude_relations=["mentor"])
@@ -312,3 +313,10 @@ def test_a_walk_worker_graph_holds_no_relation_rows_and_reads_hops_by_row(tmp_pa
     paths = walk_graph(full, config)[0]
     assert paths and [p.model_dump() for p in walk_graph(pickle.loads(pickle.dumps(walking)), config)[0]] == [
         p.model_dump() for p in paths]
+
+
+def test_hops_are_read_in_whole_row_groups_of_a_bounded_number_of_rows(monkeypatch):
+    monkeypatch.setattr(csr_module, "ROWS_PER_READ", 12)
+    sizes = [5, 5, 5, 30, 5, 5]
+    reads = [read.tolist() for read in csr_module._row_group_reads(np.array([0, 1, 2, 3, 5]), sizes)]
+    assert reads == [[0, 1], [2], [3], [5]]  # a group larger than a read is read alone
