@@ -12,7 +12,6 @@ memory grows with the dump (it should not: pages stream through one at a time).
 from __future__ import annotations
 
 import datetime as dt
-import multiprocessing
 import random
 import resource
 import tempfile
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import mwparserfromhell
 
+from bench import in_fresh_process
 from pipeline.extract import classify_record, extract_article, resolve_redirects
 from pipeline.infobox import boxes_in
 from pipeline.sources import iter_dump_pages
@@ -193,13 +193,7 @@ def _measure(dump: str, method: str, queue) -> None:
 
 
 def measure(dump: str, method: str) -> dict:
-    context = multiprocessing.get_context("spawn")  # a fresh process: its peak RSS is this run's alone
-    queue = context.Queue()
-    child = context.Process(target=_measure, args=(dump, method, queue))
-    child.start()
-    result = queue.get()
-    child.join()
-    return result
+    return in_fresh_process(_measure, dump, method)
 
 
 def run(quick: bool = False) -> dict[str, float]:

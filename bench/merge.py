@@ -13,7 +13,6 @@ x1.43 CPU on 64 runs of 250 pages.)
 
 from __future__ import annotations
 
-import multiprocessing
 import tempfile
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from bench import in_fresh_process
 from bench.scale import AS_OF, synthetic_pages
 from pipeline.extract import (
     MERGE_TAKE_ROWS,
@@ -29,7 +29,14 @@ from pipeline.extract import (
     extract_records,
     relation_merge_keys,
 )
-from pipeline.io import gather_tables, merge_sorted_batches, run_batches, write_run, write_table_stream
+from pipeline.io import (
+    gather_tables,
+    merge_sorted_batches,
+    parquet_file,
+    run_batches,
+    write_run,
+    write_table_stream,
+)
 from schemas.base import to_table
 from schemas.config import ExtractConfig
 from schemas.wiki import Relation
@@ -64,7 +71,7 @@ BEFORE_GROUP_ROWS, BEFORE_BATCH_ROWS = 256, 16  # the intermediate runs' and out
 
 
 def _parquet_batches(path: Path):
-    return pq.ParquetFile(path, pre_buffer=False).iter_batches(batch_size=BEFORE_BATCH_ROWS)
+    return parquet_file(path).iter_batches(batch_size=BEFORE_BATCH_ROWS)
 
 
 def _memory_kib(field: str) -> int:
@@ -89,16 +96,6 @@ def _merge_in_this_process(runs: list[Path], out: Path, results) -> None:
     results.put((rows, (_memory_kib("VmHWM") - before) * 1024, time.process_time() - start))
 
 
-def _measured(runs: list[Path], out: Path) -> tuple[int, int, float]:
-    context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    process = context.Process(target=_merge_in_this_process, args=(runs, out, results))
-    process.start()
-    measured = results.get()
-    process.join()
-    return measured
-
-
 def run(quick: bool = False) -> dict[str, float]:
     count, rows = (4, 5_000) if quick else (15, 40_000)
     with tempfile.TemporaryDirectory(prefix="hopsmith-bench-merge-") as tmp:
@@ -106,7 +103,7 @@ def run(quick: bool = False) -> dict[str, float]:
         table = _sorted_relations(count * rows)
         pq.write_table(table.slice(0, 0), folder / "schema.parquet")
         runs = _write_runs(folder, table, count)
-        figures = {name: _measured(paths, folder / f"{name}.parquet") for name, paths in runs.items()}
+        figures = {name: in_fresh_process(_merge_in_this_process, paths, folder / f"{name}.parquet") for name, paths in runs.items()}
         same = pq.read_table(folder / "arrow.parquet").equals(pq.read_table(folder / "parquet.parquet"))
     assert same and figures["arrow"][0] == figures["parquet"][0] == count * rows, "the two merges disagree"
     (_, arrow_bytes, arrow_s), (_, parquet_bytes, parquet_s) = figures["arrow"], figures["parquet"]

@@ -9,9 +9,10 @@ ratio shows the price of recomputing each chunk in the backward pass.
 
 from __future__ import annotations
 
-import multiprocessing
 import resource
 import time
+
+from bench import in_fresh_process
 
 VOCAB = 166_144
 CHUNK = 128
@@ -47,20 +48,10 @@ def _measure(variant: str, length: int, queue) -> None:
     queue.put({"peak_mb": (peak_kib - start_kib) / 1024, "seconds": seconds})
 
 
-def _run_child(variant: str, length: int) -> dict[str, float]:
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    process = context.Process(target=_measure, args=(variant, length, queue))
-    process.start()
-    result = queue.get()
-    process.join()
-    return result
-
-
 def run(quick: bool) -> dict[str, float]:
     length = 256 if quick else 1024
-    full = _run_child("full", length)
-    chunked = _run_child("chunked", length)
+    full = in_fresh_process(_measure, "full", length)
+    chunked = in_fresh_process(_measure, "chunked", length)
     results = {
         "tokens": float(length),
         "full_peak_mb": full["peak_mb"],

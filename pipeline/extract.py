@@ -1042,11 +1042,11 @@ class _FinishUnit(BoundedHeapDoFn):
                 rows["relations"].append((relation_sort_key(relation, ordinal),
                                           name_value(relation, fixes["name"].get(name) if name else None)))
         for table, keyed in rows.items():
+            model = TABLES[table]
             by_shard: list[list] = [[] for _ in range(self.shards)]
             for sort_key, record in sorted(keyed, key=lambda pair: pair[0]):
                 by_shard[shard_of(sort_key, self.shards)].append(record)
             for shard, records in enumerate(by_shard):
-                model = TABLES[table]
                 write_run(arrow_schema(model), [to_table(model, records)], _run_path(self.out_dir, table, unit_id, shard),
                           RUN_BATCH_ROWS)
         del rows

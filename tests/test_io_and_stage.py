@@ -173,8 +173,7 @@ def _rss_growth_opening(path, readers: int) -> int:
     """Bytes of resident memory a fresh process gains by opening `readers` readers of `path` at once (as
     the merge does) and reading each one's first batch."""
     code = f"""
-import pyarrow.parquet as pq
-from pipeline.io import run_batches
+from pipeline.io import parquet_file, run_batches
 
 def rss():
     return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) * 1024
@@ -182,7 +181,7 @@ def rss():
 def read(path):
     if path.endswith(".arrows"):
         return run_batches(path)
-    return pq.ParquetFile(path, pre_buffer=False).iter_batches(batch_size={RUN_BATCH_ROWS})
+    return parquet_file(path).iter_batches(batch_size={RUN_BATCH_ROWS})
 
 next(read({str(path)!r}))  # libraries and codecs loaded
 before = rss()
