@@ -12,7 +12,7 @@ import json
 import time
 from pathlib import Path
 
-from pipeline.cli import configure_logging
+from cli.main import configure_logging
 
 BENCHMARKS = (
     "bench.extract",

@@ -22,7 +22,7 @@ import numpy as np
 from critic.judge import judge_batch
 from critic.llm_judge import assess_trajectory
 from critic.scoring import judge_turns
-from pipeline.llm import LLMClient
+from llm.client import LLMClient
 from schemas.config import JudgeConfig, LLMRole
 from schemas.trajectory import Outcome, ToolCall, Trajectory, Turn
 from tests.servers import OpenAIServer, Reply

@@ -12,8 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from ground.io import write_records
 from pipeline.dataset import build_dataset
-from pipeline.io import write_records
 from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
 from tests.dataset_fixtures import make_judged, make_question, write_upstream

@@ -19,8 +19,8 @@ import tracemalloc
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from pipeline.sources.dump import dump_work_units, iter_dump_pages, read_dump_unit
-from pipeline.sources.dump_writer import write_multistream
+from extract.sources.dump import dump_work_units, iter_dump_pages, read_dump_unit
+from extract.sources.dump_writer import write_multistream
 from schemas.wiki import Page
 
 WORDS = "the river city film born director spouse university company country novel album".split()

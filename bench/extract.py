@@ -22,12 +22,12 @@ from pathlib import Path
 import mwparserfromhell
 
 from bench import in_fresh_process
-from pipeline.extract import classify_record, extract_article, resolve_redirects
-from pipeline.infobox import boxes_in
-from pipeline.sources import iter_dump_pages
-from pipeline.sources.dump_writer import write_multistream
+from extract.extract import classify_record, extract_article, resolve_redirects
+from extract.sources import iter_dump_pages
+from extract.sources.dump_writer import write_multistream
 from schemas.config import ExtractConfig
 from schemas.wiki import Page, SkippedRecord
+from wikitext.infobox import boxes_in
 
 AS_OF = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 WORDS = ("the of and in to was is for on as by with from at his her film city river university company "

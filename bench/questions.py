@@ -14,10 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from extract.extract import run_extract
 from graph.walks import run_walks
-from pipeline.extract import run_extract
-from pipeline.io import read_records
-from pipeline.llm import run_async
+from ground.io import read_records
+from llm.client import run_async
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, WalkConfig
 from schemas.questions import Path as QuestionPath
 from synth.environment import SearchEnvironment, build_index

@@ -30,7 +30,7 @@ def _records(count: int):
 def _child(count: str, grouped: str) -> None:
     import apache_beam as beam
 
-    from pipeline.beam import pipeline_options
+    from runtime.beam import pipeline_options
 
     with beam.Pipeline(options=pipeline_options(None, WORKER_PROCESS)) as pipeline:
         records = pipeline | beam.Create([int(count)]) | beam.FlatMap(_records)

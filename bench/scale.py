@@ -38,7 +38,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench.extract import _paragraph, _words
-from pipeline.sources.dump_writer import write_multistream
+from extract.sources.dump_writer import write_multistream
 from schemas.wiki import Page
 
 AS_OF = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
@@ -135,8 +135,8 @@ def _child(stage: str, source: str, out: str, index: str = "", *beam_args: str) 
     """One stage in this process (extract: dump -> out; walk: graph folder -> out); prints its seconds,
     peak RSS (MiB) of this process and of its worker process, and output bytes as JSON. `side_input`: the
     pickled size of the walk's graph side input, and of the relation rows it leaves in the shards."""
+    from extract.extract import run_extract
     from graph.walks import run_walks
-    from pipeline.extract import run_extract
     from schemas.config import ExtractConfig, WalkConfig
 
     if stage == "side_input":

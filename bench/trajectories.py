@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.io import write_manifest, write_records
-from pipeline.version import code_version
+from ground.io import write_manifest, write_records
+from ground.version import code_version
 from schemas.config import BeamOptions, IndexConfig, LLMRole, TrajectoryConfig
 from schemas.environment import IndexedPage
 from schemas.manifest import Manifest

@@ -18,7 +18,7 @@ from critic.evidence import observation_text, target_page
 from critic.text import clauses, content_tokens, normalize
 from schemas.trajectory import Turn
 from synth.matching import match_answer
-from synth.wikitext import INFOBOX_ROW
+from wikitext.plain_text import INFOBOX_ROW
 
 _NAME = r"[A-Z][\w.'’-]*(?: [A-Z][\w.'’-]*)*"
 # (entity, row label, claimed value), each pattern naming its groups.

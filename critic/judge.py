@@ -24,9 +24,8 @@ import apache_beam
 
 from critic.llm_judge import assess_trajectory
 from critic.scoring import OFFLINE_ENGINE, judge_trajectory
-from pipeline.beam import pipeline_options
-from pipeline.errors import UserError
-from pipeline.io import (
+from ground.errors import UserError
+from ground.io import (
     WorkUnit,
     WorkUnits,
     parquet_file,
@@ -36,10 +35,11 @@ from pipeline.io import (
     shard_files,
     write_records,
 )
-from pipeline.llm import LLMClient, LLMUnavailable, RoleReport, run_async, save_report, stage_report
-from pipeline.roles import add_role_arguments, role_from_args
-from pipeline.stage import begin_stage
-from pipeline.storage import as_path
+from ground.stage import begin_stage
+from ground.storage import as_path
+from llm.client import LLMClient, LLMUnavailable, RoleReport, run_async, save_report, stage_report
+from llm.roles import add_role_arguments, role_from_args
+from runtime.beam import pipeline_options
 from schemas.config import BeamOptions, JudgeConfig, LLMRole
 from schemas.critic import CRITERIA, JudgedTrajectory
 from schemas.manifest import Manifest

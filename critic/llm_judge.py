@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.llm import LLMClient, LLMError, LLMUnavailable
+from llm.client import LLMClient, LLMError, LLMUnavailable
 from schemas.config import JudgeConfig
 from schemas.trajectory import Trajectory, Turn
 

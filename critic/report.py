@@ -17,10 +17,10 @@ from pathlib import Path
 
 from critic.calibration import INJECTED_KINDS, CalibrationReport, calibrate, injected_labels, load_labelled
 from critic.judge import add_judge_arguments, judge_batch, judge_config_from_args
-from pipeline.errors import UserError
-from pipeline.io import atomic_write_text, read_records
-from pipeline.llm import LLMUnavailable, run_async
-from pipeline.storage import as_path
+from ground.errors import UserError
+from ground.io import atomic_write_text, read_records
+from ground.storage import as_path
+from llm.client import LLMUnavailable, run_async
 from schemas.config import JudgeConfig
 from schemas.critic import JudgedTrajectory
 

@@ -42,7 +42,7 @@ from critic.text import (
 from schemas.questions import Question
 from schemas.trajectory import Trajectory, Turn
 from synth.matching import match_answer
-from synth.wikitext import INFOBOX_ROW, listed_values
+from wikitext.plain_text import INFOBOX_ROW, listed_values
 
 UNSUPPORTED_CAP = 0.4
 REASON_MARKERS = re.compile(r"\b(because|since|means|fits|matches|the one|which is why|so that|first|second|third|last|latest|current|former|earlier|later|only|eldest|youngest)\b", re.I)

@@ -1,1 +1,1 @@
-"""Entity-relation graph: networkx model, compact CSR form and conditional random walks."""
+"""Entity-relation graph: the compact CSR form, its statistics and conditional random walks."""

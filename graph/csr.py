@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.io import parquet_file, read_table, shard_files
-from pipeline.storage import as_path
+from ground.io import parquet_file, read_table, shard_files
+from ground.storage import as_path
 from schemas.base import arrow_schema
 from schemas.wiki import Entity, Relation
 

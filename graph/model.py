@@ -14,9 +14,9 @@ from pathlib import Path
 import networkx as nx
 
 from graph.csr import literal_key
-from pipeline.errors import UserError
-from pipeline.io import read_table
-from pipeline.storage import as_path
+from ground.errors import UserError
+from ground.io import read_table
+from ground.storage import as_path
 from schemas.wiki import Entity, Relation
 
 ENTITY, MISSING, LITERAL = "entity", "missing", "literal"

@@ -9,7 +9,7 @@ import networkx as nx
 import numpy as np
 
 from graph.model import ENTITY, LITERAL, MISSING, load_graph
-from graph.ontology import load_ontology
+from knowledge.ontology import load_ontology
 
 DEGREE_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 1000)
 

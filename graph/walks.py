@@ -33,12 +33,12 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from graph.csr import LITERAL, PAGE, CSRGraph, RelationSource, load_csr, split_literal_key
-from pipeline.beam import BoundedHeapDoFn, pipeline_options
-from pipeline.errors import UserError
-from pipeline.io import atomic_write_text, read_manifest, stable_hash, write_records
-from pipeline.stage import begin_stage
-from pipeline.storage import as_path
-from pipeline.yields import below_floor
+from ground.errors import UserError
+from ground.io import atomic_write_text, read_manifest, stable_hash, write_records
+from ground.stage import begin_stage
+from ground.storage import as_path
+from ground.yields import below_floor
+from runtime.beam import BoundedHeapDoFn, pipeline_options
 from schemas.config import BeamOptions, WalkConfig
 from schemas.manifest import Manifest
 from schemas.questions import Path, PathHop

@@ -21,7 +21,7 @@ import yaml  # noqa: E402
 from huggingface_hub import DatasetCard  # noqa: E402
 
 from critic.critical import TOOLMIND_CRITICAL_PER_TRAJECTORY, TOOLMIND_LOSS_SHARE  # noqa: E402
-from pipeline.io import atomic_write_bytes  # noqa: E402
+from ground.io import atomic_write_bytes  # noqa: E402
 from pipeline.layout import CONFIGS, dataset_info_yaml, shard_pattern  # noqa: E402
 from schemas.critic import CRITERIA, JudgedTrajectory  # noqa: E402
 from schemas.dataset import ToolMindRow  # noqa: E402

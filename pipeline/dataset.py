@@ -1,7 +1,7 @@
 """Stage 5 and `make dataset`: run every stage from the dump to a publishable Hub folder.
 
 `run_dataset` calls the stage entry points in order; each keys its output by inputs, config and code
-version (`pipeline.stage.begin_stage`), so a rerun skips finished stages and resumes unfinished ones per
+version (`ground.stage.begin_stage`), so a rerun skips finished stages and resumes unfinished ones per
 work unit. The last stage, `dataset`, renders every judged trajectory and question into the Hub layout
 (`pipeline.layout`), writes the card and plots (`pipeline.card`), and, like every stage, its manifest last.
 Rendering is a pure function of the upstream records in their (deterministic) shard order, so a killed
@@ -18,17 +18,18 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from extract.extract import parse_as_of
+from ground.errors import UserError
+from ground.folder_lock import lock_folder, unlock_folder
+from ground.io import atomic_write_text, parquet_file, read_manifest, read_records, shard_files, stable_hash
+from ground.progress import console, track
+from ground.stage import begin_stage
+from ground.storage import as_path, remove_tree
 from pipeline import renders
-from pipeline.beam import pipeline_options, use_filesystem_options
 from pipeline.card import DatasetStats, render_card, write_plots
-from pipeline.errors import UserError
-from pipeline.extract import parse_as_of
-from pipeline.folder_lock import lock_folder, unlock_folder
-from pipeline.io import atomic_write_text, parquet_file, read_manifest, read_records, shard_files, stable_hash
 from pipeline.layout import CONFIGS, SPLITS, SplitWriter, split_of, write_checksums
-from pipeline.progress import console, print_summary, track, watch_units
-from pipeline.stage import begin_stage
-from pipeline.storage import as_path, remove_tree
+from pipeline.run_summary import print_summary, watch_units
+from runtime.beam import pipeline_options, use_filesystem_options
 from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
 from schemas.manifest import Manifest
@@ -75,8 +76,8 @@ def with_sources(config: DatasetConfig) -> DatasetConfig:
 def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifest:
     """Run every stage, skipping finished ones, then build `out/dataset`; prints the run summary."""
     from critic.judge import run_judge
+    from extract.extract import run_extract
     from graph.walks import run_walks
-    from pipeline.extract import run_extract
     from synth.environment import build_index
     from synth.questions import run_questions
     from synth.trajectories import run_trajectories

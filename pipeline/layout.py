@@ -19,22 +19,11 @@ import datasets
 import pyarrow as pa
 from pydantic import BaseModel
 
-from pipeline.io import atomic_write_text, sha256_file, write_table
-from pipeline.storage import rename_file
+from ground.io import atomic_write_text, sha256_file, write_table
+from ground.storage import rename_file
 from schemas.base import arrow_schema, to_table
-from schemas.critic import JudgedTrajectory
-from schemas.dataset import NanbeigeRow, OpenAIRow, RLPrompt, ToolMindRow, TurnRow
-from schemas.questions import Question
+from schemas.dataset import CONFIGS
 
-CONFIGS: dict[str, type[BaseModel]] = {
-    "questions": Question,
-    "trajectories": JudgedTrajectory,
-    "toolmind": ToolMindRow,
-    "nanbeige": NanbeigeRow,
-    "openai": OpenAIRow,
-    "turns": TurnRow,
-    "rl": RLPrompt,
-}
 SPLITS = ("train", "test")
 DATA_DIR = "data"
 CHECKSUMS = "checksums.sha256"

@@ -15,12 +15,13 @@ import re
 import warnings
 from pathlib import Path
 
-from pipeline.errors import UserError
-from pipeline.io import file_size
+from ground.errors import UserError
+from ground.io import file_size
+from ground.log_scrubbing import ScrubLogs
+from ground.storage import StorePath, as_path, readable_folder
 from pipeline.layout import CHECKSUMS, DATA_DIR
-from pipeline.secrets import ScrubLogs, scrub
-from pipeline.storage import StorePath, as_path, readable_folder
 from pipeline.validate import add_low_yield_argument, validate_dataset
+from schemas.secrets import scrub
 
 TOKEN_ENV = "HF_TOKEN"
 _REPO_ID = re.compile(r"\A[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*\Z")

@@ -24,13 +24,13 @@ from pathlib import Path
 import pyarrow as pa
 from pydantic import ValidationError
 
+from ground.errors import UserError
+from ground.io import parquet_file, sha256_file, stable_hash
+from ground.storage import as_path
+from ground.yields import split_floor_problems
 from pipeline import renders
 from pipeline.card import parse_card_header
-from pipeline.errors import UserError
-from pipeline.io import parquet_file, sha256_file, stable_hash
 from pipeline.layout import CHECKSUMS, CONFIGS, DATA_DIR, shard_schema
-from pipeline.storage import as_path
-from pipeline.yields import split_floor_problems
 from schemas.base import from_row
 from schemas.critic import JudgedTrajectory
 
@@ -208,7 +208,7 @@ def _check_checksums(root: Path, report: Report) -> None:
 
 
 def validate_dataset(root: str | Path, allow_low_yield: bool = False) -> Report:
-    """Every check of the module docstring; low yield (`pipeline.yields`) is an error unless allowed, an
+    """Every check of the module docstring; low yield (`ground.yields`) is an error unless allowed, an
     empty dataset always is."""
     root = as_path(root)
     card = root / "README.md"

@@ -6,8 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
-from pipeline.errors import UserError
-from pipeline.storage import as_path
+from ground.errors import UserError
+from ground.storage import as_path
 
 PRESET_NAMES = ("tiny-cpu", "gpu")
 

@@ -15,10 +15,10 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from pipeline.errors import UserError
-from pipeline.io import read_records, shard_files
+from ground.errors import UserError
+from ground.io import read_records, shard_files
+from ground.storage import StorePath, as_path
 from pipeline.renders import nanbeige_messages
-from pipeline.storage import StorePath, as_path
 from rl.chat import PrefixPropertyError, check_full_encoding, check_prefix_property, render_tokens
 from schemas.critic import CRITERIA, JudgedTrajectory, TurnJudgement
 from schemas.dataset import RLPrompt

@@ -20,8 +20,8 @@ from typing import Any
 import pyarrow as pa
 import yaml
 
-from pipeline.errors import UserError
-from pipeline.io import (
+from ground.errors import UserError
+from ground.io import (
     atomic_write_text,
     read_manifest,
     read_records,
@@ -29,9 +29,9 @@ from pipeline.io import (
     write_records,
     write_table,
 )
+from ground.stage import begin_stage
+from ground.storage import StorePath, as_path
 from pipeline.renders import render_tools
-from pipeline.stage import begin_stage
-from pipeline.storage import StorePath, as_path
 from rl.config import ESTIMATOR_ENV, TURN_COEF_ENV
 from schemas.dataset import RLPrompt
 from schemas.manifest import Manifest
@@ -144,7 +144,7 @@ def export_verl(shards: str | Path, out_dir: str | Path, *, model: str = "Nanbei
     `shards`, `out_dir` and `index_dir` may be URLs (`s3://`, `gs://`). The configs name the files by the
     folder verl runs in, `run_dir`: `out_dir` when local; an export to object storage must say where it
     will be copied to on the training machine (verl's loaders and Hydra read local files). The index may
-    stay a URL: the plugin downloads it (once per machine, `pipeline.storage.readable_folder`)."""
+    stay a URL: the plugin downloads it (once per machine, `ground.storage.readable_folder`)."""
     shards, out_dir = as_path(shards), as_path(out_dir).resolve()
     if run_dir is None and isinstance(out_dir, StorePath):
         raise UserError(f"--out {out_dir} is on object storage, and verl reads its data and configs from local "

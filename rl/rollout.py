@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from pipeline.io import stable_hash
+from ground.io import stable_hash
 from pipeline.renders import ANSWER_TOOL, nanbeige_tool_response, parse_nanbeige_assistant
 from rl.chat import IM_END, message_header, render_tokens
 from schemas.critic import JudgedTrajectory

@@ -22,10 +22,10 @@ from pathlib import Path
 
 import torch
 
-from pipeline.errors import UserError
-from pipeline.io import atomic_write_text, read_manifest, shard_files
-from pipeline.stage import begin_stage
-from pipeline.storage import StorePath, as_path, working_copy
+from ground.errors import UserError
+from ground.io import atomic_write_text, read_manifest, shard_files
+from ground.stage import begin_stage
+from ground.storage import StorePath, as_path, working_copy
 from rl.advantages import token_advantages, turn_advantages
 from rl.chat import IM_END, render_text
 from rl.config import RLConfig

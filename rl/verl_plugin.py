@@ -39,7 +39,7 @@ from verl.tools.schemas import ToolResponse
 from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
 from critic.scoring import judge_trajectory
-from pipeline.io import read_records
+from ground.io import read_records
 from rl.config import ESTIMATOR_ENV, TURN_COEF_ENV, Estimator
 from rl.rollout import episode_trajectory, mask_failed_turns, prompt_ids, run_episode
 from rl.verl_layout import place_turn_rewards, turn_grpo

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from pipeline.secrets import register_secret_env
+from schemas.secrets import register_secret_env
 
 
 class _Config(BaseModel):
@@ -52,7 +52,7 @@ class LLMRole(_Config):
     @field_validator("api_key_env")
     @classmethod
     def _key_is_a_secret(cls, name: str) -> str:
-        """Whatever variable a role names holds a secret: `pipeline.secrets.scrub` masks its value."""
+        """Whatever variable a role names holds a secret: `schemas.secrets.scrub` masks its value."""
         register_secret_env(name)
         return name
 

@@ -8,6 +8,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from schemas.base import Record
+from schemas.critic import JudgedTrajectory
+from schemas.questions import Question
 
 
 class PromptMessage(BaseModel):
@@ -131,3 +133,15 @@ class TurnRow(Record):
     conversations: list[ConversationMessage]
     reward: float
     produced_by: ProducedBy
+
+
+# The published configs and the record type of each one's rows (`pipeline.layout` writes them).
+CONFIGS: dict[str, type[BaseModel]] = {
+    "questions": Question,
+    "trajectories": JudgedTrajectory,
+    "toolmind": ToolMindRow,
+    "nanbeige": NanbeigeRow,
+    "openai": OpenAIRow,
+    "turns": TurnRow,
+    "rl": RLPrompt,
+}

@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from pipeline.secrets import scrub
 from schemas.base import Record
+from schemas.secrets import scrub
 
 ValueType = Literal["entity", "date", "number", "quantity", "string"]
 RelationSource = Literal["infobox", "link"]

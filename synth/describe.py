@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graph.csr import LITERAL, LITERAL_PREFIX, split_literal_key
-from graph.ontology import load_ontology
-from pipeline.io import stable_hash
+from ground.io import stable_hash
+from knowledge.ontology import load_ontology
 from synth import gates
 from synth.phrasing import (
     LEXICON,

@@ -18,18 +18,18 @@ from pathlib import Path
 import apache_beam
 import bm25s
 
-from pipeline.beam import pipeline_options
-from pipeline.errors import UserError
-from pipeline.extract import Deadline, PageTimeout
-from pipeline.io import WorkUnits, parquet_file, read_manifest, read_records, shard_files, write_records
-from pipeline.stage import begin_stage
-from pipeline.storage import StorePath, as_path, writable_folder
+from ground.deadline import Deadline, PageTimeout
+from ground.errors import UserError
+from ground.io import WorkUnits, parquet_file, read_manifest, read_records, shard_files, write_records
+from ground.stage import begin_stage
+from ground.storage import StorePath, as_path, writable_folder
+from runtime.beam import pipeline_options
 from schemas.config import BeamOptions, IndexConfig
 from schemas.environment import IndexedPage
 from schemas.manifest import Manifest
 from schemas.wiki import Entity, Page, SkippedRecord
 from synth.search import BODY_INDEX, TITLE_INDEX, SearchEnvironment, SearchHit, tokenize  # noqa: F401 (re-exported)
-from synth.wikitext import clean_wikitext, split_chunks
+from wikitext.plain_text import clean_wikitext, split_chunks
 
 STAGE = "index"
 

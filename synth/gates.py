@@ -44,8 +44,8 @@ import numpy as np
 from pydantic import BaseModel
 
 from graph.csr import LITERAL, LITERAL_PREFIX, CSRGraph, split_literal_key
-from graph.ontology import load_ontology
-from pipeline.llm import LLMClient, LLMError, LLMUnavailable
+from knowledge.ontology import load_ontology
+from llm.client import LLMClient, LLMError, LLMUnavailable
 from schemas.questions import Path
 from synth.matching import match_answer, normalize_answer
 from synth.phrasing import parse_date, phrase, type_noun

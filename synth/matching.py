@@ -8,9 +8,6 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 
-from pydantic import BaseModel
-
-from pipeline.llm import LLMClient
 from schemas.trajectory import Outcome
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -66,26 +63,3 @@ def match_answer(prediction: str | None, answer: str, aliases: Iterable[str] = (
     return Outcome(exact_match=em, f1=f1, correct=em or f1 >= F1_THRESHOLD, judge="exact_match" if em else "f1")
 
 
-class JudgeVerdict(BaseModel):
-    equivalent: bool
-    reason: str = ""
-
-
-async def llm_match(client: LLMClient, question: str, prediction: str, answer: str, aliases: Iterable[str] = ()) -> Outcome:
-    """Offline match first; when it fails, ask the LLM judge whether the prediction names the same thing."""
-    outcome = match_answer(prediction, answer, aliases)
-    if outcome.correct or not prediction:
-        return outcome
-    messages = [
-        {
-            "role": "system",
-            "content": "You grade answers. Reply with JSON {\"equivalent\": bool, \"reason\": str}. "
-            "equivalent is true only when the prediction refers to the same entity or value as a gold answer.",
-        },
-        {
-            "role": "user",
-            "content": f"Question: {question}\nGold answers: {[answer, *aliases]}\nPrediction: {prediction}",
-        },
-    ]
-    verdict = await client.complete_json(messages, JudgeVerdict, temperature=0.0)
-    return Outcome(exact_match=False, f1=outcome.f1, correct=verdict.equivalent, judge=client.engine)

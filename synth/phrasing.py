@@ -16,8 +16,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from graph.ontology import DATA_DIR, load_ontology
-from graph.ontology import lead_noun_phrase as description_noun  # noqa: F401  (questions read it from here)
+from knowledge.ontology import DATA_DIR, load_ontology
+from knowledge.ontology import lead_noun_phrase as description_noun  # noqa: F401  (questions read it from here)
 
 LEXICON_FILE = DATA_DIR / "lexicon.toml"
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",

@@ -4,12 +4,12 @@ For each path a *plan* fixes what the question may say about every intermediate 
 a fuzzed date attribute, never its name) and whether an as-of date must be stated. The plan's
 constraints drive the structural gates (`fewer_hops`, `alternative_answer`) before any text is written;
 then a writer renders the text: the offline template engine (default; relation-aware frames, two
-styles, varied surface forms) or an LLM through `pipeline.llm.LLMClient`. Text gates (answer, alias,
+styles, varied surface forms) or an LLM through `llm.client.LLMClient`. Text gates (answer, alias,
 evidence and intermediate leaks, and for LLM text the faithfulness gate) and the optional closed-book
 shortcut check follow. A transient LLM failure (timeouts, an outage) leaves the whole unit unfinished for a
 rerun (the stage ends with `StageIncomplete`); a writer whose replies stay unusable is a counted rejection, a
 shortcut checker whose replies stay unusable leaves that question to the offline gates (a counted fallback). Work runs in
-resumable units (`pipeline.io.WorkUnits`) as a Beam transform with the graph as a side input; the final
+resumable units (`ground.io.WorkUnits`) as a Beam transform with the graph as a side input; the final
 assembly removes duplicates and writes `questions/` and `skipped/` shards.
 """
 
@@ -28,10 +28,8 @@ import apache_beam as beam
 from pydantic import BaseModel
 
 from graph.csr import CSRGraph, load_csr, split_literal_key
-from graph.ontology import load_ontology
-from pipeline.beam import pipeline_options
-from pipeline.errors import UserError
-from pipeline.io import (
+from ground.errors import UserError
+from ground.io import (
     WorkUnits,
     read_manifest,
     read_records,
@@ -39,7 +37,10 @@ from pipeline.io import (
     stable_hash,
     write_records,
 )
-from pipeline.llm import (
+from ground.stage import begin_stage
+from ground.storage import as_path
+from knowledge.ontology import load_ontology
+from llm.client import (
     LLMClient,
     LLMError,
     LLMUnavailable,
@@ -48,9 +49,8 @@ from pipeline.llm import (
     save_report,
     stage_report,
 )
-from pipeline.roles import add_role_arguments, role_from_args
-from pipeline.stage import begin_stage
-from pipeline.storage import as_path
+from llm.roles import add_role_arguments, role_from_args
+from runtime.beam import pipeline_options
 from schemas.config import BeamOptions, LLMRole, QuestionConfig, WalkConfig
 from schemas.manifest import Manifest
 from schemas.questions import Path, Question

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from graph.csr import load_csr
-from graph.ontology import load_ontology
-from pipeline.errors import UserError
-from pipeline.io import read_manifest, read_records, read_table
-from pipeline.storage import as_path
+from ground.errors import UserError
+from ground.io import read_manifest, read_records, read_table
+from ground.storage import as_path
+from knowledge.ontology import load_ontology
 from schemas.config import QuestionConfig, WalkConfig
 from schemas.questions import Path as Path_
 from schemas.questions import Question
@@ -245,7 +245,7 @@ def report_rows(report: dict[str, Any]) -> list[list[Any]]:
 def print_report(report: dict[str, Any]) -> None:
     from rich.table import Table
 
-    from pipeline.progress import console
+    from ground.progress import console
 
     table = Table(title="hopsmith question report")
     table.add_column("statistic")

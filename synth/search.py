@@ -19,13 +19,13 @@ import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
-from pipeline.io import read_manifest, read_records, shard_files
-from pipeline.storage import as_path, readable_folder
-from pipeline.wikitext import normalize_title
+from ground.io import read_manifest, read_records, shard_files
+from ground.storage import as_path, readable_folder
 from schemas.config import IndexConfig
 from schemas.environment import IndexedPage
 from synth.tools import validate_call
-from synth.wikitext import split_sentences
+from wikitext.markup import normalize_title
+from wikitext.plain_text import split_sentences
 
 BODY_INDEX = "bm25_body"
 TITLE_INDEX = "bm25_title"

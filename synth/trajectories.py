@@ -23,9 +23,8 @@ from pathlib import Path
 import apache_beam
 from pydantic import ValidationError
 
-from pipeline.beam import pipeline_options
-from pipeline.errors import UserError
-from pipeline.io import (
+from ground.errors import UserError
+from ground.io import (
     WorkUnit,
     WorkUnits,
     parquet_file,
@@ -34,10 +33,11 @@ from pipeline.io import (
     read_records,
     write_records,
 )
-from pipeline.llm import LLMClient, LLMUnavailable, RoleReport, run_async, save_report, stage_report
-from pipeline.roles import add_role_arguments, role_from_args
-from pipeline.stage import begin_stage
-from pipeline.storage import as_path
+from ground.stage import begin_stage
+from ground.storage import as_path
+from llm.client import LLMClient, LLMUnavailable, RoleReport, run_async, save_report, stage_report
+from llm.roles import add_role_arguments, role_from_args
+from runtime.beam import pipeline_options
 from schemas.config import BeamOptions, TrajectoryConfig
 from schemas.manifest import Manifest
 from schemas.questions import Question

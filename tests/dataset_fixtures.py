@@ -170,9 +170,9 @@ def make_judged(
 
 def write_upstream(out, questions: list[Question], judged: list[JudgedTrajectory]) -> dict:
     """Finished `questions`, `index` and `judge` stage folders holding the given records (no real stages)."""
+    from ground.io import write_records
+    from ground.stage import begin_stage
     from pipeline.dataset import stage_dirs
-    from pipeline.io import write_records
-    from pipeline.stage import begin_stage
 
     dirs = stage_dirs(out)
     for stage, table, model, records in (

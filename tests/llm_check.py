@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 import pyarrow.parquet as pq  # noqa: E402
 
-from pipeline.io import read_manifest, read_records  # noqa: E402
+from ground.io import read_manifest, read_records  # noqa: E402
 from schemas.critic import JudgedTrajectory  # noqa: E402
 from schemas.trajectory import Trajectory  # noqa: E402
 from synth.trajectories import run_trajectories  # noqa: E402
@@ -122,7 +122,7 @@ def run_dataset(config: Path, out: Path) -> int:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "HOPSMITH_LLM_CHECK_KEY": "sk-llm-check"}
     for attempt in range(1, RERUNS + 1):
         started = time.monotonic()
-        result = subprocess.run([sys.executable, "-m", "pipeline.cli", "dataset", "--config", str(config),
+        result = subprocess.run([sys.executable, "-m", "cli.main", "dataset", "--config", str(config),
                                  "--out", str(out)], cwd=ROOT, env=env, capture_output=True, text=True)
         print(f"  run {attempt}: exit {result.returncode} in {time.monotonic() - started:.0f}s", flush=True)
         tail = [line for line in result.stderr.splitlines() if "llm:" in line or "error" in line.lower()]

@@ -207,7 +207,7 @@ def replay_policy_episodes(folder: Path, entries: list[dict[str, Any]] | None = 
     snapshot is rebuilt there and stage 3 runs on it against a replay of the transcript. Returns the
     trajectories (every framework and rollout of every question) and the replay (`matched` says how many
     replies matched their recorded request exactly, i.e. the prompts have not changed since recording)."""
-    from pipeline.io import read_records
+    from ground.io import read_records
     from synth.trajectories import run_trajectories
     from tests.trajectory_fixtures import make_snapshot
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.io import write_records
+from ground.io import write_records
 from pipeline.renders import render_rl
 from rl.config import RLConfig, TinyModelConfig, preset_config
 from schemas.critic import CriterionScore, JudgedTrajectory, TurnJudgement

@@ -7,8 +7,8 @@ import re
 from collections import Counter
 
 from bench.scale import synthetic_dump, synthetic_pages
-from pipeline.sources import iter_dump_pages
-from pipeline.sources.dump import dump_work_units
+from extract.sources import iter_dump_pages
+from extract.sources.dump import dump_work_units
 
 LINK = re.compile(r"\[\[(Entity \d+)\]\]")
 

@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _hopsmith(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
 
 
@@ -30,7 +30,7 @@ def test_help_lists_every_stage_without_library_noise():
 def test_library_debug_logs_stay_quiet_at_the_default_level(capsys):
     import logging
 
-    from pipeline.cli import configure_logging
+    from cli.main import configure_logging
 
     root = logging.getLogger()
     saved_handlers, saved_level = root.handlers[:], root.level
@@ -53,7 +53,7 @@ def test_as_of_accepts_a_date_or_a_timestamp():
 
     import pytest
 
-    from pipeline.extract import parse_as_of
+    from extract.extract import parse_as_of
 
     assert parse_as_of("2026-10-28") == dt.datetime(2026, 10, 28, tzinfo=dt.UTC)
     assert parse_as_of("2026-10-28T12:00:00Z") == dt.datetime(2026, 10, 28, 12, tzinfo=dt.UTC)

@@ -357,7 +357,7 @@ def test_judge_config_comes_from_a_toml_file_and_flags(tmp_path):
     import argparse
 
     from critic.judge import add_judge_arguments, judge_config_from_args
-    from pipeline.errors import UserError
+    from ground.errors import UserError
 
     parser = argparse.ArgumentParser()
     add_judge_arguments(parser)

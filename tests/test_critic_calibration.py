@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from cli.main import main
 from critic.calibration import load_labelled
 from critic.report import labelled_report
-from pipeline.cli import main
 from schemas.config import JudgeConfig
 
 LABELLED = Path(__file__).parent / "data" / "critic_labelled.jsonl"

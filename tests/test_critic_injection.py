@@ -15,7 +15,7 @@ import pytest
 from critic.judge import judge_batch
 from critic.llm_judge import DATA_CLOSE, DATA_OPEN, TurnAssessment
 from critic.scoring import judge_turns
-from pipeline.llm import LLMClient, LLMUnavailable, RoleReport
+from llm.client import LLMClient, LLMUnavailable, RoleReport
 from schemas.config import JudgeConfig, LLMRole
 from tests.servers import OpenAIServer, Reply
 from tests.test_critic import CAPSHAW_PAGE, QUESTION, SEARCH, SPIELBERG_PAGE, trajectory, turn

@@ -7,11 +7,11 @@ from collections import Counter
 
 import pytest
 
+from cli.main import main
 from critic.calibration import load_labelled
 from critic.labelling import label_turn
 from critic.report import labelled_report
 from critic.scoring import judge_turns
-from pipeline.cli import main
 from schemas.config import JudgeConfig
 from schemas.critic import FAILURE_KINDS
 from schemas.trajectory import Outcome, ToolCall, Trajectory, Turn

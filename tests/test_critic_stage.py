@@ -8,11 +8,11 @@ import shutil
 
 import pytest
 
+from cli.main import main
 from critic.judge import load_aliases, run_judge
 from critic.report import judged_report
 from critic.scoring import judge_trajectory
-from pipeline.cli import main
-from pipeline.io import WorkUnits, read_manifest, read_records
+from ground.io import WorkUnits, read_manifest, read_records
 from schemas.config import IndexConfig, JudgeConfig, LLMRole, TrajectoryConfig
 from schemas.critic import JudgedTrajectory
 from schemas.questions import Question

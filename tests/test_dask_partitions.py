@@ -17,10 +17,10 @@ distributed = pytest.importorskip("distributed")
 
 from apache_beam import coders  # noqa: E402
 
-from pipeline import dask_runner  # noqa: E402
-from pipeline.dask_runner import _encoded, _grouped, _translate  # noqa: E402
+from extract.extract import ExtractGraph, ExtractUnits, timestamp_ceiling  # noqa: E402
 from pipeline.dataset import SAMPLE_DUMP, SAMPLE_INDEX  # noqa: E402
-from pipeline.extract import ExtractGraph, ExtractUnits, timestamp_ceiling  # noqa: E402
+from runtime import dask_runner  # noqa: E402
+from runtime.dask_runner import _encoded, _grouped, _translate  # noqa: E402
 from schemas.config import ExtractConfig  # noqa: E402
 
 

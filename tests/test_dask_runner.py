@@ -10,9 +10,9 @@ from pathlib import Path
 import apache_beam as beam
 import pytest
 
-from pipeline.beam import pipeline_options
-from pipeline.cli import main
-from pipeline.io import read_manifest
+from cli.main import main
+from ground.io import read_manifest
+from runtime.beam import pipeline_options
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.scale

@@ -11,10 +11,10 @@ import datasets
 import pyarrow.parquet as pq
 import pytest
 
+from cli.main import main
+from ground.errors import UserError
 from pipeline.card import parse_card_header
-from pipeline.cli import main
 from pipeline.dataset import build_dataset, load_config
-from pipeline.errors import UserError
 from pipeline.layout import CONFIGS, features, split_of
 from pipeline.publish import publish
 from pipeline.validate import validate_dataset
@@ -279,7 +279,7 @@ def test_split_writer_interrupted_in_close_is_what_its_docstring_says(tmp_path, 
         renamed.append(target)
         real_replace(source, target)
 
-    monkeypatch.setattr(os, "replace", killed_after_one)  # what `close` renames with (pipeline.storage)
+    monkeypatch.setattr(os, "replace", killed_after_one)  # what `close` renames with (ground.storage)
     with pytest.raises(KeyboardInterrupt):
         writer.close()
     assert [p.name for p in folder.glob("train-*")] == ["train-00000-of-00003.parquet"]

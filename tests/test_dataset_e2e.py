@@ -23,10 +23,10 @@ from pathlib import Path
 import datasets
 import pytest
 
+from ground.io import read_records
 from pipeline import renders
 from pipeline.card import parse_card_header
 from pipeline.dataset import STAGE_FOLDERS
-from pipeline.io import read_records
 from pipeline.layout import CONFIGS, features
 from pipeline.validate import validate_dataset
 from schemas.critic import JudgedTrajectory
@@ -65,7 +65,7 @@ max_concurrency = {JUDGE_CONCURRENCY}
 
 
 def _command(config: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "pipeline.cli", "dataset", "--config", str(config), "--out", str(out)]
+    return [sys.executable, "-m", "cli.main", "dataset", "--config", str(config), "--out", str(out)]
 
 
 def _env() -> dict[str, str]:

@@ -6,16 +6,17 @@ import io
 
 from rich.console import Console
 
-from pipeline.io import write_records
-from pipeline.progress import Reporter, summary_table, track, watch_units
-from pipeline.stage import begin_stage
+from ground.io import write_records
+from ground.progress import Reporter, track
+from ground.stage import begin_stage
+from pipeline.run_summary import summary_table, watch_units
 from schemas.wiki import SkippedRecord
 
 
 def test_reporter_line_counts_only_this_runs_progress(monkeypatch):
     reporter = Reporter("judge units", total=100, completed=40)
     reporter._started = 100.0
-    monkeypatch.setattr("pipeline.progress.time.monotonic", lambda: 110.0)
+    monkeypatch.setattr("ground.progress.time.monotonic", lambda: 110.0)
     reporter.completed = 60
     assert reporter.line() == "judge units: 60/100 (60%), 2.0/s, elapsed 0m10s, ~0m20s left"
 

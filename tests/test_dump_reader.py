@@ -15,11 +15,9 @@ import pytest
 from apache_beam.io.localfilesystem import LocalFileSystem
 from apache_beam.testing.util import assert_that, equal_to
 
-import pipeline.sources.dump as dump_module
-from pipeline.beam import pipeline_options
-from pipeline.errors import UserError
-from pipeline.sources import add_source_arguments, source_config, source_transform
-from pipeline.sources.dump import (
+import extract.sources.dump as dump_module
+from extract.sources import add_source_arguments, source_config, source_transform
+from extract.sources.dump import (
     SKIP_REASONS,
     ReadDump,
     dump_work_units,
@@ -27,7 +25,9 @@ from pipeline.sources.dump import (
     read_dump_unit,
     read_multistream_index,
 )
-from pipeline.sources.dump_writer import page_xml, site_header, write_multistream
+from extract.sources.dump_writer import page_xml, site_header, write_multistream
+from ground.errors import UserError
+from runtime.beam import pipeline_options
 from schemas.config import BeamOptions, ExtractConfig
 from schemas.wiki import Page, SkippedRecord
 

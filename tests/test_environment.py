@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 import synth.environment as environment
-from pipeline.io import read_records
+from ground.io import read_records
 from schemas.config import IndexConfig
 from schemas.wiki import Entity, SkippedRecord
 from synth.environment import SearchEnvironment, build_index
-from synth.wikitext import clean_wikitext, format_date, split_chunks
 from tests.trajectory_fixtures import ARTICLES, _page, make_graph
+from wikitext.plain_text import clean_wikitext, format_date, split_chunks
 
 
 @pytest.fixture(scope="module")

@@ -10,8 +10,8 @@ from pathlib import Path
 import mwparserfromhell
 import pytest
 
-import pipeline.extract as extract
-from pipeline.extract import (
+import extract.extract as extract
+from extract.extract import (
     Redirect,
     classify_record,
     extract_article,
@@ -19,7 +19,7 @@ from pipeline.extract import (
     is_head,
     resolve_redirects,
 )
-from pipeline.sources import iter_dump_pages
+from extract.sources import iter_dump_pages
 from schemas.config import ExtractConfig
 from schemas.wiki import Page, SkippedRecord
 

@@ -8,11 +8,11 @@ import datetime as dt
 
 import pytest
 
-from pipeline.cli import main
-from pipeline.extract import TABLES, extract_records, run_extract
-from pipeline.io import read_manifest, read_records, read_table
-from pipeline.sources import iter_dump_pages
-from pipeline.sources.dump_writer import page_xml, site_header
+from cli.main import main
+from extract.extract import TABLES, extract_records, run_extract
+from extract.sources import iter_dump_pages
+from extract.sources.dump_writer import page_xml, site_header
+from ground.io import read_manifest, read_records, read_table
 from schemas.config import BeamOptions, ExtractConfig
 from schemas.wiki import Page
 
@@ -187,8 +187,8 @@ def test_an_api_outage_leaves_extract_unfinished_and_a_rerun_the_same_day_fetche
     """Transient API failures are not finished work (issue 10 item 13): no manifest, a rerun retries."""
     import functools
 
-    import pipeline.sources as sources
-    from pipeline.errors import StageIncomplete
+    import extract.sources as sources
+    from ground.errors import StageIncomplete
     from tests.mediawiki_server import MediaWikiServer, WikiPage, iso
 
     monkeypatch.setattr(sources, "ApiSettings", functools.partial(sources.ApiSettings, max_retries=1, backoff_s=0.01))

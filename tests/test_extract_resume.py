@@ -16,9 +16,9 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from bench.scale import AS_OF, synthetic_pages
-from pipeline import extract, io
-from pipeline.cli import main
-from pipeline.extract import (
+from cli.main import main
+from extract import extract
+from extract.extract import (
     TABLES,
     UNIT_TABLES,
     Redirect,
@@ -28,9 +28,10 @@ from pipeline.extract import (
     resolve_redirects,
     run_extract,
 )
-from pipeline.io import WorkUnits, read_manifest, read_records, read_table
-from pipeline.sources import iter_dump_pages
-from pipeline.sources.dump_writer import write_multistream
+from extract.sources import iter_dump_pages
+from extract.sources.dump_writer import write_multistream
+from ground import io
+from ground.io import WorkUnits, read_manifest, read_records, read_table
 from schemas.base import arrow_schema, to_table
 from schemas.config import ExtractConfig
 from schemas.wiki import Relation, SkippedRecord
@@ -84,7 +85,7 @@ def test_killed_extract_resumes_only_unfinished_units(tmp_path):
     assert not (fresh / "parts").exists()  # a finished stage keeps no parts
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    process = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *args, "--out", str(resumed)], env=env,
+    process = subprocess.Popen([sys.executable, "-m", "cli.main", *args, "--out", str(resumed)], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parts = WorkUnits(resumed, UNIT_TABLES)
     stats = parts.table_folder("stats")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.extract import TABLES, run_extract
-from pipeline.infobox import normalize_parameter
-from pipeline.io import read_records
+from extract.extract import TABLES, run_extract
+from ground.io import read_records
 from schemas.config import ExtractConfig
+from wikitext.infobox import normalize_parameter
 
 ROOT = Path(__file__).resolve().parents[1]
 DUMP = ROOT / "data" / "sample" / "enwiki-sample-pages-articles-multistream.xml.bz2"

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import main
+from cli.main import main
+from ground.errors import UserError
+from ground.folder_lock import LOCK
+from ground.stage import PENDING, begin_stage
 from pipeline.dataset import SAMPLE_DUMP, SAMPLE_INDEX
-from pipeline.errors import UserError
-from pipeline.folder_lock import LOCK
-from pipeline.stage import PENDING, begin_stage
 from tests.processes import restore_sigint
 
 REPO = Path(__file__).resolve().parent.parent
@@ -90,7 +90,7 @@ def test_a_file_given_as_output_folder_is_refused(tmp_path):
 
 def _hopsmith(*args: str, cwd: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.Popen([sys.executable, "-m", "pipeline.cli", *args], cwd=cwd, env=env, text=True,
+    return subprocess.Popen([sys.executable, "-m", "cli.main", *args], cwd=cwd, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=restore_sigint)
 
 
@@ -122,7 +122,7 @@ def test_a_stage_folder_locked_by_another_process_is_not_touched(tmp_path):
     out = tmp_path / "graph"
     out.mkdir()
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from pipeline.folder_lock import lock_folder; "
+        [sys.executable, "-c", "import sys, time; from ground.folder_lock import lock_folder; "
          "lock_folder(sys.argv[1]); print('locked', flush=True); time.sleep(600)", str(out)],
         env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, text=True)
     try:

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from cli.main import main
+from extract.extract import TABLES, extract_records
+from extract.sources import iter_dump_pages
 from graph.model import ENTITY, LITERAL, MISSING, load_graph
 from graph.stats import degree_summary, graph_stats
-from pipeline.cli import main
-from pipeline.extract import TABLES, extract_records
-from pipeline.io import write_records
-from pipeline.sources import iter_dump_pages
+from ground.io import write_records
 from schemas.config import ExtractConfig
 
 DUMP = Path(__file__).resolve().parents[1] / "data" / "sample" / "enwiki-sample-pages-articles-multistream.xml.bz2"

@@ -13,12 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from extract.extract import IMPLAUSIBLE_COUNT, extract_records, run_extract
+from extract.sources import iter_dump_pages
+from extract.sources.dump import dump_work_units, read_dump_unit
+from extract.sources.dump_writer import page_xml, site_header, write_multistream
 from graph.csr import build_csr
-from pipeline.extract import IMPLAUSIBLE_COUNT, extract_records, run_extract
-from pipeline.io import read_manifest, read_table
-from pipeline.sources import iter_dump_pages
-from pipeline.sources.dump import dump_work_units, read_dump_unit
-from pipeline.sources.dump_writer import page_xml, site_header, write_multistream
+from ground.io import read_manifest, read_table
 from schemas.base import arrow_schema
 from schemas.config import BeamOptions, ExtractConfig
 from schemas.wiki import Entity, Page, Relation, SkippedRecord
@@ -239,7 +239,7 @@ def _hangs(_):
 
 def test_a_hanging_page_in_a_worker_thread_is_interrupted(monkeypatch):
     """Off the main thread no SIGALRM can be used: the watchdog interrupts the thread instead."""
-    from pipeline import extract
+    from extract import extract
 
     monkeypatch.setattr(extract, "parse_infoboxes", _hangs)
     results = []
@@ -273,7 +273,7 @@ def test_the_page_time_limit_holds_with_two_workers(tmp_path, mode):
 def test_infobox_spans_stay_linear_in_page_size():
     """Finding boxes looked back and forth for `<!--`/`-->` at every box start: a 1 MB page of boxes inside
     a comment took minutes (quadratic). It is now one pass, so the page reads well within its time limit."""
-    from pipeline import extract
+    from extract import extract
 
     text = "'''Big''' is big. <!-- " + "{{Infobox person|name=X}} " * 38_000
     config = ExtractConfig(page_timeout_s=20.0, max_page_bytes=2_000_000)

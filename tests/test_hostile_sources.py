@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from pipeline.sources.mediawiki_api import SKIP_REASONS, ApiSettings, MediaWikiApi
+from extract.sources.mediawiki_api import SKIP_REASONS, ApiSettings, MediaWikiApi
 from schemas.wiki import MAX_ID, Page, SkippedRecord
 from tests.mediawiki_server import MediaWikiServer, WikiPage
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from synth.wikitext import clean_wikitext, split_chunks
+from wikitext.plain_text import clean_wikitext, split_chunks
 
 WIKITEXT = Path(__file__).resolve().parents[2] / "shared" / "wikisamples" / "wikitext" / "wtf_wikipedia"
 

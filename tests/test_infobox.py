@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.infobox import is_skipped_parameter, normalize_parameter, parse_infoboxes
-from pipeline.wikitext import (
+from wikitext.infobox import is_skipped_parameter, normalize_parameter, parse_infoboxes
+from wikitext.markup import (
     BrokenMarkup,
     infobox_spans,
     is_disambiguation,

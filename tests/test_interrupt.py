@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.cli import InsistentInterrupt
+from cli.main import InsistentInterrupt
 from tests.processes import restore_sigint
 
 REPO = Path(__file__).resolve().parent.parent
@@ -27,7 +27,7 @@ TABLE_CHARS = set("│┃━─┏┓┗┛┡┩└┘├┤┼╇")
 def test_ctrl_c_prints_one_line_and_exits_130(tmp_path, marker, delay_s):
     out = tmp_path / "out"
     # its own process group, signalled as a whole: what a terminal does on Ctrl-C
-    run = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "dataset", "--out", str(out)], cwd=tmp_path,
+    run = subprocess.Popen([sys.executable, "-m", "cli.main", "dataset", "--out", str(out)], cwd=tmp_path,
                            env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True, start_new_session=True,
                            preexec_fn=restore_sigint)

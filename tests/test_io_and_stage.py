@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.scale import AS_OF, synthetic_pages
-from pipeline.extract import MERGE_FAN_IN, RUN_BATCH_ROWS, extract_records
-from pipeline.io import (
+from extract.extract import MERGE_FAN_IN, RUN_BATCH_ROWS, extract_records
+from ground.io import (
     WorkUnits,
     atomic_write_text,
     read_records,
@@ -20,7 +20,7 @@ from pipeline.io import (
     write_records,
     write_run,
 )
-from pipeline.stage import PENDING, begin_stage
+from ground.stage import PENDING, begin_stage
 from schemas import SkippedRecord
 from schemas.base import to_table
 from schemas.config import ExtractConfig
@@ -122,7 +122,7 @@ def test_stage_key_follows_input_content(tmp_path):
 
 
 def test_work_units_are_planned_deterministically():
-    from pipeline.io import plan_work_units
+    from ground.io import plan_work_units
 
     units = plan_work_units(["c", "a", "e", "b", "d"], key=str, size=2)
     assert [u.items for u in units] == [("a", "b"), ("c", "d"), ("e",)]
@@ -136,7 +136,7 @@ def test_the_default_runner_runs_in_process_and_never_fetches_prism(monkeypatch,
     import apache_beam
     from apache_beam.runners.portability import prism_runner
 
-    from pipeline.beam import pipeline_options
+    from runtime.beam import pipeline_options
 
     started = []
 
@@ -173,7 +173,7 @@ def _rss_growth_opening(path, readers: int) -> int:
     """Bytes of resident memory a fresh process gains by opening `readers` readers of `path` at once (as
     the merge does) and reading each one's first batch."""
     code = f"""
-from pipeline.io import parquet_file, run_batches
+from ground.io import parquet_file, run_batches
 
 def rss():
     return int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) * 1024

@@ -8,7 +8,7 @@ import time
 import pytest
 from pydantic import BaseModel
 
-from pipeline.llm import LLMClient, LLMError, LLMUnavailable, RoleReport
+from llm.client import LLMClient, LLMError, LLMUnavailable, RoleReport
 from schemas.config import LLMRole
 from tests.servers import OpenAIServer, Reply
 

@@ -23,8 +23,8 @@ import pytest
 import synth.questions as questions_module
 from critic.judge import run_judge
 from graph.walks import run_walks
-from pipeline.io import read_records
-from pipeline.llm import StageIncomplete
+from ground.io import read_records
+from llm.client import StageIncomplete
 from pipeline.renders import render_nanbeige
 from schemas.config import JudgeConfig, LLMRole, QuestionConfig, TrajectoryConfig, WalkConfig
 from schemas.critic import JudgedTrajectory
@@ -156,7 +156,7 @@ def test_an_outage_mid_run_is_retried_on_rerun_and_no_error_trajectory_is_publis
 def test_ctrl_c_ends_a_run_within_seconds(transcript, snapshot, tmp_path):
     replay = Replay(transcript, delay_s=60.0)  # a server busy with a long generation
     with OpenAIServer(replay) as server:
-        command = [sys.executable, "-m", "pipeline.cli", "trajectories", "--questions", str(snapshot / "questions"),
+        command = [sys.executable, "-m", "cli.main", "trajectories", "--questions", str(snapshot / "questions"),
                    "--index", str(snapshot / "index"), "--out", str(tmp_path / "t"), "--cache", str(tmp_path / "c"),
                    "--llm-base-url", server.base_url, "--llm-model", "gemma-3-270m"]
         process = subprocess.Popen(command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},

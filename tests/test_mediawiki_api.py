@@ -12,9 +12,9 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipeline.errors import UserError
-from pipeline.sources import add_source_arguments, source_config, source_transform
-from pipeline.sources.mediawiki_api import SKIP_REASONS, ApiSettings, MediaWikiApi, ReadFromApi, user_agent
+from extract.sources import add_source_arguments, source_config, source_transform
+from extract.sources.mediawiki_api import SKIP_REASONS, ApiSettings, MediaWikiApi, ReadFromApi, user_agent
+from ground.errors import UserError
 from schemas.config import ExtractConfig
 from schemas.wiki import Page, SkippedRecord
 from tests.mediawiki_server import MediaWikiServer, RecentChange, WikiPage, iso

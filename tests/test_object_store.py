@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pipeline import storage
-from pipeline.cli import main
+from cli.main import main
+from extract.extract import UNIT_TABLES
+from ground import storage
+from ground.folder_lock import LOCK, FolderBusy, lock_folder, unlock_folder
+from ground.io import WorkUnits, parquet_file, read_manifest, read_table, sha256_file
+from ground.stage import begin_stage
+from ground.storage import as_path, readable_folder, remove_tree
 from pipeline.dataset import STAGE_FOLDERS
-from pipeline.extract import UNIT_TABLES
-from pipeline.folder_lock import LOCK, FolderBusy, lock_folder, unlock_folder
-from pipeline.io import WorkUnits, parquet_file, read_manifest, read_table, sha256_file
-from pipeline.stage import begin_stage
-from pipeline.storage import as_path, readable_folder, remove_tree
 from pipeline.validate import validate_dataset
 from schemas.wiki import Entity
 
@@ -136,7 +136,7 @@ def test_killed_extract_resumes_on_object_storage(bucket, tmp_path):
     assert main([*args, "--out", str(fresh)]) == 0
     units = read_manifest(fresh).work_units["units"]
 
-    process = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *args, "--out", resumed],
+    process = subprocess.Popen([sys.executable, "-m", "cli.main", *args, "--out", resumed],
                                env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
@@ -188,7 +188,7 @@ def test_killed_dataset_run_resumes_on_object_storage_to_identical_shards(bucket
     _put("small.toml", config.read_bytes())
     config = f"{bucket}/small.toml"  # the config file too may lie on the store
 
-    process = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "dataset", "--config", config,
+    process = subprocess.Popen([sys.executable, "-m", "cli.main", "dataset", "--config", config,
                                 "--out", remote], env={**os.environ, "PYTHONPATH": str(ROOT)},
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parts = "ds/trajectories/parts/trajectories"

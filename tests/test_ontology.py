@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 
+from extract.extract import extract_records, named_value_key
+from extract.sources.dump import iter_dump_pages
 from graph.csr import build_csr
-from graph.ontology import DATA_DIR, load_ontology
 from graph.walks import walk_graph
-from pipeline.extract import extract_records, named_value_key
-from pipeline.infobox import normalize_parameter, parse_infoboxes
-from pipeline.sources.dump import iter_dump_pages
+from knowledge.ontology import DATA_DIR, load_ontology
 from schemas.base import to_table
 from schemas.config import ExtractConfig, QuestionConfig, WalkConfig
 from schemas.wiki import Entity, Page, Relation
 from synth.phrasing import LEXICON, phrase
 from synth.questions import EntityInfo, QuestionContext, path_gate, plan_gate, plan_question, write_template
+from wikitext.infobox import normalize_parameter, parse_infoboxes
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 WIKISAMPLES = SHARED / "wikisamples" / "xml"

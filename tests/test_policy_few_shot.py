@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pipeline.errors import UserError
+from ground.errors import UserError
 from schemas.config import LLMRole, TrajectoryConfig
 from synth.environment import SearchEnvironment
 from synth.frameworks import FRAMEWORKS, get_framework

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import constants
 
-from pipeline.cli import main
+from cli.main import main
 from pipeline.publish import files_to_publish
 from tests.dataset_fixtures import build_fixture_dataset
 from tests.servers import LoopbackServer, QuietHandler

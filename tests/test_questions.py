@@ -9,7 +9,7 @@ import re
 import pytest
 
 from graph.walks import run_walks, to_path
-from pipeline.io import read_records
+from ground.io import read_records
 from schemas.config import QuestionConfig, WalkConfig
 from schemas.questions import Path, Question
 from schemas.wiki import SkippedRecord
@@ -339,7 +339,7 @@ def test_answers_follow_the_path_in_the_graph(answer_type):
 
 
 def test_cli_walk_then_questions(tmp_path, capsys):
-    from pipeline.cli import main
+    from cli.main import main
 
     graph_dir = write_graph(tmp_path / "graph", MERKEL, MERKEL_FACTS)
     paths_dir, out = tmp_path / "paths", tmp_path / "questions"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import random
 
-from pipeline.infobox import parse_infoboxes
 from schemas.questions import Question
 from synth import describe, gates
 from synth.phrasing import has_ended
@@ -14,6 +13,7 @@ from synth.questions import cap_answers, plan_gate, plan_question, structural_ga
 from synth.report import identifying_fact_named
 from tests.test_questions import assert_reads_as_english, context, path_of
 from tests.walk_graphs import entity, fact
+from wikitext.infobox import parse_infoboxes
 
 RIVERS = [
     entity("Ohio River", "River"),

@@ -9,8 +9,8 @@ import pytest
 
 import synth.questions as questions_module
 from graph.walks import run_walks
-from pipeline.io import read_records
-from pipeline.llm import RoleReport, StageIncomplete, run_async
+from ground.io import read_records
+from llm.client import RoleReport, StageIncomplete, run_async
 from schemas.config import LLMRole, QuestionConfig, WalkConfig
 from schemas.questions import Path, Question
 from schemas.wiki import SkippedRecord

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from graph.ontology import load_ontology
+from extract.extract import run_extract
 from graph.walks import run_walks
-from pipeline.extract import run_extract
-from pipeline.io import read_records
-from pipeline.yields import below_floor
+from ground.io import read_records
+from ground.yields import below_floor
+from knowledge.ontology import load_ontology
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, WalkConfig
 from schemas.questions import Question
 from schemas.wiki import Relation

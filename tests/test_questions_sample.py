@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from extract.extract import run_extract
 from graph.walks import run_walks
-from pipeline.extract import run_extract
-from pipeline.io import read_manifest, read_records
+from ground.io import read_manifest, read_records
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, WalkConfig
 from schemas.questions import Question
 from schemas.wiki import Entity, Relation, SkippedRecord

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from pipeline.cli import main  # noqa: E402
+from cli.main import main  # noqa: E402
 from rl.cli import register  # noqa: E402
 from tests.rl_fixtures import make_dataset  # noqa: E402
 

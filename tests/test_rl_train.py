@@ -13,8 +13,8 @@ pytest.importorskip("accelerate")
 from accelerate import Accelerator  # noqa: E402
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
-from pipeline.cli import main  # noqa: E402
-from pipeline.io import read_manifest  # noqa: E402
+from cli.main import main  # noqa: E402
+from ground.io import read_manifest  # noqa: E402
 from rl.chat import render_text  # noqa: E402
 from rl.config import RLConfig  # noqa: E402
 from rl.data import build_examples, trajectory_messages  # noqa: E402

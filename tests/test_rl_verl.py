@@ -123,7 +123,7 @@ def test_export_writes_configs_and_launch_script(exported):
 
 
 def test_export_without_an_index_is_a_clear_error(tmp_path):
-    from pipeline.errors import UserError
+    from ground.errors import UserError
 
     shards = make_dataset(tmp_path / "dataset")
     with pytest.raises(UserError, match="search index"):

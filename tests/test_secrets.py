@@ -1,4 +1,4 @@
-"""No secret in any text hopsmith prints, logs or stores (`pipeline.secrets`), checked against a real LLM
+"""No secret in any text hopsmith prints, logs or stores (`schemas.secrets`, `ground.log_scrubbing`), checked against a real LLM
 endpoint on 127.0.0.1 whose error replies echo the request's credentials."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.secrets import ScrubLogs, scrub
+from ground.log_scrubbing import ScrubLogs
 from schemas.config import IndexConfig, LLMRole, TrajectoryConfig
+from schemas.secrets import scrub
 from schemas.wiki import SkippedRecord
 from synth.environment import build_index
 from synth.trajectories import run_trajectories
@@ -123,7 +124,7 @@ def test_an_endpoint_echoing_the_key_leaves_it_in_no_file_and_no_output(trajecto
     config = tmp_path / "judge.toml"
     config.write_text(f'[judge]\nmodel = "m"\napi_key_env = "{KEY_ENV}"\nmax_retries = 1\nbackoff_s = 0.01\n')
     with EchoingEndpoint(mode) as endpoint:
-        command = [sys.executable, "-m", "pipeline.cli", "-v", "--debug", "judge",
+        command = [sys.executable, "-m", "cli.main", "-v", "--debug", "judge",
                    "--trajectories", str(trajectories / "trajectories"), "--questions", str(trajectories / "questions"),
                    "--index", str(trajectories / "index"), "--out", str(run_dir / "judged"),
                    "--cache", str(run_dir / "cache"), "--config", str(config), "--judge-base-url", endpoint.base_url]

@@ -11,15 +11,15 @@ import pytest
 from critic.critical import is_corroboration
 from critic.evidence import Knowledge
 from critic.judge import load_aliases
+from ground.io import read_manifest, read_records
 from pipeline.dataset import build_dataset, load_config, run_dataset, stage_dirs
-from pipeline.io import read_manifest, read_records
-from pipeline.progress import supervision_line
+from pipeline.run_summary import supervision_line
 from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
 from schemas.questions import Question
 from synth.policies.scripted import UNIDENTIFIED_ANSWER
-from synth.wikitext import format_date
 from tests.dataset_fixtures import make_judged, make_question, write_upstream
+from wikitext.plain_text import format_date
 
 ROOT = Path(__file__).resolve().parent.parent
 

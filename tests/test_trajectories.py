@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pipeline.io import read_records
-from pipeline.llm import LLMClient, LLMUnavailable
+from ground.io import read_records
+from llm.client import LLMClient, LLMUnavailable
 from schemas.config import IndexConfig, LLMRole, TrajectoryConfig
 from schemas.questions import Question
 from schemas.trajectory import Trajectory
@@ -277,7 +277,7 @@ def test_a_600_turn_run_keeps_the_prompt_bounded(snapshot, framework_name):
 
 
 def test_commands(snapshot, tmp_path, capsys):
-    from pipeline.cli import build_parser, main
+    from cli.main import build_parser, main
     from synth.trajectories import config_from_args
 
     common = ["--questions", str(snapshot / "questions"), "--index", str(snapshot / "index")]
@@ -340,7 +340,7 @@ def test_the_scripted_searcher_reformulates_and_paginates(snapshot):
 
 def test_parts_are_streamed_into_numbered_shards(offline_run, snapshot, tmp_path, monkeypatch):
     import synth.trajectories as stage
-    from pipeline.io import WorkUnits
+    from ground.io import WorkUnits
 
     manifest, trajectories, config = offline_run
     units = stage.plan_units(read_records(Question, snapshot / "questions" / "questions"), config)

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from critic.text import contains_phrase, normalize, surface_forms
+from extract.extract import run_extract
 from graph.walks import run_walks
-from pipeline.extract import run_extract
-from pipeline.io import read_records
+from ground.io import read_records
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, TrajectoryConfig, WalkConfig
 from schemas.environment import IndexedPage
 from schemas.questions import Question

@@ -10,7 +10,7 @@ import datasets
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.io import sha256_file
+from ground.io import sha256_file
 from pipeline.layout import CHECKSUMS
 from pipeline.validate import validate_dataset
 from tests.dataset_fixtures import build_fixture_dataset

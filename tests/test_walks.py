@@ -21,7 +21,7 @@ from graph.walks import (
     to_path,
     walk_graph,
 )
-from pipeline.io import read_records
+from ground.io import read_records
 from schemas.config import WalkConfig
 from schemas.questions import Path
 from tests.walk_graphs import AS_OF, OLD, RECENT, csr, entity, fact, write_graph

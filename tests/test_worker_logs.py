@@ -14,7 +14,7 @@ from pathlib import Path
 import apache_beam as beam
 import pytest
 
-from pipeline.secrets import ScrubbedLines
+from ground.log_scrubbing import ScrubbedLines
 
 REPO = Path(__file__).resolve().parent.parent
 # one variable whose name says it holds a secret, one that only an LLM role's `api_key_env` makes one
@@ -35,8 +35,8 @@ class LogTheSecrets(beam.DoFn):
 
 def run_pipeline(verbose: bool) -> None:
     """Logging as `hopsmith` sets it up, the role registered as a stage's config does, then 2 workers."""
-    from pipeline.beam import pipeline_options
-    from pipeline.cli import configure_logging
+    from cli.main import configure_logging
+    from runtime.beam import pipeline_options
     from schemas.config import BeamOptions, LLMRole
 
     configure_logging(verbose)
@@ -50,8 +50,8 @@ def run_on_dask() -> None:
     started apart: its workers' environment does not name the role's variable)."""
     import distributed
 
-    from pipeline.beam import pipeline_options
-    from pipeline.cli import configure_logging
+    from cli.main import configure_logging
+    from runtime.beam import pipeline_options
     from schemas.config import LLMRole
 
     configure_logging(False)
@@ -105,7 +105,7 @@ def test_a_secret_written_in_pieces_is_masked_whole(monkeypatch):
 
 
 def test_a_log_call_whose_arguments_do_not_fit_is_shown_scrubbed_not_raised(monkeypatch):
-    from pipeline.secrets import ScrubLogs
+    from ground.log_scrubbing import ScrubLogs
 
     monkeypatch.setenv(NAMED, NAMED_VALUE)
     record = logging.LogRecord("x", logging.INFO, __file__, 1, "%d items for %s", (NAMED_VALUE,), None)

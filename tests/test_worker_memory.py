@@ -1,6 +1,6 @@
 """A worker's memory follows what it holds, not the size of a stage's input: its large allocations are
-mapped and unmapped (`pipeline.heap`), and the in-process runner streams a stage's input to a worker process
-in element-aligned pieces (`pipeline.beam`) instead of one message as large as a GroupByKey's output."""
+mapped and unmapped (`runtime.heap`), and the in-process runner streams a stage's input to a worker process
+in element-aligned pieces (`runtime.beam`) instead of one message as large as a GroupByKey's output."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 from apache_beam.coders import coder_impl, coders
 from apache_beam.runners.worker import data_plane
 
-from pipeline import beam as hopsmith_beam
-from pipeline.beam import piece_ends, pipeline_options
-from pipeline.heap import map_large_allocations
+from runtime import beam as hopsmith_beam
+from runtime.beam import piece_ends, pipeline_options
+from runtime.heap import map_large_allocations
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 HEAP_CHURN = """
 import sys
 sys.path.insert(0, {repo!r})
-from pipeline.heap import map_large_allocations
+from runtime.heap import map_large_allocations
 
 def rss_mib():
     return int(next(line for line in open("/proc/self/status") if line.startswith("VmRSS")).split()[1]) / 1024
@@ -56,7 +56,7 @@ def test_mapped_large_allocations_are_returned_when_freed():
 
 
 def test_worker_processes_map_large_allocations_and_bound_their_send_queue_before_beam_starts():
-    script = ("from unittest import mock; import pipeline.beam_worker as w\n"
+    script = ("from unittest import mock; import runtime.beam_worker as w\n"
               "from apache_beam.runners.worker import data_plane\n"
               "calls = []\n"
               "started = lambda argv: calls.append(('worker', data_plane._DEFAULT_SEND_QUEUE_MAX_BYTES))\n"

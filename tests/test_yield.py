@@ -1,14 +1,14 @@
 """No silent empty success: an input with no readable page is an error, an empty dataset never validates or
-publishes, and a run below its yield floors says so (`pipeline.yields`)."""
+publishes, and a run below its yield floors says so (`ground.yields`)."""
 
 from __future__ import annotations
 
 import os
 
-from pipeline.cli import main
+from cli.main import main
+from ground.stage import begin_stage
 from pipeline.dataset import build_dataset, stage_dirs
-from pipeline.progress import print_summary
-from pipeline.stage import begin_stage
+from pipeline.run_summary import print_summary
 from schemas.config import DatasetConfig
 from tests.dataset_fixtures import sample_records, write_upstream
 

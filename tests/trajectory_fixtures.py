@@ -9,8 +9,8 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from pipeline.io import write_records
-from pipeline.stage import begin_stage
+from ground.io import write_records
+from ground.stage import begin_stage
 from schemas.questions import Path as QPath
 from schemas.questions import PathHop, Question
 from schemas.wiki import Entity, Page, Provenance

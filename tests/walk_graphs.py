@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from graph.csr import CSRGraph, build_csr
-from pipeline.io import write_manifest, write_records
+from ground.io import write_manifest, write_records
 from schemas.base import to_table
 from schemas.manifest import Manifest
 from schemas.wiki import Entity, Provenance, Qualifier, Relation

@@ -34,10 +34,10 @@ from pathlib import Path
 
 import mwparserfromhell
 
-from graph.ontology import parameter_key
-from pipeline.infobox import is_box_name
-from pipeline.sources.dump import iter_dump_pages
-from pipeline.wikitext import normalize_template_name
+from extract.sources.dump import iter_dump_pages
+from knowledge.ontology import parameter_key
+from wikitext.infobox import is_box_name
+from wikitext.markup import normalize_template_name
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_SOURCE = HERE.parents[2] / "shared" / "dbpedia"

@@ -19,7 +19,7 @@ order; a last stream holds ``</mediawiki>``. The index file names, for every pag
 the stream that holds it. Titles in the index are XML-escaped as in the real index (``&amp;``).
 
 Run: ``.venv/bin/python data/sample/build_sample.py [--out DIR]`` (writes through
-``pipeline.sources.dump_writer``, the same writer tests and benchmarks use).
+``extract.sources.dump_writer``, the same writer tests and benchmarks use).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.sources.dump_writer import ENWIKI_NAMESPACES as NAMESPACES
-from pipeline.sources.dump_writer import write_multistream
+from extract.sources.dump_writer import ENWIKI_NAMESPACES as NAMESPACES
+from extract.sources.dump_writer import write_multistream
 from schemas.wiki import Page
 
 HERE = Path(__file__).resolve().parent

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from pipeline.llm import json_object_in
+from llm.client import json_object_in
 from schemas.trajectory import ToolCall, Turn
 from synth.tools import TOOL_ARGS, tool_specs
 

@@ -17,8 +17,8 @@ from typing import Protocol
 
 import openai
 
-from pipeline.io import stable_hash
-from pipeline.llm import LIVE, LLMError, LLMUnavailable
+from ground.io import stable_hash
+from llm.client import LIVE, LLMError, LLMUnavailable
 from schemas.questions import Question
 from schemas.trajectory import StopReason, Trajectory, Turn
 from synth.environment import SearchEnvironment

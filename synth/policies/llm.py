@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from pipeline.llm import LLMClient
+from llm.client import LLMClient
 from schemas.questions import Question
 from schemas.trajectory import Turn
 from synth.frameworks import ContextWindow, Framework, get_framework

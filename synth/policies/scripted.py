@@ -44,7 +44,7 @@ from synth.frameworks import Framework
 from synth.frameworks.base import ANSWER_TOOL
 from synth.phrasing import fuzz_year
 from synth.policies.base import PolicyOutput
-from synth.wikitext import INFOBOX_ROW, format_date, listed_values, split_sentences
+from wikitext.plain_text import INFOBOX_ROW, format_date, listed_values, split_sentences
 
 ERROR_KINDS = ("repeated_search", "malformed_arguments", "off_path_detour", "unsupported_claim", "premature_answer")
 _RESULT_TITLE = re.compile(r"^\d+\. (.+)$", re.MULTILINE)

@@ -22,7 +22,7 @@ import mwparserfromhell
 from mwparserfromhell.nodes import Comment, ExternalLink, Heading, HTMLEntity, Tag, Template, Text, Wikilink
 from mwparserfromhell.wikicode import Wikicode
 
-from pipeline.infobox import (
+from wikitext.infobox import (
     CONVERT_TEMPLATES,
     DATE_TEMPLATE,
     DECORATIVE_FLAGS,
@@ -35,7 +35,7 @@ from pipeline.infobox import (
     is_skipped_parameter,
     normalize_parameter,
 )
-from pipeline.wikitext import format_iso_date
+from wikitext.markup import format_iso_date
 
 _DROP_LINK_NAMESPACES = ("file:", "image:", "category:", "media:")
 # Template families shared with fact extraction, so the text an agent reads shows what the graph says.

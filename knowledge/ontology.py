@@ -148,10 +148,6 @@ class Ontology:
     def is_a(self, cls: str, ancestor: str) -> bool:
         return ancestor in (ROOT_CLASS, "") or ancestor in self.ancestors(cls)
 
-    def class_label(self, cls: str) -> str:
-        entry = self.classes.get(cls)
-        return entry.label.lower() if entry and entry.label else ""
-
     def type_from_lead(self, sentence: str) -> str | None:
         """A class from a lead sentence's "X is a ..." phrase ("... is an American rock band" -> Band): the
         last word (or two) of the phrase the overlay knows, before "of", "in", a comma, ..."""
@@ -218,11 +214,6 @@ class Ontology:
             if name is not None and cls is not None and not self.domain_fits(name, cls):
                 return None
         return self.property_aliases.get(name, name)
-
-    def property_for(self, template: str, parameter: str, cls: str | None = None) -> Property | None:
-        """The ontology property of a template parameter (None when unmapped)."""
-        name = self.mapped_name(template, parameter, cls)
-        return self.properties.get(name) if name else None
 
     def domain_fits(self, prop: str, cls: str) -> bool:
         entry = self.properties.get(prop)

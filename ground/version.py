@@ -7,7 +7,7 @@ import importlib.metadata
 from functools import cache
 from pathlib import Path
 
-PACKAGES = ("schemas", "pipeline", "graph", "synth", "critic", "rl")
+from ground.levels import PACKAGES
 
 
 @cache

@@ -10,14 +10,14 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineRunner
 
-from pipeline.heap import map_large_allocations
+from runtime.heap import map_large_allocations
 from schemas.config import BeamOptions
 
-IN_PROCESS_RUNNER = "pipeline.beam.InProcessRunner"
-# `--runner DaskRunner` is hopsmith's fixed subclass of Beam's (pipeline/dask_runner.py). Beam's
+IN_PROCESS_RUNNER = "runtime.beam.InProcessRunner"
+# `--runner DaskRunner` is hopsmith's fixed subclass of Beam's (runtime/dask_runner.py). Beam's
 # DirectRunner would first try to download and start its Prism runner binary; hopsmith never downloads
 # anything at run time, so the direct runner's names run in-process instead (PrismRunner stays available).
-RUNNER_ALIASES = {"DaskRunner": "pipeline.dask_runner.DaskRunner", "DirectRunner": IN_PROCESS_RUNNER,
+RUNNER_ALIASES = {"DaskRunner": "runtime.dask_runner.DaskRunner", "DirectRunner": IN_PROCESS_RUNNER,
                   "SwitchingDirectRunner": IN_PROCESS_RUNNER, "InProcessRunner": IN_PROCESS_RUNNER}
 # a stage's input reaches a worker process in messages of about this many bytes, cut between elements
 INPUT_MESSAGE_BYTES = 4 << 20
@@ -27,7 +27,7 @@ class InProcessRunner(PipelineRunner):
     """Beam's FnApiRunner in this process (threads, or worker processes with direct_num_workers > 1).
 
     What DirectRunner runs after its Prism attempt fails, without the attempt: no download, no binary.
-    Worker processes run `pipeline.beam_worker`, Beam's worker with secrets scrubbed from what it logs.
+    Worker processes run `runtime.beam_worker`, Beam's worker with secrets scrubbed from what it logs.
     """
 
     def run_pipeline(self, pipeline, options):
@@ -47,10 +47,10 @@ def _fn_api_runner_class():
     from apache_beam.runners.portability.fn_api_runner import fn_runner
     from apache_beam.transforms import environments
 
-    from pipeline import beam_worker
+    from runtime import beam_worker
 
     class ScrubbedWorkersRunner(fn_runner.FnApiRunner):
-        """FnApiRunner whose multi-processing workers start as `pipeline.beam_worker`: `run_pipeline` picks
+        """FnApiRunner whose multi-processing workers start as `runtime.beam_worker`: `run_pipeline` picks
         the worker command itself (Beam's bare worker), so the choice is replaced where it is stored."""
 
         @property
@@ -145,7 +145,7 @@ def use_filesystem_options(options: PipelineOptions) -> None:
 
 
 class BoundedHeapDoFn(beam.DoFn):
-    """A DoFn that maps its worker's large allocations (`pipeline.heap`) on whatever runner's worker it is
+    """A DoFn that maps its worker's large allocations (`runtime.heap`) on whatever runner's worker it is
     set up: hopsmith's own worker processes do it at start, a Dask or Flink worker here."""
 
     def setup(self):

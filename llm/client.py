@@ -40,11 +40,11 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
-from pipeline.errors import StageIncomplete
-from pipeline.io import atomic_write_text, stable_hash
-from pipeline.secrets import scrub
-from pipeline.storage import as_path
+from ground.errors import StageIncomplete
+from ground.io import atomic_write_text, stable_hash
+from ground.storage import as_path
 from schemas.config import LLMRole
+from schemas.secrets import scrub
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -1,7 +1,7 @@
 """Readers and writers for stage outputs: atomic parquet shards, sorted runs, manifests and resumable work units.
 
 Nothing here knows about a stage's logic. Every path may be local or a URL (`s3://`, `gs://`, ...: see
-`pipeline.storage`). Every write goes to a unique temporary name in the target folder and is renamed into
+`ground.storage`). Every write goes to a unique temporary name in the target folder and is renamed into
 place, so a killed run leaves either a whole file or none under the final name. A stage is finished when
 its `manifest.json` exists with the expected key; the manifest is written last and lists the stage's
 files, and readers of a finished stage read only the files it lists (`shard_files`), never whatever else
@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from pipeline.storage import MANIFEST, StorePath, as_path, is_url, put_bytes, put_file
+from ground.storage import MANIFEST, StorePath, as_path, is_url, put_bytes, put_file
 from schemas.base import arrow_schema, from_row, to_table
 from schemas.manifest import InputFile, Manifest
 
@@ -120,18 +120,8 @@ def write_records(model: type[BaseModel], records: Iterable[BaseModel], path: Pa
     return table.num_rows
 
 
-def write_record_stream(model: type[BaseModel], records: Iterable[BaseModel], path: PathLike,
-                        group_rows: int) -> int:
-    """Write records to one parquet file a row group of `group_rows` at a time, atomically: memory holds
-    one group, however many records come. No records, no file. Returns the number written. On object
-    storage the file is built in a local temporary file, then uploaded streamed (`put_file`)."""
-    records = iter(records)
-    batches = iter(lambda: list(itertools.islice(records, group_rows)), [])
-    return write_table_stream(arrow_schema(model), (to_table(model, batch) for batch in batches), path)
-
-
 def write_table_stream(schema: pa.Schema, tables: Iterable[pa.Table], path: PathLike) -> int:
-    """Write tables to one parquet file, each one row group, atomically (as `write_record_stream`)."""
+    """Write tables to one parquet file, each one row group, atomically."""
     tables = iter(tables)
     first = next(tables, None)
     if first is None:
@@ -153,7 +143,7 @@ RUN_COMPRESSION = "lz4"  # a run is scratch, written and read once per merge lev
 
 def write_run(schema: pa.Schema, tables: Iterable[pa.Table], path: PathLike, batch_rows: int) -> int:
     """Write tables to one run, an Arrow IPC stream in batches of `batch_rows`, atomically (as
-    `write_record_stream`); a run of no rows is written too. A run is read a batch at a time (`run_batches`)
+    `write_table_stream`); a run of no rows is written too. A run is read a batch at a time (`run_batches`)
     and has no footer, unlike a parquet file, whose reader holds its whole footer (~1 KB per column and row
     group): so a merge holds one batch per run however long its runs are. Returns the number written."""
     def write(tmp: str) -> int:
@@ -330,12 +320,6 @@ def read_manifest(folder: PathLike) -> Manifest | None:
 def stage_key(stage: str, config: Any, inputs: Iterable[InputFile], upstream: dict[str, str], code: str) -> str:
     """The key a stage's manifest is stored under: same inputs, config and code -> same key."""
     return stable_hash(stage, config, [i.sha256 for i in inputs], sorted(upstream.items()), code, length=32)
-
-
-def is_complete(folder: PathLike, key: str) -> bool:
-    """True when the folder holds a finished stage output for exactly this key."""
-    manifest = read_manifest(folder)
-    return manifest is not None and manifest.key == key
 
 
 class WorkUnits:

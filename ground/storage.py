@@ -3,14 +3,14 @@
 `as_path` gives a `pathlib.Path` for a local path and a `StorePath` for a URL, so a stage addresses its
 folder the same way on both: `out / "entities" / name`, `is_file()`, `glob("*.parquet")`, `iterdir()`.
 A StorePath goes through `apache_beam.io.filesystems.FileSystems` (with the run's options, see
-`pipeline.beam.use_filesystem_options`); nothing here opens a socket itself.
+`runtime.beam.use_filesystem_options`); nothing here opens a socket itself.
 
 An object store has no directories and no atomic rename. A "folder" is the prefix `url/`: it exists when
 some object lies under it, and `mkdir` is a no-op. `put_bytes` writes each object under a unique temporary
 name and then renames it (Beam: copy, then delete), so no reader ever sees a partial object under its
 final name on any scheme, including those whose writes are visible while in progress. The copy and the
 delete are not one atomic step, and need not be: hopsmith trusts only what a stage's manifest lists, which
-is written last, and a rerun removes leftover `*.tmp` objects of its own folders (see `pipeline.stage`).
+is written last, and a rerun removes leftover `*.tmp` objects of its own folders (see `ground.stage`).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ skipped. A value is split into items on `<br>`, bullets, new lines and list temp
 hlist, ubl, ...). In each item, wikilinks outside parentheses are entity objects; date templates, convert,
 flags and marriage templates become typed values; parenthesised text becomes a qualifier; what is left is
 a number, a quantity, a written date or a string. References and comments never reach a value.
-Titles are normalised here and resolved through redirects later (`pipeline.extract`).
+Titles are normalised here and resolved through redirects later (`extract.extract`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import mwparserfromhell
 from mwparserfromhell.nodes import Comment, ExternalLink, HTMLEntity, Tag, Template, Text, Wikilink
 from mwparserfromhell.wikicode import Wikicode
 
-from graph.ontology import Ontology, load_ontology
-from pipeline.wikitext import (
+from knowledge.ontology import Ontology, load_ontology
+from wikitext.markup import (
     BOX_NAMES,
     complete_date,
     is_entity_link,

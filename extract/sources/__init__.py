@@ -13,21 +13,21 @@ from pathlib import Path
 
 import apache_beam as beam
 
-from pipeline.errors import UserError
-from pipeline.sources.dump import (
+from extract.sources.dump import (
     ReadDump,
     check_readable,
     dump_work_units,
     iter_dump_pages,
     read_multistream_index,
 )
-from pipeline.sources.mediawiki_api import (
+from extract.sources.mediawiki_api import (
     RECENT_CHANGES_MAX_DAYS,
     ApiSettings,
     MediaWikiApi,
     ReadFromApi,
     check_recent_days,
 )
+from ground.errors import UserError
 from schemas.config import ExtractConfig
 
 __all__ = [

@@ -35,7 +35,7 @@ import requests
 import urllib3
 from requests.adapters import HTTPAdapter
 
-from pipeline.errors import UserError
+from ground.errors import UserError
 from schemas.base import utc
 from schemas.wiki import Page, SkippedRecord, bounded_id, invalid_detail
 

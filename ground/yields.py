@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pipeline.layout import CONFIGS
+from schemas.dataset import CONFIGS
 
 # stage -> (manifest count, floor, what it means when the count is below the floor)
 FLOORS: dict[str, list[tuple[str, int, str]]] = {

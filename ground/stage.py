@@ -8,11 +8,11 @@ hopsmith never deletes what it did not write. It only takes a folder that is new
 stage folder (a manifest or a pending marker); any other folder is refused. Starting afresh removes only
 the entries the manifest lists as the stage's (`owned`, else its outputs) or, in an unfinished folder,
 everything but the entries the pending marker lists as not ours (lines after the key). A run holds the
-folder's lock (`pipeline.folder_lock`) from `begin_stage` to `finish`.
+folder's lock (`ground.folder_lock`) from `begin_stage` to `finish`.
 
-The folder may be local or on object storage (`s3://`, `gs://`: `pipeline.storage`); the protocol needs
+The folder may be local or on object storage (`s3://`, `gs://`: `ground.storage`); the protocol needs
 no atomic rename. Files are written under unique temporary names (`*.tmp`), the manifest is written last
-and lists the stage's files, and readers trust only what it lists (`pipeline.io.shard_files`). A rerun
+and lists the stage's files, and readers trust only what it lists (`ground.io.shard_files`). A rerun
 that resumes an unfinished folder first removes the temporary files a killed run left in it.
 """
 
@@ -26,11 +26,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from pipeline.errors import UserError
-from pipeline.folder_lock import LOCK, lock_folder, unlock_folder
-from pipeline.io import MANIFEST, atomic_write_text, describe_input, read_manifest, stage_key, write_manifest
-from pipeline.storage import TEMP_SUFFIX, StorePath, as_path, remove_tree, temporaries
-from pipeline.version import code_version
+from ground.errors import UserError
+from ground.folder_lock import LOCK, lock_folder, unlock_folder
+from ground.io import MANIFEST, atomic_write_text, describe_input, read_manifest, stage_key, write_manifest
+from ground.storage import TEMP_SUFFIX, StorePath, as_path, remove_tree, temporaries
+from ground.version import code_version
 from schemas.manifest import InputFile, Manifest
 
 log = logging.getLogger(__name__)

@@ -51,7 +51,8 @@ from apache_beam.transforms import ParDo
 from apache_beam.transforms.sideinputs import SideInputMap
 from apache_beam.typehints import typehints
 
-from pipeline.secrets import register_secret_env, registered_secret_names, scrub_process_output
+from ground.log_scrubbing import scrub_process_output
+from schemas.secrets import register_secret_env, registered_secret_names
 
 
 class _TagReceiver(Receiver):
@@ -300,7 +301,7 @@ class DaskRunnerResult(beam_dask.DaskRunnerResult):
 
 
 class ScrubWorkerOutput(ddist.WorkerPlugin):
-    """On every worker, secrets masked in what it logs and prints (`pipeline.secrets.scrub_process_output`),
+    """On every worker, secrets masked in what it logs and prints (`ground.log_scrubbing.scrub_process_output`),
     including the launcher's `api_key_env` variables: a Dask worker's log lines otherwise reach its
     terminal unscrubbed."""
 

@@ -15,11 +15,12 @@ import signal
 import sys
 import threading
 
-from pipeline.errors import UserError
-from pipeline.secrets import install_log_scrubber, one_line, scrub, scrubbed_traceback
+from ground.errors import UserError
+from ground.log_scrubbing import install_log_scrubber, one_line, scrubbed_traceback
+from schemas.secrets import scrub
 
 COMMAND_MODULES = (
-    "pipeline.extract",
+    "extract.extract",
     "graph.stats",
     "graph.walks",
     "synth.questions",

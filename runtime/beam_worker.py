@@ -6,7 +6,7 @@ the worker (hopsmith's own included) then reached the terminal unscrubbed, twice
 records to the launching process, which logs them through its scrubber at the level the user chose). Here
 the worker's records are scrubbed as they are created, its stdout/stderr line by line, and its own stderr
 handler shows errors only: the rest reaches the user once, through the launching process's log. Its large
-allocations are mapped from the start (`pipeline.heap`), before Beam's data plane allocates any message,
+allocations are mapped from the start (`runtime.heap`), before Beam's data plane allocates any message,
 and the output it queues for the runner is bounded (SEND_QUEUE_BYTES).
 """
 
@@ -15,12 +15,12 @@ from __future__ import annotations
 import logging
 import sys
 
-from pipeline.heap import map_large_allocations
-from pipeline.secrets import scrub_process_output
+from ground.log_scrubbing import scrub_process_output
+from runtime.heap import map_large_allocations
 
 # what a worker still prints itself: failures before (or of) its log channel to the launching process
 WORKER_STDERR_LEVEL = logging.ERROR
-COMMAND = f"{sys.executable} -m pipeline.beam_worker"
+COMMAND = f"{sys.executable} -m runtime.beam_worker"
 # bytes a worker queues for the runner (each of Beam's two send queues; Beam's default is 100 MiB): a worker
 # that outruns the runner waits instead of holding up to 200 MiB of its output (`bench/runner_input.py`)
 SEND_QUEUE_BYTES = 16 << 20

@@ -4,7 +4,7 @@ Parsing a whole page with mwparserfromhell costs about 2 MB/s; most of a page is
 not need. These functions find what extraction needs on the raw text instead: the title normalisation of
 MediaWiki, redirects and disambiguation markers, the spans of infobox templates (brace matching, skipping
 comments and `<nowiki>`-like tags), and the lead section as plain sentences with the links they contain.
-Only the infobox spans are handed to mwparserfromhell (`pipeline.infobox`).
+Only the infobox spans are handed to mwparserfromhell (`wikitext.infobox`).
 """
 
 from __future__ import annotations

@@ -1,137 +1,24 @@
-"""Progress for long loops (done/total, rate, time left) and the end-of-run summary table read from manifests.
-
-Both print to stderr with `rich`, so stdout stays clean for whatever a command prints as its result.
-The summary is built only from the stages' `manifest.json` files: what it shows is what was recorded.
-"""
+"""What a dataset run shows while and after it runs: a stage's progress counted from the work-unit parts it
+has written, and the end-of-run summary table read from the stages' manifests (what it shows is what was
+recorded), with the SFT supervision and every yield floor missed."""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
 import threading
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TypeVar
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskProgressColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
-from rich.text import Text
 
 from critic.critical import TOOLMIND_CRITICAL_PER_TRAJECTORY, TOOLMIND_LOSS_SHARE
-from pipeline.io import read_manifest
-from pipeline.llm import LIVE, RoleReport, report_folder
-from pipeline.storage import StorePath
-from pipeline.yields import below_floor
+from ground.io import read_manifest
+from ground.progress import Reporter, console
+from ground.storage import StorePath
+from ground.yields import below_floor
+from llm.client import LIVE, RoleReport, report_folder
 from schemas.manifest import Manifest
-
-T = TypeVar("T")
-
-
-def console() -> Console:
-    return Console(stderr=True)
-
-
-def _duration(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
-
-
-class RateColumn(TextColumn):
-    """Items per second of a task."""
-
-    def __init__(self) -> None:
-        super().__init__("")
-
-    def render(self, task):
-        speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.1f}/s" if speed else "-/s")
-
-
-class Reporter:
-    """done/total, rate and time left for one task: a live bar on a terminal, a line every `every_s` in logs.
-
-    Only progress made while it runs counts towards the rate, so work resumed from an earlier run does not
-    make the estimate optimistic.
-    """
-
-    def __init__(self, description: str, total: int | None, completed: int = 0, every_s: float = 10.0,
-                 detail: Callable[[], str] | None = None):
-        self.description, self.total, self.completed = description, total, completed
-        self.detail = detail  # live text beside the count (LLM requests and episodes)
-        self.every_s = every_s
-        self._console = console()
-        self._started = time.monotonic()
-        self._resumed_from = completed
-        self._last_line = self._started
-        self._rich: Progress | None = None
-
-    def __enter__(self) -> Reporter:
-        if self._console.is_terminal:
-            self._rich = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TaskProgressColumn(),
-                RateColumn(),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=self._console,
-            )
-            self._rich.start()
-            self._task = self._rich.add_task(self.description, total=self.total, completed=self.completed)
-        return self
-
-    def update(self, completed: int) -> None:
-        if self._rich is not None and self.detail is not None:
-            self._rich.update(self._task, description=f"{self.description} ({self.detail()})")
-        if completed == self.completed and (self.detail is None or self._rich is not None):
-            return
-        self.completed = completed
-        if self._rich is not None:
-            self._rich.update(self._task, completed=completed)
-        elif time.monotonic() - self._last_line >= self.every_s:
-            self._console.print(self.line(), highlight=False)
-            self._last_line = time.monotonic()
-
-    def line(self) -> str:
-        """`<description>: done/total (pct), rate/s, elapsed, ~time left`."""
-        elapsed = time.monotonic() - self._started
-        rate = (self.completed - self._resumed_from) / elapsed if elapsed > 0 else 0.0
-        parts = [f"{self.description}: {self.completed:,}" + (f"/{self.total:,}" if self.total else "")]
-        if self.total:
-            parts[0] += f" ({self.completed / self.total:.0%})"
-        parts.append(f"{rate:,.1f}/s")
-        parts.append(f"elapsed {_duration(elapsed)}")
-        if self.total and rate > 0:
-            parts.append(f"~{_duration((self.total - self.completed) / rate)} left")
-        if self.detail is not None:
-            parts.append(self.detail())
-        return ", ".join(parts)
-
-    def __exit__(self, *exc) -> None:
-        if self._rich is not None:
-            self._rich.stop()
-        else:
-            self._console.print(self.line(), highlight=False)
-
-
-def track(items: Iterable[T], total: int | None, description: str) -> Iterator[T]:
-    """Iterate `items`, reporting done/total, rate and estimated time left on stderr."""
-    with Reporter(description, total) as reporter:
-        for done, item in enumerate(items, start=1):
-            yield item
-            reporter.update(done)
-
 
 REMOTE_POLL_S = 5.0  # counting parts on object storage is a listing request: not twice a second
 
@@ -217,7 +104,7 @@ def summary_table(stage_dirs: dict[str, Path], reused: Iterable[str] = ()) -> Ta
 
 
 def yield_lines(stage_dirs: dict[str, Path]) -> list[str]:
-    """The yield floors the finished stages missed, in plain words (`pipeline.yields`)."""
+    """The yield floors the finished stages missed, in plain words (`ground.yields`)."""
     lines = []
     for stage, folder in stage_dirs.items():
         manifest = read_manifest(folder)

@@ -36,7 +36,7 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from pipeline.errors import UserError
+from ground.errors import UserError
 from schemas.config import ExtractConfig
 from schemas.wiki import Page, SkippedRecord, bounded_id, invalid_detail
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pipeline.errors import UserError
+from ground.errors import UserError
 from schemas.config import LLMRole
 
 _FLAGS = (("base_url", "base_url"), ("model", "model"), ("api_key_env", "api_key_env"),

@@ -25,8 +25,8 @@ import socket
 import uuid
 from pathlib import Path
 
-from pipeline.errors import UserError
-from pipeline.storage import StorePath, as_path, process_alive
+from ground.errors import UserError
+from ground.storage import StorePath, as_path, process_alive
 
 LOCK = ".hopsmith.lock"
 RUN_ID = uuid.uuid4().hex  # this process's run, as a lock object names it

@@ -1,0 +1,1 @@
+"""Wikitext: markup (templates, links, separators), infobox values, and plain text for search."""
