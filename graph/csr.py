@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from ground.io import parquet_file, read_table, shard_files
 from ground.storage import as_path
+from knowledge.ontology import load_ontology
 from schemas.base import arrow_schema
 from schemas.wiki import Entity, Relation
 
@@ -178,14 +179,20 @@ def build_csr(
     *,
     as_of: dt.date,
     window_days: int,
-    exclude_relations: list[str] = (),
+    exclude_relations: list[str] | None = (),
     mapped_only: bool = False,
 ) -> CSRGraph:
     """Build the CSR graph from entity and relation tables (schemas of Entity and Relation). With
     `mapped_only`, relations whose parameter maps to no ontology property are left out (and counted)."""
     counts: Counter = Counter()
-    walkable = _walkable(relations, exclude_relations, mapped_only, counts)
+    walkable = _walkable(relations, excluded_relations(exclude_relations), mapped_only, counts)
     return _build_csr(entities, walkable, counts, as_of=as_of, window_days=window_days)
+
+
+def excluded_relations(configured: Iterable[str] | None) -> list[str]:
+    """The relations a walk never takes: those configured, or for None the non-fact relations of the ontology
+    (`data/ontology/non_facts.tsv`, `walks = skip`)."""
+    return list(load_ontology().non_fact_relations) if configured is None else list(configured)
 
 
 def _walkable(relations: pa.Table, exclude_relations, mapped_only: bool, counts: Counter) -> pa.Table:
@@ -351,7 +358,7 @@ def _row_group_reads(groups: np.ndarray, sizes: list[int]) -> Iterator[np.ndarra
         yield groups[start:]
 
 
-def load_csr(graph_dir: str | Path, *, as_of: dt.date, window_days: int, exclude_relations: list[str] = (),
+def load_csr(graph_dir: str | Path, *, as_of: dt.date, window_days: int, exclude_relations: list[str] | None = (),
              mapped_only: bool = False, keep_relations: bool = True) -> CSRGraph:
     """Read stage 1's entities/ and relations/ shards and build the CSR graph. Without `keep_relations`
     the graph holds no relation rows (a walk worker's graph: `path_hops` reads them from `source` by
@@ -363,7 +370,7 @@ def load_csr(graph_dir: str | Path, *, as_of: dt.date, window_days: int, exclude
     files = shard_files(graph_dir / "relations")
     source = RelationSource.of(files)
     columns = [*(schema.names if keep_relations else BUILD_COLUMNS), SOURCE_ROW]
-    kept = []
+    kept, exclude_relations = [], excluded_relations(exclude_relations)
     # a batch of relation rows at a time: the unmapped, excluded (`links_to`) and objectless rows, most of
     # the table, are never all in memory, only the rows the graph keeps (and `relations` holds)
     for file, start in zip(files, source.offsets[:-1], strict=True):

@@ -32,7 +32,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import ValidationError
 
-from graph.csr import LITERAL, PAGE, CSRGraph, RelationSource, load_csr, split_literal_key
+from graph.csr import LITERAL, PAGE, CSRGraph, RelationSource, excluded_relations, load_csr, split_literal_key
 from ground.errors import UserError
 from ground.io import atomic_write_text, read_manifest, stable_hash, write_records
 from ground.stage import begin_stage
@@ -722,7 +722,8 @@ def run_walks(
     """Stage `walk`: sample conditional walks from stage 1's graph into `out_dir/paths/*.parquet`."""
     graph_dir, out_dir = as_path(graph_dir), as_path(out_dir)
     as_of, window_days = resolve_window(graph_dir, config)
-    resolved = config.model_copy(update={"as_of": as_of, "window_days": window_days})
+    resolved = config.model_copy(update={"as_of": as_of, "window_days": window_days,
+                                         "exclude_relations": excluded_relations(config.exclude_relations)})
     run = begin_stage(STAGE, out_dir, resolved, upstream_dirs={"extract": graph_dir})
     if run.done:
         return run.finished
@@ -786,7 +787,7 @@ def register(subparsers) -> None:
 def _command(args, beam_args) -> int:
     if read_manifest(args.graph) is None:
         raise UserError(f"--graph {args.graph} holds no finished stage 1 output: run `hopsmith extract` first")
-    excluded = [r for r in WalkConfig().exclude_relations if r not in args.include_relation] + args.exclude_relation
+    excluded = [r for r in excluded_relations(None) if r not in args.include_relation] + args.exclude_relation
     try:
         config = WalkConfig(
             hops=args.hops, walks_per_start=args.walks_per_start, max_paths=args.max_paths,

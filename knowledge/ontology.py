@@ -1,9 +1,10 @@
 """The relation ontology: infobox template -> class, template parameter -> property, and what each property is.
 
 Read from the committed tables in `data/ontology/` (never from ../shared): the DBpedia-derived TSVs written by
-`data/ontology/build_ontology.py`, and the hand-kept `overlay.toml` with what the mappings lack for the
+`data/ontology/build_ontology.py`, the hand-kept `overlay.toml` with what the mappings lack for the
 infoboxes hopsmith meets (template redirects, unmapped templates and parameters, plumbing, lead-sentence
-and category types). Extraction names relations by property (`birthPlace`), phrasing and gates read a
+and category types), and `non_facts.tsv`: the names that carry no fact (parameters extraction drops, relations
+walks never take). Extraction names relations by property (`birthPlace`), phrasing and gates read a
 property's label, domain, range, object-vs-literal, single-valuedness and whether one value identifies its
 subject in the world (inverse-functional), and a class's ancestors here.
 """
@@ -82,7 +83,7 @@ class Ontology:
 
     def __init__(self, properties: dict[str, Property], classes: dict[str, OntologyClass],
                  templates: dict[str, list[ClassRule]], parameters: dict[tuple[str, str], str],
-                 overlay: dict):
+                 overlay: dict, non_facts: list[dict[str, str]]):
         self.properties = properties
         self.classes = classes
         self.templates = templates
@@ -95,7 +96,8 @@ class Ontology:
         self.plumbing_tokens: dict[str, str] = plumbing.get("tokens", {})
         self.plumbing_prefixes: dict[str, str] = plumbing.get("prefixes", {})
         self.plumbing_suffixes: dict[str, str] = plumbing.get("suffixes", {})
-        self.plumbing_names: dict[str, str] = plumbing.get("names", {})
+        self.plumbing_names = {row["name"]: row["extraction"] for row in non_facts if row["extraction"] != "-"}
+        self.non_fact_relations = tuple(row["name"] for row in non_facts if row["walks"] == "skip")  # walks skip these
         self.template_renames: dict[str, dict[str, str]] = overlay.get("template_property_renames", {})
         self.terms: dict = {"start_parameters": {}, "end_parameters": {}, "bound_properties": [],
                             **overlay.get("terms", {})}
@@ -337,8 +339,9 @@ def _split_camel(name: str) -> str:
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
+    """A tab-separated table's rows by its header (lines starting `#` before the header are its comment)."""
     with path.open(encoding="utf-8", newline="") as handle:
-        return list(csv.DictReader(handle, delimiter="\t"))
+        return list(csv.DictReader((line for line in handle if not line.startswith("#")), delimiter="\t"))
 
 
 @functools.lru_cache(maxsize=4)
@@ -369,7 +372,7 @@ def load_ontology(data_dir: str | Path = DATA_DIR) -> Ontology:
     parameters = {(row["template"], row["parameter"]): row["property"] for row in _rows(data_dir / "parameters.tsv")}
     for row in overlay.get("parameters", []):
         parameters[(row.get("template", ANY_TEMPLATE), row["parameter"])] = row["property"]
-    return Ontology(properties, classes, templates, parameters, overlay)
+    return Ontology(properties, classes, templates, parameters, overlay, _rows(data_dir / "non_facts.tsv"))
 
 
 def _replace(prop: Property, **changes) -> Property:

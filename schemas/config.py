@@ -85,18 +85,6 @@ class ExtractConfig(_Config):
     output_shards: int = Field(default=4, ge=1, description="parquet shards per output table")
 
 
-# Lead-section links, and infobox parameters that restate the page's own name or describe formatting:
-# a question whose last hop is one of these asks for the previous node under another label.
-NON_FACT_RELATIONS = (
-    "links_to", "name", "birth_name", "native_name", "native_name_lang", "conventional_long_name", "common_name",
-    "official_name", "other_names", "alt", "caption", "image", "image_caption", "signature", "logo", "map",
-    "subdivision_type", "settlement_type", "type", "honorific_prefix", "honorific_suffix", "population_as_of",
-    "website", "url", "coordinates", "footnotes", "module", "embed",
-    # trivia that repeats across thousands of pages and makes poor answers
-    "timezone", "time_zone", "utc_offset", "calling_code", "cctld", "drives_on", "postal_code", "area_code",
-)
-
-
 class WalkConfig(_Config):
     hops: list[int] = [2, 3, 4]
     walks_per_start: int = 24
@@ -110,9 +98,10 @@ class WalkConfig(_Config):
     require_recent_fact: bool = True
     allow_literal_answers: bool = True
     seed: int = 0
-    exclude_relations: list[str] = Field(
-        default_factory=lambda: list(NON_FACT_RELATIONS),
-        description="edges never walked: weak lead links and infobox parameters that name or format the page",
+    exclude_relations: list[str] | None = Field(
+        default=None,
+        description="edges never walked; None: the `walks = skip` rows of data/ontology/non_facts.tsv (weak lead "
+        "links, infobox parameters that name or format the page, trivia), which the walk stage records here",
     )
     mapped_only: bool = Field(default=True, description="walk only relations mapped to an ontology property")
     as_of: dt.date | None = None
