@@ -21,6 +21,7 @@ from mwparserfromhell.nodes import Comment, ExternalLink, HTMLEntity, Tag, Templ
 from mwparserfromhell.wikicode import Wikicode
 
 from knowledge.ontology import Ontology, load_ontology
+from knowledge.templates import template_vocabulary
 from wikitext.markup import (
     BOX_NAMES,
     complete_date,
@@ -35,28 +36,10 @@ from wikitext.markup import (
 
 _GROUP_INDEX = re.compile(r"^(?P<base>.*?[a-z_\-)])(?P<index>\d+)$")
 _SQUARE_UNIT = re.compile(r"(?:^|_)(?:km|mi|m|ft|sq_mi|sq_km)2$")  # area_total_km2 is a unit, not a group
-LIST_TEMPLATES = frozenset(
-    {"plainlist", "plain list", "flatlist", "flat list", "hlist", "ubl", "unbulleted list", "ublist",
-     "bulleted list", "bulletedlist", "blist", "ordered list", "collapsible list", "cslist", "comma separated list",
-     "endplainlist", "startplainlist", "endflatlist", "startflatlist", "br separated entries", "enum"}
-)
-UNWRAP_TEMPLATES = frozenset({"nowrap", "nobr", "small", "big", "longitem", "nobold", "noitalic", "center", "resize"})
-KEEP_LAST_TEMPLATES = frozenset({"lang", "langx", "transl", "native name"})
-FLAG_TEMPLATES = frozenset({"flag", "flagcountry", "flag country", "flagu", "flagicon", "flagdeco", "flag icon"})
-DECORATIVE_FLAGS = frozenset({"flagicon", "flagdeco", "flag icon"})
-MARRIAGE_TEMPLATES = frozenset({"marriage", "married"})
-CONVERT_TEMPLATES = frozenset({"convert", "cvt"})
+VOCABULARY = template_vocabulary()  # list, unwrap, flag, marriage, convert templates, ... (data/ontology/)
 DATE_TEMPLATE = re.compile(
     r"^(?:(?P<kind>birth|death|start|end|film|release|founded|dissolved)[ _-]?date(?P<age> and age| and years)?"
     r"(?P<two>2)?|(?P<short>dob|bda|dda|dts|date|start date and years)|(?P<yearonly>(?:birth|death) year(?: and age)?))$"
-)
-_RANGE_WORDS = frozenset({"to", "-", "–", "and", "&", "x", "by", "or", "+/-", "±", "to(-)"})
-_END_REASONS = {"div": "divorced", "divorced": "divorced", "d": "died", "died": "died", "his death": "died",
-                "her death": "died", "sep": "separated", "separated": "separated", "annulled": "annulled",
-                "ann": "annulled"}
-_DATE_PARAMETER_TOKENS = frozenset(
-    "date year founded established formed opened released born died start end first last introduced "
-    "inception launched completed dissolved built".split()
 )
 _PARENS = re.compile(r"\(([^()]*)\)")
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$")
@@ -203,7 +186,7 @@ def _strip_comments(text: str) -> str:
 
 
 def _expects_date(relation: str) -> bool:
-    return any(token in _DATE_PARAMETER_TOKENS for token in relation.split("_"))
+    return any(token in VOCABULARY.date_parameter_tokens for token in relation.split("_"))
 
 
 # ------------------------------------------------------------------------------------------- splitting
@@ -235,14 +218,14 @@ def _split_into(nodes, items: list[list]) -> None:
             continue
         if isinstance(node, Template):
             name = normalize_template_name(str(node.name))
-            if name in LIST_TEMPLATES:
+            if name in VOCABULARY.lists:
                 items.append([])
                 for param in node.params:
                     if not param.showkey:
                         _split_into(param.value.nodes, items)
                         items.append([])
                 continue
-            if name in UNWRAP_TEMPLATES and node.has("1"):
+            if name in VOCABULARY.unwrap and node.has("1"):
                 _split_into(node.get("1").value.nodes, items)
                 continue
         items[-1].append(node)
@@ -353,19 +336,19 @@ def template_value(template: Template, relation: str) -> tuple[list[Fact], str]:
     date_match = DATE_TEMPLATE.match(name)
     if date_match and positional:
         return date_facts(relation, date_match, positional), ""
-    if name in CONVERT_TEMPLATES and positional:
+    if name in VOCABULARY.convert and positional:
         return convert_fact(relation, [str(p).strip() for p in positional]), ""
-    if name in FLAG_TEMPLATES and positional:
-        if name in DECORATIVE_FLAGS:
+    if name in VOCABULARY.flags and positional:
+        if name in VOCABULARY.decorative_flags:
             return [], ""
         return [Fact(relation, "", "", "entity", tail=normalize_title(_plain(positional[0])))], ""
-    if name in MARRIAGE_TEMPLATES and positional:
+    if name in VOCABULARY.marriage and positional:
         return [marriage_fact(relation, template, positional)], ""
-    if name in KEEP_LAST_TEMPLATES and positional:
+    if name in VOCABULARY.keep_last and positional:
         return [], _plain(positional[-1])
     if name.startswith("lang-") and positional:
         return [], _plain(positional[-1])
-    if name in ("abbr", "abbrlink", "url", "official url", "start and end dates") and positional:
+    if name in VOCABULARY.first_argument_text and positional:
         return [], _plain(positional[0])
     return [], ""
 
@@ -407,7 +390,7 @@ def date_facts(relation: str, match: re.Match, positional: list[Wikicode]) -> li
 def convert_fact(relation: str, positional: list[str]) -> list[Fact]:
     """{{convert|346|km|mi}} -> 346 km; {{convert|10|to|20|km}} -> 10 km (the first number and its unit)."""
     number = positional[0].replace(",", "")
-    unit = next((p for p in positional[1:] if p and p.lower() not in _RANGE_WORDS and not _is_number(p)), None)
+    unit = next((p for p in positional[1:] if p and p.lower() not in VOCABULARY.range_words and not _is_number(p)), None)
     quantity = parse_quantity(number)
     if not quantity:
         return []
@@ -433,7 +416,7 @@ def marriage_fact(relation: str, template: Template, positional: list[Wikicode])
     if template.has("end"):
         reason = _plain(template.get("end").value).lower().strip(" .")
         if reason:
-            fact.qualifiers.append(("end_reason", _END_REASONS.get(reason, reason)))
+            fact.qualifiers.append(("end_reason", VOCABULARY.end_reasons.get(reason, reason)))
     return fact
 
 

@@ -15,6 +15,8 @@ import html
 import re
 from dataclasses import dataclass, field
 
+from knowledge.templates import separator_templates, template_vocabulary
+
 # ---------------------------------------------------------------------------------------------- titles
 
 NAMESPACE_PREFIXES = frozenset(
@@ -414,12 +416,9 @@ def split_top_level(inner: str) -> list[str]:
 
 _TEMPLATE_NAME = re.compile(r"\{\{\s*([^|{}]*)")
 _INLINE_DATE_TEMPLATES = re.compile(r"^(birth|death|start|end|film|release)[ _-]?date|^(dob|bda|dda|dts)$")
-_SYMBOL_TEMPLATES = {"snd": " – ", "spaced ndash": " – ", "spnd": " – ", "ndash": "–", "mdash": "—", "nbsp": " ",
-                     "sndash": " – ", "dash": " – ", "pi": "π", "'": "'"}
-_FIRST_ARGUMENT_TEMPLATES = frozenset(
-    {"nowrap", "nobr", "small", "big", "ill", "interlanguage link", "nihongo", "nihongo2", "nihongo3", "korean"}
-)
-_KEEP_ARGUMENT_TEMPLATES = _FIRST_ARGUMENT_TEMPLATES | {"lang", "langx", "transl"}
+_SYMBOL_TEMPLATES = separator_templates("lead")  # {{ndash}} -> "–" (data/separator_templates.tsv, `lead`)
+_FIRST_ARGUMENT_TEMPLATES = template_vocabulary().lead_first_argument
+_KEEP_ARGUMENT_TEMPLATES = _FIRST_ARGUMENT_TEMPLATES | template_vocabulary().lead_last_argument
 
 
 _RENDERED_TEMPLATES = frozenset({"convert", "cvt"}) | _KEEP_ARGUMENT_TEMPLATES | frozenset(_SYMBOL_TEMPLATES)

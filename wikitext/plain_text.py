@@ -8,58 +8,33 @@ which the scripted policy uses too, so a fact stated in an ISO value can be foun
 
 Separators survive as a reader sees them: infobox rows and list items stay one per line (an oversized
 paragraph is cut at line ends before sentence ends, and its lines keep their breaks), table cells are
-joined by " | ", and separator templates (`{{\\}}`, `{{•}}`, `{{snd}}`; data/separator_templates.tsv) print
+joined by " | ", and separator templates (`{{\\}}`, `{{•}}`, `{{snd}}`; data/separator_templates.tsv, its `index` column) print
 their separator instead of vanishing.
 """
 
 from __future__ import annotations
 
 import re
-from functools import cache
-from pathlib import Path
 
 import mwparserfromhell
 from mwparserfromhell.nodes import Comment, ExternalLink, Heading, HTMLEntity, Tag, Template, Text, Wikilink
 from mwparserfromhell.wikicode import Wikicode
 
-from wikitext.infobox import (
-    CONVERT_TEMPLATES,
-    DATE_TEMPLATE,
-    DECORATIVE_FLAGS,
-    FLAG_TEMPLATES,
-    KEEP_LAST_TEMPLATES,
-    LIST_TEMPLATES,
-    MARRIAGE_TEMPLATES,
-    UNWRAP_TEMPLATES,
-    is_box_name,
-    is_skipped_parameter,
-    normalize_parameter,
-)
+from knowledge.templates import separator_templates
+from wikitext.infobox import DATE_TEMPLATE, VOCABULARY, is_box_name, is_skipped_parameter, normalize_parameter
 from wikitext.markup import format_iso_date
 
 _DROP_LINK_NAMESPACES = ("file:", "image:", "category:", "media:")
 # Template families shared with fact extraction, so the text an agent reads shows what the graph says.
-_SHOWN_FLAGS = FLAG_TEMPLATES - DECORATIVE_FLAGS
-_KEEP_LAST = KEEP_LAST_TEMPLATES | UNWRAP_TEMPLATES
+_SHOWN_FLAGS = VOCABULARY.flags - VOCABULARY.decorative_flags
+_KEEP_LAST = VOCABULARY.keep_last | VOCABULARY.unwrap
+_SEPARATORS = separator_templates("index")
 _DROP_TAGS = {"ref", "references", "gallery", "math", "score", "timeline", "syntaxhighlight"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])|\n+")
 _ABBREVIATION_END = re.compile(r"(\b[A-Z]|\b(m|b|d|c|ca|St|Dr|Mr|Mrs|Ms|Jr|Sr|Inc|Co|No|vs|Mt|Ft|Gen|Col|Lt|Gov|Sen|Rep|U\.S|U\.K|e\.g|i\.e))\.$")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 _SPACE_RUNS = re.compile(r"[ \t\u00a0]+")
-SEPARATOR_TABLE = Path(__file__).resolve().parent.parent / "data" / "separator_templates.tsv"
 TABLE_CELL_SEPARATOR = " | "
-
-
-@cache
-def separator_templates() -> dict[str, str]:
-    """Template name -> the separator it prints (data/separator_templates.tsv; values are JSON-style quoted)."""
-    table = {}
-    for line in SEPARATOR_TABLE.read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        name, _, text = line.partition("\t")
-        table[name.strip()] = text.strip()[1:-1]
-    return table
 
 
 def format_date(value: str) -> str:
@@ -134,18 +109,18 @@ def _render_template(template: Template) -> str:
         return _render_infobox(template)
     if DATE_TEMPLATE.match(name):
         return _render_date(template)
-    if name in MARRIAGE_TEMPLATES:
+    if name in VOCABULARY.marriage:
         return _render_marriage(template)
-    if name in LIST_TEMPLATES:
+    if name in VOCABULARY.lists:
         return _render_list(template)
-    if name in CONVERT_TEMPLATES:
+    if name in VOCABULARY.convert:
         positional = _positional(template)
         return " ".join(positional[:2])
     if name in _SHOWN_FLAGS:
         positional = _positional(template)
         return positional[0] if positional else ""
-    if name in separator_templates():
-        return separator_templates()[name]
+    if name in _SEPARATORS:
+        return _SEPARATORS[name]
     if name in _KEEP_LAST or name.startswith("lang-"):
         positional = [p for p in template.params if not p.showkey]
         return _render(positional[-1].value) if positional else ""
