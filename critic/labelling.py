@@ -52,6 +52,7 @@ import datetime as dt
 import re
 import unicodedata
 
+from knowledge.lexicon import stop_words
 from schemas.questions import Question
 from schemas.trajectory import Trajectory, Turn
 from synth.matching import match_answer
@@ -73,9 +74,7 @@ _BOXED = re.compile(r"\\boxed\{([^}]*)\}")
 _LABEL_OF = re.compile(r"\b[Tt]he ([a-z][a-z ]{1,30}?) of ([A-Z][\w.'-]*(?: [A-Z][\w.'-]*)*) (?:is|was) ([^.;]+)")
 _POSSESSIVE = re.compile(r"\b([A-Z][\w.-]*(?: [A-Z][\w.-]*)*)['’]s ([a-z][a-z ]{1,30}?) (?:is|was) ([^.;]+)")
 _BORN = re.compile(r"\b([A-Z][\w.-]*(?: [A-Z][\w.-]*)*) was born (on|in) ([^.;]+?)(?=\.\s|[.;]|$)")
-_STOP_WORDS = {"a", "an", "the", "of", "and", "or", "in", "on", "at", "to", "for", "by", "with", "from", "is", "was",
-               "are", "were", "what", "which", "who", "whom", "whose", "where", "when", "how", "that", "this", "it",
-               "its", "his", "her", "their", "did", "does", "do"}
+_STOP_WORDS = stop_words("question_words")
 _OUR_WORDS = re.compile(r"\byou are an? [\w-]+ (?:agent|assistant)\b|\bresearch agent\b|\bone tool at a time\b|"
                         r"\bError:|could not be parsed", re.I)
 _EMPTY = re.compile(r"^(No results|No occurrence)", re.I)

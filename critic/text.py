@@ -12,19 +12,13 @@ import re
 from collections.abc import Iterable
 from functools import lru_cache
 
+from knowledge.lexicon import stop_words
 from synth.matching import normalize_answer
 
 # Observations recur turn after turn (and in every check): normalise each distinct text once.
 normalize = lru_cache(maxsize=16384)(normalize_answer)
 
-STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have having he
-    her here hers him his how i if in into is it its itself just me more most my no nor not now of off on once only
-    or other our out over own same she should so some such than that the their them then there these they this
-    those through to too under until up very was we were what when where which while who whom why will with would
-    you your yours one two first page chunk result results title snippet""".split()
-)
+STOPWORDS = stop_words("agent_text")  # data/stop_words.toml
 
 # Capitalised words that open sentences in agent reasoning without naming anything.
 DISCOURSE_WORDS = frozenset(

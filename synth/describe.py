@@ -22,11 +22,10 @@ from pathlib import Path
 
 from graph.csr import LITERAL, LITERAL_PREFIX, split_literal_key
 from ground.io import stable_hash
+from knowledge.lexicon import LEXICON, RelationPhrase
 from knowledge.ontology import load_ontology
 from synth import gates
 from synth.phrasing import (
-    LEXICON,
-    RelationPhrase,
     as_common_noun,
     display_title,
     fuzz_year,

@@ -44,6 +44,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from graph.csr import LITERAL, LITERAL_PREFIX, CSRGraph, split_literal_key
+from knowledge.lexicon import stop_words
 from knowledge.ontology import load_ontology
 from llm.client import LLMClient, LLMError, LLMUnavailable
 from schemas.questions import Path
@@ -113,10 +114,7 @@ def intermediate_leak(text: str, names: Iterable[str]) -> str | None:
 
 
 # Words that carry no constraint: question words, articles, auxiliaries, frame fillers.
-_FILLER = frozenset(
-    "a an the of in on at to for by from with and or is was are were be been has have had does did do what "
-    "which who whom whose where when how many much that this its his her their it as s o name named".split()
-)
+_FILLER = stop_words("question_words", "question_frames")
 STEM = 5  # words agree on their first letters: "directed" ~ "director", "married" ~ "marriage"
 
 

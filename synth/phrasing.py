@@ -1,11 +1,11 @@
 """English for question writing: relation phrases, entity type nouns, fuzzy dates, literal answer variants.
 
-Relation names are ontology properties (`birthPlace`, `spouse`, `populationTotal`; graph/ontology.py).
-The lexicon (`data/ontology/lexicon.toml`) gives the common ones a noun ("the spouse of X") and, where a
-verb reads better, a question frame ("Where was X born?"); other properties read as their DBpedia label,
-unmapped parameters as a noun built from the parameter name. Facts that can change over time (office
-holders, populations, spouses, clubs) are flagged so questions state an as-of date. Entity types are
-ontology classes, named by the nouns of `data/ontology/type_nouns.toml`.
+Relation names are ontology properties (`birthPlace`, `spouse`, `populationTotal`; knowledge/ontology.py).
+The lexicon (`data/ontology/lexicon.toml`, read by knowledge/lexicon.py) gives the common ones a noun ("the
+spouse of X") and, where a verb reads better, a question frame ("Where was X born?"); other properties read as
+their DBpedia label, unmapped parameters as a noun built from the parameter name. Facts that can change over
+time (office holders, populations, spouses, clubs) are flagged so questions state an as-of date. Entity types
+are ontology classes, named by the nouns of `data/ontology/type_nouns.toml`.
 """
 
 from __future__ import annotations
@@ -13,37 +13,13 @@ from __future__ import annotations
 import datetime as dt
 import re
 import tomllib
-from dataclasses import dataclass
-from pathlib import Path
 
+from knowledge.lexicon import LEXICON, MUTABLE_HINTS, PARAMETER_WORDS, WORK_LEXICON, RelationPhrase
 from knowledge.ontology import DATA_DIR, load_ontology
 from knowledge.ontology import lead_noun_phrase as description_noun  # noqa: F401  (questions read it from here)
 
-LEXICON_FILE = DATA_DIR / "lexicon.toml"
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
-
-
-@dataclass(frozen=True)
-class RelationPhrase:
-    noun: str  # "the {noun} of X"
-    ask: tuple[str, ...] = ()  # final-hop question frames with {s}; empty -> built from the noun
-    clue: str = ""  # clue sentence "{s} ... {o}" used by the chained style; empty -> "The {noun} of {s} is {o}."
-    mutable: bool = False  # the fact can change over time: state the as-of date
-    count_ask: str = ""  # frame for a numeric answer ("How many children does {s} have?")
-    common_objects: bool = False  # objects are common nouns, lower case in running text ("include screenwriter")
-    guessable: bool = False  # never asked for: its value is one of a handful that the question's words suggest
-
-
-def _r(noun: str, *ask: str, clue: str = "", mutable: bool = False, count_ask: str = "",
-       common_objects: bool = False, guessable: bool = False) -> RelationPhrase:
-    return RelationPhrase(noun, tuple(ask), clue, mutable, count_ask, common_objects, guessable)
-
-
-def _entry(entry: dict) -> RelationPhrase:
-    return _r(entry["noun"], *entry.get("ask", ()), clue=entry.get("clue", ""), mutable=entry.get("mutable", False),
-              count_ask=entry.get("count_ask", ""), common_objects=entry.get("common_objects", False),
-              guessable=entry.get("guessable", False))
 
 
 def as_common_noun(name: str) -> str:
@@ -51,15 +27,6 @@ def as_common_noun(name: str) -> str:
     return name[:1].lower() + name[1:] if name[:1].isupper() and name[1:2].islower() else name
 
 
-def _load_lexicon(path: Path = LEXICON_FILE) -> tuple[dict[str, RelationPhrase], dict[str, RelationPhrase]]:
-    """The entries, and the variants of those whose subject reads differently when it is a creative work
-    (a sub-table `work`: a novel is *from* a country, a city is *in* one)."""
-    table = tomllib.loads(path.read_text(encoding="utf-8"))
-    works = {name: _entry({**entry, **entry["work"]}) for name, entry in table.items() if "work" in entry}
-    return {name: _entry(entry) for name, entry in table.items()}, works
-
-
-LEXICON, WORK_LEXICON = _load_lexicon()
 WORK_CLASS = "Work"
 
 
@@ -68,12 +35,6 @@ def is_work(entity_type: str | None) -> bool:
     ontology = load_ontology()
     cls = ontology.find_class(entity_type or "")
     return cls is not None and ontology.is_a(cls, WORK_CLASS)
-
-# Fallback word fixes for unlisted parameters ("num" -> "number of", "loc" -> "location").
-_WORD_FIXES = {"num": "number of", "loc": "location", "hq": "headquarters", "pop": "population", "km2": "in km²",
-               "yr": "year", "org": "organisation", "dept": "department"}
-_MUTABLE_HINTS = ("leader", "president", "mayor", "ceo", "chair", "owner", "population", "spouse", "team", "club",
-                  "manager", "coach", "employer", "members", "incumbent", "holder", "party", "current")
 
 
 def phrase(relation: str, work: bool = False) -> RelationPhrase:
@@ -86,11 +47,11 @@ def phrase(relation: str, work: bool = False) -> RelationPhrase:
     ontology = load_ontology()
     if relation in ontology.properties:
         return RelationPhrase(noun=ontology.label(relation).lower(),
-                              mutable=any(h in relation.lower() for h in _MUTABLE_HINTS))
-    words = [_WORD_FIXES.get(w, w) for w in relation.split("_") if w]
+                              mutable=any(h in relation.lower() for h in MUTABLE_HINTS))
+    words = [PARAMETER_WORDS.get(w, w) for w in relation.split("_") if w]
     noun = " ".join(words) or relation
     return RelationPhrase(noun=f"listed {noun}" if noun.endswith("ed") else noun,
-                          mutable=any(h in relation for h in _MUTABLE_HINTS))
+                          mutable=any(h in relation for h in MUTABLE_HINTS))
 
 
 def has_ended(qualifiers: dict[str, str], as_of: dt.date) -> bool:

@@ -39,6 +39,7 @@ from ground.io import (
 )
 from ground.stage import begin_stage
 from ground.storage import as_path
+from knowledge.lexicon import PAST_TENSE, TIDY
 from knowledge.ontology import load_ontology
 from llm.client import (
     LLMClient,
@@ -341,13 +342,9 @@ def _described(plan: Plan, position: int) -> str:
 
 # --- the template engine -------------------------------------------------------------------------------
 
-# Present -> past for a fact that has ended ("is married to" -> "was married to").
-_PAST = ((" is ", " was "), ("Who is ", "Who was "), ("What is ", "What was "), (" does ", " did "),
-         (" are ", " were "), (" holds", " held"))
-
-
 def _past(template: str) -> str:
-    for present, past in _PAST:
+    """Present -> past for a fact that has ended ("is married to" -> "was married to"; data/ontology/phrasing.toml)."""
+    for present, past in PAST_TENSE:
         template = template.replace(present, past)
     return template
 
@@ -421,7 +418,7 @@ def _clue_sentence(relation: str, subject: str, obj: str, ended: bool, work: boo
 
 
 def _tidy(text: str) -> str:
-    for bad, good in ((",?", "?"), (",.", "."), (" ,", ","), (" ?", "?"), ("  ", " "), ("..", ".")):
+    for bad, good in TIDY:
         text = text.replace(bad, good)
     return text.strip()
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import bm25s
 import numpy as np
-from bm25s.stopwords import STOPWORDS_EN
 
 from ground.io import read_manifest, read_records, shard_files
 from ground.storage import as_path, readable_folder
+from knowledge.lexicon import stop_words
 from schemas.config import IndexConfig
 from schemas.environment import IndexedPage
 from synth.tools import validate_call
@@ -32,7 +32,7 @@ TITLE_INDEX = "bm25_title"
 SNIPPET_CHARS = 240
 MAX_FIND_MATCHES = 8
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
-_STOPWORDS = frozenset(STOPWORDS_EN)
+_STOPWORDS = stop_words("search")  # bm25s's English list (data/stop_words.toml)
 
 
 def _title_key(title: str) -> str:
@@ -40,7 +40,7 @@ def _title_key(title: str) -> str:
 
 
 def tokenize(texts: list[str]) -> list[list[str]]:
-    """Lower-cased word tokens without English stopwords (bm25s's pattern and list): one tokenizer for
+    """Lower-cased word tokens without English stopwords (bm25s's pattern and stop words): one tokenizer for
     documents and queries, cheap enough to run on every search call."""
     return [[token for token in _TOKEN.findall(text.lower()) if token not in _STOPWORDS] for text in texts]
 

@@ -19,11 +19,12 @@ from extract.extract import extract_records, named_value_key
 from extract.sources.dump import iter_dump_pages
 from graph.csr import build_csr
 from graph.walks import walk_graph
+from knowledge.lexicon import LEXICON
 from knowledge.ontology import DATA_DIR, load_ontology
 from schemas.base import to_table
 from schemas.config import ExtractConfig, QuestionConfig, WalkConfig
 from schemas.wiki import Entity, Page, Relation
-from synth.phrasing import LEXICON, phrase
+from synth.phrasing import phrase
 from synth.questions import EntityInfo, QuestionContext, path_gate, plan_gate, plan_question, write_template
 from wikitext.infobox import normalize_parameter, parse_infoboxes
 
