@@ -1,60 +1,24 @@
-"""Quality gates for written questions; each failing gate is a counted rejection reason.
+"""Graph-side checks of a question: what its path and the facts it states single out over the graph.
 
-- `vague_answer`: a one-word lower-case string answer, an infobox keyword rather than a fact;
-- `answer_leak`: the answer or one of its aliases appears in the question text;
-- `evidence_leak`: the question copies a long n-gram of a hop's evidence sentence;
-- `intermediate_leak`: an obfuscated intermediate entity is named anyway (the question loses a hop);
-- `start_leak`: the start entity is described, but the text names it anyway;
-- `fewer_hops`: the answer is reachable from the start entity in fewer hops than the question asks;
-- `reversed_place`: a hop says a place lies in another that the graph says lies in it (an infobox listing
-  a city's boroughs as its regions), so the question would state a false containment;
-- `start_not_unique`: another entity fits every attribute the question describes the start entity by;
-- `multi_valued_hop`: an intermediate hop leads to several objects (pages, objects without a page and
-  literals alike: the graph is an open world) that the question's clues do not tell apart;
-- `alternative_answer`: the final hop, with the clues (or a tree question's branches) on the answer,
-  reaches more than one object;
-- `identifying_clue`: what the text says of an entity it does not name (the start, an intermediate, the
-  answer's branches) is a fact whose one object picks the entity out in the world ("a country whose capital
-  is London"): one search finds it, so the chain before it is never needed (the ontology's
-  inverse-functional properties; the planner avoids such facts where others single the entity out);
-- `tree_branch`: a tree question's branch does not hold for the answer, or is not needed to single it out;
-- `dominant_answer`: the answer is the most common object of its final relation across the graph (a
-  guess, not a search, would find it);
-- `answer_cap`: one answer already fills its share of the run (applied by the stage);
-- `one_search`: the question text as one `search` in the agents' environment shows the answer or the
-  answer's page in its top k;
-- `missing_as_of`: a fact on the path can change, but the text states no as-of date;
-- `unfaithful`: an LLM-written text does not express the plan it was given (the start entity, each
-  intermediate's description, the relations of the chain, above all the one asked for), so the gold
-  path may not answer it ("What is the name of your company?");
-- `shortcut`: a model answers correctly without tools in any of n attempts (async, LLM configured); when
-  none of its replies is usable the question falls back to the offline gates (`one_search`), counted as
-  `llm:shortcut-check:fallbacks` and marked `shortcut:offline` on the question;
-- `duplicate`: applied across the whole run by the stage (same text, or same start/relations/answer).
+`FactIndex` holds the lookups the checks (and `synth.describe`) read; `Clue` is one fact a question states
+of an entity it does not name. The checks here read the graph and the path, never the text: a vague
+answer, fewer hops, a reversed place, open-world uniqueness of the start, every hop and a tree's branches,
+an identifying clue, a clue shortcut, a dominant answer. The text-side checks are `synth.text_gates`; the
+order a question meets them in, and the catalogue of every rejection reason, `synth.question_gates`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-from pydantic import BaseModel
 
 from graph.csr import LITERAL, LITERAL_PREFIX, CSRGraph, split_literal_key
-from knowledge.lexicon import stop_words
 from knowledge.ontology import load_ontology
-from llm.client import LLMClient, LLMError, LLMUnavailable
 from schemas.questions import Path
-from synth.matching import match_answer, normalize_answer
 from synth.phrasing import parse_date, phrase, type_noun
 
-GATES = ("vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
-         "identifying_clue", "clue_shortcut",
-         "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
-         "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap")
 MAX_FRONTIER = 100_000
 
 
@@ -67,86 +31,6 @@ class Clue:
     attribute: str | None = None  # relation of a fact of the node stated in the text, e.g. "birth_date"
     years: tuple[int, int] | None = None  # a date fact: the inclusive year range the fuzzed date stands for
     object: str | None = None  # an entity fact: the object named in the text ("a city in Ireland")
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _tokens(text: str) -> tuple[str, ...]:
-    """Normalised tokens; cached, as every gate reads the same question text and names again."""
-    return tuple(normalize_answer(text).split())
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _padded(text: str) -> str:
-    """" token token ... ": a phrase occurs on token boundaries where its padded form is a substring."""
-    return f" {' '.join(_tokens(text))} "
-
-
-def contains_phrase(text: str, phrase: str) -> bool:
-    """Whether the normalised phrase occurs in the normalised text on token boundaries."""
-    return bool(_tokens(phrase)) and _padded(phrase) in _padded(text)
-
-
-def answer_leak(text: str, answer: str, aliases: Iterable[str]) -> str | None:
-    for form in (answer, *aliases):
-        if contains_phrase(text, form):
-            return form
-    return None
-
-
-def evidence_leak(text: str, evidence: Iterable[str | None], n: int) -> str | None:
-    """The first n-token window shared by the question and an evidence sentence, if any."""
-    question = _tokens(text)
-    grams = {tuple(question[i : i + n]) for i in range(len(question) - n + 1)}
-    for sentence in evidence:
-        tokens = _tokens(sentence or "")
-        for i in range(len(tokens) - n + 1):
-            if tuple(tokens[i : i + n]) in grams:
-                return " ".join(tokens[i : i + n])
-    return None
-
-
-def intermediate_leak(text: str, names: Iterable[str]) -> str | None:
-    for name in names:
-        bare = name.split(" (")[0]
-        if contains_phrase(text, name) or (len(bare) > 3 and contains_phrase(text, bare)):
-            return name
-    return None
-
-
-# Words that carry no constraint: question words, articles, auxiliaries, frame fillers.
-_FILLER = stop_words("question_words", "question_frames")
-STEM = 5  # words agree on their first letters: "directed" ~ "director", "married" ~ "marriage"
-
-
-def content_stems(text: str) -> set[str]:
-    return {t[:STEM] for t in _tokens(text) if t not in _FILLER and len(t) > 1}
-
-
-def relation_stems(relation: str) -> set[str]:
-    """Every content word by which the relation's lexicon entry expresses it (noun, question and clue frames)."""
-    entry = phrase(relation)
-    frames = " ".join((entry.noun, *entry.ask, entry.clue, entry.count_ask)).replace("{s}", " ").replace("{o}", " ")
-    return content_stems(frames) | content_stems(relation.replace("_", " "))
-
-
-def unfaithful(text: str, mentions: Iterable[tuple[str, str]], relations: list[str]) -> str | None:
-    """Why `text` does not express its plan, or None.
-
-    `mentions` are (what, phrase) pairs the plan gave (the start entity, each intermediate's description):
-    at least half of each phrase's content words must be in the text. Of `relations` (the chain's, in
-    order), the last (what is asked for) must be expressed and at least half of all of them.
-    """
-    words = content_stems(text)
-    for what, given in mentions:
-        needed = content_stems(given)
-        if needed and len(needed & words) * 2 < len(needed):
-            return f"{what} ({given!r}) is not in the text"
-    expressed = [bool(relation_stems(r) & words) for r in relations]
-    if relations and not expressed[-1]:
-        return f"the asked relation {relations[-1]!r} is not in the text"
-    if sum(expressed) * 2 < len(relations):
-        return f"only {sum(expressed)} of {len(relations)} relations of the chain are in the text"
-    return None
 
 
 def vague_answer(path: Path) -> str | None:
@@ -494,20 +378,6 @@ def answer_node(graph: CSRGraph, path: Path) -> int | None:
     return None
 
 
-def one_search(environment, text: str, answer: str, forms: Iterable[str], top_k: int) -> str | None:
-    """The retrieval shortcut: the question as one `search` lists the answer's page or shows the answer."""
-    page = environment.resolve(answer)
-    needles = [(form, _tokens(form)) for form in dict.fromkeys([answer, *forms])]
-    for rank, hit in enumerate(environment.search(text, top_k), 1):
-        if page is not None and hit.title == page.title:
-            return f"the answer's page {hit.title!r} is result {rank}"
-        shown = " ".join(_tokens(f"{hit.title} {hit.snippet}"))
-        for form, tokens in needles:
-            if tokens and f" {' '.join(tokens)} " in f" {shown} ":
-                return f"result {rank} ({hit.title!r}) shows {form!r}"
-    return None
-
-
 def reversed_place(graph: CSRGraph, path: Path, place_relations) -> str | None:
     """Why a hop over a place relation ("X lies in Y") is contradicted by Y lying in X, or None."""
     ids = path_node_ids(graph, path)
@@ -559,36 +429,4 @@ def fewer_hops(graph: CSRGraph, path: Path) -> str | None:
         fresh = [int(n) for n in np.unique(targets) if int(n) not in seen]
         seen.update(fresh)
         frontier = np.array(fresh[:MAX_FRONTIER], np.int64)
-    return None
-
-
-class ClosedBookAnswer(BaseModel):
-    answer: str
-
-
-SHORTCUT_PROMPT = (
-    "Answer the question from memory, without searching. Reply with JSON {\"answer\": str}: a short answer "
-    "(a name, date or number), your best guess even when unsure."
-)
-
-
-async def shortcut(client: LLMClient, text: str, answer: str, aliases: list[str], attempts: int) -> str | None:
-    """Ask the model `attempts` times without tools; return the first answer that matches, if any.
-
-    Attempts whose reply stays unusable are left out; when none is usable the last `LLMError` is raised (the
-    caller falls back to the offline gates), and a transient failure (`LLMUnavailable`) always propagates."""
-    messages = [{"role": "system", "content": SHORTCUT_PROMPT}, {"role": "user", "content": text}]
-    results = await asyncio.gather(*[
-        client.complete_json(messages, ClosedBookAnswer, cache_salt=f"shortcut-attempt-{i}") for i in range(attempts)
-    ], return_exceptions=True)
-    errors = [r for r in results if isinstance(r, BaseException)]
-    for error in errors:
-        if isinstance(error, LLMUnavailable) or not isinstance(error, LLMError):
-            raise error
-    replies = [r for r in results if not isinstance(r, BaseException)]
-    if errors and not replies:
-        raise errors[-1]
-    for reply in replies:
-        if match_answer(reply.answer, answer, aliases).correct:
-            return reply.answer
     return None

@@ -9,7 +9,6 @@ figures go into the run summary and the dataset card, with the gates the questio
 from __future__ import annotations
 
 import functools
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from schemas.config import QuestionConfig, WalkConfig
 from schemas.questions import Path as Path_
 from schemas.questions import Question
 from schemas.wiki import Entity, SkippedRecord
-from synth import describe, gates
+from synth import describe, gates, text_gates
 from synth.matching import normalize_answer
 
 TOP_ANSWERS = 5
@@ -51,7 +50,7 @@ FACT_WINDOW = 6  # words before a name that state its fact ("whose notable works
 def _fact_stems(relation: str) -> frozenset[str]:
     """The words a question states a relation's fact in: the lexicon's frames and the attribute table's own."""
     forms = describe.attribute_table()["relations"].get(relation, {})
-    return frozenset(gates.relation_stems(relation) | gates.content_stems(" ".join(forms.values()).replace("{o}", " ")))
+    return frozenset(text_gates.relation_stems(relation) | text_gates.content_stems(" ".join(forms.values()).replace("{o}", " ")))
 
 
 def identifying_fact_named(graph, node: int, text: str) -> str | None:
@@ -70,7 +69,7 @@ def identifying_fact_named(graph, node: int, text: str) -> str | None:
         for form in dict.fromkeys((label, label.split(" (")[0])):
             name = normalize_answer(form).split()
             for i in range(len(words) - len(name) + 1) if name else ():
-                before = {w[: gates.STEM] for w in words[max(i - FACT_WINDOW, 0) : i]}
+                before = {w[: text_gates.STEM] for w in words[max(i - FACT_WINDOW, 0) : i]}
                 if words[i : i + len(name)] == name and before & _fact_stems(relation):
                     return form
     return None
@@ -127,11 +126,11 @@ def measure(folders: dict[str, Path], top_k: int | None = None) -> dict[str, Any
         answers[normalize_answer(question.answer)] += 1
         relations.update(h.relation for h in path.hops)
         classes.update(types[n] or "untyped" for n in path.nodes if n in types)
-        named += identifies[0] or gates.intermediate_leak(question.text, [path.start, *aliases.get(path.start, [])]) is not None
+        named += identifies[0] or text_gates.intermediate_leak(question.text, [path.start, *aliases.get(path.start, [])]) is not None
         dominant += gates.dominant_answer(facts, path) is not None
         if environment is not None:
-            one_search += gates.one_search(environment, question.text, question.answer, question.aliases,
-                                           top_k) is not None
+            one_search += text_gates.one_search(environment, question.text, question.answer, question.aliases,
+                                                top_k) is not None
     total = len(questions)
     top = answers.most_common(TOP_ANSWERS)
     tree_share = _share(sum(n for k, n in by_shape.items() if k.endswith("tree")), total)
@@ -253,28 +252,3 @@ def print_report(report: dict[str, Any]) -> None:
     for name, value in report_rows(report):
         table.add_row(str(name), str(value))
     console().print(table)
-
-
-def register(subparsers) -> None:
-    parser = subparsers.add_parser(
-        "question-report",
-        help="how hard a run's questions are: hops and shapes, named starts, one-search and prior answers",
-        description="Measure the questions of a run folder (OUT/questions with OUT/graph and OUT/index): "
-        "questions per hop count and shape, the share naming the start entity (or a fact that identifies it "
-        "in the world), the share naming such a fact of an intermediate, the share whose text as one "
-        "search shows the answer, the share answered by the final relation's dominant object, the top-5 "
-        "answer share, and the relations and classes used.",
-    )
-    parser.add_argument("out", help="the run folder (`hopsmith dataset --out`)")
-    parser.add_argument("--top-k", type=int, default=None, help="results of the one search (default: the run's)")
-    parser.add_argument("--json", action="store_true", help="print JSON")
-    parser.set_defaults(func=_command)
-
-
-def _command(args, beam_args) -> int:
-    report = question_report(args.out, args.top_k)
-    if args.json:
-        print(json.dumps(report, indent=1, ensure_ascii=False))
-    else:
-        print_report(report)
-    return 0

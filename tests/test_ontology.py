@@ -25,7 +25,9 @@ from schemas.base import to_table
 from schemas.config import ExtractConfig, QuestionConfig, WalkConfig
 from schemas.wiki import Entity, Page, Relation
 from synth.phrasing import phrase
-from synth.questions import EntityInfo, QuestionContext, path_gate, plan_gate, plan_question, write_template
+from synth.question_gates import path_gate, plan_gate
+from synth.question_plan import EntityInfo, QuestionContext, plan_question
+from synth.question_writers import write_template
 from wikitext.infobox import normalize_parameter, parse_infoboxes
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"

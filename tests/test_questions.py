@@ -13,7 +13,7 @@ from ground.io import read_records
 from schemas.config import QuestionConfig, WalkConfig
 from schemas.questions import Path, Question
 from schemas.wiki import SkippedRecord
-from synth import describe, gates
+from synth import describe, gates, text_gates
 from synth.phrasing import (
     CONSONANT_SOUND,
     as_common_noun,
@@ -23,16 +23,10 @@ from synth.phrasing import (
     phrase,
     type_noun,
 )
-from synth.questions import (
-    EntityInfo,
-    QuestionContext,
-    answer_aliases,
-    deduplicate,
-    plan_question,
-    run_questions,
-    structural_gate,
-    write_template,
-)
+from synth.question_gates import answer_aliases, structural_gate
+from synth.question_plan import EntityInfo, QuestionContext, plan_question
+from synth.question_writers import write_template
+from synth.questions import deduplicate, run_questions
 from tests.walk_graphs import AS_OF, OLD, csr, entity, fact, write_graph
 
 MERKEL = [
@@ -140,15 +134,15 @@ def test_an_answer_the_question_suggests_is_vague():
 
 
 def test_leak_gates():
-    assert gates.answer_leak("Where was the spouse of X born, near Hosena?", "Hosena", []) == "Hosena"
-    assert gates.answer_leak("Which university did HU Berlin's rival...?", "Humboldt University of Berlin", ["HU Berlin"])
-    assert gates.answer_leak("Who founded Hosenaville?", "Hosena", []) is None  # token boundaries
+    assert text_gates.answer_leak("Where was the spouse of X born, near Hosena?", "Hosena", []) == "Hosena"
+    assert text_gates.answer_leak("Which university did HU Berlin's rival...?", "Humboldt University of Berlin", ["HU Berlin"])
+    assert text_gates.answer_leak("Who founded Hosenaville?", "Hosena", []) is None  # token boundaries
     evidence = ["Sauer was born in Hosena, a village near Senftenberg in the Lusatia region of Brandenburg."]
     leaky = "Which village near Senftenberg in the Lusatia region of Brandenburg was the spouse born in?"
-    assert gates.evidence_leak(leaky, evidence, 8)
-    assert gates.evidence_leak("Where was the spouse of Angela Merkel born?", evidence, 8) is None
-    assert gates.intermediate_leak("Where was Joachim Sauer born?", ["Joachim Sauer"]) == "Joachim Sauer"
-    assert gates.intermediate_leak("Where was Paris born?", ["Paris (band)"]) == "Paris (band)"
+    assert text_gates.evidence_leak(leaky, evidence, 8)
+    assert text_gates.evidence_leak("Where was the spouse of Angela Merkel born?", evidence, 8) is None
+    assert text_gates.intermediate_leak("Where was Joachim Sauer born?", ["Joachim Sauer"]) == "Joachim Sauer"
+    assert text_gates.intermediate_leak("Where was Paris born?", ["Paris (band)"]) == "Paris (band)"
 
 
 # "a" before a vowel unless it sounds a consonant ("a university", "a Ukrainian": phrasing's own list).
@@ -178,8 +172,8 @@ def test_template_questions_read_well_and_obfuscate_intermediates():
         for style in ("nested", "clues"):
             draft = write_template(ctx, path, plan_question(ctx, path, style))
             assert_reads_as_english(draft.text)
-            assert gates.intermediate_leak(draft.text, path.nodes[1:-1]) is None
-            assert gates.answer_leak(draft.text, path.answer, answer_aliases(ctx, path)) is None
+            assert text_gates.intermediate_leak(draft.text, path.nodes[1:-1]) is None
+            assert text_gates.answer_leak(draft.text, path.answer, answer_aliases(ctx, path)) is None
             assert "Angela Merkel" in draft.text
             assert draft.text.startswith("As of March 2026, ")  # a spouse can change
             styles.update(o for o in draft.obfuscations if o.startswith("style:"))

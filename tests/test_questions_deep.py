@@ -9,7 +9,10 @@ import random
 from schemas.questions import Question
 from synth import describe, gates
 from synth.phrasing import has_ended
-from synth.questions import cap_answers, plan_gate, plan_question, structural_gate, write_template
+from synth.question_gates import plan_gate, structural_gate
+from synth.question_plan import plan_question
+from synth.question_writers import write_template
+from synth.questions import cap_answers
 from synth.report import identifying_fact_named
 from tests.test_questions import assert_reads_as_english, context, path_of
 from tests.walk_graphs import entity, fact

@@ -14,6 +14,7 @@ from llm.client import RoleReport, StageIncomplete, run_async
 from schemas.config import LLMRole, QuestionConfig, WalkConfig
 from schemas.questions import Path, Question
 from schemas.wiki import SkippedRecord
+from synth.question_plan import EntityInfo
 from tests.servers import OpenAIServer, Reply
 from tests.test_questions import MERKEL, MERKEL_FACTS
 from tests.walk_graphs import write_graph
@@ -236,7 +237,7 @@ def test_llm_question_copying_an_intermediate_description_is_rejected(tmp_path, 
     with OpenAIServer(copies) as server:
         config = named(role(server))
         ctx = questions_module._load_context(graph_dir, paths_dir, config)
-        ctx.entities["Joachim Sauer"] = questions_module.EntityInfo("Infobox scientist", lead, [])
+        ctx.entities["Joachim Sauer"] = EntityInfo("Infobox scientist", lead, [])
         kept, skipped = run_async(lambda: questions_module.process_unit(ctx, [path], None))
     assert kept == [] and skipped[0].reason == "evidence_leak"
     assert "german quantum chemist and professor emeritus at" in skipped[0].detail

@@ -13,9 +13,10 @@ from ground.io import read_manifest, read_records
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, WalkConfig
 from schemas.questions import Question
 from schemas.wiki import Entity, Relation, SkippedRecord
-from synth import describe, gates
+from synth import describe, gates, text_gates
 from synth.environment import build_index
-from synth.questions import _load_context, plan_question, run_questions
+from synth.question_plan import plan_question
+from synth.questions import _load_context, run_questions
 from synth.report import question_report, report_rows, tree_note
 from tests.test_questions import assert_reads_as_english
 
@@ -67,8 +68,8 @@ def test_questions_of_two_three_and_four_hops_with_every_path_accounted_for(samp
 def test_no_question_leaks_its_answer_or_names_an_intermediate(sample):
     _, _, questions, _, _, entities, _ = sample
     for question in questions:
-        assert gates.answer_leak(question.text, question.answer, question.aliases) is None, question.text
-        assert gates.intermediate_leak(question.text, question.path.nodes[:-1]) is None, question.text
+        assert text_gates.answer_leak(question.text, question.answer, question.aliases) is None, question.text
+        assert text_gates.intermediate_leak(question.text, question.path.nodes[:-1]) is None, question.text
         if question.answer in entities:
             assert set(entities[question.answer].aliases) <= set(question.aliases)
 

@@ -1,0 +1,158 @@
+"""The gates a question passes, in order; each failing gate is a counted rejection reason (`GATES`).
+
+`path_gate` (the path alone, before planning), `plan_gate` (what the plan states, before any text),
+`text_gate` (the written text, either writer's) and `faithfulness_gate` (an LLM's text) apply the
+graph-side checks of `synth.gates` and the text-side ones of `synth.text_gates` to a question's context
+and plan; they stand apart from `synth.gates` because they read `synth.describe`, which builds on it.
+
+- `vague_answer`: a one-word lower-case string answer, an infobox keyword rather than a fact;
+- `answer_leak`: the answer or one of its aliases appears in the question text;
+- `evidence_leak`: the question copies a long n-gram of a hop's evidence sentence;
+- `intermediate_leak`: an obfuscated intermediate entity is named anyway (the question loses a hop);
+- `start_leak`: the start entity is described, but the text names it anyway;
+- `fewer_hops`: the answer is reachable from the start entity in fewer hops than the question asks;
+- `reversed_place`: a hop says a place lies in another that the graph says lies in it (an infobox listing
+  a city's boroughs as its regions), so the question would state a false containment;
+- `start_not_unique`: another entity fits every attribute the question describes the start entity by;
+- `multi_valued_hop`: an intermediate hop leads to several objects (pages, objects without a page and
+  literals alike: the graph is an open world) that the question's clues do not tell apart;
+- `alternative_answer`: the final hop, with the clues (or a tree question's branches) on the answer,
+  reaches more than one object;
+- `identifying_clue`: what the text says of an entity it does not name (the start, an intermediate, the
+  answer's branches) is a fact whose one object picks the entity out in the world ("a country whose capital
+  is London"): one search finds it, so the chain before it is never needed (the ontology's
+  inverse-functional properties; the planner avoids such facts where others single the entity out);
+- `tree_branch`: a tree question's branch does not hold for the answer, or is not needed to single it out;
+- `dominant_answer`: the answer is the most common object of its final relation across the graph (a
+  guess, not a search, would find it);
+- `answer_cap`: one answer already fills its share of the run (applied by the stage);
+- `one_search`: the question text as one `search` in the agents' environment shows the answer or the
+  answer's page in its top k;
+- `missing_as_of`: a fact on the path can change, but the text states no as-of date;
+- `unfaithful`: an LLM-written text does not express the plan it was given (the start entity, each
+  intermediate's description, the relations of the chain, above all the one asked for), so the gold
+  path may not answer it ("What is the name of your company?");
+- `shortcut`: a model answers correctly without tools in any of n attempts (async, LLM configured); when
+  none of its replies is usable the question falls back to the offline gates (`one_search`), counted as
+  `llm:shortcut-check:fallbacks` and marked `shortcut:offline` on the question;
+- `duplicate`: applied across the whole run by the stage (same text, or same start/relations/answer).
+"""
+
+from __future__ import annotations
+
+from graph.csr import split_literal_key
+from schemas.questions import Path
+from synth import describe, gates, text_gates
+from synth.environment import SearchEnvironment
+from synth.phrasing import date_variants, number_variants
+from synth.question_plan import Plan, QuestionContext, described_as
+
+GATES = ("vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
+         "identifying_clue", "clue_shortcut",
+         "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
+         "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap")
+
+
+def answer_aliases(ctx: QuestionContext, path: Path) -> list[str]:
+    """Redirect titles and the bare title for entities; date and number surface forms for literals."""
+    last = path.hops[-1]
+    if path.answer_type == "entity":
+        info = ctx.entities.get(path.answer)
+        forms = [*(info.aliases if info else []), path.answer.split(" (")[0]]
+    elif path.answer_type == "date":
+        forms = date_variants(last.value or path.answer)
+    elif path.answer_type in ("number", "quantity"):
+        node = gates.answer_node(ctx.graph, path)
+        unit = split_literal_key(ctx.graph.keys[node])[2] if node is not None else None
+        forms = number_variants(last.value or path.answer, unit)
+    else:
+        forms = []
+    return [f for f in dict.fromkeys(forms) if f and f != path.answer]
+
+
+def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
+    """Gates on the path alone, checked before any planning: a vague answer, a shortcut through the graph,
+    an answer that a prior over the final relation would guess."""
+    if (detail := gates.vague_answer(path)) is not None:
+        return "vague_answer", detail
+    if (detail := gates.fewer_hops(ctx.graph, path)) is not None:
+        return "fewer_hops", detail
+    if (detail := gates.reversed_place(ctx.graph, path, describe.attribute_table()["places"])) is not None:
+        return "reversed_place", detail
+    if ctx.config.reject_dominant_answer and (detail := gates.dominant_answer(ctx.facts, path)) is not None:
+        return "dominant_answer", detail
+    return None
+
+
+def structural_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] | None:
+    """Gates that need no text: checked before a writer spends an LLM call."""
+    return path_gate(ctx, path) or plan_gate(ctx, path, plan)
+
+
+def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] | None:
+    """Open-world uniqueness of what the plan states: the described start, every hop, a tree's branches."""
+    if plan.unresolved is not None:
+        gate = "start_not_unique" if plan.unresolved == 0 else "multi_valued_hop"
+        failed = gates.unique_chain(ctx.facts, path, plan.clues, plan.start_described)
+        return failed or (gate, f"no attributes single out position {plan.unresolved} ({path.nodes[plan.unresolved]})")
+    if (failed := gates.unique_chain(ctx.facts, path, plan.clues, plan.start_described)) is not None:
+        return failed
+    if plan.branching and (detail := gates.tree_branches(ctx.facts, path, [b.clue for b in plan.branches])):
+        return "tree_branch", detail
+    if (detail := gates.identifying_clue(ctx.facts, plan.clues)) is not None:
+        return "identifying_clue", detail
+    if (detail := gates.clue_shortcut(ctx.facts, path, plan.clues)) is not None:
+        return "clue_shortcut", detail
+    if 0 in plan.tree_positions and (detail := gates.start_intersection(
+            ctx.facts, [c for c in plan.clues if c.position == 0], gates.path_node_ids(ctx.graph, path)[0])):
+        return "tree_branch", detail
+    return None
+
+
+def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: list[str],
+              environment: SearchEnvironment | None = None) -> tuple[str, str] | None:
+    """Gates on the written text (either engine's): leaks, the as-of date a changeable fact needs, and the
+    retrieval shortcut (one search in the agents' environment)."""
+    if (form := text_gates.answer_leak(text, path.answer, aliases)) is not None:
+        return "answer_leak", form
+    # Evidence sentences of the hops, and the lead sentences of the intermediates (a writer that copies
+    # a long stretch of either hands the searcher a direct hit).
+    evidence = [ctx.graph.relations["evidence"][int(i)].as_py() for i in _edge_rows(ctx, path)]
+    evidence += [ctx.entities[t].description for t in path.nodes[1:-1] if t in ctx.entities]
+    if (gram := text_gates.evidence_leak(text, evidence, ctx.config.leak_ngram)) is not None:
+        return "evidence_leak", gram
+    if (name := text_gates.intermediate_leak(text, path.nodes[1:-1])) is not None:
+        return "intermediate_leak", name
+    if plan.start_described and (name := text_gates.intermediate_leak(text, [path.start])) is not None:
+        return "start_leak", name
+    if plan.as_of_text and f"as of {plan.as_of_text}".lower() not in text.lower():
+        return "missing_as_of", f"a fact can change but the text does not say 'As of {plan.as_of_text}'"
+    top_k = ctx.config.one_search_top_k
+    if environment is not None and top_k and (
+            found := text_gates.one_search(environment, text, path.answer, aliases, top_k)) is not None:
+        return "one_search", found
+    return None
+
+
+def faithfulness_gate(path: Path, plan: Plan, text: str) -> tuple[str, str] | None:
+    """An LLM's text must say what its prompt gave it: the start (its name, or its description when it is
+    described), each intermediate's description, the chain."""
+    start = described_as(plan, 0) if plan.start_described else path.start.split(" (")[0]
+    mentions = [("the start entity", start)]
+    mentions += [(f"entity {p}", described_as(plan, p)) for p in range(1, len(path.nodes) - 1) if p in plan.nouns]
+    mentions += [("an answer constraint", branch.predicate) for branch in plan.branches]
+    if (detail := text_gates.unfaithful(text, mentions, [hop.relation for hop in path.hops])) is not None:
+        return "unfaithful", detail
+    return None
+
+
+def _edge_rows(ctx: QuestionContext, path: Path) -> list[int]:
+    graph, rows = ctx.graph, []
+    for hop, tail in zip(path.hops, path.nodes[1:], strict=True):
+        head, relation = graph.node_id(hop.head), graph.relation_id(hop.relation)
+        if head is None or relation is None:
+            continue
+        for edge in range(graph.indptr[head], graph.indptr[head + 1]):
+            if graph.rel[edge] == relation and graph.label(graph.dst[edge]) == tail:
+                rows.append(int(graph.edge_row[edge]))
+    return rows

@@ -1,0 +1,277 @@
+"""Question planning: what a question may say about every entity it does not name, before any text.
+
+For each path a *plan* fixes what the question may say about every intermediate entity (a type noun and
+a fuzzed date attribute, never its name), the start entity when it is described, a tree question's
+branches on the answer, the tense of every hop and whether an as-of date must be stated. Every statement
+is also a `gates.Clue`, so the structural gates (`synth.question_gates.plan_gate`) check exactly what
+the text will say. `QuestionContext` is what planning, writing and gating read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from dataclasses import dataclass, field
+
+from graph.csr import CSRGraph
+from ground.io import stable_hash
+from knowledge.ontology import load_ontology
+from schemas.config import QuestionConfig
+from schemas.questions import Path
+from synth import describe, gates
+from synth.describe import Attribute
+from synth.phrasing import PERSON_NOUNS, description_noun, has_ended, is_mutable, month_year, type_noun
+
+
+@dataclass
+class EntityInfo:
+    type: str
+    description: str
+    aliases: list[str]
+
+
+@dataclass
+class QuestionContext:
+    """Everything a unit needs; in the Beam pipeline it is built by a step and shared as a side input."""
+
+    graph: CSRGraph
+    entities: dict[str, EntityInfo]
+    as_of: dt.date
+    config: QuestionConfig
+    paths: dict[str, Path] = field(default_factory=dict)  # path_id -> Path, filled for the pipeline
+    tree_share: float = 0.0  # the walk's `tree_share`: paths drawn to be trees prefer intersecting branches
+    attribute_cache: dict = field(default_factory=dict)  # `describe.attributes` per node, read once
+    facts: gates.FactIndex = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.facts = gates.FactIndex(self.graph)
+
+
+@dataclass
+class Plan:
+    """What a question may say about each entity it does not name, the constraints that implies, the tense
+    of every hop and the as-of date. Positions index `path.nodes` (0 = the start entity)."""
+
+    style: str  # "clues" (a sentence per hop) or "nested" (one noun phrase; named start only)
+    shape: str  # "tree" when some entity is pinned down only by intersecting branches (`tree_positions`)
+    start_described: bool
+    nouns: dict[int, str]
+    attributes: dict[int, list[Attribute]]
+    branches: list[Attribute]
+    clues: list[gates.Clue]
+    ended: set[int]  # hops whose fact has ended (a marriage with an end date): phrased in the past
+    obfuscations: list[str]
+    as_of_text: str | None
+    unresolved: int | None = None  # the first position no attributes single out (the plan gate rejects it)
+    tree_positions: list[int] = field(default_factory=list)  # entities pinned down only by intersecting branches
+    branching: bool = False  # the final hop reaches several objects: branches on the answer must decide
+
+
+def seeded_rng(config: QuestionConfig, path: Path, purpose: str) -> random.Random:
+    return random.Random(stable_hash(config.seed, path.path_id, purpose))
+
+
+def _noun_for(ctx: QuestionContext, title: str) -> tuple[str | None, str | None]:
+    """The noun an entity is described by and its checkable type: the lead sentence's noun phrase when its
+    head is a known noun that agrees with the entity's class ("Ukrainian ska band" for a Band), else the
+    class noun ("television series", never "American adult" from "an American adult animated series")."""
+    info = ctx.entities.get(title)
+    coarse = type_noun(info.type) if info else "entity"
+    checkable = None if coarse == "entity" else coarse
+    lead = load_ontology().lead_noun(description_noun(info.description), info.type) if info else None
+    return lead or checkable, checkable
+
+
+def _ended(hop, as_of: dt.date) -> bool:
+    return has_ended({q.key: q.value for q in hop.qualifiers}, as_of)
+
+
+def _changeable(hop, as_of: dt.date) -> bool:
+    """A fact that can still change after the snapshot: not an ended one, but a running term that is to end."""
+    qualifiers = {q.key: q.value for q in hop.qualifiers}
+    return not _ended(hop, as_of) and (is_mutable(hop.relation, hop.value_type, qualifiers) or "end" in qualifiers)
+
+
+def _adjacent_relations(path: Path, position: int) -> set[str]:
+    """The relations of the hops into and out of a position: an attribute over one of them would state
+    another object of the hop (or the hop itself, read backwards)."""
+    return {path.hops[i].relation for i in (position - 1, position) if 0 <= i < len(path.hops)}
+
+
+def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, rng: random.Random,
+              reached: set[int] | None) -> tuple[str | None, list[gates.Clue], list[Attribute], bool]:
+    """The noun, type clue and attributes that describe the node at `position` among its competitors (the
+    objects its hop `reached`, or (None) for the start every entity that fits the description), and
+    whether they single it out."""
+    config = ctx.config
+    noun, checkable = _noun_for(ctx, path.nodes[position])
+    base = [gates.Clue(position=position, type_noun=checkable)] if checkable else []
+    options = describe.attributes(ctx, ids[position], position, rng, checkable in PERSON_NOUNS,
+                                  _adjacent_relations(path, position), set(path.nodes))
+    options = [option for option in options if not describe.restates(noun or "", option)]
+    if reached is None:
+        minimum = max(config.start_attributes - len(base), 1)
+
+        def fits(clues):
+            return gates.described_candidates(ctx.facts, clues)
+
+        def pick(candidates):
+            chosen = _choose_intersection(ctx, candidates, ids[position], base) if _tree_drawn(ctx, path) else None
+            return chosen or describe.choose(list(candidates), fits, ids[position], base, minimum,
+                                             config.max_attributes)
+    else:
+        def fits(clues):
+            return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
+
+        def pick(candidates):
+            minimum = min(config.attributes_per_entity, len(candidates))
+            return _choose_needing_hop(ctx, candidates, fits, ids[position], base, minimum, reached)
+    chosen = _avoiding_identifying(ctx, options, pick)
+    # Nothing singles it out: keep a plain description and let the plan gate count why.
+    minimum = max(config.start_attributes - len(base), 1) if reached is None else config.attributes_per_entity
+    return noun, base, chosen if chosen is not None else options[:minimum], chosen is not None
+
+
+def _avoiding_identifying(ctx: QuestionContext, options: list[Attribute], pick) -> list[Attribute] | None:
+    """`pick(options)` over the facts that do not identify the entity in the world (`gates.identifies`: "a
+    country whose capital is London"); over all of them only when those cannot single it out, so that the
+    `identifying_clue` gate counts why the question is rejected."""
+    open_options = [o for o in options if not gates.identifies(ctx.facts, o.clue)]
+    chosen = pick(open_options)
+    if chosen is None and len(open_options) < len(options):
+        chosen = pick(options)
+    return chosen
+
+
+MAX_FIRST_BRANCHES = 6  # first branches tried when describing a start drawn to be a tree
+
+
+def _tree_drawn(ctx: QuestionContext, path: Path) -> bool:
+    """Whether the path is drawn to be a tree (a seeded draw at the walk's `tree_share`): its start is then
+    described by attributes that only together single it out, where it has such attributes."""
+    return seeded_rng(ctx.config, path, "tree").random() < ctx.tree_share
+
+
+def _choose_intersection(ctx: QuestionContext, options: list[Attribute], target: int,
+                         base: list[gates.Clue]) -> list[Attribute] | None:
+    """Two or more attributes of which none, with the type, singles `target` out over the whole graph, chosen
+    until together they do and each is needed: the start is where the branches intersect. None if none do."""
+    loose = [o for o in options if gates.described_candidates(ctx.facts, [*base, o.clue]) != {target}]
+
+    def fits(clues):
+        return gates.described_candidates(ctx.facts, clues)
+    for first in loose[:MAX_FIRST_BRANCHES]:  # greedy from each first branch: the narrowest may lead nowhere
+        rest = [o for o in loose if o is not first and (o.relation != first.relation or (o.several and first.several))]
+        more = describe.choose(rest, fits, target, [*base, first.clue], 1, ctx.config.max_attributes - 1)
+        if more is not None and not gates.start_intersection(ctx.facts, [*base, first.clue, *(a.clue for a in more)],
+                                                             target):
+            return [first, *more]
+    return None
+
+
+def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) -> Plan:
+    """Describe the start entity (unless it is named), every intermediate, and for a tree question the
+    answer's branches, each chosen until the graph proves the description unique; then the tense of every
+    hop and the as-of statement. The clues recorded for the gates are exactly what the text states."""
+    config, graph = ctx.config, ctx.graph
+    rng = seeded_rng(config, path, "plan")
+    hops = len(path.hops)
+    ids = gates.path_node_ids(graph, path)
+    start_described = ids is not None and rng.random() < config.describe_start
+    if style is None:
+        named_nested = not start_described and (hops == 1 or rng.random() < {2: 0.5, 3: 0.25}.get(hops, 0.0))
+        style = "nested" if named_nested else "clues"
+    nouns: dict[int, str] = {}
+    attributes: dict[int, list[Attribute]] = {}
+    clues: list[gates.Clue] = []
+    obfuscations: list[str] = []
+    tree_positions: list[int] = []
+    described_positions = ([0] if start_described else []) + (
+        list(range(1, hops)) if style == "clues" else list(range(max(hops - 1, 1), hops)))
+    for position in described_positions if ids is not None else []:
+        reached = None
+        if position:
+            relation = graph.relation_id(path.hops[position - 1].relation)
+            reached = {int(o) for o in graph.objects(ids[position - 1], relation)}
+        noun, base, chosen, unique = _describe(ctx, path, ids, position, rng, reached)
+        if style == "nested" and position and not chosen:
+            continue  # a bare ", a person," appositive adds nothing: the relation alone describes it
+        nouns[position] = noun or "entity"
+        attributes[position] = chosen
+        clues += base + [a.clue for a in chosen]
+        said = base + [a.clue for a in chosen]
+        if unique and (needs_intersection(ctx, reached, ids[position], said) if reached is not None
+                       else gates.start_intersection(ctx.facts, said, ids[position]) is None):
+            tree_positions.append(position)
+        obfuscations += [f"entity:{path.nodes[position]}->{describe.described(nouns[position], chosen)}",
+                         *(a.obfuscation for a in chosen if a.obfuscation)]
+        if not unique:
+            unresolved = position
+            break  # the plan gate rejects the path here: choosing attributes for the rest would be wasted
+    else:
+        unresolved = None
+    for position in described_positions if unresolved is not None else []:
+        nouns.setdefault(position, _noun_for(ctx, path.nodes[position])[0] or "entity")  # text stays writable
+    branches: list[Attribute] = []
+    branching = False
+    if ids is not None and unresolved is None:
+        final = graph.objects(ids[-2], graph.relation_id(path.hops[-1].relation))
+        branching = len(final) > 1
+        if branching:
+            # A branch never names another object of the final hop ("the birthplace that lies in New York
+            # City" when New York City is a birthplace too): the objects are alternatives, not landmarks.
+            siblings = {graph.label(o) for o in final}
+            options = describe.attributes(ctx, ids[-1], hops, rng, answer_type_noun(ctx, path) in PERSON_NOUNS,
+                                          _adjacent_relations(path, hops), set(path.nodes) | siblings)
+            reached = {int(o) for o in final}
+
+            def fits(branch_clues):
+                return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)}
+            branches = _avoiding_identifying(
+                ctx, options, lambda candidates: _choose_needing_hop(ctx, candidates, fits, ids[-1], [], 1, reached)) or []
+            clues += [b.clue for b in branches]
+            if branches and needs_intersection(ctx, reached, ids[-1], [b.clue for b in branches]):
+                tree_positions.append(hops)
+            obfuscations += [f"branch:{b.predicate}" for b in branches]
+            obfuscations += [b.obfuscation for b in branches if b.obfuscation]
+    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, ctx.as_of)}
+    as_of_text = month_year(ctx.as_of) if any(_changeable(h, ctx.as_of) for h in path.hops) else None
+    if as_of_text:
+        obfuscations.append(f"as_of:{as_of_text}")
+    shape = "tree" if tree_positions else "chain"
+    obfuscations += [f"style:{style}", f"shape:{shape}", *(f"tree_at:{p}" for p in tree_positions)]
+    return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
+                unresolved, tree_positions, branching)
+
+
+def _choose_needing_hop(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],
+                        minimum: int, reached: set[int]) -> list[Attribute] | None:
+    """Attributes that single `target` out among the objects its hop `reached`; where the hop reaches several,
+    preferably ones that alone, over the whole graph, fit others too, so that only the hop and the
+    description together find it (a tree) and the description is no shortcut past the hop."""
+    maximum = ctx.config.max_attributes
+    chosen = describe.choose(list(options), fits, target, base, minimum, maximum)
+    if chosen is None or len(reached) < 2 or needs_intersection(ctx, reached, target, base + [a.clue for a in chosen]):
+        return chosen
+    loose = [o for o in options if gates.described_candidates(ctx.facts, [*base, o.clue]) != {target}]
+    alternative = describe.choose(loose, fits, target, base, min(minimum, len(loose)), maximum)
+    if alternative and needs_intersection(ctx, reached, target, base + [a.clue for a in alternative]):
+        return alternative
+    return chosen
+
+
+def needs_intersection(ctx: QuestionContext, reached: set[int], target: int, clues: list[gates.Clue]) -> bool:
+    """Whether `target` is pinned down only by intersecting branches: the hop into it reaches several
+    objects, and what the text says about it (type, attributes), taken alone over the whole graph, fits
+    others too. A description that alone singles it out is a shortcut, not a tree."""
+    return len(reached) > 1 and gates.described_candidates(ctx.facts, clues) != {target}
+
+
+def described_as(plan: Plan, position: int) -> str:
+    return describe.described(plan.nouns[position], plan.attributes.get(position, []))
+
+
+def answer_type_noun(ctx: QuestionContext, path: Path) -> str | None:
+    info = ctx.entities.get(path.answer) if path.answer_type == "entity" else None
+    noun = type_noun(info.type) if info else "entity"
+    return None if noun == "entity" else noun
