@@ -16,7 +16,6 @@ import tomllib
 
 from knowledge.lexicon import LEXICON, MUTABLE_HINTS, PARAMETER_WORDS, WORK_LEXICON, RelationPhrase
 from knowledge.ontology import DATA_DIR, load_ontology
-from knowledge.ontology import lead_noun_phrase as description_noun  # noqa: F401  (questions read it from here)
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")

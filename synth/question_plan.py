@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 
 from graph.csr import CSRGraph
 from ground.io import stable_hash
-from knowledge.ontology import load_ontology
+from knowledge.ontology import lead_noun_phrase, load_ontology
 from schemas.config import QuestionConfig
 from schemas.questions import Path
 from synth import describe, gates
 from synth.describe import Attribute
-from synth.phrasing import PERSON_NOUNS, description_noun, has_ended, is_mutable, month_year, type_noun
+from synth.phrasing import PERSON_NOUNS, has_ended, is_mutable, month_year, type_noun
 
 
 @dataclass
@@ -78,7 +78,7 @@ def _noun_for(ctx: QuestionContext, title: str) -> tuple[str | None, str | None]
     info = ctx.entities.get(title)
     coarse = type_noun(info.type) if info else "entity"
     checkable = None if coarse == "entity" else coarse
-    lead = load_ontology().lead_noun(description_noun(info.description), info.type) if info else None
+    lead = load_ontology().lead_noun(lead_noun_phrase(info.description), info.type) if info else None
     return lead or checkable, checkable
 
 
