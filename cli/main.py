@@ -1,4 +1,4 @@
-"""`hopsmith` command line: one subcommand per stage, registered by the module that implements it.
+"""`hopsmith` command line: one subcommand per stage, each registered by its own module under `cli/`.
 
 Each module in COMMAND_MODULES exposes `register(subparsers)`, which adds its subcommand and sets
 `func(args, beam_args) -> int` as the handler. Arguments the subcommand does not know are Apache Beam
@@ -25,14 +25,14 @@ COMMAND_MODULES = (
     "graph.walks",
     "cli.questions",
     "cli.question_report",
-    "synth.environment",
-    "synth.trajectories",
-    "pipeline.dataset",
-    "pipeline.validate",
-    "pipeline.publish",
-    "critic.judge",
-    "critic.report",
-    "rl.cli",
+    "cli.index",
+    "cli.trajectories",
+    "cli.dataset",
+    "cli.validate",
+    "cli.publish",
+    "cli.judge",
+    "cli.critic_report",
+    "cli.rl",
 )
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
+from cli.roles import add_role_arguments, role_from_args
 from ground.errors import UserError
 from ground.io import read_manifest
-from llm.roles import add_role_arguments, role_from_args
 from schemas.config import LLMRole, QuestionConfig
 from synth.questions import run_questions
 

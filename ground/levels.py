@@ -11,7 +11,7 @@ from __future__ import annotations
 LEVELS: tuple[tuple[str, ...], ...] = (
     ("schemas",),                        # records only: pydantic models, the secret-masking rule
     ("ground",),                         # storage, record IO, sorted runs, stage life cycle, deadlines, progress
-    ("runtime", "llm", "knowledge"),     # Beam/Dask runners; the LLM client and roles; ontology and lexicon tables
+    ("runtime", "llm", "knowledge"),     # Beam/Dask runners; the LLM client; ontology and lexicon tables
     ("wikitext",),                       # markup, infobox values, plain text
     ("extract",),                        # stage 1: sources -> entities and relations
     ("graph",),                          # the CSR graph, its statistics, the walks

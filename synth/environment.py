@@ -19,8 +19,7 @@ import apache_beam
 import bm25s
 
 from ground.deadline import Deadline, PageTimeout
-from ground.errors import UserError
-from ground.io import WorkUnits, parquet_file, read_manifest, read_records, shard_files, write_records
+from ground.io import WorkUnits, parquet_file, read_records, shard_files, write_records
 from ground.stage import begin_stage
 from ground.storage import StorePath, as_path, writable_folder
 from runtime.beam import pipeline_options
@@ -183,33 +182,3 @@ def build_index(
     counts = Counter({"pages_in": pages_in, "kept": len(kept), "chunks": sum(len(p.chunks) for p in kept)})
     counts.update(f"skipped:{s.reason}" for s in skipped)
     return run.finish(dict(counts), outputs)
-
-
-def register(subparsers) -> None:
-    defaults = IndexConfig()
-    parser = subparsers.add_parser(
-        "index",
-        help="stage 3 environment: build the bm25s search index over a snapshot's kept pages",
-        description="Clean every kept article of stage 1 (templates rendered, refs dropped), split it into "
-        "numbered chunks and build the BM25 index the search tools use. Runs once per snapshot.",
-    )
-    parser.add_argument("--graph", default="out/graph", help="stage 1 output folder (default: %(default)s)")
-    parser.add_argument("--out", default="out/index", help="index folder (default: %(default)s)")
-    parser.add_argument("--chunk-chars", type=int, default=defaults.chunk_chars,
-                        help="most characters of one open_page chunk (default: %(default)s)")
-    parser.add_argument("--title-weight", type=float, default=defaults.title_weight,
-                        help="weight of the title/alias field in ranking (default: %(default)s)")
-    parser.set_defaults(func=_command)
-
-
-def _command(args, beam_args) -> int:
-    if read_manifest(args.graph) is None:
-        raise UserError(f"no finished stage 1 output in {args.graph} (run `hopsmith extract` first)")
-    config = IndexConfig(chunk_chars=args.chunk_chars, title_weight=args.title_weight)
-    manifest = build_index(args.graph, args.out, config, beam_args=beam_args)
-    counts = manifest.counts
-    print(f"index: {counts['pages_in']} pages in, {counts['kept']} indexed in {counts['chunks']} chunks -> {args.out}")
-    for key, value in counts.items():
-        if key.startswith("skipped:"):
-            print(f"  {key:<28} {value}")
-    return 0

@@ -356,7 +356,7 @@ def test_thresholds_decide_the_verdict_and_are_validated():
 def test_judge_config_comes_from_a_toml_file_and_flags(tmp_path):
     import argparse
 
-    from critic.judge import add_judge_arguments, judge_config_from_args
+    from cli.judge import add_judge_arguments, judge_config_from_args
     from ground.errors import UserError
 
     parser = argparse.ArgumentParser()

@@ -16,7 +16,8 @@ from apache_beam.io.localfilesystem import LocalFileSystem
 from apache_beam.testing.util import assert_that, equal_to
 
 import extract.sources.dump as dump_module
-from extract.sources import add_source_arguments, source_config, source_transform
+from cli.sources import add_source_arguments, source_config
+from extract.sources import source_transform
 from extract.sources.dump import (
     SKIP_REASONS,
     ReadDump,

@@ -12,7 +12,8 @@ import apache_beam as beam
 import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
-from extract.sources import add_source_arguments, source_config, source_transform
+from cli.sources import add_source_arguments, source_config
+from extract.sources import source_transform
 from extract.sources.mediawiki_api import SKIP_REASONS, ApiSettings, MediaWikiApi, ReadFromApi, user_agent
 from ground.errors import UserError
 from schemas.config import ExtractConfig

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("torch")
 
 from cli.main import main  # noqa: E402
-from rl.cli import register  # noqa: E402
+from cli.rl import register  # noqa: E402
 from tests.rl_fixtures import make_dataset  # noqa: E402
 
 TINY = {"vocab_size": 300, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
@@ -20,7 +20,7 @@ TINY = {"vocab_size": 300, "hidden_size": 16, "intermediate_size": 32, "num_hidd
 
 
 def test_registering_the_command_does_not_import_torch():
-    probe = ("import argparse, sys, rl.cli; rl.cli.register(argparse.ArgumentParser().add_subparsers()); "
+    probe = ("import argparse, sys, cli.rl; cli.rl.register(argparse.ArgumentParser().add_subparsers()); "
              "print('torch' in sys.modules)")
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

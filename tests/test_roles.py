@@ -4,8 +4,8 @@ import argparse
 
 import pytest
 
+from cli.roles import add_role_arguments, role_from_args
 from ground.errors import UserError
-from llm.roles import add_role_arguments, role_from_args
 
 
 def _parse(*argv):

@@ -278,7 +278,7 @@ def test_a_600_turn_run_keeps_the_prompt_bounded(snapshot, framework_name):
 
 def test_commands(snapshot, tmp_path, capsys):
     from cli.main import build_parser, main
-    from synth.trajectories import config_from_args
+    from cli.trajectories import config_from_args
 
     common = ["--questions", str(snapshot / "questions"), "--index", str(snapshot / "index")]
     out = tmp_path / "cli"

@@ -1,4 +1,4 @@
-"""Command-line flags for an LLM role, shared by every stage that has one (writer, shortcut, policy, judge).
+"""Command-line flags for an LLM role, shared by every command that has one (writer, shortcut, policy, judge).
 
 `--<prefix>-base-url`, `--<prefix>-model`, `--<prefix>-api-key-env`, `--<prefix>-concurrency`,
 `--<prefix>-max-tokens`, `--<prefix>-timeout`, `--<prefix>-tool-choice`; the key itself is never a flag,

@@ -1,0 +1,45 @@
+"""`hopsmith dataset`: its flags and the handler that runs every stage from the dump to the Hub folder
+(`pipeline.dataset.run_dataset`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from extract.extract import parse_as_of
+from ground.storage import as_path
+from pipeline.dataset import STAGE, STAGE_FOLDERS, load_config, run_dataset
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "dataset",
+        help="run every stage from a dump to a publishable Hub folder (out/dataset)",
+        description="Run extract, walk, questions, index, trajectories, judge and dataset in order, skipping "
+        "finished stages; a killed run, rerun, resumes. With no --config and no --dump it uses the shipped "
+        "sample and the offline engines. Unknown --options are Apache Beam pipeline options.",
+    )
+    parser.add_argument("--config", help="TOML file with a DatasetConfig (see configs/sample.toml)")
+    parser.add_argument("--out", help="output folder (default: out)")
+    parser.add_argument(
+        "--seed", type=int, help="seed for every stage that has none of its own in the config"
+    )
+    parser.add_argument("--dump", help="a pages-articles(-multistream) .xml.bz2 dump")
+    parser.add_argument("--index", help="the multistream dump's -index.txt.bz2")
+    parser.add_argument(
+        "--as-of", type=parse_as_of, help="snapshot date (default: newest revision in the dump)"
+    )
+    parser.set_defaults(func=_handle)
+
+
+def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
+    overrides = {
+        "out": args.out,
+        "seed": args.seed,
+        "extract.dump": args.dump,
+        "extract.index": args.index,
+        "as_of": args.as_of.isoformat() if args.as_of else None,
+    }
+    config = load_config(args.config, overrides)
+    manifest = run_dataset(config, beam_args)
+    print(f"dataset written to {as_path(config.out) / STAGE_FOLDERS[STAGE]} (key {manifest.key[:12]})")
+    return 0
