@@ -86,6 +86,7 @@ def write_result(bench: str, results: dict[str, Any], *, quick: bool, settings: 
         "commit": revision if revision is not None else commit(),
         "date": (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "machine": facts if facts is not None else machine(),
+        "load_1min": round(os.getloadavg()[0], 2),  # on a shared machine, rates fall as this rises
         "quick": quick,
         "results": _rounded(results),
     }

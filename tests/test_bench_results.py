@@ -20,9 +20,9 @@ def test_a_result_is_written_with_commit_date_and_machine(tmp_path):
                         directory=tmp_path, now=when)
     assert path == tmp_path / "walks.json"
     [entry] = json.loads(path.read_text())
-    assert set(entry) == {"commit", "date", "machine", "quick", "settings", "results"}
+    assert set(entry) == {"commit", "date", "machine", "load_1min", "quick", "settings", "results"}
     assert entry["date"] == "2027-01-02T01:04:05Z"  # UTC
-    assert entry["quick"] is True and entry["settings"] == {}
+    assert entry["quick"] is True and entry["settings"] == {} and entry["load_1min"] >= 0
     assert entry["results"] == {"csr_walks_per_s": 12345.7, "edges": 100000.0}  # six significant digits
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=RESULTS_DIR.parent, capture_output=True,
                           text=True, check=True).stdout.strip()
