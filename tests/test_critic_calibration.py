@@ -85,7 +85,7 @@ def test_a_stricter_threshold_flags_more_turns():
 def test_every_error_the_offline_policy_injects_maps_to_a_failure_kind():
     from critic.calibration import INJECTED_KINDS
     from schemas.critic import FAILURE_KINDS
-    from synth.policies.scripted import ERROR_KINDS
+    from synth.policies.error_injection import ERROR_KINDS
 
     assert set(INJECTED_KINDS) == set(ERROR_KINDS)
     assert set(INJECTED_KINDS.values()) <= set(FAILURE_KINDS)

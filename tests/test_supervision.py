@@ -17,7 +17,7 @@ from pipeline.run_summary import supervision_line
 from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
 from schemas.questions import Question
-from synth.policies.scripted import UNIDENTIFIED_ANSWER
+from synth.policies.searcher import UNIDENTIFIED_ANSWER
 from tests.dataset_fixtures import make_judged, make_question, write_upstream
 from wikitext.plain_text import format_date
 

@@ -16,7 +16,7 @@ from synth.environment import SearchEnvironment, build_index
 from synth.frameworks import FRAMEWORKS, ContextWindow, get_framework
 from synth.matching import match_answer
 from synth.policies import ERROR_KINDS, LLMPolicy, ScriptedPolicy, run_episode
-from synth.policies.scripted import RolloutStyle
+from synth.policies.searcher import RolloutStyle
 from synth.trajectories import run_trajectories
 from tests.servers import OpenAIServer, Reply
 from tests.trajectory_fixtures import QUESTIONS, make_graph, make_questions

@@ -22,7 +22,7 @@ from synth.frameworks import FRAMEWORKS, get_framework
 from synth.matching import match_answer
 from synth.phrasing import fuzz_year
 from synth.policies import ERROR_KINDS
-from synth.policies.scripted import UNIDENTIFIED_ANSWER, distinctive, question_periods, result_titles
+from synth.policies.searcher import UNIDENTIFIED_ANSWER, distinctive, question_periods, result_titles
 from synth.questions import run_questions
 from synth.trajectories import run_trajectories
 from tests.test_trajectories import HIGH_RATES
