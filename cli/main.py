@@ -21,8 +21,8 @@ from schemas.secrets import scrub
 
 COMMAND_MODULES = (
     "extract.extract",
-    "graph.stats",
-    "graph.walks",
+    "cli.graph_stats",
+    "cli.walk",
     "synth.questions",
     "synth.report",
     "synth.environment",
