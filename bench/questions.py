@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from extract.extract import run_extract
-from graph.walks import run_walks
+from graph.walk_stage import run_walks
 from ground.io import read_records
 from llm.client import run_async
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, WalkConfig

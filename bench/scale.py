@@ -136,7 +136,7 @@ def _child(stage: str, source: str, out: str, index: str = "", *beam_args: str) 
     peak RSS (MiB) of this process and of its worker process, and output bytes as JSON. `side_input`: the
     pickled size of the walk's graph side input, and of the relation rows it leaves in the shards."""
     from extract.extract import run_extract
-    from graph.walks import run_walks
+    from graph.walk_stage import run_walks
     from schemas.config import ExtractConfig, WalkConfig
 
     if stage == "side_input":

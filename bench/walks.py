@@ -13,8 +13,10 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from graph.conditions import WalkParams, start_nodes
 from graph.csr import build_csr
-from graph.walks import WalkParams, annotated_networkx, reference_walks, sample_walks, start_nodes
+from graph.reference import annotated_networkx, reference_walks
+from graph.sampler import sample_walks
 from schemas.base import arrow_schema
 from schemas.config import WalkConfig
 from schemas.wiki import Entity, Relation

@@ -21,8 +21,8 @@ from schemas.secrets import scrub
 
 COMMAND_MODULES = (
     "extract.extract",
-    "graph.stats",
-    "graph.walks",
+    "cli.graph_stats",
+    "cli.walk",
     "cli.questions",
     "cli.question_report",
     "cli.index",

@@ -5,7 +5,6 @@ objects: `indptr`/`dst`/`rel` give each node's out-edges sorted by (relation, ob
 per-node flags precompute everything a walk condition needs (recency of the fact, whether the head has a
 single object for that relation, list pages, hubs). Node ids cover entities with a page, entity objects
 without a page, and literal values (dates, numbers, quantities, strings), so a literal can be an answer.
-networkx stays the model for analysis and small graphs (`to_networkx`).
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import networkx as nx
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -131,16 +129,6 @@ class CSRGraph:
             return key
         _, value, unit = split_literal_key(key)
         return f"{value} {unit}" if unit else value
-
-    def to_networkx(self) -> nx.MultiDiGraph:
-        """The same graph as a networkx MultiDiGraph (node attribute `kind`, edge attribute `relation`)."""
-        graph = nx.MultiDiGraph()
-        for node in range(self.num_nodes):
-            graph.add_node(node, kind=int(self.kind[node]))
-        src = np.repeat(np.arange(self.num_nodes), self.out_degree)
-        for edge in range(self.num_edges):
-            graph.add_edge(int(src[edge]), int(self.dst[edge]), key=edge, relation=int(self.rel[edge]))
-        return graph
 
 
 def _object_keys(relations: pa.Table) -> pa.Array:

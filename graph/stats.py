@@ -1,14 +1,14 @@
-"""`hopsmith graph-stats DIR`: size, relation histogram, degree distribution and head entities of a graph."""
+"""Statistics of a stage-1 graph: size, relation histogram, degree distribution and head entities (the
+figures `hopsmith graph-stats` prints)."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import networkx as nx
 import numpy as np
 
-from graph.model import ENTITY, LITERAL, MISSING, load_graph
+from graph.model import ENTITY, LITERAL, MISSING
 from knowledge.ontology import load_ontology
 
 DEGREE_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 1000)
@@ -97,19 +97,3 @@ def format_stats(stats: dict) -> str:
         lines.append(f"{direction.replace('_', ' ')} (entity edges): {head}")
         lines.extend(f"  {bucket:>8}: {count}" for bucket, count in summary["histogram"].items())
     return "\n".join(lines)
-
-
-def register(subparsers) -> None:
-    parser = subparsers.add_parser("graph-stats", help="statistics of a stage-1 graph folder",
-                                   description="Nodes, edges, relation histogram, degree distribution and "
-                                   "head-entity count of the graph in DIR (the output of `hopsmith extract`).")
-    parser.add_argument("dir", help="stage-1 output folder (entities/, relations/)")
-    parser.add_argument("--top", type=int, default=20, help="relations and types listed (default: %(default)s)")
-    parser.add_argument("--json", action="store_true", help="print JSON instead of text")
-    parser.set_defaults(func=_command)
-
-
-def _command(args, beam_args) -> int:
-    stats = graph_stats(load_graph(args.dir), top=args.top)
-    print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
-    return 0

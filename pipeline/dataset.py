@@ -75,7 +75,7 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     """Run every stage, skipping finished ones, then build `out/dataset`; prints the run summary."""
     from critic.judge import run_judge
     from extract.extract import run_extract
-    from graph.walks import run_walks
+    from graph.walk_stage import run_walks
     from synth.environment import build_index
     from synth.questions import run_questions
     from synth.trajectories import run_trajectories

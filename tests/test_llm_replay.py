@@ -22,7 +22,7 @@ import pytest
 
 import synth.questions as questions_module
 from critic.judge import run_judge
-from graph.walks import run_walks
+from graph.walk_stage import run_walks
 from ground.io import read_records
 from llm.client import StageIncomplete
 from pipeline.renders import render_nanbeige

@@ -18,7 +18,7 @@ import pytest
 from extract.extract import extract_records, named_value_key
 from extract.sources.dump import iter_dump_pages
 from graph.csr import build_csr
-from graph.walks import walk_graph
+from graph.sampler import walk_graph
 from knowledge.lexicon import LEXICON
 from knowledge.ontology import DATA_DIR, load_ontology
 from schemas.base import to_table

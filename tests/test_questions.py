@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from graph.walks import run_walks, to_path
+from graph.walk_records import to_path
+from graph.walk_stage import run_walks
 from ground.io import read_records
 from schemas.config import QuestionConfig, WalkConfig
 from schemas.questions import Path, Question

@@ -8,7 +8,7 @@ import threading
 import pytest
 
 import synth.questions as questions_module
-from graph.walks import run_walks
+from graph.walk_stage import run_walks
 from ground.io import read_records
 from llm.client import RoleReport, StageIncomplete, run_async
 from schemas.config import LLMRole, QuestionConfig, WalkConfig

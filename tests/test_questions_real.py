@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from extract.extract import run_extract
-from graph.walks import run_walks
+from graph.walk_stage import run_walks
 from ground.io import read_records
 from ground.yields import below_floor
 from knowledge.ontology import load_ontology

@@ -11,7 +11,7 @@ import pytest
 
 from critic.text import contains_phrase, normalize, surface_forms
 from extract.extract import run_extract
-from graph.walks import run_walks
+from graph.walk_stage import run_walks
 from ground.io import read_records
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, TrajectoryConfig, WalkConfig
 from schemas.environment import IndexedPage

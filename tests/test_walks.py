@@ -9,18 +9,12 @@ import numpy as np
 import pytest
 
 from graph import csr as csr_module
+from graph.conditions import WalkParams, start_nodes
 from graph.csr import LITERAL, NO_PAGE, PAGE, load_csr
-from graph.walks import (
-    WalkParams,
-    annotated_networkx,
-    deduplicate,
-    path_hops,
-    reference_walks,
-    run_walks,
-    start_nodes,
-    to_path,
-    walk_graph,
-)
+from graph.reference import annotated_networkx, reference_walks
+from graph.sampler import walk_graph
+from graph.walk_records import deduplicate, path_hops, to_path
+from graph.walk_stage import run_walks
 from ground.io import read_records
 from schemas.config import WalkConfig
 from schemas.questions import Path
