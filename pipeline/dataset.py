@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from extract.extract import parse_as_of
+from extract.as_of import parse_as_of
 from ground.errors import UserError
 from ground.folder_lock import lock_folder, unlock_folder
 from ground.io import atomic_write_text, parquet_file, read_manifest, read_records, shard_files, stable_hash
@@ -76,7 +76,7 @@ def with_sources(config: DatasetConfig) -> DatasetConfig:
 def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifest:
     """Run every stage, skipping finished ones, then build `out/dataset`; prints the run summary."""
     from critic.judge import run_judge
-    from extract.extract import run_extract
+    from extract.stage import run_extract
     from graph.walks import run_walks
     from synth.environment import build_index
     from synth.questions import run_questions
