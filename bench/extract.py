@@ -22,7 +22,8 @@ from pathlib import Path
 import mwparserfromhell
 
 from bench import in_fresh_process
-from extract.extract import classify_record, extract_article, resolve_redirects
+from extract.article import extract_article
+from extract.classify import classify_record, resolve_redirects
 from extract.sources import iter_dump_pages
 from extract.sources.dump_writer import write_multistream
 from schemas.config import ExtractConfig

@@ -22,14 +22,12 @@ import pyarrow.parquet as pq
 
 from bench import in_fresh_process
 from bench.scale import AS_OF, synthetic_pages
-from extract.extract import (
+from extract.oracle import extract_records
+from extract.tables import relation_merge_keys
+from ground.io import (
     MERGE_TAKE_ROWS,
     OUTPUT_GROUP_BYTES,
     RUN_BATCH_ROWS,
-    extract_records,
-    relation_merge_keys,
-)
-from ground.io import (
     gather_tables,
     merge_sorted_batches,
     parquet_file,

@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from extract.extract import run_extract
+from extract.stage import run_extract
 from graph.walk_stage import run_walks
 from ground.io import read_records
 from llm.client import run_async

@@ -135,7 +135,7 @@ def _child(stage: str, source: str, out: str, index: str = "", *beam_args: str) 
     """One stage in this process (extract: dump -> out; walk: graph folder -> out); prints its seconds,
     peak RSS (MiB) of this process and of its worker process, and output bytes as JSON. `side_input`: the
     pickled size of the walk's graph side input, and of the relation rows it leaves in the shards."""
-    from extract.extract import run_extract
+    from extract.stage import run_extract
     from graph.walk_stage import run_walks
     from schemas.config import ExtractConfig, WalkConfig
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from extract.extract import parse_as_of
+from cli.extract import parse_as_of
 from ground.storage import as_path
 from pipeline.dataset import STAGE, STAGE_FOLDERS, load_config, run_dataset
 

@@ -20,7 +20,7 @@ from ground.log_scrubbing import install_log_scrubber, one_line, scrubbed_traceb
 from schemas.secrets import scrub
 
 COMMAND_MODULES = (
-    "extract.extract",
+    "cli.extract",
     "cli.graph_stats",
     "cli.walk",
     "cli.questions",

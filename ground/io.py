@@ -229,6 +229,39 @@ def _take_rows(schema: pa.Schema, rows: list[tuple[Any, pa.RecordBatch, int]]) -
     return pa.Table.from_batches(batches, schema=schema).take(indices).combine_chunks()
 
 
+RUN_BATCH_ROWS = 64  # rows per batch of a run: the merge holds one batch of each run (~0.5 MB of pages)
+MERGE_FAN_IN = 32  # runs merged at once; more are merged in steps
+MERGE_TAKE_ROWS = 256  # rows the merge copies out of its runs at a time (~2 MB of pages)
+# decoded bytes per row group of an output shard: a parquet writer holds every row group's metadata (~1 KB
+# per column) until it closes, so groups of a fixed 256 rows cost a 1.8-million-row relations shard ~110 MiB
+OUTPUT_GROUP_BYTES = 8 * 2**20
+
+
+def merge_runs(model: type[BaseModel], runs: list[Path], sort_keys: Callable[[pa.RecordBatch], list], path: Path,
+               scratch: Path, group_bytes: int = OUTPUT_GROUP_BYTES) -> int:
+    """Sorted runs (`write_run`) -> one sorted parquet file at `path` in row groups of at least
+    `group_bytes` decoded (none when all runs are empty), MERGE_FAN_IN runs at a time: more are first merged
+    in order into intermediate runs under `scratch`, level by level. Memory holds one batch of each of at
+    most MERGE_FAN_IN runs and one output group, however many runs and levels there are: a run has no
+    footer to hold, so the last level's long runs cost no more than the first level's short ones, and the
+    output's row groups grow with its rows' size, so the writer's metadata stays small. Equal keys keep the
+    order of their runs. Rows are copied as Arrow, never decoded (`merge_sorted_batches`). Returns the rows
+    written."""
+    schema = arrow_schema(model)
+
+    def merged(paths: list[Path]) -> Iterator[pa.Table]:
+        return merge_sorted_batches(schema, [run_batches(run) for run in paths], sort_keys, MERGE_TAKE_ROWS)
+
+    level = 0
+    while len(runs) > MERGE_FAN_IN:
+        steps = []
+        for start in range(0, len(runs), MERGE_FAN_IN):
+            steps.append(scratch / f"merge{level}-{start // MERGE_FAN_IN:05d}.arrows")
+            write_run(schema, merged(runs[start:start + MERGE_FAN_IN]), steps[-1], RUN_BATCH_ROWS)
+        runs, level = steps, level + 1
+    return write_table_stream(schema, gather_tables(merged(runs), group_bytes), path)
+
+
 # how far above a shard folder its stage's manifest may lie (`data/<config>/` in the dataset folder)
 _MANIFEST_DEPTH = 3
 

@@ -74,7 +74,7 @@ def with_sources(config: DatasetConfig) -> DatasetConfig:
 def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifest:
     """Run every stage, skipping finished ones, then build `out/dataset`; prints the run summary."""
     from critic.judge import run_judge
-    from extract.extract import run_extract
+    from extract.stage import run_extract
     from graph.walk_stage import run_walks
     from synth.environment import build_index
     from synth.questions import run_questions

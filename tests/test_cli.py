@@ -53,7 +53,7 @@ def test_as_of_accepts_a_date_or_a_timestamp():
 
     import pytest
 
-    from extract.extract import parse_as_of
+    from cli.extract import parse_as_of
 
     assert parse_as_of("2026-10-28") == dt.datetime(2026, 10, 28, tzinfo=dt.UTC)
     assert parse_as_of("2026-10-28T12:00:00Z") == dt.datetime(2026, 10, 28, 12, tzinfo=dt.UTC)

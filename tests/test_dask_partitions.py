@@ -17,7 +17,8 @@ distributed = pytest.importorskip("distributed")
 
 from apache_beam import coders  # noqa: E402
 
-from extract.extract import ExtractGraph, ExtractUnits, timestamp_ceiling  # noqa: E402
+from extract.as_of import timestamp_ceiling  # noqa: E402
+from extract.transforms import ExtractGraph, ExtractUnits  # noqa: E402
 from pipeline.dataset import SAMPLE_DUMP, SAMPLE_INDEX  # noqa: E402
 from runtime import dask_runner  # noqa: E402
 from runtime.dask_runner import _encoded, _grouped, _translate  # noqa: E402

@@ -10,15 +10,10 @@ from pathlib import Path
 import mwparserfromhell
 import pytest
 
-import extract.extract as extract
-from extract.extract import (
-    Redirect,
-    classify_record,
-    extract_article,
-    extract_records,
-    is_head,
-    resolve_redirects,
-)
+from extract import article
+from extract.article import extract_article, is_head
+from extract.classify import Redirect, classify_record, resolve_redirects
+from extract.oracle import extract_records
 from extract.sources import iter_dump_pages
 from schemas.config import ExtractConfig
 from schemas.wiki import Page, SkippedRecord
@@ -114,14 +109,14 @@ def test_guards_skip_with_reasons(monkeypatch):
     def fails(_):
         raise mwparserfromhell.parser.ParserError("tokenizer exited unexpectedly")
 
-    monkeypatch.setattr(extract, "parse_infoboxes", fails)
+    monkeypatch.setattr(article, "parse_infoboxes", fails)
     assert extract_article(page("Bad", FILM), resolve, AS_OF, config).reason == "parse_error"
 
     def hangs(_):
         while True:  # a parser that never returns: interrupted by the alarm in the main thread
             sum(range(1000))
 
-    monkeypatch.setattr(extract, "parse_infoboxes", hangs)
+    monkeypatch.setattr(article, "parse_infoboxes", hangs)
     timed_out = extract_article(page("Slow", FILM), resolve, AS_OF, config)
     assert timed_out.reason == "timeout" and "alarm" in timed_out.detail
 
@@ -135,7 +130,7 @@ def test_timeout_in_a_worker_thread(monkeypatch):
         time.sleep(0.01)
         return []
 
-    monkeypatch.setattr(extract, "parse_infoboxes", slow)
+    monkeypatch.setattr(article, "parse_infoboxes", slow)
     results = []
     worker = threading.Thread(target=lambda: results.append(
         extract_article(page("Slow", many_boxes), resolve_redirects({}).resolve, AS_OF, config)))

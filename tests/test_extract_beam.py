@@ -9,9 +9,11 @@ import datetime as dt
 import pytest
 
 from cli.main import main
-from extract.extract import TABLES, extract_records, run_extract
+from extract.oracle import extract_records
 from extract.sources import iter_dump_pages
 from extract.sources.dump_writer import page_xml, site_header
+from extract.stage import run_extract
+from extract.tables import TABLES
 from ground.io import read_manifest, read_records, read_table
 from schemas.config import BeamOptions, ExtractConfig
 from schemas.wiki import Page

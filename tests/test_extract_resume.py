@@ -17,19 +17,15 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from bench.scale import AS_OF, synthetic_pages
 from cli.main import main
-from extract import extract
-from extract.extract import (
-    TABLES,
-    UNIT_TABLES,
-    Redirect,
-    ResolveRedirects,
-    classify_record,
-    extract_records,
-    resolve_redirects,
-    run_extract,
-)
+from extract import tables
+from extract.classify import Redirect, classify_record, resolve_redirects
+from extract.joins import ResolveRedirects
+from extract.oracle import extract_records
 from extract.sources import iter_dump_pages
 from extract.sources.dump_writer import write_multistream
+from extract.stage import run_extract
+from extract.tables import TABLES
+from extract.units import UNIT_TABLES
 from ground import io
 from ground.io import WorkUnits, read_manifest, read_records, read_table
 from schemas.base import arrow_schema, to_table
@@ -104,9 +100,9 @@ def test_killed_extract_resumes_only_unfinished_units(tmp_path):
 
 
 def test_runs_merge_in_steps_in_order_keeping_ties_in_run_order(tmp_path, monkeypatch):
-    monkeypatch.setattr(extract, "MERGE_FAN_IN", 2)  # 5 runs: two levels of intermediate merges
-    monkeypatch.setattr(extract, "RUN_BATCH_ROWS", 2)
-    monkeypatch.setattr(extract, "MERGE_TAKE_ROWS", 3)
+    monkeypatch.setattr(io, "MERGE_FAN_IN", 2)  # 5 runs: two levels of intermediate merges
+    monkeypatch.setattr(io, "RUN_BATCH_ROWS", 2)
+    monkeypatch.setattr(io, "MERGE_TAKE_ROWS", 3)
     runs, expected = [], []
     for run in range(5):
         rows = [SkippedRecord(title=f"T{n:02d}", stage="extract", reason=f"run{run}")
@@ -118,8 +114,8 @@ def test_runs_merge_in_steps_in_order_keeping_ties_in_run_order(tmp_path, monkey
     out = tmp_path / "out" / "part.parquet"
     with monkeypatch.context() as patch:  # rows are copied as Arrow, never decoded into records
         patch.setattr(io, "from_row", lambda *args: pytest.fail("the merge decoded a row"))
-        assert extract.merge_runs(SkippedRecord, runs, extract.title_sort_keys, out, tmp_path / "scratch",
-                                  group_bytes=1) == len(expected)
+        assert io.merge_runs(SkippedRecord, runs, tables.title_sort_keys, out, tmp_path / "scratch",
+                             group_bytes=1) == len(expected)
     assert list(read_records(SkippedRecord, out)) == expected
     assert [group.num_rows for group in _row_groups(out)] == [3] * 5 + [2]  # each copy of 3 rows is >= 1 byte
     steps = sorted((tmp_path / "scratch").glob("merge*"))
@@ -128,11 +124,11 @@ def test_runs_merge_in_steps_in_order_keeping_ties_in_run_order(tmp_path, monkey
     # intermediate runs are runs too: Arrow streams (no footer to hold) in batches of RUN_BATCH_ROWS
     assert {batch.num_rows for step in steps for batch in io.run_batches(step)} == {1, 2}
     default = tmp_path / "default.parquet"  # row groups of OUTPUT_GROUP_BYTES: all 17 rows in one
-    assert extract.merge_runs(SkippedRecord, runs, extract.title_sort_keys, default, tmp_path / "scratch") == 17
+    assert io.merge_runs(SkippedRecord, runs, tables.title_sort_keys, default, tmp_path / "scratch") == 17
     assert [group.num_rows for group in _row_groups(default)] == [17]
     assert list(read_records(SkippedRecord, default)) == expected
-    assert extract.merge_runs(SkippedRecord, runs[3:4], extract.title_sort_keys, tmp_path / "none.parquet",
-                              tmp_path / "scratch") == 0 and not (tmp_path / "none.parquet").exists()
+    assert io.merge_runs(SkippedRecord, runs[3:4], tables.title_sort_keys, tmp_path / "none.parquet",
+                         tmp_path / "scratch") == 0 and not (tmp_path / "none.parquet").exists()
 
 
 def _row_groups(path: Path) -> list:
@@ -147,8 +143,8 @@ def test_merge_keys_read_from_arrow_are_the_records_sort_keys():
     assert relations
     batches = {model: to_table(model, records).to_batches()[0]
                for model, records in ((SkippedRecord, skipped), (Relation, relations))}
-    assert extract.skipped_sort_keys(batches[SkippedRecord]) == [extract.skipped_sort_key(r) for r in skipped]
-    assert extract.relation_merge_keys(batches[Relation]) == [(r.head, r.provenance.page_id) for r in relations]
+    assert tables.skipped_sort_keys(batches[SkippedRecord]) == [tables.skipped_sort_key(r) for r in skipped]
+    assert tables.relation_merge_keys(batches[Relation]) == [(r.head, r.provenance.page_id) for r in relations]
 
 
 def test_joins_across_units_match_the_plain_functions(tmp_path):

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from extract.extract import TABLES, run_extract
+from extract.stage import run_extract
+from extract.tables import TABLES
 from ground.io import read_records
 from schemas.config import ExtractConfig
 from wikitext.infobox import normalize_parameter

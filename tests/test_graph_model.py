@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from cli.main import main
-from extract.extract import TABLES, extract_records
+from extract.oracle import extract_records
 from extract.sources import iter_dump_pages
+from extract.tables import TABLES
 from graph.model import ENTITY, LITERAL, MISSING, load_graph
 from graph.stats import degree_summary, graph_stats
 from ground.io import write_records

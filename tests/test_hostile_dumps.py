@@ -13,10 +13,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from extract.extract import IMPLAUSIBLE_COUNT, extract_records, run_extract
+from extract.oracle import extract_records
 from extract.sources import iter_dump_pages
 from extract.sources.dump import dump_work_units, read_dump_unit
 from extract.sources.dump_writer import page_xml, site_header, write_multistream
+from extract.stage import run_extract
+from extract.tables import IMPLAUSIBLE_COUNT
 from graph.csr import build_csr
 from ground.io import read_manifest, read_table
 from schemas.base import arrow_schema
@@ -239,18 +241,18 @@ def _hangs(_):
 
 def test_a_hanging_page_in_a_worker_thread_is_interrupted(monkeypatch):
     """Off the main thread no SIGALRM can be used: the watchdog interrupts the thread instead."""
-    from extract import extract
+    from extract import article
 
-    monkeypatch.setattr(extract, "parse_infoboxes", _hangs)
+    monkeypatch.setattr(article, "parse_infoboxes", _hangs)
     results = []
     slow = _page(1, "Slow", "{{Infobox person|name=X}}\n'''Slow''' is slow.")
     worker = threading.Thread(target=lambda: results.append(
-        extract.extract_article(slow, lambda title: title, None, ExtractConfig(page_timeout_s=0.2))), daemon=True)
+        article.extract_article(slow, lambda title: title, None, ExtractConfig(page_timeout_s=0.2))), daemon=True)
     worker.start()
     worker.join(timeout=30)
     assert not worker.is_alive(), "the page ran on past its time limit"
     assert results[0].reason == "timeout" and "watchdog" in results[0].detail
-    quick = extract.extract_article(_page(2, "Quick"), lambda title: title, None, ExtractConfig(page_timeout_s=0.2))
+    quick = article.extract_article(_page(2, "Quick"), lambda title: title, None, ExtractConfig(page_timeout_s=0.2))
     time.sleep(0.3)  # a disarmed deadline never fires later
     assert quick.entity.title == "Quick"
 
@@ -273,10 +275,10 @@ def test_the_page_time_limit_holds_with_two_workers(tmp_path, mode):
 def test_infobox_spans_stay_linear_in_page_size():
     """Finding boxes looked back and forth for `<!--`/`-->` at every box start: a 1 MB page of boxes inside
     a comment took minutes (quadratic). It is now one pass, so the page reads well within its time limit."""
-    from extract import extract
+    from extract import article
 
     text = "'''Big''' is big. <!-- " + "{{Infobox person|name=X}} " * 38_000
     config = ExtractConfig(page_timeout_s=20.0, max_page_bytes=2_000_000)
-    result = extract.extract_article(_page(1, "Big", text), lambda title: title, None, config)
-    assert isinstance(result, extract.ArticleResult), result
+    result = article.extract_article(_page(1, "Big", text), lambda title: title, None, config)
+    assert isinstance(result, article.ArticleResult), result
     assert result.relations == []  # every box was inside the comment

@@ -10,8 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.scale import AS_OF, synthetic_pages
-from extract.extract import MERGE_FAN_IN, RUN_BATCH_ROWS, extract_records
+from extract.oracle import extract_records
 from ground.io import (
+    MERGE_FAN_IN,
+    RUN_BATCH_ROWS,
     WorkUnits,
     atomic_write_text,
     read_records,

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from cli.main import main
-from extract.extract import UNIT_TABLES
+from extract.units import UNIT_TABLES
 from ground import storage
 from ground.folder_lock import LOCK, FolderBusy, lock_folder, unlock_folder
 from ground.io import WorkUnits, parquet_file, read_manifest, read_table, sha256_file

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from extract.extract import extract_records, named_value_key
+from extract.article import named_value_key
+from extract.oracle import extract_records
 from extract.sources.dump import iter_dump_pages
 from graph.csr import build_csr
 from graph.sampler import walk_graph

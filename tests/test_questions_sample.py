@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from extract.extract import run_extract
+from extract.stage import run_extract
 from graph.walk_stage import run_walks
 from ground.io import read_manifest, read_records
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, WalkConfig

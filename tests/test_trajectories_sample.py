@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from critic.text import contains_phrase, normalize, surface_forms
-from extract.extract import run_extract
+from extract.stage import run_extract
 from graph.walk_stage import run_walks
 from ground.io import read_records
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, TrajectoryConfig, WalkConfig

@@ -6,7 +6,7 @@ skipped. A value is split into items on `<br>`, bullets, new lines and list temp
 hlist, ubl, ...). In each item, wikilinks outside parentheses are entity objects; date templates, convert,
 flags and marriage templates become typed values; parenthesised text becomes a qualifier; what is left is
 a number, a quantity, a written date or a string. References and comments never reach a value.
-Titles are normalised here and resolved through redirects later (`extract.extract`).
+Titles are normalised here and resolved through redirects later (`extract.classify`, `extract.joins`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,206 @@
+"""The article core: one article -> its Entity, Relations (infobox facts + lead `links_to`) and Page, or a
+SkippedRecord (`oversized`, `timeout`, `parse_error`, `broken_markup`); then the steps that need the whole
+input, as plain functions: the recency window (`is_head`), plain-text values that name a page
+(`named_value_key`, `name_value`) and redirect titles as aliases (`attach_aliases`).
+
+Speed: a full mwparserfromhell parse runs at ~2 MB/s. Here only the infobox spans, found by brace matching
+on the raw text (`wikitext.markup.infobox_spans`), are parsed; the lead is read with regexes.
+
+Time limit per page: mwparserfromhell's C tokenizer holds the GIL, so no thread can interrupt it and an
+alarm only fires between Python bytecodes. The guard is therefore layered: (1) the size cap and the
+brace/bracket balance check keep pathological input (the usual cause of parser blow-ups) away from the
+tokenizer, and spans are parsed one at a time; (2) Python-level work (tree walks, the pure-Python parts
+of the parser, fact extraction) is interrupted when the time is up: in the main thread by a SIGALRM
+timer, in any other thread (Beam's worker threads with `--direct_num_workers 2`, in every running mode)
+by one watchdog thread per process that raises the timeout in the late thread between two bytecodes, as
+the alarm does; (3) a deadline is also checked between spans and infoboxes. A page over its time becomes
+`timeout`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable
+
+from mwparserfromhell.parser import ParserError
+
+from extract.classify import skip_page
+from ground.deadline import Deadline, PageTimeout
+from knowledge.ontology import load_ontology
+from schemas.base import utc
+from schemas.config import ExtractConfig
+from schemas.wiki import Entity, Page, Provenance, Qualifier, Relation, SkippedRecord
+from wikitext.infobox import Fact, Infobox, parse_infoboxes
+from wikitext.markup import (
+    BrokenMarkup,
+    TooDeep,
+    infobox_spans,
+    is_list_page,
+    lead_sentences,
+    normalize_title,
+)
+
+log = logging.getLogger(__name__)
+
+UNTYPED_ENTITY = "thing"
+MAX_TITLE_CHARS = 255  # MediaWiki's limit: a longer value names no page
+LIST_CLASS = "List"
+_CATEGORY = re.compile(r"\[\[\s*[Cc]ategory\s*:\s*([^\]|\n]+)")
+
+
+@dataclasses.dataclass
+class ArticleResult:
+    entity: Entity
+    relations: list[Relation]
+    page: Page
+    excluded: Counter = dataclasses.field(default_factory=Counter)  # plumbing left out, by reason
+
+
+def is_head(timestamp: dt.datetime, as_of: dt.datetime | None, window_days: int) -> bool:
+    """Inside the recency window: `0 <= as_of - timestamp <= window_days` (measured against the dump)."""
+    if as_of is None:
+        return False
+    age = utc(as_of) - utc(timestamp)
+    return dt.timedelta(0) <= age <= dt.timedelta(days=window_days)
+
+
+def extract_article(
+    page: Page, resolve: Callable[[str], str], as_of: dt.datetime | None, config: ExtractConfig
+) -> ArticleResult | SkippedRecord:
+    """One article -> its entity, relations and page, or a SkippedRecord with the reason it was not read."""
+    size = len(page.text.encode("utf-8"))
+    if size > config.max_page_bytes:
+        return skip_page(page, "oversized", f"{size} bytes > max_page_bytes {config.max_page_bytes}")
+    deadline = Deadline(config.page_timeout_s)
+    try:
+        with deadline.alarm():
+            return _read_article(page, resolve, as_of, config, deadline)
+    except PageTimeout as error:
+        return skip_page(page, "timeout", str(error))
+    except BrokenMarkup as error:
+        return skip_page(page, "broken_markup", str(error))
+    except TooDeep as error:
+        return skip_page(page, "parse_error", str(error))
+    except RecursionError as error:
+        return skip_page(page, "parse_error", f"RecursionError: {error}")
+    except Exception as error:  # mwparserfromhell.ParserError and anything else a page trips over
+        if not isinstance(error, ParserError):  # counted, but loud: it may be a bug rather than bad markup
+            log.warning("extract: %r skipped as parse_error", page.title, exc_info=True)
+        return skip_page(page, "parse_error", f"{type(error).__name__}: {error}")
+
+
+def _read_article(
+    page: Page, resolve: Callable[[str], str], as_of: dt.datetime | None, config: ExtractConfig, deadline: Deadline
+) -> ArticleResult:
+    title = normalize_title(page.title)
+    text = page.text
+    boxes = []
+    for span in infobox_spans(text):
+        boxes.extend(parse_infoboxes(text[span.start : span.end]))
+        deadline.check()
+    provenance = {"page_id": page.page_id, "page_title": title, "revision_id": page.revision_id,
+                  "timestamp": page.timestamp}
+    relations = [_relation(title, fact, resolve, provenance) for box in boxes for fact in box.facts]
+    deadline.check()
+    sentences = lead_sentences(text)
+    for sentence in sentences:
+        for link in sentence.links:
+            relations.append(Relation(head=title, relation="links_to", tail=resolve(link.target),
+                                      value_type="entity", source="link", evidence=sentence.text,
+                                      provenance=Provenance(**provenance)))
+    relations = distinct_relations(title, relations)
+    first_box = boxes[0].name if boxes else None
+    excluded: Counter = Counter()
+    for box in boxes:
+        excluded.update(box.excluded)
+    entity = Entity(
+        title=title,
+        type=entity_class(title, boxes, sentences[0].text if sentences else "", text),
+        description=sentences[0].text if sentences else "",
+        last_modified=page.timestamp,
+        is_head=is_head(page.timestamp, as_of, config.window_days),
+        page_id=page.page_id,
+        revision_id=page.revision_id,
+        infobox=first_box,
+        is_list=is_list_page(title),
+    )
+    kept_page = page if page.title == title else page.model_copy(update={"title": title})
+    return ArticleResult(entity, relations, kept_page, excluded)
+
+
+def entity_class(title: str, boxes: list[Infobox], lead: str, text: str) -> str:
+    """The page's ontology class: its first mapped infobox's, `List` for a list page, else the lead sentence's
+    "X is a ..." noun, else a category's words (the overlay's tables), else `thing` (untyped)."""
+    for box in boxes:
+        if box.cls:
+            return box.cls
+    if is_list_page(title):
+        return LIST_CLASS
+    ontology = load_ontology()
+    return (ontology.type_from_lead(lead) or ontology.type_from_categories(_CATEGORY.findall(text))
+            or UNTYPED_ENTITY)
+
+
+def distinct_relations(title: str, relations: Iterable[Relation]) -> list[Relation]:
+    """A page's relations in order, without repeats: an infobox fact stated twice is kept once, a lead
+    link once per target and never to the page itself. Keeping the first of each kind is stable under
+    redirect resolution, so the join-based pipeline applies it again after resolving the tails."""
+    kept: list[Relation] = []
+    seen: set[tuple] = set()
+    for relation in relations:
+        if relation.source == "link":
+            if relation.tail == title:
+                continue
+            key = ("link", relation.tail)
+        else:
+            key = (relation.relation, relation.group_index, relation.tail, relation.value, relation.unit,
+                   tuple((q.key, q.value) for q in relation.qualifiers))
+        if key not in seen:
+            seen.add(key)
+            kept.append(relation)
+    return kept
+
+
+def _relation(head: str, fact: Fact, resolve: Callable[[str], str], provenance: dict) -> Relation:
+    return Relation(
+        head=head,
+        relation=fact.property or fact.relation,
+        mapped=fact.property is not None,
+        group_index=fact.group_index,
+        tail=resolve(fact.tail) if fact.tail else None,
+        value=fact.value,
+        value_type=fact.value_type,
+        unit=fact.unit,
+        date=fact.date,
+        qualifiers=[Qualifier(key=k, value=v) for k, v in fact.qualifiers],
+        source="infobox",
+        provenance=Provenance(**provenance, infobox=fact.infobox, parameter=fact.parameter),
+    )
+
+
+def named_value_key(relation: Relation) -> str | None:
+    """The title a plain-text infobox value would name ("country = Angola"), or None when it cannot."""
+    value = relation.value
+    if relation.source != "infobox" or relation.value_type != "string" or not value:
+        return None
+    if len(value) > MAX_TITLE_CHARS or any(char in value for char in "#<>[]{}|"):
+        return None
+    if relation.mapped and load_ontology().range_mismatch(relation.relation, "entity"):
+        return None  # a date, number or measure that happens to spell a page title stays a value
+    return normalize_title(value) or None
+
+
+def name_value(relation: Relation, target: str | None) -> Relation:
+    """A plain-text value that exactly names a page (or a redirect to one) becomes an edge to that page."""
+    if target is None or target == relation.head:
+        return relation
+    return relation.model_copy(update={"tail": target, "value": None, "value_type": "entity"})
+
+
+def attach_aliases(entity: Entity, aliases: Iterable[str]) -> Entity:
+    names = sorted(set(aliases) - {entity.title})
+    return entity.model_copy(update={"aliases": names}) if names else entity

@@ -1,0 +1,116 @@
+"""Phase 2 of the Beam pipeline: the output shards. `FinishUnit` rewrites one unit's rows from its parts
+with the fix-ups the joins sent it and writes them as sorted runs per output table and shard; `MergeShard`
+merges each shard's runs into the output file, streaming (`ground.io.merge_runs`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import apache_beam as beam
+
+from extract.article import attach_aliases, distinct_relations, is_head, name_value, named_value_key
+from extract.classify import skip_page
+from extract.tables import SORT_KEYS, TABLES, relation_sort_key, shard_of, skipped_sort_key
+from extract.units import UnitParts
+from ground.io import RUN_BATCH_ROWS, WorkUnits, merge_runs, write_run
+from ground.storage import as_path
+from runtime.beam import BoundedHeapDoFn
+from runtime.heap import release_freed_memory
+from schemas.base import arrow_schema, to_table
+from wikitext.markup import normalize_title
+
+
+class FinishUnit(BoundedHeapDoFn):
+    """Phase 2 for one unit: its rows with its fix-ups applied (duplicates dropped, link targets resolved,
+    named values turned into edges, aliases and the recency window set), written as one sorted run per
+    output table and shard. Yields the plumbing counts of its kept articles."""
+
+    def __init__(self, out_dir: str, shards: int, window_days: int):
+        self.out_dir, self.shards, self.window_days = out_dir, shards, window_days
+
+    def process(self, joined, as_of, losers):
+        unit_id, grouped = joined
+        fixes: dict[str, dict] = {"tail": {}, "name": {}, "aliases": {}}
+        parts = UnitParts(self.out_dir, unit_id)
+        rows: dict[str, list] = {table: [] for table in TABLES}
+        for kind, *fix in grouped["fixups"]:
+            if kind == "skip":
+                rows["skipped"].append((skipped_sort_key(fix[0]), fix[0]))
+            else:
+                fixes[kind][fix[0]] = fix[1]
+        rows["skipped"].extend((skipped_sort_key(skip), skip) for skip in parts.rows("skipped"))
+        entities, relations = parts.rows("entities"), parts.rows("relations")
+        excluded: Counter = Counter()
+        for key, row, page in parts.articles():
+            if row.skip_reason is None:
+                entity, page_relations = next(entities), [next(relations) for _ in range(row.relations)]
+            if key in losers:
+                continue
+            if row.skip_reason is not None:
+                skip = skip_page(page, row.skip_reason, row.skip_detail)
+                rows["skipped"].append((skipped_sort_key(skip), skip))
+                continue
+            excluded.update(row.excluded)
+            entity = entity.model_copy(update={"is_head": is_head(entity.last_modified, as_of, self.window_days)})
+            rows["entities"].append((entity.title, attach_aliases(entity, fixes["aliases"].get(entity.title, ()))))
+            rows["pages"].append((entity.title, page.model_copy(update={"title": normalize_title(page.title)})))
+            resolved = [r.model_copy(update={"tail": fixes["tail"][r.tail]}) if r.tail in fixes["tail"] else r
+                        for r in page_relations]
+            for ordinal, relation in enumerate(distinct_relations(entity.title, resolved)):
+                name = named_value_key(relation)
+                rows["relations"].append((relation_sort_key(relation, ordinal),
+                                          name_value(relation, fixes["name"].get(name) if name else None)))
+        for table, keyed in rows.items():
+            model = TABLES[table]
+            by_shard: list[list] = [[] for _ in range(self.shards)]
+            for sort_key, record in sorted(keyed, key=lambda pair: pair[0]):
+                by_shard[shard_of(sort_key, self.shards)].append(record)
+            for shard, records in enumerate(by_shard):
+                write_run(arrow_schema(model), [to_table(model, records)], _run_path(self.out_dir, table, unit_id, shard),
+                          RUN_BATCH_ROWS)
+        del rows
+        release_freed_memory()
+        yield dict(excluded)
+
+
+def _run_path(out_dir: str, table: str, unit_id: str, shard: int) -> Path:
+    return WorkUnits(out_dir, ()).folder / "runs" / table / f"{unit_id}-{shard:05d}.arrows"
+
+
+class MergeShard(BoundedHeapDoFn):
+    """One output shard: every unit's run for it merged in order (`merge_runs`) and written a row group at
+    a time; an empty shard is not written."""
+
+    def __init__(self, out_dir: str, shards: int):
+        self.out_dir, self.shards = out_dir, shards
+
+    def process(self, task, unit_ids, _finished):
+        table, shard = task
+        runs = [_run_path(self.out_dir, table, unit_id, shard) for unit_id in sorted(unit_ids)]
+        path = as_path(self.out_dir) / table / f"part-{shard:05d}-of-{self.shards:05d}.parquet"
+        scratch = WorkUnits(self.out_dir, ()).folder / "merges" / f"{table}-{shard:05d}"
+        written = merge_runs(TABLES[table], runs, SORT_KEYS[table], path, scratch)
+        release_freed_memory()
+        if written:
+            yield str(path)
+
+
+class SumCounts(beam.CombineFn):
+    """Per-page counters (plumbing left out, by reason) summed over the run."""
+
+    def create_accumulator(self):
+        return Counter()
+
+    def add_input(self, total, counts):
+        total.update(counts)
+        return total
+
+    def merge_accumulators(self, accumulators):
+        merged = Counter()
+        for accumulator in accumulators:
+            merged.update(accumulator)
+        return merged
+
+    def extract_output(self, total):
+        return dict(total)

@@ -1,0 +1,139 @@
+"""The stage as two Beam composites: `ExtractUnits` (phase 1, `extract.units`) and `ExtractGraph` (phase 2,
+`extract.joins` and `extract.shards`).
+
+Scale: phase 1 extracts each work unit (a multistream byte range) into parts, so a killed run redoes only
+the units without parts; phase 2 resolves redirect chains, link targets and aliases by keyed joins
+(CoGroupByKey), so no worker holds the redirect map. The side inputs left are the as-of choice (one value),
+the duplicated titles with the losing revisions' keys (sized by the duplicates, a few hundred in an enwiki
+dump), the unit ids and two counts. Each table is written as `part-NNNNN-of-NNNNN.parquet` shards keyed by
+a hash of the title and sorted inside, so the files are the same bytes whatever the runner, worker count
+or units reused."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import apache_beam as beam
+
+from extract.as_of import AsOfChoice, NewestPlausible
+from extract.joins import (
+    ResolveRedirects,
+    UnitKeys,
+    contested_articles,
+    contested_title,
+    decide_duplicates,
+    title_fixups,
+    unit_redirects,
+    unit_titles,
+)
+from extract.shards import FinishUnit, MergeShard, SumCounts
+from extract.sources import source_transform
+from extract.tables import TABLES, shard_of
+from extract.units import ExtractUnit, UnitParts, UnitStats, plan_dump_units
+from ground.io import atomic_write_text
+from ground.storage import as_path
+from schemas.config import ExtractConfig
+from wikitext.markup import normalize_title
+
+API_UNITS = 16  # hash buckets an API read is cut into
+STATS_FILE = ".extract-stats.json"
+
+
+def _unit_stats(unit, out_dir: str) -> Iterator[UnitStats]:
+    return UnitParts(out_dir, unit[0]).rows("stats")
+
+
+def _choose_as_of(stats: list[UnitStats], config: ExtractConfig, ceiling) -> AsOfChoice:
+    merged = NewestPlausible(ceiling[0]).merge_accumulators((s.newest_plausible, s.implausible) for s in stats)
+    return AsOfChoice.choose(config.as_of, *merged, ceiling)
+
+
+def _write_stats(stats: list[UnitStats], choice: AsOfChoice, excluded: dict, units: list, out_dir: str) -> None:
+    summary = {"pages_in": sum(s.pages_in for s in stats),
+               "as_of": choice.as_of.isoformat() if choice.as_of else None,
+               "as_of_reason": choice.reason, "implausible": choice.implausible, "excluded": excluded,
+               "units": len(units), "units_extracted": sum(extracted for _, extracted in units)}
+    atomic_write_text(as_path(out_dir) / STATS_FILE, json.dumps(summary))
+
+
+class ExtractUnits(beam.PTransform):
+    """PBegin -> (unit id, extracted now?) once each unit's parts exist under `out_dir/parts` (phase 1)."""
+
+    def __init__(self, config: ExtractConfig, out_dir: str | Path, ceiling: tuple[dt.datetime, str]):
+        super().__init__()
+        self.config, self.out_dir, self.ceiling = config, str(out_dir), ceiling
+
+    def expand(self, pbegin):
+        config = self.config
+        if config.dump is not None:
+            units = (pbegin | "Source" >> beam.Create([config]) | "PlanUnits" >> beam.FlatMap(plan_dump_units)
+                     | "SpreadUnits" >> beam.Reshuffle())
+        else:
+            units = (
+                pbegin
+                | "Read" >> source_transform(config)
+                | "Bucket" >> beam.Map(lambda r: (f"api-{shard_of(normalize_title(r.title), API_UNITS):02d}", r))
+                | "Units" >> beam.GroupByKey()
+            )
+        return units | "ExtractUnit" >> beam.ParDo(ExtractUnit(config, self.out_dir, self.ceiling[0]))
+
+
+class ExtractGraph(beam.PTransform):
+    """(unit id, extracted now?) -> the stage's tables written under `out_dir` (phase 2: the joins).
+
+    Only keys cross the shuffle (see `extract.joins`). Side inputs: the as-of choice (one value), the
+    titles seen twice and the duplicates' keys (sized by the duplicated titles, not by the wiki), the
+    unit ids (one per unit) and the count of resolved redirects (one value, read by `UnitKeys` to wait)."""
+
+    def __init__(self, config: ExtractConfig, out_dir: str | Path, ceiling: tuple[dt.datetime, str]):
+        super().__init__()
+        self.config, self.out_dir, self.ceiling = config, str(out_dir), ceiling
+
+    def expand(self, units):
+        config, out_dir, shards = self.config, self.out_dir, self.config.output_shards
+        stats = units | "ReadStats" >> beam.FlatMap(_unit_stats, out_dir) | "AllStats" >> beam.combiners.ToList()
+        choice = stats | "ChooseAsOf" >> beam.Map(_choose_as_of, config, self.ceiling)
+        as_of = beam.pvalue.AsSingleton(choice | "AsOf" >> beam.Map(lambda chosen: chosen.as_of))
+        contested = beam.pvalue.AsDict(
+            units
+            | "Titles" >> beam.FlatMap(unit_titles, out_dir)
+            | "GroupTitles" >> beam.GroupByKey()  # not CombinePerKey: its lifting holds up to 10^6 titles per worker
+            | "OnlyDuplicates" >> beam.FlatMap(contested_title)
+        )
+        decided = (
+            units
+            | "Contested" >> beam.FlatMap(contested_articles, out_dir, contested)
+            | "GroupDuplicates" >> beam.GroupByKey()
+            | "DecideDuplicates" >> beam.FlatMap(decide_duplicates).with_outputs("losers", main="skips")
+        )
+        losers = beam.pvalue.AsDict(decided.losers)
+        resolved = (units | "RedirectPairs" >> beam.FlatMap(unit_redirects, out_dir)
+                    | "ResolveRedirects" >> ResolveRedirects())
+        resolved_count = beam.pvalue.AsSingleton(resolved.resolved | "CountResolved" >> beam.combiners.Count.Globally())
+        keys = units | "UnitKeys" >> beam.ParDo(UnitKeys(out_dir), losers, resolved_count)
+        fixups = (
+            (keys,
+             resolved.resolved | "Finals" >> beam.MapTuple(lambda title, final: (title, ("final", final))),
+             resolved.resolved | "AliasOf" >> beam.MapTuple(lambda title, final: (final, ("alias", title))))
+            | "AllTitleKeys" >> beam.Flatten()
+            | "JoinTitles" >> beam.GroupByKey()
+            | "TitleFixups" >> beam.FlatMap(title_fixups)
+        )
+        excluded = (
+            {"fixups": (decided.skips, fixups) | "AllFixups" >> beam.Flatten(), "unit": units}
+            | "ByUnit" >> beam.CoGroupByKey()
+            | "FinishUnits" >> beam.ParDo(FinishUnit(out_dir, shards, config.window_days), as_of, losers)
+            | "SumExcluded" >> beam.CombineGlobally(SumCounts())
+        )
+        excluded = beam.pvalue.AsSingleton(excluded)
+        unit_ids = beam.pvalue.AsList(units | "UnitIds" >> beam.Map(lambda unit: unit[0]))
+        _ = (units.pipeline
+             | "MergeTasks" >> beam.Create([(table, shard) for table in TABLES for shard in range(shards)])
+             | "SpreadMerges" >> beam.Reshuffle()
+             | "MergeShards" >> beam.ParDo(MergeShard(out_dir, shards), unit_ids, excluded))
+        all_units = units | "AllUnits" >> beam.combiners.ToList()
+        return stats | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice), excluded,
+                                           beam.pvalue.AsSingleton(all_units), out_dir)

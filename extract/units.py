@@ -1,0 +1,153 @@
+"""Phase 1 of the Beam pipeline: work units.
+
+Beam runs the stage in two phases. Phase 1 reads each work unit (a multistream byte range; the API's pages
+in hash buckets), classifies its records and extracts every article with its link targets as written, and
+stores the unit's rows as parts (`parts/<table>/<unit>.parquet`). A unit whose parts all exist is finished:
+a rerun after a kill reads and parses only the units that are not. Phase 2 (`extract.joins`,
+`extract.shards`) joins the parts: duplicates, redirect chains (a keyed join, not a side input), link
+targets, aliases and the recency window, and writes the shards. Phase 2 is the same whichever units were
+reused."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Iterator
+
+import apache_beam as beam
+from pydantic import AwareDatetime
+
+from extract.article import extract_article
+from extract.as_of import NewestPlausible
+from extract.classify import Redirect, classify_record
+from extract.sources.dump import DumpUnit, dump_work_units, read_dump_unit
+from ground.io import WorkUnits, read_records
+from knowledge.ontology import load_ontology
+from runtime.beam import BoundedHeapDoFn
+from runtime.heap import release_freed_memory
+from schemas.base import Record
+from schemas.config import ExtractConfig
+from schemas.wiki import Entity, Page, Relation, SkippedRecord
+from wikitext.markup import normalize_title
+
+
+class ArticleRow(Record):
+    """Phase 1's row for every article page, in the unit's order: when extraction skipped the page, why;
+    else how many relations it has (the unit's entities, pages and relations follow the same order)."""
+
+    title: str
+    skip_reason: str | None = None
+    skip_detail: str = ""
+    relations: int = 0
+    excluded: dict[str, int] = {}
+
+
+class RedirectRow(Record):
+    title: str
+    target: str
+    page_id: int
+
+
+class UnitStats(Record):
+    """A unit's page count and its part of the as-of choice (`NewestPlausible`'s accumulator)."""
+
+    unit: str
+    pages_in: int
+    newest_plausible: AwareDatetime | None = None
+    implausible: int = 0
+
+
+UNIT_TABLES = {"articles": ArticleRow, "article_pages": Page, "entities": Entity, "relations": Relation,
+               "skipped": SkippedRecord, "redirects": RedirectRow, "stats": UnitStats}
+
+
+def _as_written(title: str) -> str:
+    return title
+
+
+def extract_unit(unit_id: str, records: Iterable[Page | SkippedRecord], config: ExtractConfig,
+                 ceiling: dt.datetime) -> dict[str, list]:
+    """Phase 1 on one unit's records: every table of `UNIT_TABLES`. Link targets stay as written and no
+    entity is a head yet; duplicates are not decided (all three need the whole input: phase 2)."""
+    rows: dict[str, list] = {table: [] for table in UNIT_TABLES}
+    newest = NewestPlausible(ceiling)
+    accumulator = newest.create_accumulator()
+    pages_in = 0
+    for record in records:
+        pages_in += 1
+        accumulator = newest.add_input(accumulator, record)
+        outcome = classify_record(record)
+        if isinstance(outcome, SkippedRecord):
+            rows["skipped"].append(outcome)
+            continue
+        if isinstance(outcome, Redirect):
+            rows["redirects"].append(RedirectRow(title=outcome.title, target=outcome.target, page_id=outcome.page_id))
+            continue
+        result = extract_article(outcome, _as_written, None, config)
+        rows["article_pages"].append(outcome)
+        if isinstance(result, SkippedRecord):
+            rows["articles"].append(ArticleRow(title=normalize_title(outcome.title), skip_reason=result.reason,
+                                               skip_detail=result.detail))
+            continue
+        rows["articles"].append(ArticleRow(title=result.entity.title, relations=len(result.relations),
+                                           excluded=dict(result.excluded)))
+        rows["entities"].append(result.entity)
+        rows["relations"].extend(result.relations)
+    rows["stats"].append(UnitStats(unit=unit_id, pages_in=pages_in, newest_plausible=accumulator[0],
+                                   implausible=accumulator[1]))
+    return rows
+
+
+def dump_unit_id(unit: DumpUnit) -> str:
+    """A unit's name: its byte range of the dump (the dump itself is pinned by the stage key)."""
+    return f"bytes-{unit.start:015d}-{'end' if unit.end is None else f'{unit.end:015d}'}"
+
+
+def plan_dump_units(config: ExtractConfig) -> list[tuple[str, DumpUnit]]:
+    units = (dump_work_units(config.dump, config.index, config.streams_per_unit) if config.index
+             else [DumpUnit(config.dump)])
+    return [(dump_unit_id(unit), unit) for unit in units]
+
+
+class ExtractUnit(BoundedHeapDoFn):
+    """Phase 1 for one unit, unless its parts exist: yields (unit id, True when extracted in this run).
+
+    A dump unit arrives as its DumpUnit and is read here only when needed."""
+
+    def __init__(self, config: ExtractConfig, out_dir: str, ceiling: dt.datetime):
+        self.config, self.out_dir, self.ceiling = config, out_dir, ceiling
+
+    def setup(self):
+        super().setup()
+        load_ontology()  # once per worker, before any page's time limit starts
+
+    def process(self, element):
+        unit_id, source = element
+        parts = WorkUnits(self.out_dir, UNIT_TABLES)
+        # An API unit holds what this run fetched (a rerun fetches again): only dump units are reused.
+        if isinstance(source, DumpUnit) and parts.is_done(unit_id):
+            beam.metrics.Metrics.counter("hopsmith.extract", "units.reused").inc()
+            yield unit_id, False
+            return
+        records = read_dump_unit(DumpUnit(*source)) if isinstance(source, DumpUnit) else source
+        rows = extract_unit(unit_id, records, self.config, self.ceiling)
+        parts.write(unit_id, {table: (model, rows[table]) for table, model in UNIT_TABLES.items()})
+        beam.metrics.Metrics.counter("hopsmith.extract", "units.extracted").inc()
+        del rows
+        release_freed_memory()
+        yield unit_id, True
+
+
+class UnitParts:
+    """One finished unit's parts, read from disk on demand: phase 2 moves keys through the shuffle and
+    reads each unit's rows (page text, relations) only where they are rewritten, one unit at a time."""
+
+    def __init__(self, out_dir: str, unit_id: str):
+        self.parts, self.unit_id = WorkUnits(out_dir, UNIT_TABLES), unit_id
+
+    def rows(self, table: str) -> Iterator:
+        return read_records(UNIT_TABLES[table], self.parts.part_path(table, self.unit_id))
+
+    def articles(self) -> Iterator[tuple[tuple[str, int], ArticleRow, Page]]:
+        """(key, row, page) for every article in the unit's order; `key` names it across the run."""
+        for seq, (row, page) in enumerate(zip(self.rows("articles"), self.rows("article_pages"), strict=True)):
+            yield (self.unit_id, seq), row, page
