@@ -24,7 +24,3 @@ LEVELS: tuple[tuple[str, ...], ...] = (
 
 PACKAGES: tuple[str, ...] = tuple(package for floor in LEVELS for package in floor)
 
-
-def level_of(package: str) -> int:
-    """The floor `package` stands on (KeyError for a package the table does not know)."""
-    return next(level for level, floor in enumerate(LEVELS) if package in floor)

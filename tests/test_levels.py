@@ -7,7 +7,7 @@ import ast
 import re
 from pathlib import Path
 
-from ground.levels import LEVELS, PACKAGES, level_of
+from ground.levels import LEVELS, PACKAGES
 
 ROOT = Path(__file__).resolve().parent.parent
 # a dotted module path inside a string: `importlib.import_module("cli.extract")`, a Beam runner alias
@@ -48,7 +48,7 @@ def test_every_package_of_the_project_has_a_floor():
     on_disk = {path.parent.name for path in ROOT.glob("*/__init__.py")} - {"tests", "bench", "tests_verl"}
     assert on_disk == set(PACKAGES)
     assert len(PACKAGES) == len(set(PACKAGES))
-    assert level_of("schemas") == 0 and level_of("cli") == len(LEVELS) - 1
+    assert LEVELS[0] == ("schemas",) and LEVELS[-1] == ("cli",)
 
 
 def test_no_import_runs_upward():

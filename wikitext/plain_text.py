@@ -60,10 +60,6 @@ def _render_date(template: Template) -> str:
     return format_date("-".join(numbers[:1] + [n.zfill(2) for n in numbers[1:]]))
 
 
-def _render_params_value(template: Template, key: str) -> str:
-    return _render(template.get(key).value).strip() if template.has(key) else ""
-
-
 def _render_marriage(template: Template) -> str:
     positional = [p for p in template.params if not p.showkey]
     if not positional:
