@@ -10,9 +10,12 @@ from critic.gain import information_gain
 from critic.scoring import judge_trajectory, judge_turns
 from critic.signals import loss_mask, outcome_reward, turn_reward
 from critic.soundness import claims_part, logical_soundness
-from schemas import JudgedTrajectory, Outcome, PathHop, Provenance, Question, ToolCall, Trajectory, Turn
 from schemas.config import JudgeConfig
+from schemas.critic import JudgedTrajectory
 from schemas.questions import Path as GoldPath
+from schemas.questions import PathHop, Question
+from schemas.trajectory import Outcome, ToolCall, Trajectory, Turn
+from schemas.wiki import Provenance
 
 STAMP = dt.datetime(2025, 3, 1, tzinfo=dt.UTC)
 QUESTION_TEXT = "In which city was the spouse of the director of Jaws born?"

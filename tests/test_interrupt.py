@@ -19,6 +19,16 @@ REPO = Path(__file__).resolve().parent.parent
 TABLE_CHARS = set("│┃━─┏┓┗┛┡┩└┘├┤┼╇")
 
 
+def test_the_cli_installs_its_interrupt_handler_before_any_heavy_import():
+    """`cli.main` loads only the standard library and the project's light modules before `main` installs
+    the Ctrl-C handler: a package `__init__` that pulls in pydantic or Beam would leave the first 0.3 s of
+    every run (the while-importing case below) to Python's default handler."""
+    probe = "import sys, cli.main; print(sorted(m for m in ('pydantic', 'apache_beam', 'pyarrow') if m in sys.modules))"
+    loaded = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
+                            capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
+
+
 @pytest.mark.parametrize(
     ("marker", "delay_s"),
     [(None, 0.3), ("graph/.pending-key", 2.0), ("questions/.pending-key", 0.5)],

@@ -23,10 +23,9 @@ from ground.io import (
     write_run,
 )
 from ground.stage import PENDING, begin_stage
-from schemas import SkippedRecord
 from schemas.base import to_table
 from schemas.config import ExtractConfig
-from schemas.wiki import Relation
+from schemas.wiki import Relation, SkippedRecord
 
 
 def _skips(n, prefix="p"):

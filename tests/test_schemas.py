@@ -5,29 +5,12 @@ import datetime as dt
 import pyarrow as pa
 import pytest
 
-from schemas import (
-    SCHEMA_VERSION,
-    CriterionScore,
-    Entity,
-    JudgedTrajectory,
-    Outcome,
-    Page,
-    Path,
-    PathHop,
-    Provenance,
-    Qualifier,
-    Question,
-    Relation,
-    SkippedRecord,
-    ToolCall,
-    Trajectory,
-    Turn,
-    TurnJudgement,
-    arrow_schema,
-    from_table,
-    to_table,
-)
+from schemas.base import SCHEMA_VERSION, arrow_schema, from_table, to_table
+from schemas.critic import CriterionScore, JudgedTrajectory, TurnJudgement
 from schemas.dataset import PromptMessage, RLPrompt
+from schemas.questions import Path, PathHop, Question
+from schemas.trajectory import Outcome, ToolCall, Trajectory, Turn
+from schemas.wiki import Entity, Page, Provenance, Qualifier, Relation, SkippedRecord
 
 TS = dt.datetime(2026, 5, 1, 12, 30, tzinfo=dt.UTC)
 PROV = Provenance(page_id=7, page_title="Inception", revision_id=99, timestamp=TS, infobox="infobox film", parameter="director")

@@ -18,8 +18,10 @@ import json
 import zlib
 from pathlib import Path
 
-from schemas import Outcome, PathHop, Provenance, Question, ToolCall, Trajectory, Turn
 from schemas.questions import Path as GoldPath
+from schemas.questions import PathHop, Question
+from schemas.trajectory import Outcome, ToolCall, Trajectory, Turn
+from schemas.wiki import Provenance
 from synth.matching import match_answer
 
 OUT = Path(__file__).with_name("critic_labelled.jsonl")
