@@ -1,7 +1,8 @@
 """Reviewer rules: per-turn labels for trajectories nobody tampered with (the natural labelled set).
 
 The rules are written to be read and checked by a person, and share no code with the critic's scoring
-(only the answer matcher every stage uses), so the critic measured on them is not graded against itself.
+(only the answer matcher every stage uses, and the stop-word table's base words; their extension is their
+own, `question_words`, not the critic's `agent_text`), so the critic measured on them is not graded against itself.
 In order, the first of rules 1-5 that fires decides the tool criterion; the gain and reasoning rules add to
 it:
 
