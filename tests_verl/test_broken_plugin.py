@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ground.levels import PACKAGES
 from tests_verl.conftest import CONFIG_NAME, EXPORT_ENV
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("schemas", "pipeline", "graph", "synth", "critic", "rl", "tests_verl")
 PLUGIN = "rl/verl_plugin.py"
 
 # name -> (file, text, replacement, contract test selector, expected text in the failure)
@@ -29,8 +29,10 @@ BREAKS = {
 
 
 def copy_checkout(destination: Path) -> Path:
-    for package in PACKAGES:
+    """Every package, the contract suite and the knowledge tables (`data/`, less the sample dump)."""
+    for package in (*PACKAGES, "tests_verl"):
         shutil.copytree(REPO / package, destination / package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "data", destination / "data", ignore=shutil.ignore_patterns("__pycache__", "sample"))
     shutil.copy(REPO / "pyproject.toml", destination / "pyproject.toml")
     return destination
 
