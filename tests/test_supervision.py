@@ -109,7 +109,7 @@ def test_the_sample_dataset_trains_on_at_most_a_quarter_of_assistant_turns_and_e
     print(f"sample: loss 1 on {shares} of assistant turns, {per_trajectory:.2f} critical turns a trajectory "
           "(ToolMind-Web-QA: ~3%, 7.25)")
     assert share <= 0.25, (f"loss 1 on {share:.1%} of the sample's assistant turns, over the 25% target: see which "
-                           "turns critic/critical.py marks and how long synth/policies/scripted.py runs are")
+                           "turns critic/critical.py marks and how long synth/policies/searcher.py runs are")
     assert shares["nanbeige"] == shares["openai"] == share
     judged = list(read_records(JudgedTrajectory, sample_run / "judged" / "judged"))
     correct = [r for r in judged if r.trajectory.outcome.correct]

@@ -438,7 +438,7 @@ def _scenarios():
     ]
 
 
-    # Written in the offline scripted policy's own words (synth.policies.scripted), observations verbatim from
+    # Written in the offline scripted policy's own words (synth.policies.searcher), observations verbatim from
     # the sample's search index.
     q10 = question("q-bloomsbury-city-population", "As of October 2026, what figure is recorded as the population "
                    "of the headquarters city of Bloomsbury Publishing?",
