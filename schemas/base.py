@@ -92,61 +92,80 @@ def arrow_schema(model: type[BaseModel]) -> pa.Schema:
     return pa.schema(_arrow_fields(model), metadata={b"hopsmith.record": model.__name__.encode()})
 
 
-def _to_arrow_value(annotation: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    annotation, _ = _strip_optional(annotation)
-    if _is_json_type(annotation):
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    origin = get_origin(annotation)
-    if origin is typing.Annotated:
-        return _to_arrow_value(get_args(annotation)[0], value)
-    if origin in (list, tuple):
-        item = get_args(annotation)[0]
-        return [_to_arrow_value(item, v) for v in value]
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return {
-            name: _to_arrow_value(info.annotation, getattr(value, name))
-            for name, info in annotation.model_fields.items()
-        }
-    if isinstance(value, enum.Enum):
-        return value.value
-    return value
+# Row conversion walks a model's annotations once (`_arrow_writers`, `_arrow_readers`, cached per model) into
+# one converter per field, so a row costs a call per field instead of re-reading its annotation each time.
+Convert = typing.Callable[[Any], Any]
 
 
-def _from_arrow_value(annotation: Any, value: Any) -> Any:
-    if value is None:
-        return None
+def _json_dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _plain_to_arrow(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+def _to_arrow_converter(annotation: Any) -> Convert:
+    """value -> its Arrow-ready form, for a non-None value of `annotation`."""
     annotation, _ = _strip_optional(annotation)
     if _is_json_type(annotation):
-        return json.loads(value)
+        return _json_dumps
     origin = get_origin(annotation)
     if origin is typing.Annotated:
-        return _from_arrow_value(get_args(annotation)[0], value)
+        return _to_arrow_converter(get_args(annotation)[0])
     if origin in (list, tuple):
-        item = get_args(annotation)[0]
-        return [_from_arrow_value(item, v) for v in value]
+        item = _to_arrow_converter(get_args(annotation)[0])
+        return lambda values: [None if v is None else item(v) for v in values]
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return {
-            name: _from_arrow_value(info.annotation, value.get(name))
-            for name, info in annotation.model_fields.items()
-        }
-    return value
+        fields = _arrow_writers(annotation)
+        return lambda value: _model_to_row(fields, value)
+    return _plain_to_arrow
+
+
+def _from_arrow_converter(annotation: Any) -> Convert | None:
+    """value -> its Python form, for a non-None Arrow value of `annotation`; None when it is the value itself."""
+    annotation, _ = _strip_optional(annotation)
+    if _is_json_type(annotation):
+        return json.loads
+    origin = get_origin(annotation)
+    if origin is typing.Annotated:
+        return _from_arrow_converter(get_args(annotation)[0])
+    if origin in (list, tuple):
+        item = _from_arrow_converter(get_args(annotation)[0])
+        return None if item is None else (lambda values: [None if v is None else item(v) for v in values])
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        fields = _arrow_readers(annotation)
+        return lambda value: _row_to_fields(fields, value)
+    return None
+
+
+@cache
+def _arrow_writers(model: type[BaseModel]) -> tuple[tuple[str, Convert], ...]:
+    return tuple((name, _to_arrow_converter(info.annotation)) for name, info in model.model_fields.items())
+
+
+@cache
+def _arrow_readers(model: type[BaseModel]) -> tuple[tuple[str, Convert | None], ...]:
+    return tuple((name, _from_arrow_converter(info.annotation)) for name, info in model.model_fields.items())
+
+
+def _model_to_row(fields: tuple[tuple[str, Convert], ...], record: BaseModel) -> dict[str, Any]:
+    return {name: None if (value := getattr(record, name)) is None else convert(value) for name, convert in fields}
+
+
+def _row_to_fields(fields: tuple[tuple[str, Convert | None], ...], row: dict[str, Any]) -> dict[str, Any]:
+    return {name: value if (value := row.get(name)) is None or convert is None else convert(value)
+            for name, convert in fields}
 
 
 def to_row(record: BaseModel) -> dict[str, Any]:
     """A record as an Arrow-ready row (JSON-encoding free-form mappings)."""
-    return {
-        name: _to_arrow_value(info.annotation, getattr(record, name))
-        for name, info in type(record).model_fields.items()
-    }
+    return _model_to_row(_arrow_writers(type(record)), record)
 
 
 def from_row(model: type[M], row: dict[str, Any]) -> M:
     """Rebuild and validate a record from an Arrow row."""
-    return model.model_validate(
-        {name: _from_arrow_value(info.annotation, row.get(name)) for name, info in model.model_fields.items()}
-    )
+    return model.model_validate(_row_to_fields(_arrow_readers(model), row))
 
 
 def to_table(model: type[BaseModel], records: typing.Iterable[BaseModel]) -> pa.Table:
