@@ -5,10 +5,13 @@ from __future__ import annotations
 import functools
 import itertools
 import threading
+import types
+import weakref
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineRunner
+from apache_beam.transforms import core as beam_core
 
 from runtime.heap import freeze_start_up_objects, map_large_allocations
 from schemas.config import BeamOptions
@@ -109,6 +112,33 @@ def piece_ends(data: bytes, coder_impl, limit: int) -> list[int]:
             ends.append(end)
             start = end
     return ends
+
+
+def _remembered_signatures(args_defaults):
+    """Beam's `get_function_args_defaults` that reads each function's signature once. Beam asks for the
+    signature of every method of a DoFn each time it checks whether the DoFn keeps state: 26,000
+    `inspect.signature` calls to build and run the extract stage's 200 transforms, a third of its fixed
+    start-up. A function's parameters do not change, so the answer is kept per function (weakly: a
+    pipeline's lambdas go with it) and per bound or not; other callables are asked each time."""
+    remembered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def get_function_args_defaults(f):
+        bound = isinstance(f, types.MethodType)
+        function = f.__func__ if bound else f
+        if not isinstance(function, types.FunctionType):
+            return args_defaults(f)
+        answers = remembered.setdefault(function, {})
+        if bound not in answers:
+            answers[bound] = args_defaults(f)
+        args, defaults = answers[bound]
+        return list(args), list(defaults)
+
+    get_function_args_defaults.beam_original = args_defaults
+    return get_function_args_defaults
+
+
+if not hasattr(beam_core.get_function_args_defaults, "beam_original"):
+    beam_core.get_function_args_defaults = _remembered_signatures(beam_core.get_function_args_defaults)
 
 
 def pipeline_options(beam: BeamOptions | None = None, extra_args: list[str] | None = None) -> PipelineOptions:

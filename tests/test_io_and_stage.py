@@ -155,6 +155,33 @@ def test_the_default_runner_runs_in_process_and_never_fetches_prism(monkeypatch,
     assert started == []
 
 
+def test_beam_reads_each_functions_signature_once_with_the_same_answer():
+    """runtime.beam keeps Beam's answer for each function's parameters: the same as Beam's own, for a
+    method and a plain function, read once however often Beam asks; a callable object is asked each time."""
+    import functools
+
+    import apache_beam
+    from apache_beam.transforms import core
+
+    import runtime.beam  # noqa: F401 - installs the remembered signatures
+
+    original = core.get_function_args_defaults.beam_original
+    asked = []
+
+    class Stateless(apache_beam.DoFn):
+        def process(self, element, side=apache_beam.DoFn.SideInputParam, limit=3):
+            yield element
+
+    def plain(a, b=2):
+        return a
+
+    remembered = runtime.beam._remembered_signatures(lambda f: asked.append(f) or original(f))
+    partial = functools.partial(plain, 1)
+    for f in (Stateless().process, Stateless().process, plain, plain, partial, partial):
+        assert remembered(f) == original(f)
+    assert asked == [asked[0], plain, partial, partial] and asked[0].__func__ is Stateless.process
+
+
 def test_a_merge_holds_a_batch_of_each_run_not_a_footer_that_grows_with_the_run(tmp_path):
     """Extract's last merge level opens up to MERGE_FAN_IN of the longest runs at once. Its runs are Arrow
     streams: opening one holds one batch, however long it is. The parquet intermediate runs they replaced
