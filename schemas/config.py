@@ -146,6 +146,12 @@ class QuestionConfig(_Config):
                                          "object of their final relation")
     max_answer_share: float = Field(default=0.02, gt=0.0, le=1.0,
                                     description="most questions of a run (share) with one answer")
+    description_search_top_k: int = Field(default=1, ge=0, description="a described entity's description searched "
+                                          "alone must not list it in this many results (0: gate off; needs the index)")
+    relation_answer_share: float = Field(default=0.10, gt=0.0, le=1.0, description="most questions (share) with "
+                                         "one answer among those ending in the same relation")
+    relation_answer_min: int = Field(default=10, ge=1, description="questions ending in one relation from which "
+                                     "relation_answer_share applies")
     paths_per_unit: int = Field(default=32, ge=1, description="paths per resumable work unit")
     shards: int = Field(default=4, ge=1)
 

@@ -9,8 +9,11 @@ order a question meets them in, and the catalogue of every rejection reason, `sy
 
 from __future__ import annotations
 
+import functools
+import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path as FsPath
 
 import numpy as np
 
@@ -363,6 +366,50 @@ def dominant_answer(index: FactIndex, path: Path) -> str | None:
         return None
     heads = len(index.heads_of(relation, ids[-1]))
     return f"{path.answer!r} is the most common object of {path.hops[-1].relation} ({heads} heads)"
+
+
+TRIVIAL_HOPS_FILE = FsPath(__file__).resolve().parents[1] / "data" / "questions" / "trivial_hops.toml"
+
+
+@functools.cache
+def trivial_hops() -> dict[str, dict]:
+    """Relation -> {heads, why}: objects that follow in one well-known hop (data/questions/trivial_hops.toml)."""
+    with TRIVIAL_HOPS_FILE.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def _trivial_from(graph: CSRGraph, relation: str, head: int) -> str | None:
+    """Why `relation` of the entity `head` is common knowledge (the table's entry for its class), or None."""
+    entry = trivial_hops().get(relation)
+    if entry is None:
+        return None
+    if entry["heads"]:
+        ontology = load_ontology()
+        cls = ontology.find_class(graph.entity_type[head] or "")
+        if cls is None or not any(ontology.is_a(cls, head_class) for head_class in entry["heads"]):
+            return None
+    return entry["why"]
+
+
+def trivial_final_hop(index: FactIndex, path: Path, named: Iterable[str]) -> str | None:
+    """Why the answer follows in one well-known hop (`trivial_hops`) from the entity the final description
+    pins down, or from an entity the question names (the start when named, a clue's object), or None."""
+    graph = index.graph
+    ids = path_node_ids(graph, path)
+    if ids is None:
+        return None
+    answer = ids[-1]
+    if (why := _trivial_from(graph, path.hops[-1].relation, ids[-2])) is not None:
+        return f"{path.hops[-1].relation} of {path.nodes[-2]!r} is {why}"
+    for name in dict.fromkeys(named):
+        node = index.node(name)
+        if node is None or node == answer:
+            continue
+        for edge in range(graph.indptr[node], graph.indptr[node + 1]):
+            relation = graph.relation_names[graph.rel[edge]]
+            if int(graph.dst[edge]) == answer and (why := _trivial_from(graph, relation, node)) is not None:
+                return f"the answer is {relation} of the named {name!r}: {why}"
+    return None
 
 
 def answer_node(graph: CSRGraph, path: Path) -> int | None:

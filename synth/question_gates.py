@@ -23,6 +23,16 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
   is London"): one search finds it, so the chain before it is never needed (the ontology's
   inverse-functional properties; the planner avoids such facts where others single the entity out);
 - `tree_branch`: a tree question's branch does not hold for the answer, or is not needed to single it out;
+- `trivial_final_hop`: the answer follows in one well-known hop (`data/questions/trivial_hops.toml`: a
+  country's capital, currency or language, a place's country or region) from the entity the final
+  description pins down or from an entity the text names, so the final hop is answered from memory;
+- `description_search`: the description of the start or of an intermediate, searched alone in the agents'
+  index, lists that entity in the top `description_search_top_k`, so one search skips the chain before it;
+- `untimed_hop`: a hop over a relation that holds several values over time (not single-valued in the
+  ontology) whose fact carries a start or end date, stated without its time: the other values, missing
+  from the slice, would answer it too ("the prime minister of a French president");
+- `relation_answer_cap`: one answer already fills its share of the questions that end in the same
+  relation (applied by the stage; `relation_answer_share`, from `relation_answer_min` such questions);
 - `dominant_answer`: the answer is the most common object of its final relation across the graph (a
   guess, not a search, would find it);
 - `answer_cap`: one answer already fills its share of the run (applied by the stage);
@@ -40,17 +50,19 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
 
 from __future__ import annotations
 
-from graph.csr import split_literal_key
+from graph.csr import LITERAL_PREFIX, split_literal_key
+from knowledge.ontology import load_ontology
 from schemas.questions import Path
 from synth import describe, gates, text_gates
 from synth.environment import SearchEnvironment
-from synth.phrasing import date_variants, number_variants
+from synth.phrasing import date_variants, number_variants, parse_date
 from synth.question_plan import Plan, QuestionContext, described_as
 
 GATES = ("vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
          "identifying_clue", "clue_shortcut",
+         "trivial_final_hop", "description_search", "untimed_hop",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
-         "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap")
+         "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap", "relation_answer_cap")
 
 
 def answer_aliases(ctx: QuestionContext, path: Path) -> list[str]:
@@ -103,9 +115,53 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
         return "identifying_clue", detail
     if (detail := gates.clue_shortcut(ctx.facts, path, plan.clues)) is not None:
         return "clue_shortcut", detail
+    if (detail := gates.trivial_final_hop(ctx.facts, path, named_entities(path, plan))) is not None:
+        return "trivial_final_hop", detail
     if 0 in plan.tree_positions and (detail := gates.start_intersection(
             ctx.facts, [c for c in plan.clues if c.position == 0], gates.path_node_ids(ctx.graph, path)[0])):
         return "tree_branch", detail
+    return None
+
+
+def named_entities(path: Path, plan: Plan) -> list[str]:
+    """The entities a question's text names: the start unless it is described, every clue's object."""
+    named = [] if plan.start_described else [path.start]
+    return named + [c.object for c in plan.clues if c.object and not c.object.startswith(LITERAL_PREFIX)]
+
+
+def untimed_hop(path: Path, plan: Plan, text: str) -> str | None:
+    """Why a hop over a relation with several values over time is stated without its time, or None.
+
+    A fact with a start or end date over a relation the ontology does not call single-valued (an office's
+    prime minister, a spouse) held other values at other times, which a slice may lack: stated without its
+    time it is not unique in the world. Its time is the as-of date for a fact still running, a year of its
+    start or end for an ended one."""
+    ontology = load_ontology()
+    for position, hop in enumerate(path.hops):
+        dates = {q.key: q.value for q in hop.qualifiers if q.key in ("start", "end")}
+        prop = ontology.properties.get(hop.relation)
+        if not dates or (prop is not None and prop.functional):
+            continue
+        if position in plan.ended:
+            years = {str(parsed[0]) for value in dates.values() if (parsed := parse_date(value))}
+            if not any(year in text for year in years):
+                return f"hop {position + 1} ({hop.relation}) ended; the text states neither its start nor its end"
+        elif plan.as_of_text is None or f"as of {plan.as_of_text}".lower() not in text.lower():
+            return f"hop {position + 1} ({hop.relation}) held other values over time; the text states no as-of date"
+    return None
+
+
+def search_gate(ctx: QuestionContext, path: Path, plan: Plan,
+                environment: SearchEnvironment | None) -> tuple[str, str] | None:
+    """The description shortcut before any text: every description of an entity the question does not name,
+    searched alone in the agents' index, must not list that entity in the top `description_search_top_k`."""
+    top_k = ctx.config.description_search_top_k
+    if environment is None or not top_k:
+        return None
+    descriptions = [(path.nodes[p], described_as(plan, p)) for p in sorted(plan.nouns)
+                    if p < len(path.nodes) - 1 and (p or plan.start_described)]
+    if (detail := text_gates.description_search(environment, descriptions, top_k)) is not None:
+        return "description_search", detail
     return None
 
 
@@ -127,6 +183,8 @@ def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: 
         return "start_leak", name
     if plan.as_of_text and f"as of {plan.as_of_text}".lower() not in text.lower():
         return "missing_as_of", f"a fact can change but the text does not say 'As of {plan.as_of_text}'"
+    if (detail := untimed_hop(path, plan, text)) is not None:
+        return "untimed_hop", detail
     top_k = ctx.config.one_search_top_k
     if environment is not None and top_k and (
             found := text_gates.one_search(environment, text, path.answer, aliases, top_k)) is not None:

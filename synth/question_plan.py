@@ -71,14 +71,17 @@ def seeded_rng(config: QuestionConfig, path: Path, purpose: str) -> random.Rando
     return random.Random(stable_hash(config.seed, path.path_id, purpose))
 
 
-def _noun_for(ctx: QuestionContext, title: str) -> tuple[str | None, str | None]:
+def _noun_for(ctx: QuestionContext, title: str, class_noun: bool = False) -> tuple[str | None, str | None]:
     """The noun an entity is described by and its checkable type: the lead sentence's noun phrase when its
-    head is a known noun that agrees with the entity's class ("Ukrainian ska band" for a Band), else the
-    class noun ("television series", never "American adult" from "an American adult animated series")."""
+    head is a known noun that agrees with the entity's class ("Ukrainian ska band" for a Band), else (or
+    with `class_noun`: the lead's phrase is what a search finds the entity by) the class noun ("television
+    series", never "American adult" from "an American adult animated series")."""
     info = ctx.entities.get(title)
     coarse = type_noun(info.type) if info else "entity"
     checkable = None if coarse == "entity" else coarse
-    lead = load_ontology().lead_noun(lead_noun_phrase(info.description), info.type) if info else None
+    lead = None
+    if info and not (class_noun and checkable):
+        lead = load_ontology().lead_noun(lead_noun_phrase(info.description), info.type)
     return lead or checkable, checkable
 
 
@@ -99,12 +102,12 @@ def _adjacent_relations(path: Path, position: int) -> set[str]:
 
 
 def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, rng: random.Random,
-              reached: set[int] | None) -> tuple[str | None, list[gates.Clue], list[Attribute], bool]:
+              reached: set[int] | None, class_nouns: bool = False) -> tuple[str | None, list[gates.Clue], list[Attribute], bool]:
     """The noun, type clue and attributes that describe the node at `position` among its competitors (the
     objects its hop `reached`, or (None) for the start every entity that fits the description), and
     whether they single it out."""
     config = ctx.config
-    noun, checkable = _noun_for(ctx, path.nodes[position])
+    noun, checkable = _noun_for(ctx, path.nodes[position], class_nouns)
     base = [gates.Clue(position=position, type_noun=checkable)] if checkable else []
     options = describe.attributes(ctx, ids[position], position, rng, checkable in PERSON_NOUNS,
                                   _adjacent_relations(path, position), set(path.nodes))
@@ -169,10 +172,12 @@ def _choose_intersection(ctx: QuestionContext, options: list[Attribute], target:
     return None
 
 
-def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) -> Plan:
+def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, class_nouns: bool = False) -> Plan:
     """Describe the start entity (unless it is named), every intermediate, and for a tree question the
     answer's branches, each chosen until the graph proves the description unique; then the tense of every
-    hop and the as-of statement. The clues recorded for the gates are exactly what the text states."""
+    hop and the as-of statement. The clues recorded for the gates are exactly what the text states. With
+    `class_nouns`, entities are described by their class noun, not their lead sentence's noun phrase (the
+    stage's second plan when a description alone finds its entity in the agents' index)."""
     config, graph = ctx.config, ctx.graph
     rng = seeded_rng(config, path, "plan")
     hops = len(path.hops)
@@ -193,7 +198,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
         if position:
             relation = graph.relation_id(path.hops[position - 1].relation)
             reached = {int(o) for o in graph.objects(ids[position - 1], relation)}
-        noun, base, chosen, unique = _describe(ctx, path, ids, position, rng, reached)
+        noun, base, chosen, unique = _describe(ctx, path, ids, position, rng, reached, class_nouns)
         if style == "nested" and position and not chosen:
             continue  # a bare ", a person," appositive adds nothing: the relation alone describes it
         nouns[position] = noun or "entity"
@@ -211,7 +216,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
     else:
         unresolved = None
     for position in described_positions if unresolved is not None else []:
-        nouns.setdefault(position, _noun_for(ctx, path.nodes[position])[0] or "entity")  # text stays writable
+        nouns.setdefault(position, _noun_for(ctx, path.nodes[position], class_nouns)[0] or "entity")  # text stays writable
     branches: list[Attribute] = []
     branching = False
     if ids is not None and unresolved is None:
