@@ -172,6 +172,9 @@ def _choose_intersection(ctx: QuestionContext, options: list[Attribute], target:
     return None
 
 
+CLASS_NOUNS = "nouns:class"  # the obfuscation that marks a plan describing entities by their class noun
+
+
 def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, class_nouns: bool = False) -> Plan:
     """Describe the start entity (unless it is named), every intermediate, and for a tree question the
     answer's branches, each chosen until the graph proves the description unique; then the tense of every
@@ -245,6 +248,8 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, cl
         obfuscations.append(f"as_of:{as_of_text}")
     shape = "tree" if tree_positions else "chain"
     obfuscations += [f"style:{style}", f"shape:{shape}", *(f"tree_at:{p}" for p in tree_positions)]
+    if class_nouns:
+        obfuscations.append(CLASS_NOUNS)
     return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
                 unresolved, tree_positions, branching)
 
