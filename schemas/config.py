@@ -152,6 +152,10 @@ class QuestionConfig(_Config):
                                          "one answer among those ending in the same relation")
     relation_answer_min: int = Field(default=10, ge=1, description="questions ending in one relation from which "
                                      "relation_answer_share applies")
+    fame_quantile: float = Field(default=0.9, ge=0.0, le=1.0, description="pages at or above this quantile of "
+                                 "in-links are famous (see famous_keep)")
+    famous_keep: float = Field(default=0.5, ge=0.0, le=1.0, description="share of paths kept whose start or answer "
+                               "is famous (1: no long-tail weighting)")
     paths_per_unit: int = Field(default=32, ge=1, description="paths per resumable work unit")
     shards: int = Field(default=4, ge=1)
 

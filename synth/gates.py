@@ -17,7 +17,7 @@ from pathlib import Path as FsPath
 
 import numpy as np
 
-from graph.csr import LITERAL, LITERAL_PREFIX, CSRGraph, split_literal_key
+from graph.csr import LITERAL, LITERAL_PREFIX, PAGE, CSRGraph, split_literal_key
 from knowledge.ontology import load_ontology
 from schemas.questions import Path
 from synth.phrasing import parse_date, phrase, type_noun
@@ -101,6 +101,9 @@ class FactIndex:
                 self._dominant.update(unique[mask][counts[mask] == top].tolist())
         coarse = {t: type_noun(t) for t in set(graph.entity_type.tolist())}
         self.type_nouns = np.array([coarse[t] if t else "" for t in graph.entity_type], dtype=object)
+        # Popularity: the links into a node over the graph's facts (in-links; a page's fame in the slice).
+        self.in_links = np.bincount(graph.dst, minlength=n)
+        self._famous_min: dict[float, float] = {}
         self.node_year = np.full(n, self.NO_YEAR, np.int64)
         for node in np.flatnonzero(graph.kind == LITERAL):
             value_type, value, _ = split_literal_key(graph.keys[node])
@@ -111,6 +114,14 @@ class FactIndex:
         self._nodes: dict[str, int | None] = {}
         self._by_year: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.described: dict[tuple, frozenset[int]] = {}  # `described_candidates` by what the clues say
+
+    def famous(self, node: int, quantile: float) -> bool:
+        """Whether a page is among the most linked-to of the graph: its in-links reach the `quantile` of the
+        pages' in-links (and at least two: a page one fact names is the long tail)."""
+        if quantile not in self._famous_min:
+            pages = self.in_links[self.graph.kind == PAGE]
+            self._famous_min[quantile] = max(float(np.quantile(pages, quantile)) if len(pages) else 0.0, 2.0)
+        return self.graph.kind[node] == PAGE and self.in_links[node] >= self._famous_min[quantile]
 
     def relation(self, name: str | None) -> int | None:
         return self._relations.get(name) if name else None
@@ -410,6 +421,14 @@ def trivial_final_hop(index: FactIndex, path: Path, named: Iterable[str]) -> str
             if int(graph.dst[edge]) == answer and (why := _trivial_from(graph, relation, node)) is not None:
                 return f"the answer is {relation} of the named {name!r}: {why}"
     return None
+
+
+def famous_ends(index: FactIndex, path: Path, quantile: float) -> list[str]:
+    """The path's start and answer that are among the graph's most linked-to pages (`FactIndex.famous`)."""
+    ids = path_node_ids(index.graph, path)
+    if ids is None:
+        return []
+    return [label for label, node in ((path.start, ids[0]), (path.answer, ids[-1])) if index.famous(node, quantile)]
 
 
 def answer_node(graph: CSRGraph, path: Path) -> int | None:

@@ -33,6 +33,8 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
   from the slice, would answer it too ("the prime minister of a French president");
 - `relation_answer_cap`: one answer already fills its share of the questions that end in the same
   relation (applied by the stage; `relation_answer_share`, from `relation_answer_min` such questions);
+- `famous`: the start or the answer is among the graph's most linked-to pages, and the seeded draw that
+  keeps such paths at `famous_keep` dropped it (weights the questions toward the long tail);
 - `dominant_answer`: the answer is the most common object of its final relation across the graph (a
   guess, not a search, would find it);
 - `answer_cap`: one answer already fills its share of the run (applied by the stage);
@@ -56,11 +58,11 @@ from schemas.questions import Path
 from synth import describe, gates, text_gates
 from synth.environment import SearchEnvironment
 from synth.phrasing import date_variants, number_variants, parse_date
-from synth.question_plan import Plan, QuestionContext, described_as
+from synth.question_plan import Plan, QuestionContext, described_as, seeded_rng
 
 GATES = ("vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
          "identifying_clue", "clue_shortcut",
-         "trivial_final_hop", "description_search", "untimed_hop",
+         "trivial_final_hop", "description_search", "untimed_hop", "famous",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
          "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap", "relation_answer_cap")
 
@@ -93,7 +95,21 @@ def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
         return "reversed_place", detail
     if ctx.config.reject_dominant_answer and (detail := gates.dominant_answer(ctx.facts, path)) is not None:
         return "dominant_answer", detail
+    if (detail := famous(ctx, path)) is not None:
+        return "famous", detail
     return None
+
+
+def famous(ctx: QuestionContext, path: Path) -> str | None:
+    """The long-tail weighting: a path whose start or answer is among the graph's most linked-to pages (the
+    `fame_quantile` of in-links) is kept with probability `famous_keep` (a seeded draw per path), since a
+    strong model answers questions about heads of government and blockbusters from memory."""
+    config = ctx.config
+    if config.famous_keep >= 1.0 or not (ends := gates.famous_ends(ctx.facts, path, config.fame_quantile)):
+        return None
+    if seeded_rng(config, path, "fame").random() < config.famous_keep:
+        return None
+    return f"{' and '.join(ends)} among the top {1 - config.fame_quantile:.0%} of pages by in-links"
 
 
 def structural_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] | None:

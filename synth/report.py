@@ -29,7 +29,7 @@ from schemas.environment import IndexedPage
 from schemas.questions import Path as Path_
 from schemas.questions import Question
 from schemas.wiki import Entity, SkippedRecord
-from synth import describe, text_gates
+from synth import describe, gates, text_gates
 from synth.matching import normalize_answer
 
 TOP_ANSWERS = 5
@@ -213,6 +213,7 @@ def measure(folders: dict[str, Path], top_k: int | None = None,
     walk_config = WalkConfig.model_validate(walk.config) if walk else WalkConfig()
     graph = load_csr(folders["graph"], as_of=config.as_of, window_days=walk_config.window_days or 182,
                      exclude_relations=walk_config.exclude_relations)
+    facts = gates.FactIndex(graph)
     types = {row["title"]: row["type"] for row in read_table(Entity, folders["graph"] / "entities")
              .select(["title", "type"]).to_pylist()}
     aliases = {row["title"]: row["aliases"] or [] for row in read_table(Entity, folders["graph"] / "entities")
@@ -229,7 +230,7 @@ def measure(folders: dict[str, Path], top_k: int | None = None,
     answers: Counter = Counter()
     relations: Counter = Counter()
     classes: Counter = Counter()
-    named = identified_start = identified_intermediate = broken = 0
+    named = identified_start = identified_intermediate = broken = famous_start = famous_answer = 0
     for question in questions:
         path = question.path
         nodes = [graph.node_id(n) for n in path.nodes[:-1]]
@@ -243,6 +244,9 @@ def measure(folders: dict[str, Path], top_k: int | None = None,
         classes.update(types[n] or "untyped" for n in path.nodes if n in types)
         named += identifies[0] or text_gates.intermediate_leak(question.text, [path.start, *aliases.get(path.start, [])]) is not None
         broken += bool(scan_breaks(question.text, question.answer))
+        famous = gates.famous_ends(facts, path, config.fame_quantile)
+        famous_start += path.start in famous
+        famous_answer += path.answer in famous
     total = len(questions)
     start_first = unnamed_first = searched = None
     if probe is not None:
@@ -268,6 +272,8 @@ def measure(folders: dict[str, Path], top_k: int | None = None,
         "unnamed_description_first_share": None if probe is None else _share(unnamed_first, total),
         "prior_guess_share": _share(prior_guess_hits(questions), total),
         "phrasebook_break_share": _share(broken, total),
+        "fame": {"quantile": config.fame_quantile, "famous_keep": config.famous_keep,
+                 "famous_start_share": _share(famous_start, total), "famous_answer_share": _share(famous_answer, total)},
         "top_answers": [[answer, count] for answer, count in top],
         "top5_answer_share": _share(sum(n for _, n in top), total),
         "max_answer_share": _share(top[0][1], total) if top else 0.0,
@@ -322,6 +328,8 @@ def gates_run(config: QuestionConfig, searched: bool, closed_book: bool = True) 
            "identifying_clue", "clue_shortcut", "trivial_final_hop", "answer_leak",
            "evidence_leak", "intermediate_leak", "missing_as_of", "untimed_hop", "duplicate", "answer_cap",
            "relation_answer_cap"]
+    if config.famous_keep < 1.0:
+        ran.append("famous")
     if config.describe_start > 0:
         ran += ["start_not_unique", "start_leak"]
     if config.reject_dominant_answer:
@@ -362,6 +370,9 @@ def report_rows(report: dict[str, Any]) -> list[list[Any]]:
         ["share answered by the commonest answer of the other questions ending in the same relation",
          f"{report['prior_guess_share']:.1%}"],
         ["share with a template break (scan of text and answer)", f"{report['phrasebook_break_share']:.1%}"],
+        ["fame mix (start / answer among the top pages by in-links)",
+         f"{report['fame']['famous_start_share']:.1%} / {report['fame']['famous_answer_share']:.1%} (top "
+         f"{1 - report['fame']['quantile']:.0%} of pages; such paths kept at {report['fame']['famous_keep']:.0%})"],
         ["top-5 answer share", f"{report['top5_answer_share']:.1%}"],
         ["largest share of one answer", f"{report['max_answer_share']:.1%}"],
         ["relations used", ", ".join(f"{k} ({v})" for k, v in list(report["relations"].items())[:12])],
