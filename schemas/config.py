@@ -152,6 +152,12 @@ class QuestionConfig(_Config):
                                          "one answer among those ending in the same relation")
     relation_answer_min: int = Field(default=10, ge=1, description="questions ending in one relation from which "
                                      "relation_answer_share applies")
+    census: str | None = Field(default=None, description="a `hopsmith census` file of a full dump: a described "
+                               "start must be unique at its scale (none: the start needs a named anchor)")
+    require_named_anchor: bool = Field(default=True, description="a described start must be unique beyond the "
+                                       "slice: by the census when given, else by a named anchor")
+    census_max_fits: float = Field(default=1.5, gt=0.0, description="most entities of the census's wiki estimated "
+                                   "to fit a start's description")
     fame_quantile: float = Field(default=0.9, ge=0.0, le=1.0, description="pages at or above this quantile of "
                                  "in-links are famous (see famous_keep)")
     famous_keep: float = Field(default=0.5, ge=0.0, le=1.0, description="share of paths kept whose start or answer "

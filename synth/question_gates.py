@@ -33,6 +33,8 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
   from the slice, would answer it too ("the prime minister of a French president");
 - `relation_answer_cap`: one answer already fills its share of the questions that end in the same
   relation (applied by the stage; `relation_answer_share`, from `relation_answer_min` such questions);
+- `not_unique_in_world`: the start's description may fit many entities of the whole wiki (a census of a
+  full dump estimates how many; without one, it states no fact that names a page: no named anchor);
 - `famous`: the start or the answer is among the graph's most linked-to pages, and the seeded draw that
   keeps such paths at `famous_keep` dropped it (weights the questions toward the long tail);
 - `dominant_answer`: the answer is the most common object of its final relation across the graph (a
@@ -58,11 +60,11 @@ from schemas.questions import Path
 from synth import describe, gates, text_gates
 from synth.environment import SearchEnvironment
 from synth.phrasing import date_variants, number_variants, parse_date
-from synth.question_plan import Plan, QuestionContext, described_as, seeded_rng
+from synth.question_plan import Plan, QuestionContext, described_as, named_anchor, seeded_rng
 
 GATES = ("vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
          "identifying_clue", "clue_shortcut",
-         "trivial_final_hop", "description_search", "untimed_hop", "famous",
+         "not_unique_in_world", "trivial_final_hop", "description_search", "untimed_hop", "famous",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
          "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap", "relation_answer_cap")
 
@@ -131,11 +133,40 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
         return "identifying_clue", detail
     if (detail := gates.clue_shortcut(ctx.facts, path, plan.clues)) is not None:
         return "clue_shortcut", detail
+    if plan.start_described and ctx.config.require_named_anchor and (detail := world_unique_start(ctx, plan)):
+        return "not_unique_in_world", detail
     if (detail := gates.trivial_final_hop(ctx.facts, path, named_entities(path, plan))) is not None:
         return "trivial_final_hop", detail
     if 0 in plan.tree_positions and (detail := gates.start_intersection(
             ctx.facts, [c for c in plan.clues if c.position == 0], gates.path_node_ids(ctx.graph, path)[0])):
         return "tree_branch", detail
+    return None
+
+
+def world_unique_start(ctx: QuestionContext, plan: Plan) -> str | None:
+    """Why the start's description may fit many entities of the whole wiki, however few of the slice, or None.
+
+    With a census (`synth.census`) of a full dump: the fewest subjects of the wiki that state one of the
+    description's facts, times the share of the slice's holders of that fact that the whole description
+    keeps, must stay within `census_max_fits`. Without one, the conservative rule: some stated fact names a
+    page (a place, a person, a work); dates, numbers and keywords alone fit thousands."""
+    clues = [c for c in plan.clues if c.position == 0]
+    census = ctx.census
+    if census is None:
+        return None if any(named_anchor(c) for c in clues) else "no stated fact names a page (no census: a named anchor is required)"
+    counted = [c for c in clues if c.attribute and c.object]
+    if not counted:
+        return "no stated fact the census counts (dates and types only)"
+    base = [c for c in clues if not c.attribute]
+    fits = len(gates.described_candidates(ctx.facts, clues))
+
+    def world(clue) -> float:
+        value = split_literal_key(clue.object)[1] if clue.object.startswith(LITERAL_PREFIX) else clue.object
+        slice_holders = len(gates.described_candidates(ctx.facts, [*base, clue])) or 1
+        return census.holders(clue.attribute, value) * fits / slice_holders
+    estimate = min(world(c) for c in counted)
+    if estimate > ctx.config.census_max_fits:
+        return f"about {estimate:.0f} entities of the census's wiki fit the start's description"
     return None
 
 

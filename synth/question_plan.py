@@ -13,7 +13,7 @@ import datetime as dt
 import random
 from dataclasses import dataclass, field
 
-from graph.csr import CSRGraph
+from graph.csr import LITERAL_PREFIX, CSRGraph
 from ground.io import stable_hash
 from knowledge.ontology import lead_noun_phrase, load_ontology
 from schemas.config import QuestionConfig
@@ -41,6 +41,7 @@ class QuestionContext:
     paths: dict[str, Path] = field(default_factory=dict)  # path_id -> Path, filled for the pipeline
     tree_share: float = 0.0  # the walk's `tree_share`: paths drawn to be trees prefer intersecting branches
     attribute_cache: dict = field(default_factory=dict)  # `describe.attributes` per node, read once
+    census: object | None = None  # `synth.census.Census` of a full dump (`config.census`), for world uniqueness
     facts: gates.FactIndex = field(init=False)
 
     def __post_init__(self) -> None:
@@ -120,8 +121,11 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
 
         def pick(candidates):
             chosen = _choose_intersection(ctx, candidates, ids[position], base) if _tree_drawn(ctx, path) else None
-            return chosen or describe.choose(list(candidates), fits, ids[position], base, minimum,
-                                             config.max_attributes)
+            chosen = chosen or describe.choose(list(candidates), fits, ids[position], base, minimum,
+                                               config.max_attributes)
+            if ctx.census is None and config.require_named_anchor and not any(named_anchor(a.clue) for a in chosen or []):
+                return _anchored(ctx, candidates, fits, ids[position], base, minimum) or chosen
+            return chosen
     else:
         def fits(clues):
             return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
@@ -144,6 +148,24 @@ def _avoiding_identifying(ctx: QuestionContext, options: list[Attribute], pick) 
     if chosen is None and len(open_options) < len(options):
         chosen = pick(options)
     return chosen
+
+
+def named_anchor(clue: gates.Clue) -> bool:
+    """Whether a clue states a fact whose object is a page (a place, a person, a work): a named anchor."""
+    return bool(clue.attribute and clue.object and not clue.object.startswith(LITERAL_PREFIX))
+
+
+def _anchored(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],
+              minimum: int) -> list[Attribute] | None:
+    """A start description that states a named anchor first, then whatever else singles the start out (the
+    rule that keeps a description unique beyond the slice when no census is given); None if none does."""
+    for anchor in [o for o in options if named_anchor(o.clue)]:
+        rest = [o for o in options if o is not anchor and o.relation != anchor.relation]
+        more = describe.choose(rest, fits, target, [*base, anchor.clue], max(minimum - 1, 0),
+                               ctx.config.max_attributes - 1)
+        if more is not None:
+            return [anchor, *more]
+    return None
 
 
 MAX_FIRST_BRANCHES = 6  # first branches tried when describing a start drawn to be a tree

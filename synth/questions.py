@@ -47,6 +47,7 @@ from schemas.manifest import Manifest
 from schemas.questions import Path, Question
 from schemas.wiki import Entity, SkippedRecord
 from synth import text_gates
+from synth.census import load_census
 from synth.environment import SearchEnvironment
 from synth.matching import normalize_answer
 from synth.question_gates import (
@@ -265,7 +266,9 @@ def _load_context(graph_dir: FsPath, paths_dir: FsPath, config: QuestionConfig) 
     table = read_table(Entity, graph_dir / "entities").select(["title", "type", "description", "aliases"])
     entities = {row["title"]: EntityInfo(row["type"], row["description"], row["aliases"] or [])
                 for row in table.to_pylist()}
-    return QuestionContext(graph=graph, entities=entities, as_of=as_of, config=config, tree_share=walk_config.tree_share)
+    census = load_census(config.census) if config.census else None
+    return QuestionContext(graph=graph, entities=entities, as_of=as_of, config=config, tree_share=walk_config.tree_share,
+                           census=census)
 
 
 def _write_outputs(out_dir: FsPath, questions: list[Question], skipped: list[SkippedRecord], shards: int) -> dict[str, list[str]]:
