@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from schemas.questions import Qualifier
 from synth import gates, text_gates
-from synth.question_gates import untimed_hop
+from synth.census import Census, count_census, load_census, save_census
+from synth.question_gates import path_gate, plan_gate, untimed_hop, world_unique_start
 from synth.question_plan import plan_question
 from synth.questions import cap_relation_answers
 from synth.report import (
@@ -19,7 +20,7 @@ from synth.report import (
 )
 from tests.dataset_fixtures import make_question
 from tests.test_questions import context, path_of
-from tests.walk_graphs import entity, fact
+from tests.walk_graphs import entity, fact, write_graph
 
 PLACES = [
     entity("Ada Stone", "Person"),
@@ -137,3 +138,51 @@ def test_the_report_probes_move_on_bad_questions():
                          ("How many people live there?", "81799600"), ("Who wrote it?", "The Shining (novel)")]:
         assert minimal_break_scan(text, answer), (text, answer)
     assert minimal_break_scan("Who is the child of the director of this film?", "Sam Lee") == []
+
+
+def _two_alumni(ada_born_in_lyon: bool):
+    entities = [*PLACES, entity("Bob Stone", "Person")]
+    facts = [*PLACE_FACTS, fact("Ada Stone", "birthDate", "1950-02-03", "date"),
+             fact("Bob Stone", "birthDate", "1990-05-05", "date"), fact("Bob Stone", "almaMater", "Hill College")]
+    if not ada_born_in_lyon:
+        facts = [f for f in facts if not (f.head == "Ada Stone" and f.relation == "birthPlace")]
+    return entities, facts
+
+
+def test_a_described_start_is_unique_beyond_the_slice():
+    # With a named anchor to state, the planner states it ("a person born in Lyon"): unique beyond the slice.
+    ctx = context(*_two_alumni(True), describe_start=1.0, reject_dominant_answer=False)
+    path = path_of(ctx, "Ada Stone", "Hill College", "Paris")
+    plan = plan_question(ctx, path)
+    assert plan.start_described and any(c.object == "Lyon" for c in plan.clues if c.position == 0)
+    assert world_unique_start(ctx, plan) is None
+    # A census of a full dump says 5,000 people were born in Lyon: the description fits thousands.
+    ctx.census = Census({"birthPlace\tLyon": 5000}, {}, 10, "crafted")
+    assert plan_gate(ctx, path, plan)[0] == "not_unique_in_world"
+    # Only a date tells Ada from Bob here ("a person born in the 1950s"): no named anchor, no census.
+    ctx = context(*_two_alumni(False), describe_start=1.0, reject_dominant_answer=False)
+    plan = plan_question(ctx, path)
+    assert plan.start_described and plan_gate(ctx, path, plan)[0] == "not_unique_in_world"
+    assert "named anchor" in world_unique_start(ctx, plan)
+
+
+def test_famous_starts_and_answers_are_weighted_toward_the_long_tail():
+    entities, facts = _two_alumni(True)
+    path_args = ("Ada Stone", "Hill College", "Paris")  # Paris: the most linked-to page of the graph
+    ctx = context(entities, facts, famous_keep=0.0, reject_dominant_answer=False)
+    assert ctx.facts.famous(ctx.graph.node_id("Paris"), 0.9)
+    assert not ctx.facts.famous(ctx.graph.node_id("Ada Stone"), 0.9)
+    failed = path_gate(ctx, path_of(ctx, *path_args))
+    assert failed[0] == "famous" and "Paris" in failed[1]
+    ctx = context(entities, facts, famous_keep=1.0, reject_dominant_answer=False)
+    assert path_gate(ctx, path_of(ctx, *path_args)) is None
+
+
+def test_the_census_counts_a_graph_folders_facts(tmp_path):
+    entities, facts = _two_alumni(True)
+    graph_dir = write_graph(tmp_path / "graph", entities, facts)
+    census = count_census(graph_dir)
+    assert census.holders("almaMater", "Hill College") == 2 and census.holders("birthPlace", "Lyon") == 1
+    assert census.classes["Person"] == 2
+    save_census(census, tmp_path / "census.json")
+    assert load_census(tmp_path / "census.json") == census

