@@ -425,8 +425,10 @@ def render_card(
 
         parts += [
             "## Questions\n",
-            "Measured on the published questions by `hopsmith question-report` (the start entity looked for "
-            "in the text, the text sent as one search to the environment, answers counted over the graph):\n",
+            "Measured on the published questions by `hopsmith question-report` with probes that are not the "
+            "questions stage's gates (the start entity looked for in the text; the text and each description "
+            "alone searched in a TF-IDF retriever, not the agents' bm25s index; the commonest answer of the other "
+            "questions ending in the same relation guessed; a template break scan of text and answer):\n",
             _table(["statistic", "value"], report_rows(questions)) + "\n",
         ]
     parts += [
