@@ -131,12 +131,11 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py)
         "An actor born in Northern Ireland was married to an English actress born in the 1960s. Where did this "
         "English actress die?",
     ("A Clockwork Orange (novel)", ("author", "deathDate"), "1993-11-22"):
-        "A dystopian novel whose publisher is William Heinemann was written by an English novelist born in the "
-        "1910s. When did this English novelist die?",
+        "A book from the United Kingdom published in the 1960s whose publisher is William Heinemann was written "
+        "by a writer born in the 1910s. When did this writer die?",  # class nouns: the lead's phrase found it
     ("Tabitha King", ("spouse", "notableWork"), "Carrie (novel)"):  # a tree: the branch picks one work
-        "As of October 2026, an American novelist born in Old Town, Maine is married to an American author whose "
-        "genres include suspense. Name the notable work of this American author that was published in the "
-        "mid-1970s.",
+        "As of October 2026, a writer born in Old Town, Maine is married to a writer with a career as an author. "
+        "Name the notable work of the latter writer that was published in the mid-1970s.",
     ("Thomas Keneally", ("birthPlace", "country", "capital"), "Canberra"):
         "An Australian novelist born in the 1930s was born in a city in New South Wales. This city is in a country "
         "whose currency is Australian dollar. Name the capital of this country.",  # not by his novel: it finds him
@@ -158,8 +157,8 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py)
         "An epic science fiction film released in the early 2020s starring Zendaya was directed by a Canadian "
         "filmmaker who worked as a film director. Name the alma mater of this Canadian filmmaker.",
     ("Barbie (film)", ("writer", "education"), "Barnard College"):  # Gerwig, born 1983, not Baumbach
-        "A fantasy comedy film whose production companies include Mattel Films was written by an American actress "
-        "born in the late 20th century. Where was this American actress educated?",
+        "A fantasy comedy film whose distributor is Warner Bros. and whose lead actors include Margot Robbie was "
+        "written by an American actress born in the late 20th century. Where was this American actress educated?",
 }
 
 
