@@ -272,6 +272,8 @@ def measure(folders: dict[str, Path], top_k: int | None = None,
         "unnamed_description_first_share": None if probe is None else _share(unnamed_first, total),
         "prior_guess_share": _share(prior_guess_hits(questions), total),
         "phrasebook_break_share": _share(broken, total),
+        "world_uniqueness": ("" if not config.require_named_anchor else f"census {config.census}" if config.census
+                             else "named anchor"),
         "fame": {"quantile": config.fame_quantile, "famous_keep": config.famous_keep,
                  "famous_start_share": _share(famous_start, total), "famous_answer_share": _share(famous_answer, total)},
         "top_answers": [[answer, count] for answer, count in top],
@@ -330,6 +332,8 @@ def gates_run(config: QuestionConfig, searched: bool, closed_book: bool = True) 
            "relation_answer_cap"]
     if config.famous_keep < 1.0:
         ran.append("famous")
+    if config.require_named_anchor:
+        ran.append("not_unique_in_world")
     if config.describe_start > 0:
         ran += ["start_not_unique", "start_leak"]
     if config.reject_dominant_answer:

@@ -186,3 +186,13 @@ def test_the_census_counts_a_graph_folders_facts(tmp_path):
     assert census.classes["Person"] == 2
     save_census(census, tmp_path / "census.json")
     assert load_census(tmp_path / "census.json") == census
+
+
+def test_the_card_says_how_uniqueness_beyond_the_slice_was_checked():
+    from pipeline.card import _how_made
+
+    def said(world: str) -> str:
+        return _how_made({}, {"gates": ["not_unique_in_world"], "world_uniqueness": world})[-1]
+    assert "a named anchor; no census of a full dump was given" in said("named anchor")
+    assert "against a census full.json" in said("census full.json")
+    assert "Beyond the slice" not in said("")
