@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "cli.census",
     "cli.index",
     "cli.trajectories",
+    "cli.eval",
     "cli.dataset",
     "cli.validate",
     "cli.publish",

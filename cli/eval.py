@@ -1,0 +1,63 @@
+"""`hopsmith eval`: solve a questions folder k times a question with one policy over a search index, and
+report how hard it was (`synth.evaluation`)."""
+
+from __future__ import annotations
+
+import json
+
+from cli.roles import add_role_arguments, role_from_args
+from ground.errors import UserError
+from ground.io import read_manifest, read_records
+from ground.storage import as_path
+from schemas.questions import Question
+from synth.environment import SearchEnvironment
+from synth.evaluation import POLICIES, EvalSettings, evaluate, summarize, write_eval
+from synth.frameworks import FRAMEWORKS
+
+
+def register(subparsers) -> None:
+    defaults = EvalSettings()
+    parser = subparsers.add_parser(
+        "eval",
+        help="measure the questions' difficulty: a policy solves each k times over the run's search index",
+        description="Solve every question of a questions folder k times with one policy (offline: the scripted "
+        "searcher; naive: search the question, open the top page, answer its title; llm: the --llm-* role) and "
+        "write results.jsonl (a record a question, BrowseComp-Plus run fields per rollout), summary.json "
+        "(pass@1, pass@k, accuracy by hops/shape/final relation, evidence recall, turns to the answer, % "
+        "unfinished) and runs/ (BrowseComp-Plus run files).",
+    )
+    parser.add_argument("--questions", default="out/questions", help="stage 2 output folder (default: %(default)s)")
+    parser.add_argument("--index", default="out/index", help="search index folder (default: %(default)s)")
+    parser.add_argument("--out", default="out/eval", help="output folder (default: %(default)s)")
+    parser.add_argument("--cache", default="out/cache/llm", help="LLM response cache (default: %(default)s)")
+    parser.add_argument("--policy", choices=POLICIES, default=defaults.policy, help="default: %(default)s")
+    parser.add_argument("--framework", choices=list(FRAMEWORKS), default=defaults.framework, help="default: %(default)s")
+    parser.add_argument("-k", "--rollouts", type=int, default=defaults.rollouts, help="rollouts a question (default: %(default)s)")
+    parser.add_argument("--max-turns", type=int, default=defaults.max_turns, help="default: %(default)s")
+    parser.add_argument("--top-k", type=int, default=defaults.top_k, help="results per offline search (default: %(default)s)")
+    parser.add_argument("--max-questions", type=int, help="only the first N questions (by id)")
+    parser.add_argument("--seed", type=int, default=defaults.seed)
+    add_role_arguments(parser, "llm", "the LLM policy (--policy llm)")
+    parser.set_defaults(func=_command)
+
+
+def _command(args, beam_args) -> int:
+    for name, folder in (("questions", args.questions), ("index", args.index)):
+        if read_manifest(folder) is None:
+            raise UserError(f"no finished {name} output in {folder}")
+    role = role_from_args(args, "llm")
+    if args.policy == "llm" and role is None:
+        raise UserError("--policy llm needs --llm-base-url and --llm-model")
+    if args.rollouts < 1 or args.max_turns < 1:
+        raise UserError("--rollouts and --max-turns must be at least 1")
+    settings = EvalSettings(policy=args.policy, framework=args.framework, rollouts=args.rollouts,
+                            max_turns=args.max_turns, seed=args.seed, top_k=args.top_k,
+                            max_questions=args.max_questions, role=role)
+    questions = list(read_records(Question, as_path(args.questions) / "questions"))
+    results = evaluate(questions, SearchEnvironment.load(args.index), settings, args.cache)
+    summary = summarize(results)
+    write_eval(args.out, results, summary, settings)
+    shown = {key: value for key, value in summary.items() if not isinstance(value, dict)}
+    print(f"eval: {args.policy} policy, {summary['questions']} questions x {args.rollouts} -> {args.out}")
+    print(json.dumps(shown, indent=2))
+    return 0

@@ -1,0 +1,137 @@
+"""`hopsmith eval`: every question gets a result, and the summary's figures are recomputed here from the
+result records by a separate reading of their definitions."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from cli.main import main
+from ground.io import read_records
+from schemas.questions import Question
+from synth.environment import SearchEnvironment
+from synth.evaluation import EvalSettings, evaluate, read_results, shows_answer, summarize
+from synth.matching import normalize_answer
+from tests.llm_replay import POLICY_EPISODES, Replay, load, policy_role
+from tests.servers import OpenAIServer
+from tests.trajectory_fixtures import make_snapshot
+
+SAMPLE_QUESTIONS = 6
+
+
+def recomputed(results) -> dict:
+    """The summary's figures from the records, computed without `synth.evaluation`."""
+    rollouts = [r for q in results for r in q.rollouts]
+    correct_share = [sum(r.correct for r in q.rollouts) / len(q.rollouts) for q in results]
+    by_hops = defaultdict(list)
+    for q, share in zip(results, correct_share, strict=True):
+        by_hops[str(q.hops)].append(share)
+    recalls = [len(set(r.retrieved_docids) & set(q.evidence_docids)) / len(set(q.evidence_docids))
+               for q in results if q.evidence_docids for r in q.rollouts]
+    seen = [r for r in rollouts if r.turns_to_answer_seen is not None]
+    return {
+        "pass@1": sum(correct_share) / len(results),
+        "pass@k": sum(1 for q in results if any(r.correct for r in q.rollouts)) / len(results),
+        "by_hops": {h: sum(v) / len(v) for h, v in by_hops.items()},
+        "evidence_recall": sum(recalls) / len(recalls) if recalls else None,
+        "unfinished": sum(1 for r in rollouts if r.status != "completed") / len(rollouts),
+        "answered_before_search": sum(1 for r in rollouts if r.answered_before_search) / len(rollouts),
+        "turns_to_answer_seen": sum(r.turns_to_answer_seen for r in seen) / len(seen) if seen else None,
+        "searches": sum(r.tool_call_counts.get("search", 0) for r in rollouts) / len(rollouts),
+    }
+
+
+def check_summary(results, summary) -> None:
+    expected = recomputed(results)
+    for key in ("pass@1", "pass@k", "evidence_recall", "unfinished", "answered_before_search", "turns_to_answer_seen"):
+        assert summary[key] == pytest.approx(expected[key]), key
+    assert {h: v["pass@1"] for h, v in summary["by_hops"].items()} == pytest.approx(expected["by_hops"])
+    assert summary["tool_calls_per_rollout"].get("search", 0) == pytest.approx(expected["searches"])
+
+
+@pytest.fixture(scope="module")
+def sample(small_dataset_run):
+    questions = sorted(read_records(Question, small_dataset_run / "questions" / "questions"), key=lambda q: q.question_id)
+    return questions[:SAMPLE_QUESTIONS], SearchEnvironment.load(small_dataset_run / "index")
+
+
+@pytest.mark.parametrize("policy", ["offline", "naive"])
+def test_eval_of_the_sample_has_a_result_for_every_question_and_a_summary_the_records_reproduce(sample, policy):
+    questions, env = sample
+    results = evaluate(questions, env, EvalSettings(policy=policy, rollouts=2, max_turns=24))
+    assert [r.query_id for r in results] == [q.question_id for q in questions]
+    by_id = {q.question_id: q for q in questions}
+    for result in results:
+        question = by_id[result.query_id]
+        assert len(result.rollouts) == 2 and result.evidence_docids and result.gold_docids
+        pages = {str(p.page_id) for p in env.pages}
+        assert set(result.evidence_docids) <= pages and set(result.gold_docids) <= pages
+        for rollout in result.rollouts:
+            assert rollout.result[0].output == (rollout.final_answer or "")
+            golds = {normalize_answer(g) for g in (question.answer, *question.aliases)}
+            if rollout.final_answer and normalize_answer(rollout.final_answer) in golds:
+                assert rollout.correct  # an exact answer is always graded correct
+            if rollout.correct:  # a right answer was shown to the agent before it was given
+                assert rollout.turns_to_answer_seen is not None and rollout.turns_to_answer_seen < rollout.turns
+    check_summary(results, summarize(results))
+    if policy == "naive":  # one search, one page, then the answer: the title of a retrieved page
+        titles = {str(p.page_id): p.title for p in env.pages}
+        for result in results:
+            for rollout in result.rollouts:
+                assert rollout.tool_call_counts.get("search") == 1 and rollout.turns <= 3
+                if rollout.final_answer != "unknown":
+                    assert rollout.final_answer in {titles[d] for d in rollout.retrieved_docids}
+
+
+def test_shows_answer_matches_whole_words_only():
+    assert shows_answer("Born in Chicago, Illinois.", ["Chicago"])
+    assert not shows_answer("Born in Chicagoland.", ["Chicago"])
+    assert not shows_answer(None, ["Chicago"])
+
+
+@pytest.fixture(scope="module")
+def snapshot(tmp_path_factory):
+    return make_snapshot(tmp_path_factory.mktemp("eval"))
+
+
+def test_the_eval_command_writes_results_a_summary_and_browsecomp_plus_run_files(snapshot, tmp_path):
+    out = tmp_path / "eval"
+    assert main(["eval", "--questions", str(snapshot / "questions"), "--index", str(snapshot / "index"),
+                 "--out", str(out), "--policy", "offline", "-k", "2"]) == 0
+    results = read_results(out)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["questions"] == len(results) == 4 and summary["settings"]["policy"] == "offline"
+    check_summary(results, summary)
+    for result in results:  # the fields BrowseComp-Plus's evaluator reads, with their types
+        run = json.loads((out / "runs" / f"run_{result.query_id}.json").read_text())
+        assert run["query_id"] == result.query_id and isinstance(run["status"], str)
+        assert all(isinstance(d, str) for d in run["retrieved_docids"])
+        assert all(isinstance(n, int) for n in run["tool_call_counts"].values())
+        assert run["result"][-1]["type"] == "output_text"
+        assert run["result"][-1]["output"] == (result.rollouts[0].final_answer or "")
+    assert main(["eval", "--questions", str(snapshot / "questions"), "--index", str(snapshot / "index"),
+                 "--out", str(out), "--policy", "llm"]) == 2  # no endpoint: a clear error
+
+
+def test_eval_runs_the_llm_policy_on_the_recorded_real_model_transcript(snapshot):
+    """The stage-3 replay's episodes, driven through eval: the same prompts, so the recorded replies match."""
+    framework = "function_calling"
+    replay = Replay(load())
+    questions = list(read_records(Question, snapshot / "questions" / "questions"))
+    with OpenAIServer(replay) as server:
+        settings = EvalSettings(policy="llm", framework=framework, rollouts=POLICY_EPISODES["rollouts"],
+                                max_turns=POLICY_EPISODES["max_turns"], seed=POLICY_EPISODES["seed"],
+                                role=policy_role(server.base_url, framework))
+        results = evaluate(questions, SearchEnvironment.load(snapshot / "index"), settings)
+    assert len(results) == len(questions)
+    assert all(len(r.rollouts) == POLICY_EPISODES["rollouts"] and r.engine.startswith("openai") for r in results)
+    assert replay.matched["request"] > 0  # replies matched their recorded requests exactly
+    check_summary(results, summarize(results))
+
+
+def test_unknown_policy_is_refused(snapshot):
+    with pytest.raises(ValueError, match="unknown eval policy"):
+        evaluate([], SearchEnvironment.load(Path(snapshot) / "index"), EvalSettings(policy="oracle"))
