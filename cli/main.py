@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "cli.index",
     "cli.trajectories",
     "cli.eval",
+    "cli.export_benchmark",
     "cli.dataset",
     "cli.validate",
     "cli.publish",
