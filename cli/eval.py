@@ -37,6 +37,9 @@ def register(subparsers) -> None:
     parser.add_argument("--top-k", type=int, default=defaults.top_k, help="results per offline search (default: %(default)s)")
     parser.add_argument("--max-questions", type=int, help="only the first N questions (by id)")
     parser.add_argument("--seed", type=int, default=defaults.seed)
+    parser.add_argument("--pass-band", type=float, nargs=2, metavar=("LO", "HI"),
+                        help="also write pass_band.txt: the questions whose pass rate is in [LO, HI] (RL prompts "
+                        "for GRPO groups: e.g. 0.01 0.99, neither always nor never solved)")
     add_role_arguments(parser, "llm", "the LLM policy (--policy llm)")
     parser.set_defaults(func=_command)
 
@@ -48,6 +51,8 @@ def _command(args, beam_args) -> int:
     role = role_from_args(args, "llm")
     if args.policy == "llm" and role is None:
         raise UserError("--policy llm needs --llm-base-url and --llm-model")
+    if args.pass_band and not 0.0 <= args.pass_band[0] <= args.pass_band[1] <= 1.0:
+        raise UserError("--pass-band needs 0 <= LO <= HI <= 1")
     if args.rollouts < 1 or args.max_turns < 1:
         raise UserError("--rollouts and --max-turns must be at least 1")
     settings = EvalSettings(policy=args.policy, framework=args.framework, rollouts=args.rollouts,
@@ -56,7 +61,7 @@ def _command(args, beam_args) -> int:
     questions = list(read_records(Question, as_path(args.questions) / "questions"))
     results = evaluate(questions, SearchEnvironment.load(args.index), settings, args.cache)
     summary = summarize(results)
-    write_eval(args.out, results, summary, settings)
+    write_eval(args.out, results, summary, settings, tuple(args.pass_band) if args.pass_band else None)
     shown = {key: value for key, value in summary.items() if not isinstance(value, dict)}
     print(f"eval: {args.policy} policy, {summary['questions']} questions x {args.rollouts} -> {args.out}")
     print(json.dumps(shown, indent=2))

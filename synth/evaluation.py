@@ -274,15 +274,30 @@ def run_file(result: QuestionResult, rollout: int = 0) -> dict:
     }
 
 
+def in_pass_band(results: list[QuestionResult], low: float, high: float) -> list[str]:
+    """Ids of the questions whose pass rate lies in [low, high]: RL prompts worth a GRPO group (neither always
+    nor never solved) with e.g. 0.01 0.99."""
+    if not 0.0 <= low <= high <= 1.0:
+        raise ValueError(f"a pass band needs 0 <= LO <= HI <= 1, got {low} {high}")
+    return [r.query_id for r in results if low <= r.pass_rate <= high]
+
+
 RESULTS = "results.jsonl"
+PASS_BAND = "pass_band.txt"
 SUMMARY = "summary.json"
 RUNS = "runs"
 
 
-def write_eval(out_dir: str | Path, results: list[QuestionResult], summary: dict, settings: EvalSettings) -> None:
-    """`results.jsonl` (a result a line), `summary.json` (with the settings) and `runs/` (rollout 0 of each
-    question as BrowseComp-Plus run files)."""
+def write_eval(out_dir: str | Path, results: list[QuestionResult], summary: dict, settings: EvalSettings,
+               band: tuple[float, float] | None = None) -> None:
+    """`results.jsonl` (a result a line), `summary.json` (with the settings), `runs/` (rollout 0 of each
+    question as BrowseComp-Plus run files) and, given a pass band, `pass_band.txt` (the ids in it)."""
     out = Path(out_dir)
+    if band is not None:
+        selected = in_pass_band(results, *band)
+        summary = {**summary, "pass_band": {"low": band[0], "high": band[1], "selected": len(selected)}}
+        out.mkdir(parents=True, exist_ok=True)
+        (out / PASS_BAND).write_text("".join(f"{qid}\n" for qid in selected), encoding="utf-8")
     (out / RUNS).mkdir(parents=True, exist_ok=True)
     (out / RESULTS).write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
     described = {name: value for name, value in settings.__dict__.items() if name != "role"}

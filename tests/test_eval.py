@@ -135,3 +135,15 @@ def test_eval_runs_the_llm_policy_on_the_recorded_real_model_transcript(snapshot
 def test_unknown_policy_is_refused(snapshot):
     with pytest.raises(ValueError, match="unknown eval policy"):
         evaluate([], SearchEnvironment.load(Path(snapshot) / "index"), EvalSettings(policy="oracle"))
+
+
+def test_the_pass_band_keeps_exactly_the_questions_whose_rate_is_in_it(snapshot, tmp_path):
+    out = tmp_path / "band"
+    assert main(["eval", "--questions", str(snapshot / "questions"), "--index", str(snapshot / "index"),
+                 "--out", str(out), "--policy", "offline", "-k", "3", "--pass-band", "0.3", "1.0"]) == 0
+    results = read_results(out)
+    selected = (out / "pass_band.txt").read_text().split()
+    assert selected == [r.query_id for r in results if 0.3 <= sum(x.correct for x in r.rollouts) / 3 <= 1.0]
+    assert json.loads((out / "summary.json").read_text())["pass_band"]["selected"] == len(selected)
+    assert main(["eval", "--questions", str(snapshot / "questions"), "--index", str(snapshot / "index"),
+                 "--out", str(out), "--pass-band", "0.9", "0.1"]) == 2
