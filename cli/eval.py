@@ -11,7 +11,7 @@ from ground.io import read_manifest, read_records
 from ground.storage import as_path
 from schemas.questions import Question
 from synth.environment import SearchEnvironment
-from synth.evaluation import POLICIES, EvalSettings, evaluate, summarize, write_eval
+from synth.evaluation import POLICIES, EvalSettings, evaluate, summarize, with_distractors, write_eval
 from synth.frameworks import FRAMEWORKS
 
 
@@ -40,6 +40,9 @@ def register(subparsers) -> None:
     parser.add_argument("--pass-band", type=float, nargs=2, metavar=("LO", "HI"),
                         help="also write pass_band.txt: the questions whose pass rate is in [LO, HI] (RL prompts "
                         "for GRPO groups: e.g. 0.01 0.99, neither always nor never solved)")
+    parser.add_argument("--distractors", type=float, nargs="+", metavar="RATIO",
+                        help="also run over the path pages plus RATIO times as many other pages, for each ratio "
+                        "(0: gold pages only); writes distractors-RATIO/ and distractors.json")
     add_role_arguments(parser, "llm", "the LLM policy (--policy llm)")
     parser.set_defaults(func=_command)
 
@@ -58,11 +61,36 @@ def _command(args, beam_args) -> int:
     settings = EvalSettings(policy=args.policy, framework=args.framework, rollouts=args.rollouts,
                             max_turns=args.max_turns, seed=args.seed, top_k=args.top_k,
                             max_questions=args.max_questions, role=role)
+    if any(ratio < 0 for ratio in args.distractors or ()):
+        raise UserError("--distractors ratios must be >= 0")
     questions = list(read_records(Question, as_path(args.questions) / "questions"))
-    results = evaluate(questions, SearchEnvironment.load(args.index), settings, args.cache)
+    env = SearchEnvironment.load(args.index)
+    results = evaluate(questions, env, settings, args.cache)
     summary = summarize(results)
     write_eval(args.out, results, summary, settings, tuple(args.pass_band) if args.pass_band else None)
     shown = {key: value for key, value in summary.items() if not isinstance(value, dict)}
     print(f"eval: {args.policy} policy, {summary['questions']} questions x {args.rollouts} -> {args.out}")
     print(json.dumps(shown, indent=2))
+    if args.distractors:
+        _distractor_sweep(args, questions, env, settings, summary)
     return 0
+
+
+def _distractor_sweep(args, questions, env, settings: EvalSettings, full: dict) -> None:
+    """Eval again over the path pages plus each ratio of other pages; `distractors.json` sets the figures side
+    by side with the full index's."""
+    chosen = sorted(questions, key=lambda q: q.question_id)[: settings.max_questions]
+    sweep = {"full index": {"pages": len(env.pages), **_headline(full)}}
+    for ratio in args.distractors:
+        sub = with_distractors(env, chosen, ratio, settings.seed)
+        results = evaluate(chosen, sub, settings, args.cache)
+        summary = summarize(results)
+        write_eval(as_path(args.out) / f"distractors-{ratio:g}", results, summary, settings)
+        sweep[f"{ratio:g}"] = {"pages": len(sub.pages), **_headline(summary)}
+    (as_path(args.out) / "distractors.json").write_text(json.dumps(sweep, indent=2) + "\n", encoding="utf-8")
+    for name, figures in sweep.items():
+        print(f"  distractors {name:<10} {figures}")
+
+
+def _headline(summary: dict) -> dict:
+    return {key: summary[key] for key in ("pass@1", "pass@k", "evidence_recall", "unfinished")}

@@ -20,12 +20,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ground.io import stable_hash
 from llm.client import LLMClient, run_async
 from schemas.config import LLMRole, TrajectoryConfig
 from schemas.evaluation import OutputItem, QuestionResult, RolloutResult
 from schemas.questions import Question
 from schemas.trajectory import Trajectory, Turn
-from synth.environment import SearchEnvironment
+from synth.environment import SearchEnvironment, environment_of
 from synth.frameworks import Framework
 from synth.matching import normalize_answer
 from synth.policies import Policy, PolicyOutput
@@ -220,6 +221,20 @@ def evaluate(questions: list[Question], env: SearchEnvironment, settings: EvalSe
     for trajectory in solve(questions, env, settings, cache_dir):
         by_question[trajectory.question_id].append(trajectory)
     return [question_result(q, by_question[q.question_id], env) for q in questions]
+
+
+def with_distractors(env: SearchEnvironment, questions: list[Question], ratio: float, seed: int = 0) -> SearchEnvironment:
+    """The questions' path pages plus `ratio` times as many other pages of the index (a seeded draw), indexed
+    afresh: the distractor knob (OpenResearcher's gold-only versus full-corpus gap). Page order stays the
+    index's, so ties break as they do there."""
+    if ratio < 0:
+        raise ValueError(f"a distractor ratio must be >= 0, got {ratio}")
+    path = {d for q in questions for d in evidence_docids(q, env)}
+    others = sorted((p for p in env.pages if str(p.page_id) not in path),
+                    key=lambda p: stable_hash(seed, p.page_id))[: round(ratio * len(path))]
+    keep = path | {str(p.page_id) for p in others}
+    return environment_of([p for p in env.pages if str(p.page_id) in keep], env.title_weight,
+                          f"{env.environment_id}/distractors={ratio:g}/seed={seed}")
 
 
 def _mean(values: list[float]) -> float | None:

@@ -13,7 +13,15 @@ from cli.main import main
 from ground.io import read_records
 from schemas.questions import Question
 from synth.environment import SearchEnvironment
-from synth.evaluation import EvalSettings, evaluate, read_results, shows_answer, summarize
+from synth.evaluation import (
+    EvalSettings,
+    evaluate,
+    evidence_docids,
+    read_results,
+    shows_answer,
+    summarize,
+    with_distractors,
+)
 from synth.matching import normalize_answer
 from tests.llm_replay import POLICY_EPISODES, Replay, load, policy_role
 from tests.servers import OpenAIServer
@@ -147,3 +155,23 @@ def test_the_pass_band_keeps_exactly_the_questions_whose_rate_is_in_it(snapshot,
     assert json.loads((out / "summary.json").read_text())["pass_band"]["selected"] == len(selected)
     assert main(["eval", "--questions", str(snapshot / "questions"), "--index", str(snapshot / "index"),
                  "--out", str(out), "--pass-band", "0.9", "0.1"]) == 2
+
+
+def test_the_distractor_knob_keeps_the_path_pages_and_adds_the_ratio_of_others(snapshot, tmp_path):
+    env = SearchEnvironment.load(snapshot / "index")
+    questions = list(read_records(Question, snapshot / "questions" / "questions"))
+    path = {d for q in questions for d in evidence_docids(q, env)}
+    gold_only = with_distractors(env, questions, 0.0)
+    assert {str(p.page_id) for p in gold_only.pages} == path
+    doubled = with_distractors(env, questions, 1.0)
+    assert path < {str(p.page_id) for p in doubled.pages} and len(doubled.pages) == min(2 * len(path), len(env.pages))
+    assert [h.title for h in gold_only.search("Michelle Obama")][0] == "Michelle Obama"
+    out = tmp_path / "sweep"
+    assert main(["eval", "--questions", str(snapshot / "questions"), "--index", str(snapshot / "index"),
+                 "--out", str(out), "--policy", "naive", "-k", "1", "--distractors", "0", "1"]) == 0
+    sweep = json.loads((out / "distractors.json").read_text())
+    assert set(sweep) == {"full index", "0", "1"} and sweep["0"]["pages"] == len(path)
+    for ratio in ("0", "1"):
+        results = read_results(out / f"distractors-{ratio}")
+        assert len(results) == len(questions)
+        assert sweep[ratio]["pass@1"] == pytest.approx(recomputed(results)["pass@1"])
