@@ -8,6 +8,7 @@ import hashlib
 import json
 from collections import defaultdict
 
+import datasets
 import pytest
 
 from cli.main import main
@@ -58,6 +59,9 @@ def test_the_export_decrypts_to_the_questions_and_its_qrels_name_corpus_document
     raw = (out / "queries.jsonl").read_text()
     assert all(q.answer not in raw and q.text not in raw for q in questions.values())  # nothing in plain text
     rows = [decrypt(json.loads(line), canary) for line in raw.splitlines()]
+    loaded = datasets.load_dataset("json", data_files=str(out / "queries.jsonl"), split="train",
+                                   cache_dir=str(root / "hf-cache"))
+    assert [decrypt(dict(row), canary) for row in loaded] == rows  # as their decryption iterates a `datasets` split
     assert {r["query_id"] for r in rows} == set(questions)
     corpus = {d["docid"]: d for d in map(json.loads, (out / "corpus.jsonl").read_text().splitlines())}
     assert all(set(d) == {"docid", "text", "url"} for d in corpus.values())
