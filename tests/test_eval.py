@@ -126,7 +126,7 @@ def test_the_eval_command_writes_results_a_summary_and_browsecomp_plus_run_files
 
 def test_eval_runs_the_llm_policy_on_the_recorded_real_model_transcript(snapshot):
     """The stage-3 replay's episodes, driven through eval: the same prompts, so the recorded replies match."""
-    framework = "function_calling"
+    framework = "tagged"  # the recorded model searched, read and answered (before searching, too) here
     replay = Replay(load())
     questions = list(read_records(Question, snapshot / "questions" / "questions"))
     with OpenAIServer(replay) as server:
@@ -136,8 +136,10 @@ def test_eval_runs_the_llm_policy_on_the_recorded_real_model_transcript(snapshot
         results = evaluate(questions, SearchEnvironment.load(snapshot / "index"), settings)
     assert len(results) == len(questions)
     assert all(len(r.rollouts) == POLICY_EPISODES["rollouts"] and r.engine.startswith("openai") for r in results)
-    assert replay.matched["request"] > 0  # replies matched their recorded requests exactly
-    check_summary(results, summarize(results))
+    assert set(replay.matched) == {"request"}  # every reply matched its recorded request exactly
+    summary = summarize(results)
+    check_summary(results, summary)
+    assert summary["tool_calls_per_rollout"]["search"] > 0 and summary["answered_before_search"] > 0
 
 
 def test_unknown_policy_is_refused(snapshot):
