@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 from ground.io import read_records
+from pipeline.dataset import load_config, run_dataset
 from schemas.questions import Question
 from synth.environment import SearchEnvironment
 from synth.evaluation import EvalSettings, evaluate
-from pipeline.dataset import load_config, run_dataset
 from synth.trajectories import run_trajectories
 from tests.trajectory_fixtures import make_snapshot
 
