@@ -118,8 +118,10 @@ BrowseComp-Plus (github.com/texttron/BrowseComp-Plus).
 
 Every string of a `queries.jsonl` row except `query_id` (at any depth) is base64 of the UTF-8 text XORed
 with the SHA-256 digest of the canary line above (the whole line is the password), the digest repeated to
-the text's length. This is BrowseComp-Plus's scheme: its `scripts_build_index/decrypt_dataset.py`
-decrypts these rows with `--canary` set to the line above. Do not publish the decrypted rows.
+the text's length. This is BrowseComp-Plus's scheme: the `transform_decrypt` function of its
+`scripts_build_index/decrypt_dataset.py`, given these rows, the password above and `{{"query_id"}}` as the
+keys to skip, decrypts them (the script itself reads BrowseComp-Plus's own Hub dataset). Do not publish the
+decrypted rows.
 
 ## Recipe
 

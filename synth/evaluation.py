@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ground.io import stable_hash
+from ground.io import atomic_write_text, stable_hash
 from llm.client import LLMClient, run_async
 from schemas.config import LLMRole, TrajectoryConfig
 from schemas.evaluation import OutputItem, QuestionResult, RolloutResult
@@ -306,21 +306,24 @@ RUNS = "runs"
 def write_eval(out_dir: str | Path, results: list[QuestionResult], summary: dict, settings: EvalSettings,
                band: tuple[float, float] | None = None) -> None:
     """`results.jsonl` (a result a line), `summary.json` (with the settings), `runs/` (rollout 0 of each
-    question as BrowseComp-Plus run files) and, given a pass band, `pass_band.txt` (the ids in it)."""
+    question as BrowseComp-Plus run files; run files of an earlier eval of other questions are removed, since
+    BrowseComp-Plus's evaluator scores every file there) and, given a pass band, `pass_band.txt` (the ids in it)."""
     out = Path(out_dir)
     if band is not None:
         selected = in_pass_band(results, *band)
         summary = {**summary, "pass_band": {"low": band[0], "high": band[1], "selected": len(selected)}}
-        out.mkdir(parents=True, exist_ok=True)
-        (out / PASS_BAND).write_text("".join(f"{qid}\n" for qid in selected), encoding="utf-8")
-    (out / RUNS).mkdir(parents=True, exist_ok=True)
-    (out / RESULTS).write_text("".join(r.model_dump_json() + "\n" for r in results), encoding="utf-8")
+        atomic_write_text(out / PASS_BAND, "".join(f"{qid}\n" for qid in selected))
+    atomic_write_text(out / RESULTS, "".join(r.model_dump_json() + "\n" for r in results))
     described = {name: value for name, value in settings.__dict__.items() if name != "role"}
     described["model"] = settings.role.model if settings.role is not None else None
-    (out / SUMMARY).write_text(json.dumps({"settings": described, **summary}, indent=2) + "\n", encoding="utf-8")
+    atomic_write_text(out / SUMMARY, json.dumps({"settings": described, **summary}, indent=2) + "\n")
+    names = {f"run_{result.query_id}.json" for result in results}
+    for stale in (out / RUNS).glob("run_*.json"):
+        if stale.name not in names:
+            stale.unlink()
     for result in results:
-        path = out / RUNS / f"run_{result.query_id}.json"
-        path.write_text(json.dumps(run_file(result), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        atomic_write_text(out / RUNS / f"run_{result.query_id}.json",
+                          json.dumps(run_file(result), indent=2, ensure_ascii=False) + "\n")
 
 
 def read_results(out_dir: str | Path) -> list[QuestionResult]:

@@ -122,6 +122,9 @@ def test_the_eval_command_writes_results_a_summary_and_browsecomp_plus_run_files
         assert run["result"][-1]["output"] == (result.rollouts[0].final_answer or "")
     assert main(["eval", "--questions", str(snapshot / "questions"), "--index", str(snapshot / "index"),
                  "--out", str(out), "--policy", "llm"]) == 2  # no endpoint: a clear error
+    assert main(["eval", "--questions", str(snapshot / "questions"), "--index", str(snapshot / "index"),
+                 "--out", str(out), "--max-questions", "1", "-k", "1"]) == 0
+    assert [p.name for p in (out / "runs").iterdir()] == [f"run_{results[0].query_id}.json"]  # none left over
 
 
 def test_eval_runs_the_llm_policy_on_the_recorded_real_model_transcript(snapshot):
