@@ -3,8 +3,7 @@
 Both sample 3-hop conditional walks on one synthetic graph (>= 1M edges; 100k with --quick) with
 skewed degrees, literal objects and a recency mix, every condition on (the shortcut check too); rates
 are in CPU time of this process, so that a shared machine's other load does not count. The CSR sampler's
-memory for 10M edges is computed
-from the array sizes of the built graph (they grow linearly in nodes and edges).
+memory for 10M edges is computed from the array sizes of the built graph (they grow linearly in nodes and edges).
 """
 
 from __future__ import annotations
