@@ -11,7 +11,7 @@ from ground.io import read_manifest, read_records
 from ground.storage import as_path
 from schemas.questions import Question
 from synth.environment import SearchEnvironment
-from synth.evaluation import POLICIES, EvalSettings, evaluate, summarize, with_distractors, write_eval
+from synth.evaluation import POLICIES, EvalSettings, evaluate, judged, summarize, with_distractors, write_eval
 from synth.frameworks import FRAMEWORKS
 
 
@@ -44,6 +44,7 @@ def register(subparsers) -> None:
                         help="also run over the path pages plus RATIO times as many other pages, for each ratio "
                         "(0: gold pages only); writes distractors-RATIO/ and distractors.json")
     add_role_arguments(parser, "llm", "the LLM policy (--policy llm)")
+    add_role_arguments(parser, "judge", "the optional answer judge (its agreement with the matcher is reported)")
     parser.set_defaults(func=_command)
 
 
@@ -66,6 +67,8 @@ def _command(args, beam_args) -> int:
     questions = list(read_records(Question, as_path(args.questions) / "questions"))
     env = SearchEnvironment.load(args.index)
     results = evaluate(questions, env, settings, args.cache)
+    if (judge := role_from_args(args, "judge")) is not None:
+        judged(results, questions, judge, args.cache)
     summary = summarize(results)
     write_eval(args.out, results, summary, settings, tuple(args.pass_band) if args.pass_band else None)
     shown = {key: value for key, value in summary.items() if not isinstance(value, dict)}

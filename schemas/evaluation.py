@@ -36,6 +36,7 @@ class RolloutResult(BaseModel):
     turns_to_answer_seen: int | None = None  # turns up to the first observation that shows the answer
     searches_to_answer_seen: int | None = None
     answered_before_search: bool = False
+    judge_correct: bool | None = None  # the optional LLM answer judge's verdict; None when not judged or unparsed
 
 
 class QuestionResult(Record):

@@ -13,6 +13,7 @@ for an entity answer, else the last hop's head).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections import Counter, defaultdict
@@ -35,6 +36,16 @@ from synth.trajectories import make_policies, solve_questions
 
 POLICIES = ("offline", "naive", "llm")
 _RESULT_LINE = re.compile(r"^\d+\. (.+)$", re.MULTILINE)
+_VERDICT = re.compile(r"correct:\s*(yes|no)\b", re.IGNORECASE)
+JUDGE_PROMPT = """Judge whether the response to the question below is correct, given the correct answer. The
+response is correct when it names the same thing as the correct answer (another spelling or a fuller name
+is fine); it is not when it differs, hedges between several answers or gives none.
+
+Question: {question}
+Correct answer: {answer}
+Response: {response}
+
+End with one line: "correct: yes" or "correct: no"."""
 
 
 class NaivePolicy:
@@ -237,6 +248,43 @@ def with_distractors(env: SearchEnvironment, questions: list[Question], ratio: f
                           f"{env.environment_id}/distractors={ratio:g}/seed={seed}")
 
 
+async def judge_answers(results: list[QuestionResult], questions: list[Question], client: LLMClient) -> None:
+    """Ask the judge role about every answered rollout (BrowseComp-Plus grades with an LLM judge); its verdict
+    goes to `judge_correct`, and the summary reports how often it agrees with the matcher."""
+    by_id = {q.question_id: q for q in questions}
+    answered = [(result, rollout) for result in results for rollout in result.rollouts if rollout.final_answer]
+
+    async def ask(result: QuestionResult, rollout: RolloutResult) -> None:
+        question = by_id[result.query_id]
+        prompt = JUDGE_PROMPT.format(question=question.text, answer=" / ".join([question.answer, *question.aliases]),
+                                     response=rollout.final_answer)
+        reply = await client.chat([{"role": "user", "content": prompt}], temperature=0.0)
+        verdicts = _VERDICT.findall(reply.content)
+        rollout.judge_correct = verdicts[-1].lower() == "yes" if verdicts else None
+
+    await asyncio.gather(*(ask(result, rollout) for result, rollout in answered))
+
+
+def judged(results: list[QuestionResult], questions: list[Question], role: LLMRole,
+           cache_dir: str | Path | None = None) -> None:
+    async def job() -> None:
+        client = LLMClient(role, Path(cache_dir) / "eval-judge" if cache_dir else None, name=f"eval-judge-{role.model}")
+        try:
+            await judge_answers(results, questions, client)
+        finally:
+            await client.aclose()
+
+    run_async(job)
+
+
+def _judge_figures(rollouts: list[RolloutResult]) -> dict:
+    answered = [r for r in rollouts if r.final_answer]
+    verdicts = [r for r in answered if r.judge_correct is not None]
+    return {"answered": len(answered), "judged": len(verdicts), "unparsed": len(answered) - len(verdicts),
+            "judge_correct": _mean([float(r.judge_correct) for r in verdicts]),
+            "agreement_with_matcher": _mean([float(r.judge_correct == r.correct) for r in verdicts])}
+
+
 def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
@@ -273,6 +321,7 @@ def summarize(results: list[QuestionResult]) -> dict:
         "answered_before_search": _mean([float(r.answered_before_search) for r in rollouts]),
         "unfinished": _mean([float(r.status != "completed") for r in rollouts]),
         "tool_calls_per_rollout": {name: n / len(rollouts) for name, n in sorted(tools.items())} if rollouts else {},
+        **({"judge": _judge_figures(rollouts)} if any(r.judge_correct is not None for r in rollouts) else {}),
     }
 
 

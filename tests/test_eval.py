@@ -24,7 +24,7 @@ from synth.evaluation import (
 )
 from synth.matching import normalize_answer
 from tests.llm_replay import POLICY_EPISODES, Replay, load, policy_role
-from tests.servers import OpenAIServer
+from tests.servers import OpenAIServer, Reply
 from tests.trajectory_fixtures import make_snapshot
 
 SAMPLE_QUESTIONS = 6
@@ -180,3 +180,25 @@ def test_the_distractor_knob_keeps_the_path_pages_and_adds_the_ratio_of_others(s
         results = read_results(out / f"distractors-{ratio}")
         assert len(results) == len(questions)
         assert sweep[ratio]["pass@1"] == pytest.approx(recomputed(results)["pass@1"])
+
+
+def test_an_llm_answer_judge_is_optional_and_its_agreement_with_the_matcher_is_reported(snapshot, tmp_path):
+    prompts = []
+
+    def judge(body):  # says yes to everything, except that it hedges once
+        prompts.append(body["messages"][-1]["content"])
+        return Reply(content="Hard to say." if len(prompts) == 1 else "Same entity.\ncorrect: yes")
+
+    out = tmp_path / "judged"
+    with OpenAIServer(judge) as server:
+        assert main(["eval", "--questions", str(snapshot / "questions"), "--index", str(snapshot / "index"),
+                     "--out", str(out), "--policy", "naive", "-k", "1", "--judge-base-url", server.base_url,
+                     "--judge-model", "m", "--judge-api-key-env", "HOPSMITH_TEST_KEY"]) == 0
+    rollouts = [r for q in read_results(out) for r in q.rollouts]
+    answered = [r for r in rollouts if r.final_answer]
+    assert len(prompts) == len(answered) and all("Correct answer:" in p for p in prompts)
+    verdicts = [r for r in answered if r.judge_correct is not None]
+    assert len(verdicts) == len(answered) - 1 and all(r.judge_correct for r in verdicts)
+    figures = json.loads((out / "summary.json").read_text())["judge"]
+    assert figures["unparsed"] == 1 and figures["judged"] == len(verdicts)
+    assert figures["agreement_with_matcher"] == pytest.approx(sum(r.correct for r in verdicts) / len(verdicts))
