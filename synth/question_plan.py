@@ -65,6 +65,7 @@ class Plan:
     unresolved: int | None = None  # the first position no attributes single out (the plan gate rejects it)
     tree_positions: list[int] = field(default_factory=list)  # entities pinned down only by intersecting branches
     branching: bool = False  # the final hop reaches several objects: branches on the answer must decide
+    as_of: dt.date | None = None  # the question's as-of: its oldest fact's page revision (`question_as_of`)
 
 
 def seeded_rng(config: QuestionConfig, path: Path, purpose: str) -> random.Random:
@@ -80,6 +81,12 @@ def _noun_for(ctx: QuestionContext, title: str) -> tuple[str | None, str | None]
     checkable = None if coarse == "entity" else coarse
     lead = load_ontology().lead_noun(lead_noun_phrase(info.description), info.type) if info else None
     return lead or checkable, checkable
+
+
+def question_as_of(path: Path, snapshot: dt.date) -> dt.date:
+    """A question's as-of: the oldest revision date of its facts' pages, never after the snapshot. A fact is
+    as of its own page's revision, so a 2010 estimate read from a 2012 revision is not asked "as of 2017"."""
+    return min([snapshot, *(hop.provenance.timestamp.date() for hop in path.hops)])
 
 
 def _ended(hop, as_of: dt.date) -> bool:
@@ -234,14 +241,15 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
                 tree_positions.append(hops)
             obfuscations += [f"branch:{b.predicate}" for b in branches]
             obfuscations += [b.obfuscation for b in branches if b.obfuscation]
-    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, ctx.as_of)}
-    as_of_text = month_year(ctx.as_of) if any(_changeable(h, ctx.as_of) for h in path.hops) else None
+    as_of = question_as_of(path, ctx.as_of)
+    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, as_of)}
+    as_of_text = month_year(as_of) if any(_changeable(h, as_of) for h in path.hops) else None
     if as_of_text:
         obfuscations.append(f"as_of:{as_of_text}")
     shape = "tree" if tree_positions else "chain"
     obfuscations += [f"style:{style}", f"shape:{shape}", *(f"tree_at:{p}" for p in tree_positions)]
     return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
-                unresolved, tree_positions, branching)
+                unresolved, tree_positions, branching, as_of)
 
 
 def _choose_needing_hop(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],

@@ -50,7 +50,7 @@ from synth import text_gates
 from synth.environment import SearchEnvironment
 from synth.matching import normalize_answer
 from synth.question_gates import GATES, answer_aliases, faithfulness_gate, path_gate, plan_gate, text_gate
-from synth.question_plan import EntityInfo, QuestionContext, plan_question
+from synth.question_plan import EntityInfo, QuestionContext, plan_question, question_as_of
 from synth.question_writers import TEMPLATE_ENGINE, Draft, write_llm, write_template
 
 STAGE = "questions"
@@ -66,7 +66,7 @@ def _question(ctx: QuestionContext, path: Path, draft: Draft, aliases: list[str]
         text=draft.text,
         answer=path.answer,
         aliases=aliases,
-        as_of=ctx.as_of,
+        as_of=question_as_of(path, ctx.as_of),
         hops=len(path.hops),
         obfuscations=draft.obfuscations,
         path=path,
