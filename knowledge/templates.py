@@ -38,6 +38,7 @@ class TemplateVocabulary:
     note_end_words: frozenset[str]
     note_present_words: frozenset[str]
     phrase_connectors: frozenset[str]
+    transparent_phrase_heads: frozenset[str]
     list_title_heads: frozenset[str]
     end_reasons: dict[str, str]
     lead_first_argument: frozenset[str]

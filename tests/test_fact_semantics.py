@@ -71,6 +71,12 @@ def test_a_link_inside_a_phrase_is_not_the_value():
     assert hans.excluded["link_in_phrase"] == 1
     (box,) = parse_infoboxes("{{Infobox officeholder|office=[[Minister of Finance]] of [[Germany]]}}")
     assert [f.tail for f in box.facts] == ["Minister of Finance"] and box.excluded["link_in_phrase"] == 1
+    (box,) = parse_infoboxes("{{Infobox officeholder|office=[[Bundestag]] Leader of the [[CDU/CSU]] in [[Bonn]]"
+                             "<br>for [[Bonn]]}}")  # a phrase of several links; a line with a connector and no head
+    assert [(f.value_type, f.value) for f in box.facts] == [("string", "Bundestag Leader of the CDU/CSU in Bonn")]
+    assert box.excluded["link_in_phrase"] == 1
+    (box,) = parse_infoboxes("{{Infobox person|citizenship=Austrian subject of the [[Austro-Hungarian Empire]]}}")
+    assert [f.tail for f in box.facts] == ["Austro-Hungarian Empire"]  # the head relates the subject to the link
     (box,) = parse_infoboxes("{{Infobox person|birth_place=[[Bonn]], [[West Germany]]}}")
     assert [f.tail for f in box.facts] == ["Bonn", "West Germany"] and not box.excluded
 
@@ -81,6 +87,10 @@ def test_list_pages_and_plain_text_lists_are_no_single_value():
     assert is_list_page("Spouses of the Prime Ministers of the United Kingdom")
     assert not is_list_page("United States of America") and not is_list_page("University of Oxford")
     assert infobox_facts(hans, "occupation") == [("civil servant", {}), ("politician", {})]
+    (box,) = parse_infoboxes("{{Infobox company|hq_location=40th floor Samsung Building, 11, Seocho-daero}}")
+    assert [f.value for f in box.facts] == ["40th floor Samsung Building, 11, Seocho-daero"]  # an address
+    (box,) = parse_infoboxes("{{Infobox band|current_members=Ann Fook – guitar, vocals}}")
+    assert [f.value for f in box.facts] == ["Ann Fook – guitar, vocals"]  # a member and her roles
     (box,) = parse_infoboxes("{{Infobox settlement|demonym=Berliner, Berlinerin}}")  # a text property: one value
     assert [f.value for f in box.facts] == ["Berliner, Berlinerin"]
 
@@ -92,6 +102,7 @@ def test_list_pages_and_plain_text_lists_are_no_single_value():
     ("m. 1980; div. 1995", [("start", "1980"), ("end", "1995"), ("end_reason", "divorced")]),
     ("died 1944", [("end", "1944"), ("end_reason", "died")]),
     ("2005–present", [("start", "2005")]),
+    ("1984–2019; his death", [("start", "1984"), ("end", "2019"), ("end_reason", "died")]),
     ("m. 3 May 1980", [("start", "1980-05-03")]),
     ("2010 est.", [("note", "2010 est.")]),
     ("BA", [("note", "BA")]),

@@ -170,7 +170,10 @@ def map_box(box: Infobox, ontology: Ontology) -> None:
     _qualify_terms(box, ontology)
 
 
+_TRANSPARENT_HEADS = [[head] for head in VOCABULARY.transparent_phrase_heads]
 _LIST_SEPARATOR = re.compile(r"\s*[,;]\s*")
+_NOT_A_LIST = re.compile(r"\d|\s[–—-]\s")
+MAX_LIST_ITEM_WORDS = 4
 
 
 def list_items(fact: Fact) -> list[Fact]:
@@ -179,6 +182,8 @@ def list_items(fact: Fact) -> list[Fact]:
     if fact.value_type != "string" or fact.in_phrase or not fact.value or not _LIST_SEPARATOR.search(fact.value):
         return [fact]
     items = [item for item in _LIST_SEPARATOR.split(fact.value) if item]
+    if _NOT_A_LIST.search(fact.value) or any(len(item.split()) > MAX_LIST_ITEM_WORDS for item in items):
+        return [fact]  # "40th floor, 11, Seocho-daero" is an address, "Fook – guitar, vocals" a member's roles
     return [replace(fact, value=item, qualifiers=list(fact.qualifiers)) for item in items]
 
 
@@ -263,9 +268,10 @@ def facts_from_item(item: list, relation: str, dates_expected: bool = False) -> 
     facts = walker.facts + [Fact(relation, "", "", "entity", tail=target) for target in walker.links]
     text = _PARENS.sub(" ", "".join(walker.text))
     text = strip_trailing_punctuation(re.sub(r"\s+([,;:.])", r"\1", re.sub(r"\s+", " ", text)))
-    if walker.phrase_links and not facts and text:  # the phrase is the value, not the page it links
-        facts.append(Fact(relation, "", "", "string", value=text, in_phrase=True))
-    else:  # a phrase beside plain links ("[[Minister of Finance]] of [[Germany]]") qualifies them: its link goes
+    if walker.headed_phrase and text:  # "Chairman of the [[SPD]]": the phrase is the value, none of its links
+        facts = walker.facts + [Fact(relation, "", "", "string", value=text, in_phrase=True)]
+    else:  # "[[Member of the Bundestag|Member]] of the [[Bundestag]]": the first link is the value, the rest
+        # complements it; a link after a bare connector with nothing before it ("for [[Bonn]]") has no head
         facts += [Fact(relation, "", "", "entity", tail=target, in_phrase=True) for target in walker.phrase_links]
     if not facts and text:
         facts.append(literal_fact(relation, text, dates_expected))
@@ -286,7 +292,8 @@ def note_qualifiers(note: str) -> list[tuple[str, str]]:
     qualifiers: list[tuple[str, str]] = []
     whole = True
     for part in (p for p in _NOTE_PARTS.split(note) if p):
-        read = _dated_part(part)
+        reason = VOCABULARY.end_reasons.get(part.lower().rstrip("."))  # "(1984–2019; his death)"
+        read = [("end_reason", reason)] if reason and qualifiers else _dated_part(part)
         whole = whole and bool(read)
         qualifiers += [q for q in read if q[0] not in {k for k, _ in qualifiers}]
     if not qualifiers:
@@ -349,7 +356,8 @@ class _ItemWalker:
         self.links: list[str] = []
         self.text: list[str] = []
         self.notes: list[str] = []
-        self.phrase_links: list[str] = []  # links right after "... of (the)", "... for", ... : inside a phrase
+        self.phrase_links: list[str] = []  # links right after "of (the)", "for", ... : inside a phrase
+        self.headed_phrase = False  # a phrase link after words of its own ("Chairman of the"): a phrase value
         self.depth = 0
         self.note: list[str] = []
         self.since_link: list[str] = []  # the text outside parentheses since the last link
@@ -374,10 +382,16 @@ class _ItemWalker:
                 self.since_link.append(char)
         self.text.append(text)
 
-    def after_connector(self) -> bool:
-        """Whether the text since the last link ends in a phrase connector ("Chairman of the ")."""
+    def in_phrase(self) -> bool:
+        """Whether a link here sits inside a phrase: the text since the last link ends in a connector ("of
+        the"). Words before the connector ("Chairman of the") make the whole item a phrase (`headed_phrase`)."""
         words = " ".join(re.findall(r"[\w'’-]+", "".join(self.since_link).lower()))
-        return any(words == c or words.endswith(" " + c) for c in VOCABULARY.phrase_connectors)
+        connector = next((c for c in VOCABULARY.phrase_connectors if words == c or words.endswith(" " + c)), None)
+        if connector is None or words.removesuffix(connector).split()[-1:] in _TRANSPARENT_HEADS:
+            return False  # no phrase, or one whose head relates the subject to the link ("Citizen of")
+        if words != connector:
+            self.headed_phrase = True
+        return True
 
     def walk(self, nodes) -> None:
         for node in nodes:
@@ -390,7 +404,7 @@ class _ItemWalker:
                 if not is_entity_link(target):
                     continue
                 if self.depth == 0:
-                    (self.phrase_links if self.after_connector() else self.links).append(normalize_title(target))
+                    (self.phrase_links if self.in_phrase() else self.links).append(normalize_title(target))
                 self.emit(node.text.strip_code() if node.text is not None else target)
                 if self.depth == 0:
                     self.since_link.clear()
