@@ -84,9 +84,13 @@ def _noun_for(ctx: QuestionContext, title: str) -> tuple[str | None, str | None]
 
 
 def question_as_of(path: Path, snapshot: dt.date) -> dt.date:
-    """A question's as-of: the oldest revision date of its facts' pages, never after the snapshot. A fact is
-    as of its own page's revision, so a 2010 estimate read from a 2012 revision is not asked "as of 2017"."""
-    return min([snapshot, *(hop.provenance.timestamp.date() for hop in path.hops)])
+    """A question's as-of: the oldest revision date of the pages of its facts that can change (of all its
+    facts when none can), never after the snapshot. A fact is as of its own page's revision, so a 2010
+    estimate read from a 2012 revision is not asked "as of 2017"; a birth date read from an old page does not
+    date a spouse read from a new one."""
+    dated = [(min(hop.provenance.timestamp.date(), snapshot), hop) for hop in path.hops]
+    changeable = [day for day, hop in dated if _changeable(hop, day)]
+    return min(changeable or [day for day, _ in dated], default=snapshot)
 
 
 def _ended(hop, as_of: dt.date) -> bool:

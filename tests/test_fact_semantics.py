@@ -42,6 +42,7 @@ GRETA = page("Greta Vogel", """{{Infobox officeholder
 | name = Greta Vogel
 | spouse = {{marriage|[[Hans Vogel]]|1990|2010|end=div}}
 | birth_place = [[Aachen]]
+| party = [[Social Democratic Party of Germany]] (since 1990)
 }}
 '''Greta Vogel''' (born 1955) is the former wife of the German politician [[Hans Vogel]].""",
              dt.datetime(2010, 5, 2, tzinfo=dt.UTC))
@@ -149,7 +150,8 @@ def test_a_question_is_as_of_its_oldest_fact_and_an_ended_fact_is_past():
 
 
 def test_a_running_fact_is_asked_as_of_its_own_page_not_the_newest():
-    """A term still running on a 2010 page is asked "As of May 2010", though another page is of 2012."""
+    """A marriage running on a 2012 page and a party membership running on a 2010 page: asked "As of May
+    2010", the older of the two; an unchanging birth place on the 2010 page dates nothing."""
     hans = page("Hans Vogel", HANS.text.replace("(1990–2010)", "(m. 1990)"), HANS.timestamp)
     greta = page("Greta Vogel", GRETA.text.replace("|2010|end=div", ""), GRETA.timestamp)
     results = [read(hans), read(greta)]
@@ -157,7 +159,8 @@ def test_a_running_fact_is_asked_as_of_its_own_page_not_the_newest():
     relations = [r for result in results for r in result.relations if r.source == "infobox"]
     ctx = QuestionContext(graph=csr(entities, relations), as_of=SNAPSHOT, config=QuestionConfig(describe_start=0.0),
                           entities={e.title: EntityInfo(e.type, e.description, e.aliases) for e in entities})
-    path = path_of(ctx, "Hans Vogel", "Greta Vogel", "Aachen")
+    assert question_as_of(path_of(ctx, "Hans Vogel", "Greta Vogel", "Aachen"), SNAPSHOT) == dt.date(2012, 3, 5)
+    path = path_of(ctx, "Hans Vogel", "Greta Vogel", "Social Democratic Party of Germany")
     plan = plan_question(ctx, path)
     assert plan.ended == set() and plan.as_of_text == "May 2010"
     assert write_template(ctx, path, plan).text.startswith("As of May 2010, ")
