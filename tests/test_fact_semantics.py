@@ -76,6 +76,9 @@ def test_a_link_inside_a_phrase_is_not_the_value():
                              "<br>for [[Bonn]]}}")  # a phrase of several links; a line with a connector and no head
     assert [(f.value_type, f.value) for f in box.facts] == [("string", "Bundestag Leader of the CDU/CSU in Bonn")]
     assert box.excluded["link_in_phrase"] == 1
+    (box,) = parse_infoboxes("{{Infobox company|industry=[[Banking]], System of [[payment card]]s, [[Fraud]]}}")
+    assert [f.tail for f in box.facts] == ["Banking", "Fraud"]  # in a list, a phrase drops only its own link
+    assert box.excluded["link_in_phrase"] == 1
     (box,) = parse_infoboxes("{{Infobox person|citizenship=Austrian subject of the [[Austro-Hungarian Empire]]}}")
     assert [f.tail for f in box.facts] == ["Austro-Hungarian Empire"]  # the head relates the subject to the link
     (box,) = parse_infoboxes("{{Infobox person|birth_place=[[Bonn]], [[West Germany]]}}")

@@ -268,7 +268,7 @@ def facts_from_item(item: list, relation: str, dates_expected: bool = False) -> 
     facts = walker.facts + [Fact(relation, "", "", "entity", tail=target) for target in walker.links]
     text = _PARENS.sub(" ", "".join(walker.text))
     text = strip_trailing_punctuation(re.sub(r"\s+([,;:.])", r"\1", re.sub(r"\s+", " ", text)))
-    if walker.headed_phrase and text:  # "Chairman of the [[SPD]]": the phrase is the value, none of its links
+    if walker.headed_phrase and not walker.listed and text:  # "Chairman of the [[SPD]]": the phrase is the value, none of its links
         facts = walker.facts + [Fact(relation, "", "", "string", value=text, in_phrase=True)]
     else:  # "[[Member of the Bundestag|Member]] of the [[Bundestag]]": the first link is the value, the rest
         # complements it; a link after a bare connector with nothing before it ("for [[Bonn]]") has no head
@@ -358,6 +358,7 @@ class _ItemWalker:
         self.notes: list[str] = []
         self.phrase_links: list[str] = []  # links right after "of (the)", "for", ... : inside a phrase
         self.headed_phrase = False  # a phrase link after words of its own ("Chairman of the"): a phrase value
+        self.listed = False  # links separated by commas: a list, whose phrase items drop only their own links
         self.depth = 0
         self.note: list[str] = []
         self.since_link: list[str] = []  # the text outside parentheses since the last link
@@ -385,7 +386,9 @@ class _ItemWalker:
     def in_phrase(self) -> bool:
         """Whether a link here sits inside a phrase: the text since the last link ends in a connector ("of
         the"). Words before the connector ("Chairman of the") make the whole item a phrase (`headed_phrase`)."""
-        words = " ".join(re.findall(r"[\w'’-]+", "".join(self.since_link).lower()))
+        before = "".join(self.since_link)
+        self.listed = self.listed or (bool(self.links or self.phrase_links) and bool(_LIST_SEPARATOR.search(before)))
+        words = " ".join(re.findall(r"[\w'’-]+", _LIST_SEPARATOR.split(before)[-1].lower()))
         connector = next((c for c in VOCABULARY.phrase_connectors if words == c or words.endswith(" " + c)), None)
         if connector is None or words.removesuffix(connector).split()[-1:] in _TRANSPARENT_HEADS:
             return False  # no phrase, or one whose head relates the subject to the link ("Citizen of")
