@@ -93,6 +93,8 @@ def test_list_pages_and_plain_text_lists_are_no_single_value():
     assert infobox_facts(hans, "occupation") == [("civil servant", {}), ("politician", {})]
     (box,) = parse_infoboxes("{{Infobox company|hq_location=40th floor Samsung Building, 11, Seocho-daero}}")
     assert [f.value for f in box.facts] == ["40th floor Samsung Building, 11, Seocho-daero"]  # an address
+    (box,) = parse_infoboxes("{{Infobox university|city=Austin, Texas}}")
+    assert [f.value for f in box.facts] == ["Austin, Texas"]  # one place, and the title of its page
     (box,) = parse_infoboxes("{{Infobox band|current_members=Ann Fook – guitar, vocals}}")
     assert [f.value for f in box.facts] == ["Ann Fook – guitar, vocals"]  # a member and her roles
     (box,) = parse_infoboxes("{{Infobox settlement|demonym=Berliner, Berlinerin}}")  # a text property: one value

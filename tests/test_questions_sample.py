@@ -15,7 +15,7 @@ from schemas.questions import Question
 from schemas.wiki import Entity, Relation, SkippedRecord
 from synth import describe, gates, text_gates
 from synth.environment import build_index
-from synth.question_plan import plan_question
+from synth.question_plan import plan_question, question_as_of
 from synth.questions import _load_context, run_questions
 from synth.report import question_report, report_rows, tree_note
 from tests.test_questions import assert_reads_as_english
@@ -100,7 +100,8 @@ def test_questions_read_as_english_and_state_the_as_of_date(sample):
     _, manifest, questions, _, _, _, _ = sample
     for question in questions:
         assert_reads_as_english(question.text)
-        assert question.engine == "template" and question.as_of == manifest.as_of.date()
+        assert question.engine == "template" and question.as_of == question_as_of(question.path, manifest.as_of.date())
+        assert question.as_of <= manifest.as_of.date()  # its facts' pages, never the newest page of the input
         stated = question.text.startswith(f"As of {question.as_of:%B %Y}, ")
         assert stated == any(o.startswith("as_of:") for o in question.obfuscations)
 

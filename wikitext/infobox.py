@@ -165,26 +165,37 @@ def map_box(box: Infobox, ontology: Ontology) -> None:
         unit = ontology.parameter_unit(fact.relation) if fact.value_type == "number" else None
         if unit:  # area_total_km2 = 350: 350 km2, not a bare number beside area_total_sq_mi's
             fact.value_type, fact.unit = "quantity", unit
-        kept.extend(list_items(fact) if _holds_entities(ontology, fact.property) else [fact])
+        if _holds_entities(ontology, fact.property):
+            kept.extend(list_items(fact, _PLACE_SEPARATOR if _holds_places(ontology, name) else _LIST_SEPARATOR))
+        else:
+            kept.append(fact)
     box.facts = kept
     _qualify_terms(box, ontology)
 
 
 _TRANSPARENT_HEADS = [[head] for head in VOCABULARY.transparent_phrase_heads]
 _LIST_SEPARATOR = re.compile(r"\s*[,;]\s*")
+_PLACE_SEPARATOR = re.compile(r"\s*;\s*")
 _NOT_A_LIST = re.compile(r"\d|\s[–—-]\s")
 MAX_LIST_ITEM_WORDS = 4
+PLACE_CLASS = "Place"
 
 
-def list_items(fact: Fact) -> list[Fact]:
+def list_items(fact: Fact, separator: re.Pattern = _LIST_SEPARATOR) -> list[Fact]:
     """A plain-text list for a property whose values are entities ("occupation = civil servant, politician")
-    is one fact per item: several values, never one value reading "civil servant, politician"."""
-    if fact.value_type != "string" or fact.in_phrase or not fact.value or not _LIST_SEPARATOR.search(fact.value):
+    is one fact per item: several values, never one value reading "civil servant, politician". A place is
+    split only on semicolons: "Austin, Texas" names one place (and its page)."""
+    if fact.value_type != "string" or fact.in_phrase or not fact.value or not separator.search(fact.value):
         return [fact]
-    items = [item for item in _LIST_SEPARATOR.split(fact.value) if item]
+    items = [item for item in separator.split(fact.value) if item]
     if _NOT_A_LIST.search(fact.value) or any(len(item.split()) > MAX_LIST_ITEM_WORDS for item in items):
         return [fact]  # "40th floor, 11, Seocho-daero" is an address, "Fook – guitar, vocals" a member's roles
     return [replace(fact, value=item, qualifiers=list(fact.qualifiers)) for item in items]
+
+
+def _holds_places(ontology: Ontology, prop: str | None) -> bool:
+    entry = ontology.properties.get(prop) if prop else None
+    return entry is not None and ontology.is_a(entry.range, PLACE_CLASS)
 
 
 def _holds_entities(ontology: Ontology, prop: str | None) -> bool:
