@@ -43,6 +43,8 @@ _PAGE_HEADER = re.compile(r"^(.+?)(?: \(redirected from '.*'\))? - page (\d+) of
 _PAGE_PREFIX = re.compile(r"^\[page (\d+)\] ")
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)")
 _TRAILING_DIGITS = re.compile(r"_?\d+$")
+_AS_OF = re.compile(r"^As of [^,]*, ")  # the question's date clause: no clue
+_REFERENCE = re.compile(r"^(?:This|These|The latter|The former|That)\b[^,]*?(?= (?:is|was|were|are|has|had)\b)")
 UNIDENTIFIED_ANSWER = "I could not identify it."
 QUERY_WORDS = 6
 MAX_CANDIDATES = 4  # values of one row (or results of one search) tried before giving up on them
@@ -180,7 +182,8 @@ class QuestionReading:
     def names(self) -> list[str]:
         """Names the question gives (quoted titles, capitalised runs past its first word)."""
         found = []
-        for sentence in split_sentences(self.text):
+        for sentence in split_sentences(_AS_OF.sub("", self.text)):
+            sentence = _REFERENCE.sub("", sentence)
             for match in _NAME.finditer(sentence):
                 name = (match.group(1) or match.group(2) or "").strip(" .,:'")
                 opening = match.start() == 0 and " " not in name  # "Name the capital", "This city"
@@ -192,7 +195,7 @@ class QuestionReading:
 
     def keywords(self) -> list[str]:
         """The question's content words: no question words, stop words, as-of clause or relation nouns."""
-        text = re.sub(r"^As of [^,]*, ", "", self.text)
+        text = _AS_OF.sub("", self.text)
         relation_words = {w for r in self.relations for w in tokenize([r.noun])[0]}
         skip = stop_words() | _QUESTION_WORDS | relation_words
         return list(dict.fromkeys(w for w in tokenize([text])[0] if w not in skip))
