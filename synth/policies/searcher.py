@@ -349,7 +349,7 @@ class Searcher:
                 reasoning = (f"I need to identify what the question starts from and then its {relation.noun}. "
                              f"I will search for {query!r}.")
             else:
-                reasoning = f"None of the results for {previous!r} fits. I will reformulate the query as {query!r}."
+                reasoning = f"The results for {previous!r} show nothing that fits. I will reformulate the query as {query!r}."
             observation = yield Step(reasoning, "search", {"query": query, "top_k": self.top_k})
             previous = query
             hits = result_snippets(observation or "")
