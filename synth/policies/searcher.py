@@ -51,6 +51,7 @@ MAX_CANDIDATES = 4  # values of one row (or results of one search) tried before 
 MAX_START_SEARCHES = 3
 STRONG_MATCH = 2  # question keywords a result's title and snippet share for it to be read before lower ranks
 MAX_PAGES_READ = 3  # pages of one article read on when page 1 does not state the relation
+SPOKEN_PARTS = 2
 STEP_BUDGET = 45  # own steps before the searcher gives up (the episode's turn limit is 60)
 _PERIOD = re.compile(r"\bthe (?:early |mid-|late )?(?:(\d{3}0)s|(\d{1,2})(?:st|nd|rd|th) century)\b")
 _NAME = re.compile(r"\"([^\"]+)\"|\b([A-Z0-9][\w'.&-]*(?:(?:\s+|:\s+)(?:of |the |de |von |van |and |a |in )*[A-Z0-9][\w'.&-]*)*)")
@@ -148,7 +149,7 @@ class Relation:
     @classmethod
     def of(cls, name: str) -> Relation:
         entry = LEXICON.get(name)
-        noun = entry.noun if entry else load_ontology().label(name)
+        noun = (entry.noun if entry else load_ontology().label(name)).replace("_", " ")
         own = {parameter_key(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.split(":")[-1])), parameter_key(noun)}
         return cls(name, noun, frozenset(own | _relation_keys().get(name, frozenset())))
 
@@ -207,6 +208,14 @@ class Value:
 
     text: str
     line: str
+
+
+def spoken_answer(value: str, answer_type: str) -> str:
+    """The answer as a person says it: a place a row writes with its region and country ("Chicago, Illinois,
+    U.S.") by its first part and region ("Chicago, Illinois"); anything else as the page wrote it."""
+    if answer_type != "entity" or ", " not in value:
+        return value
+    return ", ".join(value.split(", ")[:SPOKEN_PARTS])
 
 
 class Searcher:
@@ -301,7 +310,8 @@ class Searcher:
                                      "find_in_page", {"title": title, "text": value.text})
             if norm(value.text) in norm(observation or ""):
                 self.note = f"{title} states {value.text}."
-        yield Step(f"{self.note} So the answer is {value.text}.".strip(), ANSWER_TOOL, {"text": value.text})
+        spoken = spoken_answer(value.text, self.reading.answer_type)
+        yield Step(f"{self.note} So the answer is {spoken}.".strip(), ANSWER_TOOL, {"text": spoken})
 
     def _start_queries(self, relation: Relation) -> list[str]:
         """Searches for the start, built from what the question says: the names it gives with the first
@@ -327,17 +337,21 @@ class Searcher:
             scored.append((not named, -min(overlap, STRONG_MATCH), rank, title))
         return [title for *_, title in sorted(scored)]
 
-    def _fits_description(self, observation: str) -> tuple[bool, str, int]:
-        """Does a page fit what the question describes its start by: at least half of the names it gives and
-        the periods it places things in (a year of the page inside each)? Also the first clue it misses and how
-        many it misses."""
+    def _clues(self, observation: str) -> tuple[list[str], list[str]]:
+        """The question's clues an observation matches and those it misses: the names the question gives and
+        the periods it places things in (a year of the page inside each)."""
         text = norm(observation)
         clues = [(n, norm(n) in text) for n in self.reading.names() if len(n) > 2 and not n[0].isdigit()]
         years = [int(y) for y in re.findall(r"\b(\d{4})\b", observation)]
         clues += [(phrase, any(first <= y <= last for y in years))
                   for phrase, (first, last) in question_periods(self.reading.text)]
-        missing = [clue for clue, present in clues if not present]
-        return len(missing) * 2 <= len(clues), (missing[0] if missing else ""), len(missing)
+        return [c for c, present in clues if present], [c for c, present in clues if not present]
+
+    def _fits_description(self, observation: str) -> tuple[bool, str, int]:
+        """Does a page fit what the question describes its start by (at least half of its clues)? Also the
+        first clue it misses and how many it misses."""
+        matched, missing = self._clues(observation)
+        return len(missing) <= len(matched), (missing[0] if missing else ""), len(missing)
 
     def _find_start(self, relation: Relation) -> Generator[Step, str, str | None]:
         """Search for the page the chain starts from and read candidates until one fits."""
@@ -398,11 +412,12 @@ class Searcher:
         """The values an observation states for the relation: a row's items, or in a sentence naming the
         relation, the names (dates, numbers) it gives."""
         values = []
-        for label, cell in self._rows(observation, relation):
+        for label, row in self._rows(observation, relation):
+            cell = _PARENTHETICAL.sub("", row).strip()  # "Stephen King (m. January 2, 1971)"
             items = listed_values(cell) or [cell]
-            if not last and len(items) == 1 and ", " in cell:  # "Carrie, The Shining, It": several titles or one
-                items = [*cell.split(", "), cell]
-            values += [Value(bare(item) or item.strip(), f"{label}: {cell}") for item in items]
+            if len(items) == 1 and ", " in cell:  # "Carrie, The Shining, It": several titles or one
+                items = [*cell.split(", "), cell] if not last else [cell, *cell.split(", ")]
+            values += [Value(bare(item) or item.strip(), f"{label}: {row}") for item in items]
         if values:
             return values
         kind = self.reading.answer_type if last else "entity"
@@ -456,13 +471,15 @@ class Searcher:
                 return values
         return []
 
-    def _reach(self, value: Value, relation: Relation, source: str) -> Generator[Step, str, str | None]:
-        """Open the page of a value read on `source`: by its name, else through a search for it."""
+    def _reach(self, value: Value, relation: Relation, source: str, purpose: str = "") -> Generator[Step, str, str | None]:
+        """Open the page of a value read on `source` (to find the relation, or for `purpose`): by its name,
+        else through a search for it."""
+        purpose = purpose or f"to find its {relation.noun}"
         listed = next((t for t, _ in self._listed() if norm(bare(t)) == norm(value.text)), None)
         name = listed or value.text
         page = self._read_page(name, 1)
         if page is None:
-            page = yield Step(f"{self.note} I will open {name} to find its {relation.noun}.".strip(),
+            page = yield Step(f"{self.note} I will open {name} {purpose}.".strip(),
                               "open_page", {"title": name, "page": 1})
             self.note = ""
         if page and not page.startswith("Error"):
@@ -475,9 +492,25 @@ class Searcher:
         if match is None:
             self.note = f"No result is {value.text}."
             return None
-        page = yield Step(f"The results list {match}; I will open it to find its {relation.noun}.", "open_page",
+        page = yield Step(f"The results list {match}; I will open it {purpose}.", "open_page",
                           {"title": match, "page": 1})
         return match if page and not page.startswith("Error") else None
+
+    def _rank(self, candidates: list[Value], relation: Relation, source: str) -> Generator[Step, str, list[Value]]:
+        """Several values: read each one's page and order them by how much of the question's description
+        the page matches (stable: the row's order breaks ties). A value with no page goes last."""
+        scores = []
+        for value in candidates:
+            if self._over_budget():
+                break
+            reached = yield from self._reach(value, relation, source, "to check it against the question's description")
+            page = self._read_page(reached, 1) if reached else None
+            scores.append(len(self._clues(page)[0]) if page else -1)
+        ranked = [v for _, _, v in sorted(zip([-x for x in scores], range(len(scores)), candidates, strict=False))]
+        ranked += candidates[len(scores):]
+        if scores and max(scores) > 0:
+            self.note = f"Of these, {ranked[0].text} fits the question's description best."
+        return ranked
 
     def _follow(self, title: str, position: int) -> Generator[Step, str, tuple[Value, str] | None]:
         """From `title`, follow the relations from `position` on; the answer and the page that gave it, or
@@ -489,15 +522,20 @@ class Searcher:
         if not values:
             self.note = f"I could not find the {relation.noun} of {title}."
             return None
+        candidates = [v for v in dict.fromkeys(values) if norm(v.text) != norm(title)][:MAX_CANDIDATES]
         if last:
+            items = [v for v in candidates if v.text != v.line.split(": ", 1)[-1]]
+            if self.reading.answer_type == "entity" and len(items) > 1 and question_periods(self.reading.text):
+                ranked = yield from self._rank(items, relation, title)  # "which of his works ... in the 1980s"
+                return ranked[0], title
             value = values[0]
             self.note = f'{title} gives "{value.line}".'
             return value, title
         following = relations[position + 1]
-        candidates = [v for v in dict.fromkeys(values) if norm(v.text) != norm(title)][:MAX_CANDIDATES]
         if len(candidates) > 1:
-            self.note = (f'{title} lists several values for its {relation.noun} ("{candidates[0].line}"); the '
-                         f"question goes on to the {following.noun} of one of them, so I will check them in turn.")
+            self.note = (f'{title} gives "{candidates[0].line}" for its {relation.noun}; the question goes on to '
+                         f"the {following.noun} of one of them, so I will check which fits its description.")
+            candidates = yield from self._rank(candidates, following, title)
         else:
             self.note = f'{title} gives "{candidates[0].line}" as its {relation.noun}.' if candidates else ""
         for number, value in enumerate(candidates):
