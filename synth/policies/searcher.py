@@ -416,7 +416,8 @@ class Searcher:
             cell = _PARENTHETICAL.sub("", row).strip()  # "Stephen King (m. January 2, 1971)"
             items = listed_values(cell) or [cell]
             if len(items) == 1 and ", " in cell:  # "Carrie, The Shining, It": several titles or one
-                items = [*cell.split(", "), cell] if not last else [cell, *cell.split(", ")]
+                parts = [part for part in cell.split(", ") if len(part) > MIN_FIND_CHARS + 1]  # not "U.S."
+                items = [*parts, cell] if not last else [cell, *parts]
             values += [Value(bare(item) or item.strip(), f"{label}: {row}") for item in items]
         if values:
             return values
@@ -498,14 +499,16 @@ class Searcher:
 
     def _rank(self, candidates: list[Value], relation: Relation, source: str) -> Generator[Step, str, list[Value]]:
         """Several values: read each one's page and order them by how much of the question's description
-        the page matches (stable: the row's order breaks ties). A value with no page goes last."""
+        the page matches (its clues first, then its keywords; the row's order breaks ties). A value with no
+        page goes last."""
         scores = []
         for value in candidates:
             if self._over_budget():
                 break
             reached = yield from self._reach(value, relation, source, "to check it against the question's description")
             page = self._read_page(reached, 1) if reached else None
-            scores.append(len(self._clues(page)[0]) if page else -1)
+            words = set(tokenize([page])[0]) if page else set()
+            scores.append(2 * len(self._clues(page)[0]) + len(words & set(self.reading.keywords())) if page else -1)
         ranked = [v for _, _, v in sorted(zip([-x for x in scores], range(len(scores)), candidates, strict=False))]
         ranked += candidates[len(scores):]
         if scores and max(scores) > 0:
