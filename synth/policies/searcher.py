@@ -239,6 +239,7 @@ class Searcher:
         self._started = False
         self._turns: list[Turn] = []
         self._own_steps = 0
+        self._choice = ""  # why the page the search goes on from was picked among several
 
     def next_step(self, turns: list[Turn]) -> Step:
         """The honest next call: planned when none is waiting, so it sees every earlier turn (an injected
@@ -512,7 +513,7 @@ class Searcher:
         ranked = [v for _, _, v in sorted(zip([-x for x in scores], range(len(scores)), candidates, strict=False))]
         ranked += candidates[len(scores):]
         if scores and max(scores) > 0:
-            self.note = f"Of these, {ranked[0].text} fits the question's description best."
+            self._choice = f"Of these, {ranked[0].text} fits the question's description best."
         return ranked
 
     def _follow(self, title: str, position: int) -> Generator[Step, str, tuple[Value, str] | None]:
@@ -521,6 +522,7 @@ class Searcher:
         relations = self.reading.relations
         relation, last = relations[position], position == len(relations) - 1
         self.position = position
+        self.note, self._choice = f"{self._choice} {self.note}".strip(), ""  # why this page was picked
         values = yield from self._find_fact(title, relation, last)
         if not values:
             self.note = f"I could not find the {relation.noun} of {title}."
@@ -532,15 +534,16 @@ class Searcher:
                 ranked = yield from self._rank(items, relation, title)  # "which of his works ... in the 1980s"
                 return ranked[0], title
             value = values[0]
-            self.note = f'{title} gives "{value.line}".'
+            self.note = f'{self.note} {title} gives "{value.line}".'.strip()
             return value, title
         following = relations[position + 1]
         if len(candidates) > 1:
-            self.note = (f'{title} gives "{candidates[0].line}" for its {relation.noun}; the question goes on to '
-                         f"the {following.noun} of one of them, so I will check which fits its description.")
+            self.note = (f'{self.note} {title} gives "{candidates[0].line}" for its {relation.noun}; the question '
+                         f"goes on to the {following.noun} of one of them, so I will check which fits its "
+                         "description.").strip()
             candidates = yield from self._rank(candidates, following, title)
         else:
-            self.note = f'{title} gives "{candidates[0].line}" as its {relation.noun}.' if candidates else ""
+            self.note = f'{self.note} {title} gives "{candidates[0].line}" as its {relation.noun}.'.strip()
         for number, value in enumerate(candidates):
             if self._over_budget():
                 return None
