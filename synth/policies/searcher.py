@@ -240,6 +240,7 @@ class Searcher:
         self._turns: list[Turn] = []
         self._own_steps = 0
         self._choice = ""  # why the page the search goes on from was picked among several
+        self._reached: dict[str, str | None] = {}  # value name -> the page it led to (None: no page, no result)
 
     def next_step(self, turns: list[Turn]) -> Step:
         """The honest next call: planned when none is waiting, so it sees every earlier turn (an injected
@@ -477,6 +478,14 @@ class Searcher:
         """Open the page of a value read on `source` (to find the relation, or for `purpose`): by its name,
         else through a search for it."""
         purpose = purpose or f"to find its {relation.noun}"
+        if norm(value.text) in self._reached:  # this name was opened or searched for already
+            return self._reached[norm(value.text)]
+        reached = yield from self._open_value(value, purpose)
+        self._reached[norm(value.text)] = reached
+        return reached
+
+    def _open_value(self, value: Value, purpose: str) -> Generator[Step, str, str | None]:
+        """The page a value's name opens (or a search for the name lists); None when neither finds one."""
         listed = next((t for t, _ in self._listed() if norm(bare(t)) == norm(value.text)), None)
         name = listed or value.text
         page = self._read_page(name, 1)
