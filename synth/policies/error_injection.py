@@ -49,6 +49,9 @@ class ErrorInjector:
         self.rng = rng
         self.top_k = top_k
         self.path_titles = {norm(n) for n in question.path.nodes}
+        # every name of the path a near miss must not contain ("Jaws" of "Jaws (novel)", the answer's aliases)
+        self.path_names = {norm(name) for name in [*question.path.nodes, question.answer, *question.aliases]
+                           for name in (name, name.split(" (")[0]) if len(name) > 3}
 
     async def act(self, turns: list[Turn]) -> PolicyOutput:
         kind = self._draw_error(turns)
@@ -102,7 +105,7 @@ class ErrorInjector:
         unseen = off_path = None
         for _ in range(draws if self.env.pages else 0):
             page = self.env.pages[self.rng.randrange(len(self.env.pages))]
-            if norm(page.title) in self.path_titles:
+            if self._names_the_path(page.title):
                 continue
             if norm(page.title) not in seen:
                 text = norm(" ".join(page.chunks))
@@ -133,12 +136,18 @@ class ErrorInjector:
                 row = INFOBOX_ROW.match(line)
                 if row and norm(row.group(1)) == label:
                     value = row.group(2).split(", ")[0].split(" (")[0].strip()
-                    if value and norm(value) not in seen and norm(value) not in self.path_titles:
+                    if value and norm(value) not in seen and not self._names_the_path(value):
                         return value
         wrong = self._unrelated_title(turns)
         while norm(wrong) in seen:  # every title was seen already: claim a year nothing stated
             wrong = str(self.rng.randint(1000, 1999))
         return wrong
+
+    def _names_the_path(self, value: str) -> bool:
+        """Does a value name an entity of the path or the answer, whole or inside a longer name ("Warner Bros."
+        in "Warner Bros. Pictures")?"""
+        padded = f" {norm(value)} "
+        return any(f" {name} " in padded for name in self.path_names)
 
     def _unsupported_claim(self, turns: list[Turn]) -> str:
         entity, relation = self.searcher.entity or "what the question starts from", self.searcher.relation
