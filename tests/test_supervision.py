@@ -94,7 +94,7 @@ def sample_run(tmp_path_factory) -> Path:
     return out
 
 
-def test_the_sample_dataset_trains_on_at_most_a_quarter_of_assistant_turns_and_every_row_trains(sample_run):
+def test_the_sample_dataset_trains_on_at_most_thirty_percent_of_assistant_turns_and_every_row_trains(sample_run):
     dataset = sample_run / "dataset"
     counts = read_manifest(dataset).counts
     shares = {}
