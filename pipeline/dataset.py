@@ -20,7 +20,15 @@ from typing import Any
 
 from ground.errors import UserError
 from ground.folder_lock import lock_folder, unlock_folder
-from ground.io import atomic_write_text, forget_verified, parquet_file, read_manifest, read_records, shard_files, stable_hash
+from ground.io import (
+    atomic_write_text,
+    forget_verified,
+    parquet_file,
+    read_manifest,
+    read_records,
+    shard_files,
+    stable_hash,
+)
 from ground.progress import console, track
 from ground.stage import begin_stage
 from ground.storage import as_path, remove_tree
