@@ -20,6 +20,7 @@ import contextlib
 import fnmatch
 import functools
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -396,20 +397,18 @@ def _enclosing_manifest(path: StorePath) -> tuple[StorePath, bytes] | None:
 def _check_download(path: StorePath, local: Path, stage_folder: StorePath, manifest_bytes: bytes) -> None:
     """Every downloaded file the stage's manifest lists has the size and checksum it lists (each was read
     whole): a damaged object is named with its stage (`DamagedOutput`), and nothing is cached."""
-    from schemas.manifest import Manifest
-
-    manifest = Manifest.model_validate_json(manifest_bytes)
+    manifest = json.loads(manifest_bytes)
     prefix = f"{path.relative_to(stage_folder)}/" if path != stage_folder else ""
-    for name, expected in manifest.files.items():
+    for name, expected in manifest.get("files", {}).items():
         if not name.startswith(prefix):
             continue
         file = local / name[len(prefix):]
         size = file.stat().st_size if file.is_file() else None
-        if size != expected.bytes or _sha256_local(file) != expected.sha256:
-            found = "is missing" if size is None else f"has {size:,} bytes" if size != expected.bytes \
+        if size != expected["bytes"] or _sha256_local(file) != expected["sha256"]:
+            found = "is missing" if size is None else f"has {size:,} bytes" if size != expected["bytes"] \
                 else "does not match its manifest's checksum (altered or swapped)"
-            raise DamagedOutput(f"stage {manifest.stage!r}: {stage_folder / name} {found}"
-                                + (f", its manifest says {expected.bytes:,}" if found.startswith("has") else ""))
+            said = f", its manifest says {expected['bytes']:,}" if found.startswith("has") else ""
+            raise DamagedOutput(f"stage {manifest.get('stage')!r}: {stage_folder / name} {found}{said}")
 
 
 def _sha256_local(file: Path) -> str:
