@@ -429,7 +429,7 @@ def test_damaged_objects_of_a_finished_stage_are_named_and_rebuilt(bucket, tmp_p
     """On object storage as on a disk: a reader names a truncated shard, a parquet object fetched whole or a
     downloaded index file whose checksum differs is refused, and a rerun of the stage rebuilds it."""
     from ground.errors import DamagedOutput
-    from ground.io import file_digest, read_records
+    from ground.io import file_digest, forget_verified, read_records
     from schemas.environment import IndexedPage
     from synth.environment import build_index
     from tests.trajectory_fixtures import make_graph
@@ -454,6 +454,7 @@ def test_damaged_objects_of_a_finished_stage_are_named_and_rebuilt(bucket, tmp_p
     with pytest.raises(DamagedOutput, match=f"stage 'index': {remote}/index/{body}"):
         readable_folder(as_path(f"{remote}/index/bm25_body"))
 
+    forget_verified()  # a new run (as a new process would be)
     with caplog.at_level(logging.WARNING, logger="ground.stage"):
         rebuilt = build_index(f"{remote}/graph", f"{remote}/index")
     assert f"{remote}/index/{body}" in caplog.text and f"{remote}/index/{shard}" in caplog.text
