@@ -298,11 +298,15 @@ def _committed(folder: Path | StorePath) -> list[str] | None:
     inside = sorted(p[len(prefix):] for p in listed if p.startswith(prefix))
     names = [p for p in inside if "/" not in p]
     for name in names:
-        if (expected := manifest.files.get(prefix + name)) is not None:
-            problem = _size_problem(folder / name, expected)
-            if problem is not None:
-                raise DamagedOutput(damage_line(manifest.stage, folder / name, problem))
+        _check_size(folder / name, manifest, prefix + name)
     return names or None
+
+
+def _check_size(path: Path | StorePath, manifest: Manifest, listed_as: str) -> None:
+    """Stop (`DamagedOutput`) when a file its stage's manifest lists is missing or not of the listed size."""
+    if (expected := manifest.files.get(listed_as)) is not None:
+        if (problem := _size_problem(path, expected)) is not None:
+            raise DamagedOutput(damage_line(manifest.stage, path, problem))
 
 
 def shard_files(folder: PathLike) -> list[Path | StorePath]:
@@ -418,8 +422,15 @@ def parquet_file(path: PathLike) -> pq.ParquetFile:
 
 
 def _files(folder_or_file: PathLike) -> list[Path | StorePath]:
+    """The shards to read: a folder's (`shard_files`), or one file, whose size is checked against its stage's
+    manifest when one lists it."""
     target = as_path(folder_or_file)
-    return [target] if target.is_file() else shard_files(target)
+    if not target.is_file():
+        return shard_files(target)
+    if (enclosing := _enclosing_manifest(target.parent)) is not None:
+        _, prefix, manifest = enclosing
+        _check_size(target, manifest, prefix + target.name)
+    return [target]
 
 
 def read_table(model: type[BaseModel], folder_or_file: PathLike) -> pa.Table:

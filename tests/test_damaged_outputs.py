@@ -17,10 +17,11 @@ import pytest
 
 from cli.main import main
 from ground.errors import DamagedOutput
-from ground.io import file_digest, read_manifest, shard_files, verify_outputs
+from ground.io import file_digest, read_manifest, read_records, shard_files, verify_outputs
 from pipeline import dataset as dataset_module
 from pipeline.dataset import STAGE_FOLDERS, load_config, run_dataset
 from pipeline.validate import validate_dataset
+from schemas.dataset import RLPrompt
 from tests.conftest import SMALL_CONFIG
 
 KINDS = ("truncated", "flipped", "swapped")
@@ -151,3 +152,5 @@ def test_a_reader_checks_each_shard_size_against_the_manifest(small_dataset_run,
     target = _damage(out, "dataset", name, "truncated")
     with pytest.raises(DamagedOutput, match=f"stage 'dataset': {target} has"):
         shard_files(out / "dataset" / "data" / "rl")
+    with pytest.raises(DamagedOutput, match=f"stage 'dataset': {target} has"):
+        list(read_records(RLPrompt, target))
