@@ -118,3 +118,11 @@ def test_an_out_of_range_value_is_refused_before_any_stage_runs(tmp_path, capsys
     assert error.startswith("hopsmith: error: invalid dataset config: ") and key in error, error
     assert "must" in error or "should" in error, error  # what is allowed
     assert not out.exists()  # no stage ran, not even the run's folder was made
+
+
+def test_a_negative_worker_count_passed_to_beam_is_refused_before_any_stage_runs(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["dataset", "--out", str(out), "--direct_num_workers", "-2"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == "hopsmith: error: --direct_num_workers = -2: must be >= 0 (0: one per CPU)"
+    assert not (out / "graph").exists()
