@@ -22,6 +22,7 @@ from pipeline import dataset as dataset_module
 from pipeline.dataset import STAGE_FOLDERS, load_config, run_dataset
 from pipeline.validate import validate_dataset
 from schemas.dataset import RLPrompt
+from schemas.questions import Path as Path_
 from tests.conftest import SMALL_CONFIG
 
 KINDS = ("truncated", "flipped", "swapped")
@@ -154,3 +155,21 @@ def test_a_reader_checks_each_shard_size_against_the_manifest(small_dataset_run,
         shard_files(out / "dataset" / "data" / "rl")
     with pytest.raises(DamagedOutput, match=f"stage 'dataset': {target} has"):
         list(read_records(RLPrompt, target))
+
+
+def test_a_failed_walk_rebuild_keeps_the_previous_paths(small_dataset_run, tmp_path, monkeypatch):
+    """The walk stage too builds beside its previous output: the paths the later stages were built from stay."""
+    from graph import walk_stage
+
+    out = _copy(small_dataset_run, tmp_path)
+    previous = read_manifest(out / "paths")
+    config = load_config(str(SMALL_CONFIG), {"out": str(out), "walk.max_paths": 23}).walk
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(walk_stage, "_run_pipeline", fail)
+    with pytest.raises(OSError, match="disk full"):
+        walk_stage.run_walks(out / "graph", out / "paths", config)
+    assert read_manifest(out / "paths") == previous and verify_outputs(out / "paths", previous) == []
+    assert len(list(read_records(Path_, out / "paths" / "paths"))) == previous.counts["paths:kept"]
