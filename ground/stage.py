@@ -221,9 +221,11 @@ def begin_stage(
         unlock_folder(out_dir)
         raise
     pending = _pending(out_dir)
-    if pending is not None and pending[0] == key and existing is None:
+    if pending is not None and pending[0] == key and (existing is None or beside):  # resume (in `.next/`)
         foreign = pending[1]
         _remove_temporaries(out_dir, foreign)
+        if existing is None:  # killed while moving `.next/` into place: rebuilt in place, the rest goes
+            remove_tree(out_dir / NEXT)
     else:
         foreign = _start_afresh(out_dir, existing, keep_previous=beside)
     atomic_write_text(out_dir / PENDING, "\n".join([key, *foreign]) + "\n")
