@@ -111,6 +111,13 @@ def test_a_stage_rebuilt_beside_keeps_its_previous_output_until_it_finishes(tmp_
     assert [r.title for r in read_records(SkippedRecord, out / "table")] == ["new0", "new1", "new2", "new3"]
     assert not (out / ".next").exists() and not (out / "old").exists() and not (out / PENDING).exists()
 
+    third = begin_stage("demo", out, {"n": 3}, beside=True)  # killed while moving `.next/` into place:
+    write_records(SkippedRecord, _skips(1, "third"), third.work_dir / "table" / "part-0.parquet")
+    (out / "manifest.json").unlink()
+    unlock_folder(out)
+    again = begin_stage("demo", out, {"n": 3}, beside=True)  # no finished output left: rebuilt in place
+    assert again.work_dir == out and not (out / ".next").exists() and not again.done
+
 
 def test_readers_of_a_finished_stage_read_only_what_its_manifest_lists(tmp_path):
     """The manifest is the commit: a shard beside the listed ones (a copy, a stray) is never read, in the
