@@ -162,7 +162,8 @@ def _start_afresh(folder: Path | StorePath, previous: Manifest | None, keep_prev
     else:
         ours = entries - set(pending[1] if pending else ())
     foreign = sorted(entries - ours)
-    removed = ({NEXT, PENDING} | {e for e in entries if e.endswith(TEMP_SUFFIX)}) if keep_previous else ours
+    kept_previous = keep_previous and previous is not None  # else there is nothing to keep in place
+    removed = ({NEXT, PENDING} | {e for e in entries if e.endswith(TEMP_SUFFIX)}) if kept_previous else ours
     for name in sorted(entries & removed):
         remove_tree(folder / name)
     if foreign:
