@@ -49,7 +49,15 @@ from schemas.wiki import Entity, SkippedRecord
 from synth import text_gates
 from synth.environment import SearchEnvironment
 from synth.matching import normalize_answer
-from synth.question_gates import GATES, answer_aliases, faithfulness_gate, path_gate, plan_gate, text_gate
+from synth.question_gates import (
+    GATES,
+    answer_aliases,
+    faithfulness_gate,
+    path_gate,
+    plan_gate,
+    text_gate,
+    written_answer,
+)
 from synth.question_plan import EntityInfo, QuestionContext, plan_question
 from synth.question_writers import TEMPLATE_ENGINE, Draft, write_llm, write_template
 
@@ -61,10 +69,11 @@ TABLES = ("questions", "skipped")
 
 
 def _question(ctx: QuestionContext, path: Path, draft: Draft, aliases: list[str]) -> Question:
+    """The kept question; its answer as a person writes it, the raw value among the aliases."""
     return Question(
         question_id=stable_hash(path.path_id, draft.engine),
         text=draft.text,
-        answer=path.answer,
+        answer=written_answer(ctx, path),
         aliases=aliases,
         as_of=ctx.as_of,
         hops=len(path.hops),
@@ -108,7 +117,7 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
         except LLMError as error:
             return _skip(path, "writer_failed", str(error))
         aliases = answer_aliases(ctx, path)
-        failed = text_gate(ctx, path, plan, draft.text, aliases, environment)
+        failed = text_gate(ctx, path, plan, draft.text, [written_answer(ctx, path), *aliases], environment)
         if failed is None and writer is not None:
             failed = faithfulness_gate(path, plan, draft.text)
         if failed is not None:

@@ -171,7 +171,7 @@ class GoldPath:
         self.start = question.path.start
         self.hops = question.path.hops
         self.titles = {norm(n) for n in question.path.nodes}
-        self.answer = question.answer
+        self.answer = question.path.answer  # the raw value (a page title), as pages and results name it
         self.submitted = spoken_answer(question)
         self._env = env
 
