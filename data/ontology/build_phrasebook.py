@@ -86,8 +86,8 @@ def draft_row(prop) -> dict[str, str]:
 
 def main() -> None:
     ontology = load_ontology()
-    reviewed = {name for name, entry in tomllib.loads((HERE / "phrasebook.toml").read_text(encoding="utf-8")).items()
-                if isinstance(entry, dict) and entry.get("reviewed")}
+    relations = tomllib.loads((HERE / "phrasebook.toml").read_text(encoding="utf-8"))["relations"]
+    reviewed = {name for name, entry in relations.items() if entry.get("reviewed")}
     with (HERE / "parameters.tsv").open(encoding="utf-8") as handle:
         mapped = sorted({row["property"] for row in csv.DictReader(handle, delimiter="\t")} & set(ontology.properties))
     fields = ["property", "label", "status", "noun", "plural", "answer", "forward", "inverse", "problems"]
