@@ -133,15 +133,10 @@ def _attributes(ctx, node: int, position: int, person: bool, skip_relations: set
                 clue(object=str(graph.keys[obj]))))
         elif reviewed(relation):  # a relation the phrasebook names
             entry = phrase(relation)
-            noun, name = entry.noun, _name(label, entry)
+            name = _name(label, entry)
             ended = _ended(graph, edge, ctx.as_of)
             several = objects_of[graph.rel[edge]] > 1 and _current_objects(ctx, node, graph.rel[edge]) > 1
-            if ended:  # an ended marriage or term is not stated in the present
-                modifier, predicate = f"whose former {noun} is {name}", f"had {name} as {its} {noun}"
-            elif several:
-                modifier, predicate = f"whose {entry.plural} include {name}", f"has {name} among {its} {entry.plural}"
-            else:
-                modifier, predicate = f"whose {noun} is {name}", f"has {name} as {its} {noun}"
+            modifier, predicate = relation_clauses(entry, name, its, ended, several)
             if not ended and (variant := _variant(str(graph.keys[node]), relation)) is not None:
                 modifier = variant["modifier"].format(o=name, a=with_article(name))
                 predicate = variant.get("predicate", predicate).format(o=name, a=with_article(name))
@@ -149,6 +144,17 @@ def _attributes(ctx, node: int, position: int, person: bool, skip_relations: set
                 relation, "relation", modifier, predicate, clue(object=str(graph.keys[obj])),
                 several=name if several and modifier.endswith(name) else ""))
     return tuple(option for relation in found.values() for option in relation)
+
+
+def relation_clauses(entry: Entry, name: str, its: str, ended: bool, several: bool) -> tuple[str, str]:
+    """(modifier, predicate) stating a relation's object `name`: "whose spouse is X" / "has X as its spouse";
+    "whose genres include X" for one of several; "whose former spouse is X" for an ended fact (never stated
+    in the present)."""
+    if ended:
+        return f"whose former {entry.noun} is {name}", f"had {name} as {its} {entry.noun}"
+    if several:
+        return f"whose {entry.plural} include {name}", f"has {name} among {its} {entry.plural}"
+    return f"whose {entry.noun} is {name}", f"has {name} as {its} {entry.noun}"
 
 
 def _variant(entity: str, relation: str) -> dict[str, str] | None:

@@ -78,11 +78,13 @@ def answer_form(answer: str, value_type: str, relation: str, unit: str | None = 
     if value_type == "date":
         return format_date(answer)
     if value_type in ("number", "quantity"):
+        figure, _, stated = answer.partition(" ")  # a quantity may carry its unit: "2780400 km2"
         try:
-            number = float(answer)
+            number = float(figure)
         except ValueError:
             return answer
         grouped = f"{number:,.0f}" if number.is_integer() else f"{number:,}"
+        unit = stated or unit
         return f"{grouped} {UNITS.get(unit, unit)}" if unit else grouped
     return answer
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from knowledge.lexicon import PAST_TENSE, TIDY
-from knowledge.phrasebook import VAGUE_NOUNS
+from knowledge.phrasebook import VAGUE_NOUNS, Entry
 from llm.client import LLMClient
 from schemas.questions import Path
 from synth import describe
@@ -63,23 +63,31 @@ def _ask(ctx: QuestionContext, path: Path, plan: Plan, subject: str, rng: random
                            f"Which {noun} of {{s}} {predicates}?"]).format(s=subject)
     if path.answer_type in ("number", "quantity") and entry.count_ask and not ended:
         return entry.count_ask.format(s=subject)
+    frames = final_frames(entry, path.answer_type, person, answer_noun, ended)
+    chosen = _fit_precision(frames, path) if entry.ask else frames
+    return rng.choice(chosen or frames).format(n=noun, s=subject)
+
+
+def final_frames(entry: Entry, answer_type: str, person: bool, answer_noun: str | None, ended: bool) -> list[str]:
+    """The final question's frames ({n} the noun, {s} the subject): the phrasebook's own read best ("Where was
+    {s} born?"), "Name the ..." adds variety; else "<wh> is the {n} of {s}?", the wh-word by answer class."""
     wh = "Who" if person else entry.wh
-    verb = "was" if ended else "is"
-    if entry.ask:  # the phrasebook's own frames read best; "Name the ..." adds variety
-        frames = [*entry.ask, "Name the {n} of {s}."] if path.answer_type == "entity" else list(entry.ask)
+    if entry.ask:
+        frames = [*entry.ask, "Name the {n} of {s}."] if answer_type == "entity" else list(entry.ask)
         if ended:
             frames = [_past(f) for f in frames if _past(f) != f] or [f"{wh} was the {{n}} of {{s}}?"]
-        return rng.choice(_fit_precision(frames, path) or frames).format(n=noun, s=subject)
+        return frames
+    verb = "was" if ended else "is"
     frames = [f"{wh} {verb} the {{n}} of {{s}}?"]
-    if path.answer_type == "entity":
+    if answer_type == "entity":
         if answer_noun and not person:
             frames.append(f"Which {answer_noun} {verb} the {{n}} of {{s}}?")
         frames.append("Name the {n} of {s}.")
-    elif path.answer_type == "date":
+    elif answer_type == "date":
         frames.append("What date is given as the {n} of {s}?")
-    elif path.answer_type in ("number", "quantity"):
+    elif answer_type in ("number", "quantity"):
         frames.append("What figure is recorded as the {n} of {s}?")
-    return rng.choice(frames).format(n=noun, s=subject)
+    return frames
 
 
 def _fit_precision(frames: list[str], path: Path) -> list[str]:

@@ -20,8 +20,8 @@ from extract.oracle import extract_records
 from extract.sources.dump import iter_dump_pages
 from graph.csr import build_csr
 from graph.sampler import walk_graph
-from knowledge.phrasebook import PHRASEBOOK
 from knowledge.ontology import DATA_DIR, load_ontology
+from knowledge.phrasebook import PHRASEBOOK
 from schemas.base import to_table
 from schemas.config import ExtractConfig, QuestionConfig, WalkConfig
 from schemas.wiki import Entity, Page, Relation
