@@ -36,6 +36,7 @@ class Entry:
     common_objects: bool = False
     guessable: bool = False
     answer_drop: str = ""
+    unit: str = ""  # the unit its bare numbers are in ("%"), where the value states none
 
     @property
     def wh(self) -> str:
@@ -56,7 +57,7 @@ def _entry(fields: dict) -> Entry:
     return Entry(fields["noun"], fields["plural"], fields["answer"], fields["forward"], fields["forward_past"],
                  fields["inverse"], fields["inverse_past"], tuple(fields.get("ask", ())), fields.get("count_ask", ""),
                  fields.get("mutable", False), fields.get("common_objects", False), fields.get("guessable", False),
-                 fields.get("answer_drop", ""))
+                 fields.get("answer_drop", ""), fields.get("unit", ""))
 
 
 def _load() -> tuple[dict, dict[str, Entry], dict[str, Entry]]:

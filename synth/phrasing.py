@@ -84,8 +84,9 @@ def answer_form(answer: str, value_type: str, relation: str, unit: str | None = 
         except ValueError:
             return answer
         grouped = f"{number:,.0f}" if number.is_integer() else f"{number:,}"
-        unit = stated or unit
-        return f"{grouped} {UNITS.get(unit, unit)}" if unit else grouped
+        unit = stated or unit or (found.unit if found else "")
+        written = UNITS.get(unit, unit)
+        return f"{grouped}{written}" if written == "%" else f"{grouped} {written}" if written else grouped
     return answer
 
 

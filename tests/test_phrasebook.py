@@ -100,6 +100,7 @@ def test_answers_are_written_as_a_person_writes_them_and_graded_in_both_forms():
     assert answer_form("357022", "number", "areaTotal", "km2") == "357,022 km²"
     assert answer_form("2780400 km2", "quantity", "areaTotal") == "2,780,400 km²"
     assert answer_form("14.4 per km2", "quantity", "populationDensity") == "14.4 per km²"
+    assert answer_form("1.57", "number", "percentageOfAreaWater") == "1.57%"  # the entry's unit
     assert answer_form("1969-09-03", "date", "birthDate") == "3 September 1969"
     ctx = context([entity("Writer", "Writer"), entity("The Shining (novel)", "Book", head=False),
                    entity("Germany", "Country", head=False)],
