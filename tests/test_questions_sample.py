@@ -138,8 +138,8 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py)
         "An actor born in Northern Ireland was married to an English actress born in the 1960s. Where did this "
         "English actress die?",
     ("A Clockwork Orange (novel)", ("author", "deathDate"), "1993-11-22"):
-        "A dystopian novel whose publisher is William Heinemann was written by an English novelist born in the "
-        "1910s. When did this English novelist die?",
+        "A dystopian novel whose publisher is William Heinemann was written by an English novelist whose alma "
+        "mater is the University of Manchester. When did this English novelist die?",
     ("Tabitha King", ("spouse", "notableWork"), "Carrie (novel)"):  # a tree: the branch picks one work
         "As of October 2026, an American novelist born in Old Town, Maine is married to an American author whose "
         "genres include suspense. Name the notable work of this American author that was published in the "
@@ -152,8 +152,8 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py)
         "early 1960s. This Mexican filmmaker studied at a public research university in Mexico. When was this "
         "public research university founded?",
     ("Frank Herbert", ("notableWork", "publisher"), "Chilton Books"):
-        "A science fiction novel published in the mid-1960s is a notable work of a writer who died in "
-        "Madison, Wisconsin. Who published this science fiction novel?",
+        "One of the notable works of a writer who died in Madison, Wisconsin is a science fiction novel "
+        "published in the mid-1960s. Who published this science fiction novel?",  # subject first, object last
     ("Stephen King", ("spouse", "birthPlace"), "Old Town, Maine"):
         "As of October 2026, an American author whose genres include suspense is married to an American novelist "
         "whose alma mater is the University of Maine. Where was this American novelist born?",
@@ -172,7 +172,7 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py)
 
 def test_a_handful_checked_by_hand(sample):
     _, _, questions, _, _, _, _ = sample
-    by_chain = {(q.path.start, tuple(h.relation for h in q.path.hops), q.answer): q.text for q in questions}
+    by_chain = {(q.path.start, tuple(h.relation for h in q.path.hops), q.path.answer): q.text for q in questions}
     found = {chain: by_chain[chain] for chain in CHECKED if chain in by_chain}
     assert len(found) >= len(CHECKED) // 2, sorted(set(CHECKED) - set(found))
     assert found == {chain: CHECKED[chain] for chain in found}
