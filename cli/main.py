@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "cli.walk",
     "cli.questions",
     "cli.question_report",
+    "cli.census",
     "cli.index",
     "cli.trajectories",
     "cli.dataset",

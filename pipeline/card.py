@@ -425,8 +425,10 @@ def render_card(
 
         parts += [
             "## Questions\n",
-            "Measured on the published questions by `hopsmith question-report` (the start entity looked for "
-            "in the text, the text sent as one search to the environment, answers counted over the graph):\n",
+            "Measured on the published questions by `hopsmith question-report` with probes that are not the "
+            "questions stage's gates (the start entity looked for in the text; the text and each description "
+            "alone searched in a TF-IDF retriever, not the agents' bm25s index; the commonest answer of the other "
+            "questions ending in the same relation guessed; a template break scan of text and answer):\n",
             _table(["statistic", "value"], report_rows(questions)) + "\n",
         ]
     parts += [
@@ -489,5 +491,12 @@ def _how_made(manifests: dict[str, Manifest], questions: dict[str, Any] | None) 
                      + (" `identifying_clue` judges one fact at a time against a hand-reviewed list of properties "
                         "whose one value identifies its subject in the world (a capital, a spouse, a sequel); a "
                         "combination of facts that together identify an entity in the world is not checked."
-                        if "identifying_clue" in questions["gates"] else ""))
+                        if "identifying_clue" in questions["gates"] else "")
+                     + {"named anchor": " Beyond the slice, a described start states a fact whose object is a "
+                        "page (a named anchor; no census of a full dump was given); how many entities of the whole "
+                        "wiki fit it was not counted.",
+                        "": ""}.get(questions.get("world_uniqueness", ""),
+                                   f" Beyond the slice, each described start was estimated unique against a "
+                                   f"{questions.get('world_uniqueness', '')} (subjects per fact of a full dump's "
+                                   "graph, scaled by the slice's share of each fact's holders the description keeps)."))
     return ["## How the data was made\n", "\n".join(lines) + "\n"] if lines else []

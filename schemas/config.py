@@ -146,6 +146,22 @@ class QuestionConfig(_Config):
                                          "object of their final relation")
     max_answer_share: float = Field(default=0.02, gt=0.0, le=1.0,
                                     description="most questions of a run (share) with one answer")
+    description_search_top_k: int = Field(default=1, ge=0, description="a described entity's description searched "
+                                          "alone must not list it in this many results (0: gate off; needs the index)")
+    relation_answer_share: float = Field(default=0.10, gt=0.0, le=1.0, description="most questions (share) with "
+                                         "one answer among those ending in the same relation")
+    relation_answer_min: int = Field(default=10, ge=1, description="questions ending in one relation from which "
+                                     "relation_answer_share applies")
+    census: str | None = Field(default=None, description="a `hopsmith census` file of a full dump: a described "
+                               "start must be unique at its scale (none: the start needs a named anchor)")
+    require_named_anchor: bool = Field(default=True, description="a described start must be unique beyond the "
+                                       "slice: by the census when given, else by a named anchor")
+    census_max_fits: float = Field(default=1.5, gt=0.0, description="most entities of the census's wiki estimated "
+                                   "to fit a start's description")
+    fame_quantile: float = Field(default=0.9, ge=0.0, le=1.0, description="pages at or above this quantile of "
+                                 "in-links are famous (see famous_keep)")
+    famous_keep: float = Field(default=0.5, ge=0.0, le=1.0, description="share of paths kept whose start or answer "
+                               "is famous (1: no long-tail weighting)")
     paths_per_unit: int = Field(default=32, ge=1, description="paths per resumable work unit")
     shards: int = Field(default=4, ge=1)
 

@@ -49,11 +49,12 @@ MERKEL_FACTS = [
 
 
 def context(entities, relations, **config) -> QuestionContext:
-    """A question context over a crafted graph; the start entity is named unless `describe_start` is given."""
+    """A question context over a crafted graph; the start entity is named unless `describe_start` is given, and
+    no path is dropped for fame unless `famous_keep` is given (a crafted graph has no long tail)."""
     graph = csr(entities, relations)
     infos = {e.title: EntityInfo(e.type, e.description, e.aliases) for e in entities}
     return QuestionContext(graph=graph, entities=infos, as_of=AS_OF,
-                           config=QuestionConfig(**{"describe_start": 0.0, **config}))
+                           config=QuestionConfig(**{"describe_start": 0.0, "famous_keep": 1.0, **config}))
 
 
 def path_of(ctx: QuestionContext, *titles: str) -> Path:
