@@ -94,6 +94,12 @@ def breaks(text: str) -> list[tuple[str, str]]:
     return [(name, found.group(0)) for name, pattern in _TEXT_BREAKS.items() if (found := pattern.search(text))]
 
 
+def scan_question(text: str, answer: str, value_type: str = "entity") -> list[str]:
+    """The names of the known breaks in a question's text and its written answer (the question report's
+    `BreakScanner` signature)."""
+    return [name for name, _ in breaks(text)] + [f"answer:{name}" for name, _ in answer_breaks(answer, value_type)]
+
+
 def answer_breaks(answer: str, value_type: str = "entity") -> list[tuple[str, str]]:
     """The known breaks of an answer as a person would write it (a disambiguator, an ungrouped number, an ISO
     date; for a free-text answer also a list)."""

@@ -322,8 +322,9 @@ def run_questions(
     questions = [q for uid in written for q in read_records(Question, work.part_path("questions", uid))]
     skipped = [s for uid in written for s in read_records(SkippedRecord, work.part_path("skipped", uid))]
     kept, duplicates = deduplicate(questions)
-    kept, capped = cap_answers(kept, config.max_answer_share)
+    # The relation cap first: the run-wide cap then holds of the questions finally kept.
     kept, relation_capped = cap_relation_answers(kept, config.relation_answer_share, config.relation_answer_min)
+    kept, capped = cap_answers(kept, config.max_answer_share)
     skipped += duplicates + capped + relation_capped
     if config.max_questions is not None and len(kept) > config.max_questions:
         skipped += [_skip(q.path, "max_questions", q.text) for q in kept[config.max_questions :]]

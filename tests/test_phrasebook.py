@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from knowledge.phrasebook import PHRASEBOOK, WORK_PHRASEBOOK, answer_breaks, breaks
+from knowledge.phrasebook import PHRASEBOOK, WORK_PHRASEBOOK, answer_breaks, breaks, scan_question
 from synth import describe
 from synth.matching import match_answer
 from synth.phrasing import answer_form, display_title, relation_phrase
@@ -67,6 +67,7 @@ def test_the_scanner_finds_each_known_break():
     assert [n for n, _ in answer_breaks("81799600", "number")] == ["ungrouped_number"]
     assert [n for n, _ in answer_breaks("civil servant, politician", "string")] == ["list_value"]
     assert answer_breaks("Washington, D.C.") == [] and answer_breaks("81,799,600 km²", "number") == []
+    assert scan_question("What is the child of X?", "X (novel)") == ["person_asked_with_what", "answer:disambiguator"]
 
 
 def test_the_latter_is_the_object_by_construction():

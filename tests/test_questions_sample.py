@@ -141,8 +141,8 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py)
         "An actor born in Northern Ireland was married to an English actress born in the 1960s. Where did this "
         "English actress die?",
     ("A Clockwork Orange (novel)", ("author", "deathDate"), "1993-11-22"):
-        "A book from the United Kingdom published in the 1960s whose publisher is William Heinemann was written "
-        "by a writer born in the 1910s. When did this writer die?",  # class nouns: the lead's phrase found it
+        "A book from the United Kingdom published in the early 1960s whose publisher is William Heinemann was "
+        "written by a writer whose alma mater is the University of Manchester. When did this writer die?",  # class nouns: the lead's phrase found it
     ("Tabitha King", ("spouse", "notableWork"), "Carrie (novel)"):  # a tree: the branch picks one work
         "As of October 2026, a writer born in Old Town, Maine is married to a writer with a career as an author. "
         "Name the notable work of the latter writer that was published in the mid-1970s.",
