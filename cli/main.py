@@ -28,6 +28,8 @@ COMMAND_MODULES = (
     "cli.census",
     "cli.index",
     "cli.trajectories",
+    "cli.eval",
+    "cli.export_benchmark",
     "cli.dataset",
     "cli.validate",
     "cli.publish",

@@ -225,7 +225,7 @@ def writer_messages(ctx: QuestionContext, path: Path, plan: Plan) -> list[dict[s
         "answer_type": path.answer_type,
         "answer_to_hide": path.answer,
         "as_of": plan.as_of_text,
-        "snapshot_date": ctx.as_of.isoformat(),
+        "snapshot_date": (plan.as_of or ctx.as_of).isoformat(),
     }
     return [{"role": "system", "content": WRITER_PROMPT},
             {"role": "user", "content": json.dumps(payload, ensure_ascii=False, indent=1)}]

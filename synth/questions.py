@@ -60,7 +60,7 @@ from synth.question_gates import (
     text_gate,
     written_answer,
 )
-from synth.question_plan import EntityInfo, QuestionContext, plan_question
+from synth.question_plan import EntityInfo, QuestionContext, plan_question, question_as_of
 from synth.question_writers import TEMPLATE_ENGINE, Draft, write_llm, write_template
 
 STAGE = "questions"
@@ -77,7 +77,7 @@ def _question(ctx: QuestionContext, path: Path, draft: Draft, aliases: list[str]
         text=draft.text,
         answer=written_answer(ctx, path),
         aliases=aliases,
-        as_of=ctx.as_of,
+        as_of=question_as_of(path, ctx.as_of),
         hops=len(path.hops),
         obfuscations=draft.obfuscations,
         path=path,

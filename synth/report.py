@@ -35,7 +35,7 @@ from synth.matching import normalize_answer
 TOP_ANSWERS = 5
 
 
-def _shape(question: Question) -> str:
+def question_shape(question: Question) -> str:
     return next((o.removeprefix("shape:") for o in question.obfuscations if o.startswith("shape:")), "chain")
 
 
@@ -238,7 +238,7 @@ def measure(folders: dict[str, Path], top_k: int | None = None,
                       for n in nodes]
         identified_start += identifies[0]
         identified_intermediate += any(identifies[1:])
-        by_shape[f"{question.hops} hops, {_shape(question)}"] += 1
+        by_shape[f"{question.hops} hops, {question_shape(question)}"] += 1
         answers[normalize_answer(question.answer)] += 1
         relations.update(h.relation for h in path.hops)
         classes.update(types[n] or "untyped" for n in path.nodes if n in types)

@@ -316,7 +316,8 @@ def test_every_path_is_accounted_for_and_rerun_skips(tmp_path):
     skipped = list(read_records(SkippedRecord, tmp_path / "q" / "skipped"))
     assert len(questions) + len(skipped) == manifest.counts["paths:read"] > 0
     assert {q.hops for q in questions} == {2, 3}
-    assert all(q.engine == "template" and q.model is None and q.as_of == AS_OF for q in questions)
+    assert all(q.engine == "template" and q.model is None for q in questions)
+    assert {q.as_of for q in questions} == {AS_OF}  # each has a fact that can change, revised on the snapshot day
     assert manifest.engines == {"writer": "template"}
     again = run_questions(graph_dir, tmp_path / "paths", tmp_path / "q", config, cache_dir=None)
     assert again.finished_at == manifest.finished_at
