@@ -22,6 +22,7 @@ BENCHMARKS = (
     "bench.walks",
     "bench.questions",
     "bench.trajectories",
+    "bench.eval",
     "bench.dump_reader",
     "bench.rl_logprobs",
     "bench.critic",

@@ -92,80 +92,89 @@ def arrow_schema(model: type[BaseModel]) -> pa.Schema:
     return pa.schema(_arrow_fields(model), metadata={b"hopsmith.record": model.__name__.encode()})
 
 
-# Row conversion walks a model's annotations once (`_arrow_writers`, `_arrow_readers`, cached per model) into
-# one converter per field, so a row costs a call per field instead of re-reading its annotation each time.
-Convert = typing.Callable[[Any], Any]
+# Converters between field values and Arrow values, compiled once per annotation and record type: every
+# record of every stage goes through them, and inspecting its annotations for every value cost more than the
+# parquet reads and writes themselves.
+Converter = typing.Callable[[Any], Any]
 
 
-def _json_dumps(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+def _unsupported(error: TypeError) -> Converter:
+    """An annotation no record may have: the error is raised at the first value that is not None."""
+    def convert(value: Any) -> Any:
+        if value is None:
+            return None
+        raise error
+    return convert
 
 
-def _plain_to_arrow(value: Any) -> Any:
+def _nullable(convert: Converter) -> Converter:
+    return lambda value: None if value is None else convert(value)
+
+
+def _plain(value: Any) -> Any:
     return value.value if isinstance(value, enum.Enum) else value
 
 
-def _to_arrow_converter(annotation: Any) -> Convert:
-    """value -> its Arrow-ready form, for a non-None value of `annotation`."""
-    annotation, _ = _strip_optional(annotation)
+def _to_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _to_arrow_converter(annotation: Any) -> Converter:
+    try:
+        annotation, _ = _strip_optional(annotation)
+    except TypeError as error:
+        return _unsupported(error)
     if _is_json_type(annotation):
-        return _json_dumps
+        return _nullable(_to_json)
     origin = get_origin(annotation)
     if origin is typing.Annotated:
         return _to_arrow_converter(get_args(annotation)[0])
     if origin in (list, tuple):
         item = _to_arrow_converter(get_args(annotation)[0])
-        return lambda values: [None if v is None else item(v) for v in values]
+        return _nullable(lambda value: [item(v) for v in value])
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        fields = _arrow_writers(annotation)
-        return lambda value: _model_to_row(fields, value)
-    return _plain_to_arrow
+        fields = _row_writers(annotation)
+        return _nullable(lambda value: {name: convert(getattr(value, name)) for name, convert in fields})
+    return _nullable(_plain)
 
 
-def _from_arrow_converter(annotation: Any) -> Convert | None:
-    """value -> its Python form, for a non-None Arrow value of `annotation`; None when it is the value itself."""
-    annotation, _ = _strip_optional(annotation)
+def _from_arrow_converter(annotation: Any) -> Converter:
+    try:
+        annotation, _ = _strip_optional(annotation)
+    except TypeError as error:
+        return _unsupported(error)
     if _is_json_type(annotation):
-        return json.loads
+        return _nullable(json.loads)
     origin = get_origin(annotation)
     if origin is typing.Annotated:
         return _from_arrow_converter(get_args(annotation)[0])
     if origin in (list, tuple):
         item = _from_arrow_converter(get_args(annotation)[0])
-        return None if item is None else (lambda values: [None if v is None else item(v) for v in values])
+        return _nullable(lambda value: [item(v) for v in value])
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        fields = _arrow_readers(annotation)
-        return lambda value: _row_to_fields(fields, value)
-    return None
+        fields = _row_readers(annotation)
+        return _nullable(lambda value: {name: convert(value.get(name)) for name, convert in fields})
+    return lambda value: value
 
 
 @cache
-def _arrow_writers(model: type[BaseModel]) -> tuple[tuple[str, Convert], ...]:
+def _row_writers(model: type[BaseModel]) -> tuple[tuple[str, Converter], ...]:
     return tuple((name, _to_arrow_converter(info.annotation)) for name, info in model.model_fields.items())
 
 
 @cache
-def _arrow_readers(model: type[BaseModel]) -> tuple[tuple[str, Convert | None], ...]:
+def _row_readers(model: type[BaseModel]) -> tuple[tuple[str, Converter], ...]:
     return tuple((name, _from_arrow_converter(info.annotation)) for name, info in model.model_fields.items())
-
-
-def _model_to_row(fields: tuple[tuple[str, Convert], ...], record: BaseModel) -> dict[str, Any]:
-    return {name: None if (value := getattr(record, name)) is None else convert(value) for name, convert in fields}
-
-
-def _row_to_fields(fields: tuple[tuple[str, Convert | None], ...], row: dict[str, Any]) -> dict[str, Any]:
-    return {name: value if (value := row.get(name)) is None or convert is None else convert(value)
-            for name, convert in fields}
 
 
 def to_row(record: BaseModel) -> dict[str, Any]:
     """A record as an Arrow-ready row (JSON-encoding free-form mappings)."""
-    return _model_to_row(_arrow_writers(type(record)), record)
+    return {name: convert(getattr(record, name)) for name, convert in _row_writers(type(record))}
 
 
 def from_row(model: type[M], row: dict[str, Any]) -> M:
     """Rebuild and validate a record from an Arrow row."""
-    return model.model_validate(_row_to_fields(_arrow_readers(model), row))
+    return model.model_validate({name: convert(row.get(name)) for name, convert in _row_readers(model)})
 
 
 def to_table(model: type[BaseModel], records: typing.Iterable[BaseModel]) -> pa.Table:

@@ -66,6 +66,7 @@ class Plan:
     unresolved: int | None = None  # the first position no attributes single out (the plan gate rejects it)
     tree_positions: list[int] = field(default_factory=list)  # entities pinned down only by intersecting branches
     branching: bool = False  # the final hop reaches several objects: branches on the answer must decide
+    as_of: dt.date | None = None  # the question's as-of: its oldest fact's page revision (`question_as_of`)
 
 
 def seeded_rng(config: QuestionConfig, path: Path, purpose: str) -> random.Random:
@@ -84,6 +85,16 @@ def _noun_for(ctx: QuestionContext, title: str, class_noun: bool = False) -> tup
     if info and not (class_noun and checkable):
         lead = load_ontology().lead_noun(lead_noun_phrase(info.description), info.type)
     return lead or checkable, checkable
+
+
+def question_as_of(path: Path, snapshot: dt.date) -> dt.date:
+    """A question's as-of: the oldest revision date of the pages of its facts that can change (of all its
+    facts when none can), never after the snapshot. A fact is as of its own page's revision, so a 2010
+    estimate read from a 2012 revision is not asked "as of 2017"; a birth date read from an old page does not
+    date a spouse read from a new one."""
+    dated = [(min(hop.provenance.timestamp.date(), snapshot), hop) for hop in path.hops]
+    changeable = [day for day, hop in dated if _changeable(hop, day)]
+    return min(changeable or [day for day, _ in dated], default=snapshot)
 
 
 def _ended(hop, as_of: dt.date) -> bool:
@@ -264,8 +275,9 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, cl
                 tree_positions.append(hops)
             obfuscations += [f"branch:{b.predicate}" for b in branches]
             obfuscations += [b.obfuscation for b in branches if b.obfuscation]
-    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, ctx.as_of)}
-    as_of_text = month_year(ctx.as_of) if any(_changeable(h, ctx.as_of) for h in path.hops) else None
+    as_of = question_as_of(path, ctx.as_of)
+    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, as_of)}
+    as_of_text = month_year(as_of) if any(_changeable(h, as_of) for h in path.hops) else None
     if as_of_text:
         obfuscations.append(f"as_of:{as_of_text}")
     shape = "tree" if tree_positions else "chain"
@@ -273,7 +285,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, cl
     if class_nouns:
         obfuscations.append(CLASS_NOUNS)
     return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
-                unresolved, tree_positions, branching)
+                unresolved, tree_positions, branching, as_of)
 
 
 def _choose_needing_hop(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],

@@ -34,7 +34,8 @@ WIKISAMPLES = Path(__file__).resolve().parents[2] / "shared" / "wikisamples" / "
 # its entity first in the agents' index, and a country's capital, currency or demonym is a trivial final hop).
 FLOORS = {
     "infoboxer__vcr-cassettes-enwiki.xml.bz2": 0,
-    "dbpedia__minidump-en.xml.bz2": 1,
+    "dbpedia__minidump-en.xml.bz2": 0,  # its 10 paths (fact semantics: ended year ranges and phrase values
+    # changed its graph and walks) are all rejected: description_search 8, multi_valued_hop 2
     "wikibrain__en_test.xml.bz2": 0,
     "wikireader__classical-composers.xml.bz2": 0,
     "wikireader__japanese-architects.xml.bz2": 0,
