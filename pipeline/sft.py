@@ -95,14 +95,19 @@ def sft_rows(config: str, row: dict) -> list[dict[str, Any]]:
 
 def sft_dataset(dataset_dir: str | Path, config: str, split: str = "train"):
     """A config's split as a `datasets.Dataset` of prompt-completion examples (one per trained turn)."""
-    import datasets
     import pyarrow.parquet as pq
 
     shards = sorted((Path(dataset_dir) / "data" / config).glob(f"{split}-*.parquet"))
     if not shards:
         raise FileNotFoundError(f"no {config!r} {split} shards in {dataset_dir}/data/{config}")
-    examples = [example for shard in shards for row in pq.read_table(shard).to_pylist()
-                for example in sft_rows(config, row)]
+    return examples_dataset([example for shard in shards for row in pq.read_table(shard).to_pylist()
+                             for example in sft_rows(config, row)])
+
+
+def examples_dataset(examples: list[dict[str, Any]]):
+    """`sft_rows` examples as a `datasets.Dataset` whose message and tool columns keep each row's own keys."""
+    import datasets
+
     features = datasets.Features({"prompt": datasets.List(datasets.Json()),
                                   "completion": datasets.List(datasets.Json()),
                                   "tools": datasets.List(datasets.Json())})

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from pipeline.sft import sft_dataset
+from pipeline.sft import examples_dataset, sft_dataset, sft_rows
 from rl.chat import IM_END
 from tests_sft.conftest import read_rows, tiny_qwen3
 
@@ -24,16 +24,23 @@ def rendered_turn(config: str, message: dict) -> str:
     return f"<think>\n{message['reasoning_content']}\n</think>\n\n{message['content'] or ''}{calls}{IM_END}"
 
 
-def trained_turns(dataset_dir, config: str) -> tuple[list[str], int]:
+def trained_turns(rows: list[dict], config: str) -> tuple[list[str], int]:
     """The expected completion of every `loss=1` assistant message in row order, and the loss=0 count."""
     expected, untrained = [], 0
-    for row in read_rows(dataset_dir, config):
+    for row in rows:
         for message in row[CONFIGS[config]]:
             if message["role"] == "assistant" and message["loss"] == 1:
                 expected.append(rendered_turn(config, message))
             elif message["role"] == "assistant":
                 untrained += 1
     return expected, untrained
+
+
+def spread(rows: list[dict], count: int = 10) -> list[dict]:
+    """`count` rows spread over the config, the longest included (TRL tokenises ~10 long examples a second
+    on 2 cores, so the label check reads every trained turn of these rows, and the count check all rows)."""
+    longest = max(rows, key=lambda row: len(json.dumps(row)))
+    return rows[:: max(1, len(rows) // (count - 1))][: count - 1] + [longest]
 
 
 def sft_config(tmp_path, **overrides):
@@ -49,11 +56,15 @@ def sft_config(tmp_path, **overrides):
 def test_exactly_the_loss_1_turns_carry_labels_and_trl_trains(config, dataset_dir, tokenizer, tmp_path):
     from trl import SFTTrainer
 
-    dataset = sft_dataset(dataset_dir, config)
-    expected, untrained = trained_turns(dataset_dir, config)
-    assert len(dataset) == len(expected) > 0 and untrained > 0
+    rows = read_rows(dataset_dir, config)
+    everything = sft_dataset(dataset_dir, config)
+    expected, untrained = trained_turns(rows, config)
+    assert len(everything) == len(expected) > 0 and untrained > 0  # one example per loss=1 turn, none else
     if config == "openai":
-        assert all(isinstance(tool, dict) for tool in dataset[0]["tools"])  # JSON schemas, not JSON text
+        assert all(isinstance(tool, dict) for tool in everything[0]["tools"])  # JSON schemas, not JSON text
+    chosen = spread(rows)
+    dataset = examples_dataset([example for row in chosen for example in sft_rows(config, row)])
+    expected, _ = trained_turns(chosen, config)
     trainer = SFTTrainer(model=tiny_qwen3(tokenizer), args=sft_config(tmp_path), train_dataset=dataset,
                          processing_class=tokenizer)
     tokenized = trainer.train_dataset
