@@ -21,6 +21,7 @@ BENCHMARKS = (
     "bench.walks",
     "bench.questions",
     "bench.trajectories",
+    "bench.eval",
     "bench.dump_reader",
     "bench.rl_logprobs",
     "bench.critic",

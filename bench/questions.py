@@ -3,8 +3,9 @@
 Both runs plan, gate and write (template engine) one question per path of the shipped sample in one
 process: the sample is extracted, walked and indexed once, then `process_unit` runs over all paths with
 the default config (described start entities, per-hop open-world uniqueness, tree branches, the
-answer-prior gate and the one-search gate against the agents' bm25s index) and with a baseline config
-whose start is named and whose prior and search gates are off. The figure that counts is paths processed
+answer-prior gate, the one-search and description-search gates against the agents' bm25s index, the
+long-tail weighting) and with a baseline config whose start is named and whose prior, fame and search gates
+are off. The figure that counts is paths processed
 per second with every gate on (target: >= 200/s); kept questions per second and the ratio are printed too.
 """
 
@@ -26,7 +27,8 @@ from synth.questions import _load_context, process_unit
 ROOT = Path(__file__).resolve().parents[1]
 DUMP = ROOT / "data/sample/enwiki-sample-pages-articles-multistream.xml.bz2"
 INDEX = ROOT / "data/sample/enwiki-sample-pages-articles-multistream-index.txt.bz2"
-BASELINE = {"describe_start": 0.0, "reject_dominant_answer": False, "one_search_top_k": 0}
+BASELINE = {"describe_start": 0.0, "reject_dominant_answer": False, "one_search_top_k": 0,
+            "description_search_top_k": 0, "famous_keep": 1.0}
 
 
 def _rate(folder: Path, config: QuestionConfig, environment, repeats: int) -> tuple[float, float, int]:

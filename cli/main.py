@@ -25,8 +25,11 @@ COMMAND_MODULES = (
     "cli.walk",
     "cli.questions",
     "cli.question_report",
+    "cli.census",
     "cli.index",
     "cli.trajectories",
+    "cli.eval",
+    "cli.export_benchmark",
     "cli.dataset",
     "cli.validate",
     "cli.publish",
@@ -147,6 +150,17 @@ class InsistentInterrupt:
                 _thread.interrupt_main(signal.SIGINT)
 
 
+def _config_error(error: BaseException) -> str | None:
+    """One line for a stage config a command built from its flags that is out of range, else None (pydantic
+    is imported only once it is already loaded: the Ctrl-C handler comes first)."""
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None or not isinstance(error, pydantic.ValidationError):
+        return None
+    from schemas.config import config_error_line
+
+    return config_error_line(error)
+
+
 def _report_interrupt(interrupt: InsistentInterrupt) -> int:
     interrupt.handled()
     print("hopsmith: interrupted; rerun the same command to resume", file=sys.stderr)
@@ -177,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # noqa: BLE001 - the last resort: one scrubbed line instead of a raw traceback
         if _interrupted(error) or interrupt.received:
             return _report_interrupt(interrupt)
+        if (line := _config_error(error)) is not None:
+            print(f"hopsmith: error: {scrub(line)}", file=sys.stderr)
+            return 2
         if debug:
             print(scrubbed_traceback(error), file=sys.stderr, end="")
         hint = "" if debug else " (rerun with --debug for the traceback)"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from critic.checks import ANSWER_TOOL
 from critic.evidence import observation_text, target_page
@@ -40,12 +41,19 @@ def page_rows(earlier: Sequence[Turn]) -> dict[str, dict[str, str]]:
         text, page = observation_text(turn), target_page(turn)
         if not text or page is None:
             continue
-        rows = pages.setdefault(normalize(page), {})
-        for line in text.split("\n"):
-            match = INFOBOX_ROW.match(line.strip())
-            if match:
-                rows[normalize(match.group(1))] = match.group(2)
+        pages.setdefault(normalize(page), {}).update(_infobox_rows(text))
     return pages
+
+
+@lru_cache(maxsize=4096)
+def _infobox_rows(text: str) -> tuple[tuple[str, str], ...]:
+    """An observation's infobox rows in order, (normalised label, value): read once, not at every later turn."""
+    rows = []
+    for line in text.split("\n"):
+        match = INFOBOX_ROW.match(line.strip())
+        if match:
+            rows.append((normalize(match.group(1)), match.group(2)))
+    return tuple(rows)
 
 
 def _row_label(label: str, value: str) -> str:

@@ -146,7 +146,7 @@ class Knowledge:
         cls, question_text: str, question: Question | None, aliases: Mapping[str, Sequence[str]] | None = None
     ) -> Knowledge:
         knowledge = cls(question_text=question_text, units=gold_units(question, aliases))
-        knowledge.tokens = content_tokens(question_text)
+        knowledge.tokens = set(content_tokens(question_text))  # grows with every observation (`add`)
         knowledge.question_context = set(knowledge.tokens)
         knowledge._normalized = normalize(question_text)
         knowledge._padded = f" {knowledge._normalized} "

@@ -56,9 +56,11 @@ def tokens(text: str) -> list[str]:
     return normalize(text).split()
 
 
-def content_tokens(text: str) -> set[str]:
-    """Normalised tokens that carry content: stop words and one-letter tokens dropped, numbers kept."""
-    return {t for t in tokens(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit())}
+@lru_cache(maxsize=16384)
+def content_tokens(text: str) -> frozenset[str]:
+    """Normalised tokens that carry content: stop words and one-letter tokens dropped, numbers kept. Frozen
+    and cached: every check of every turn asks again for the same question and observation texts."""
+    return frozenset(t for t in tokens(text) if t not in STOPWORDS and (len(t) > 1 or t.isdigit()))
 
 
 def contains_phrase(normalized_haystack: str, phrase: str) -> bool:
@@ -123,17 +125,22 @@ def value_forms(span: str) -> list[str]:
 
 
 def mentions_any(normalized_haystack: str, forms: Iterable[str]) -> bool:
-    return any(contains_phrase(normalized_haystack, form) for form in forms)
+    """`contains_phrase` for any of the forms, the haystack padded once (observations are long)."""
+    padded = f" {normalized_haystack} "
+    return any((needle := normalize(form)) and f" {needle} " in padded for form in forms)
 
 
-def clauses(text: str) -> list[str]:
-    """Sentences split further at ';', ':' and ', so'/', then' so a claim and a plan are judged apart."""
+@lru_cache(maxsize=4096)
+def clauses(text: str) -> tuple[str, ...]:
+    """Sentences split further at ';', ':' and ', so'/', then' so a claim and a plan are judged apart
+    (cached: several checks split the same reasoning and observations)."""
     pieces = []
     for sentence in _SENTENCE.split(text):
         pieces.extend(p.strip() for p in _CLAUSE.split(sentence) if p and p.strip())
-    return pieces
+    return tuple(pieces)
 
 
+@lru_cache(maxsize=16384)
 def is_assertion(clause: str) -> bool:
     """A clause states a fact unless it is a question, a plan, or hedged."""
     return not (clause.rstrip().endswith("?") or PLAN_MARKERS.search(clause) or HEDGE_MARKERS.search(clause))

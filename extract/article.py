@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 UNTYPED_ENTITY = "thing"
 MAX_TITLE_CHARS = 255  # MediaWiki's limit: a longer value names no page
 LIST_CLASS = "List"
+PERSON_CLASS = "Person"
+OCCUPATION_PROPERTIES = frozenset({"occupation", "profession"})
 _CATEGORY = re.compile(r"\[\[\s*[Cc]ategory\s*:\s*([^\]|\n]+)")
 
 
@@ -134,15 +136,29 @@ def _read_article(
 
 def entity_class(title: str, boxes: list[Infobox], lead: str, text: str) -> str:
     """The page's ontology class: its first mapped infobox's, `List` for a list page, else the lead sentence's
-    "X is a ..." noun, else a category's words (the overlay's tables), else `thing` (untyped)."""
+    "X is a ..." noun, else a category's words (the overlay's tables), else `thing` (untyped). A person whose
+    infobox names an office (`role_templates`) is typed by occupation: `person_class`."""
+    ontology = load_ontology()
     for box in boxes:
         if box.cls:
+            if ontology.is_role_template(box.name) and ontology.is_a(box.cls, PERSON_CLASS):
+                return person_class(box, lead)
             return box.cls
     if is_list_page(title):
         return LIST_CLASS
-    ontology = load_ontology()
     return (ontology.type_from_lead(lead) or ontology.type_from_categories(_CATEGORY.findall(text))
             or UNTYPED_ENTITY)
+
+
+def person_class(box: Infobox, lead: str) -> str:
+    """An officeholder's class by occupation: the lead sentence's noun ("is a German politician"), else the
+    first occupation value the overlay's lead nouns know, else Person: the office alone is no occupation (a
+    prime minister's spouse, a bishop)."""
+    ontology = load_ontology()
+    candidates = [ontology.type_from_lead(lead)]
+    candidates += [ontology.lead_noun_class(fact.tail or fact.value or "") for fact in box.facts
+                   if fact.property in OCCUPATION_PROPERTIES]
+    return next((cls for cls in candidates if cls and ontology.is_a(cls, PERSON_CLASS)), PERSON_CLASS)
 
 
 def distinct_relations(title: str, relations: Iterable[Relation]) -> list[Relation]:

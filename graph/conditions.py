@@ -46,8 +46,8 @@ class WalkParams:
     config: WalkConfig
     branch_edges: np.ndarray  # edges a tree's final hop can take, grouped by head (CSR order)
     branch_indptr: np.ndarray  # node i's branch edges: branch_edges[branch_indptr[i]:branch_indptr[i+1]]
-    fact_keys: np.ndarray  # relation * num_nodes + object of every edge, sorted: the heads holding a fact
-    fact_heads: np.ndarray  # the head of each edge in `fact_keys` order
+    edge_fact: np.ndarray  # int64 [m]: the id of the (relation, literal object) fact an edge states; -1: to an entity
+    num_facts: int  # distinct (relation, literal object) facts
 
     @classmethod
     def build(cls, graph: CSRGraph, config: WalkConfig) -> WalkParams:
@@ -60,12 +60,45 @@ class WalkParams:
         branch_edges = np.flatnonzero(branchable_edges(graph))
         heads = np.repeat(np.arange(graph.num_nodes), graph.out_degree)[branch_edges]
         branch_indptr = np.concatenate([[0], np.cumsum(np.bincount(heads, minlength=graph.num_nodes))])
-        all_heads = np.repeat(np.arange(graph.num_nodes, dtype=np.int64), graph.out_degree)
-        keys = graph.rel.astype(np.int64) * graph.num_nodes + graph.dst.astype(np.int64)
-        order = np.argsort(keys, kind="stable")
+        edge_fact, num_facts = _literal_facts(graph)
         return cls(is_hub=graph.degree > threshold, hub_threshold=threshold, too_long=too_long, config=config,
-                   branch_edges=branch_edges, branch_indptr=branch_indptr, fact_keys=keys[order],
-                   fact_heads=all_heads[order])
+                   branch_edges=branch_edges, branch_indptr=branch_indptr, edge_fact=edge_fact, num_facts=num_facts)
+
+
+def _literal_facts(graph: CSRGraph) -> tuple[np.ndarray, int]:
+    """Each edge's literal fact id (equal relation and literal object, equal id; -1 for an edge to a non-literal)
+    and the number of facts."""
+    literal = graph.kind[graph.dst] == LITERAL
+    keys = graph.rel[literal].astype(np.int64) * graph.num_nodes + graph.dst[literal]
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    new = np.r_[True, ordered[1:] != ordered[:-1]] if len(ordered) else np.zeros(0, bool)
+    ids = np.empty(len(keys), np.int64)
+    ids[order] = np.cumsum(new) - 1
+    edge_fact = np.full(graph.num_edges, -1, np.int64)
+    edge_fact[literal] = ids
+    return edge_fact, int(new.sum())
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """`np.unique` of an integer array by sorting: numpy 2's hash-based unique is tens of times slower on the
+    millions of keys a ball holds."""
+    ordered = np.sort(values)
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]] if len(ordered) else ordered
+
+
+def _find(keys: np.ndarray, queries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each query lies in `keys` (sorted, distinct, not empty), and whether it is there."""
+    at = np.minimum(np.searchsorted(keys, queries), len(keys) - 1)
+    return at, keys[at] == queries
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """values[i] where keys[i] == query (keys sorted, distinct), 127 where no key matches."""
+    if not len(keys):
+        return np.full(len(queries), 127, np.int8)
+    at, found = _find(keys, queries)
+    return np.where(found, values[at], 127)
 
 
 MAX_BALL_PAIRS = 20_000_000  # (start, node) pairs a task's shortcut balls may hold; beyond, the gate alone decides
@@ -75,57 +108,62 @@ MAX_BALL_PAIRS = 20_000_000  # (start, node) pairs a task's shortcut balls may h
 class StartBalls:
     """Every node within `depth` hops of each start, with its distance: a walk's step to a node its start
     already reaches in as few hops (or fewer) is a shortcut, which the questions stage would reject
-    (`fewer_hops`). Keys are start * num_nodes + node, sorted."""
+    (`fewer_hops`). Keys are start * num_nodes + node, sorted. A literal is reached only through the fact
+    that states it, so the ball also holds each literal fact (`WalkParams.edge_fact`) a start reaches: keyed
+    start * num_facts + fact, its distance one more than the nearest head in the ball that states it."""
 
     keys: np.ndarray
     dist: np.ndarray
+    fact_keys: np.ndarray
+    fact_dist: np.ndarray
 
     @classmethod
-    def build(cls, graph: CSRGraph, starts: np.ndarray, depth: int) -> StartBalls:
-        n = graph.num_nodes
-        source = np.unique(np.asarray(starts, np.int64))
+    def build(cls, graph: CSRGraph, params: WalkParams, starts: np.ndarray, depth: int) -> StartBalls:
+        n, facts = graph.num_nodes, params.num_facts
+        source = sorted_unique(np.asarray(starts, np.int64))
         node = source.copy()
         keys, dists = [source * n + node], [np.zeros(len(source), np.int8)]
+        fact_keys, fact_dists = [np.zeros(0, np.int64)], [np.zeros(0, np.int8)]
         seen = keys[0]
         for distance in range(1, depth + 1):
             degree = graph.out_degree[node].astype(np.int64)
-            if not degree.sum() or len(seen) > MAX_BALL_PAIRS:
+            if not degree.sum():
                 break
-            first = np.repeat(graph.indptr[node].astype(np.int64) - np.cumsum(degree) + degree, degree)
-            reached = np.repeat(source, degree) * n + graph.dst[first + np.arange(degree.sum())].astype(np.int64)
-            fresh = np.setdiff1d(reached, seen)  # sorted, distinct
+            edge = np.repeat(graph.indptr[node] - np.cumsum(degree) + degree, degree) + np.arange(degree.sum())
+            origin = np.repeat(source, degree)
+            fact = params.edge_fact[edge]
+            stated = fact >= 0  # the frontier's literal facts, also when the ball stops growing here
+            fact_keys.append(origin[stated] * facts + fact[stated])
+            fact_dists.append(np.full(int(stated.sum()), distance, np.int8))
+            if len(seen) > MAX_BALL_PAIRS:
+                break
+            fresh = sorted_unique(origin * n + graph.dst[edge].astype(np.int64))
+            fresh = fresh[~_find(seen, fresh)[1]]  # `seen` holds the start itself: never empty
             keys.append(fresh)
             dists.append(np.full(len(fresh), distance, np.int8))
-            seen = np.union1d(seen, fresh)
+            seen = np.sort(np.concatenate([seen, fresh]), kind="stable")  # two sorted runs: one merge
             source, node = fresh // n, fresh % n
         all_keys, all_dists = np.concatenate(keys), np.concatenate(dists)
         order = np.argsort(all_keys, kind="stable")
-        return cls(all_keys[order], all_dists[order])
-
-    def distance(self, graph: CSRGraph, starts: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-        """Hops from each start to its node (127 where the node lies outside the ball)."""
-        keys = starts * graph.num_nodes + nodes
-        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
-        found = (self.keys[at] == keys) if len(self.keys) else np.zeros(len(keys), bool)
-        return np.where(found, self.dist[at] if len(self.keys) else 0, 127)
+        # nearer levels come first, so each fact's first entry in key order holds its distance
+        all_facts, all_fact_dists = np.concatenate(fact_keys), np.concatenate(fact_dists)
+        order_facts = np.argsort(all_facts, kind="stable")
+        all_facts, all_fact_dists = all_facts[order_facts], all_fact_dists[order_facts]
+        first = np.r_[True, all_facts[1:] != all_facts[:-1]] if len(all_facts) else np.zeros(0, bool)
+        return cls(all_keys[order], all_dists[order], all_facts[first], all_fact_dists[first])
 
     def shortcut(self, graph: CSRGraph, params: WalkParams, starts: np.ndarray, nodes: np.ndarray,
-                 relations: np.ndarray, position: int) -> np.ndarray:
-        """Whether each start already reaches its candidate node in fewer than `position` hops: a page over any
-        relation, a literal only as the same relation's object of a node it reaches in fewer than
-        `position - 1` hops (another fact holding the same value, "1865", is no route to this one)."""
-        literal = graph.kind[nodes] == LITERAL
-        short = ~literal & (self.distance(graph, starts, nodes) < position)
-        index = np.flatnonzero(literal)
-        if len(index):
-            keys = relations[index].astype(np.int64) * graph.num_nodes + nodes[index]
-            lo, hi = np.searchsorted(params.fact_keys, keys, "left"), np.searchsorted(params.fact_keys, keys, "right")
-            count = hi - lo
-            rows = np.repeat(np.arange(len(index)), count)
-            heads = params.fact_heads[np.repeat(lo - np.cumsum(count) + count, count) + np.arange(count.sum())]
-            near = self.distance(graph, starts[index][rows], heads) < position - 1
-            short[index[np.unique(rows[near])]] = True
-        return short
+                 edges: np.ndarray, position: int) -> np.ndarray:
+        """Whether each start already reaches its candidate node (over the candidate edge) in fewer than
+        `position` hops: a page over any relation, a literal only as the same relation's object of a node it
+        reaches in fewer than `position - 1` hops (another fact holding the same value, "1865", is no route
+        to this one)."""
+        fact = params.edge_fact[edges]
+        literal = fact >= 0
+        dist = np.empty(len(nodes), np.int8)
+        dist[~literal] = _lookup(self.keys, self.dist, starts[~literal] * graph.num_nodes + nodes[~literal])
+        dist[literal] = _lookup(self.fact_keys, self.fact_dist, starts[literal] * params.num_facts + fact[literal])
+        return dist < position
 
 
 def branchable_edges(graph: CSRGraph) -> np.ndarray:

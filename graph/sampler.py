@@ -52,36 +52,48 @@ def sample_walks(
     branch_step = np.full(len(walks), hops - 1) if branch_step is None else np.asarray(branch_step, np.int64)
     took_branch = np.zeros(len(walks), bool)
     out_degree = graph.out_degree
-    balls = StartBalls.build(graph, starts, hops - 1) if config.forbid_shortcut and hops > 1 else None
+    balls = StartBalls.build(graph, params, starts, hops - 1) if config.forbid_shortcut and hops > 1 else None
     counts["walks:attempted"] += len(walks)
     for step in range(hops):
         final = step == hops - 1
         pending = np.flatnonzero(alive)
+        branching = may_branch & (branch_step == step)
+        branch_here = bool(branching.any())
         for _ in range(config.step_retries):
             if not len(pending):
                 break
-            current = nodes[pending, step]
+            path = nodes[pending, : step + 1]
+            current = path[:, step]
             draw = rng.random(len(pending))
             choice = graph.indptr[current] + (draw * out_degree[current]).astype(np.int64)
             # A walk that may branch takes a branchable edge at its branch step where its node has one.
-            branches = params.branch_indptr[current + 1] - params.branch_indptr[current]
-            tree = may_branch[pending] & (branch_step[pending] == step) & (branches > 0)
-            picked = params.branch_indptr[current[tree]] + (draw[tree] * branches[tree]).astype(np.int64)
-            choice[tree] = params.branch_edges[picked]
+            tree = np.zeros(len(pending), bool)
+            if branch_here:
+                branches = params.branch_indptr[current + 1] - params.branch_indptr[current]
+                tree = branching[pending] & (branches > 0)
+                picked = params.branch_indptr[current[tree]] + (draw[tree] * branches[tree]).astype(np.int64)
+                choice[tree] = params.branch_edges[picked]
             nxt = graph.dst[choice].astype(np.int64)
             relation = graph.rel[choice]
             reason = np.zeros(len(pending), np.int8)
             reject = functools.partial(_reject, reason)
             if step > 0:
                 if config.forbid_inverse_hop:
-                    reject("inverse_hop", nxt == nodes[pending, step - 1])
+                    reject("inverse_hop", nxt == path[:, step - 1])
                 if config.forbid_repeated_relation:
                     reject("repeated_relation", relation == graph.rel[edges[pending, step - 1]])
-            reject("revisit", (nodes[pending, : step + 1] == nxt[:, None]).any(axis=1))
+            revisit = nxt == path[:, 0]
+            for earlier in range(1, step + 1):
+                revisit |= nxt == path[:, earlier]
+            reject("revisit", revisit)
             reject("list_page", graph.is_list[nxt])
             reject("disambiguation", graph.is_disambiguation[nxt])
             if balls is not None and step > 0:
-                reject("shortcut", balls.shortcut(graph, params, nodes[pending, 0], nxt, relation, step + 1))
+                unrejected = np.flatnonzero(reason == 0)  # the costliest check: only where no earlier one failed
+                shortcut = np.zeros(len(pending), bool)
+                shortcut[unrejected] = balls.shortcut(graph, params, path[unrejected, 0], nxt[unrejected],
+                                                      choice[unrejected], step + 1)
+                reject("shortcut", shortcut)
             if not final:
                 reject("dead_end", out_degree[nxt] < max(config.min_out_degree, 1))
                 reject("hub", params.is_hub[nxt])
@@ -96,8 +108,9 @@ def sample_walks(
             took_branch[pending[ok & tree]] = True
             nodes[pending[ok], step + 1] = nxt[ok]
             edges[pending[ok], step] = choice[ok]
-            for code, number in zip(*np.unique(reason[~ok], return_counts=True), strict=True):
-                counts[f"rejected:{STEP_CONDITIONS[code - 1]}"] += int(number)
+            for code, number in enumerate(np.bincount(reason, minlength=len(STEP_CONDITIONS) + 1)[1:], start=1):
+                if number:
+                    counts[f"rejected:{STEP_CONDITIONS[code - 1]}"] += int(number)
             pending = pending[~ok]
         alive[pending] = False
         counts["walks:died"] += len(pending)

@@ -109,6 +109,7 @@ class Ontology:
         self.lead_nouns: dict[str, str] = types.get("lead_nouns", {})
         self.category_words: dict[str, str] = types.get("category_words", {})
         self.lead_noun_drop: frozenset[str] = frozenset(types.get("lead_noun_drop", []))
+        self.role_templates: frozenset[str] = frozenset(types.get("role_templates", []))
         self._ancestors: dict[str, tuple[str, ...]] = {}
         self._plumbing: dict[str, str | None] = {}
         self._lower_classes = {name.lower(): name for name in classes}
@@ -130,6 +131,10 @@ class Ontology:
             if rule.holds(values):
                 return rule.cls
         return None
+
+    def is_role_template(self, template: str) -> bool:
+        """Whether an infobox's class names an office its subject held rather than an occupation."""
+        return template in self.role_templates or self.canonical_template(template) in self.role_templates
 
     def ancestors(self, cls: str) -> tuple[str, ...]:
         """`cls` and its superclasses, nearest first (`Politician`, `Person`, `Animal`, ...)."""

@@ -20,6 +20,8 @@ from ground.yields import below_floor
 from llm.client import LIVE, RoleReport, report_folder
 from schemas.manifest import Manifest
 
+WINDOW_WARNING_SHARE = 0.25  # fewer head entities than this share of the kept ones: the window starves the walks
+WINDOW_WARNING_MIN_KEPT = 20  # ... on inputs of at least this many kept entities
 REMOTE_POLL_S = 5.0  # counting parts on object storage is a listing request: not twice a second
 
 
@@ -113,6 +115,28 @@ def yield_lines(stage_dirs: dict[str, Path]) -> list[str]:
     return lines
 
 
+def window_lines(stage_dirs: dict[str, Path]) -> list[str]:
+    """What the as-of and the recency window did to the yield: head entities of the kept ones, walks rejected
+    for no fact inside the window, and a warning when few pages lie in the window (one page revised much later
+    than the rest moves the default as-of, and with it the window, away from them)."""
+    extract = read_manifest(stage_dirs["extract"]) if "extract" in stage_dirs else None
+    if extract is None or not extract.counts.get("kept"):
+        return []
+    kept, heads = extract.counts["kept"], extract.counts.get("head_entities", 0)
+    as_of = extract.as_of.date().isoformat() if extract.as_of else "none"
+    line = (f"recency window: {heads:,} of {kept:,} entities ({heads / kept:.0%}) revised within "
+            f"{extract.window_days} days before the as-of {as_of} ({extract.as_of_reason}) can start a walk")
+    walk = read_manifest(stage_dirs["walk"]) if "walk" in stage_dirs else None
+    if walk is not None and "rejected:no_recent_fact" in walk.counts:
+        line += f"; {walk.counts['rejected:no_recent_fact']:,} finished walks dropped for no fact inside it"
+    lines = [line]
+    if kept >= WINDOW_WARNING_MIN_KEPT and heads < WINDOW_WARNING_SHARE * kept:
+        lines.append(f"warning: the window holds only {heads / kept:.0%} of the pages, so few questions can be "
+                     "made: a page revised much later than the rest may have set the as-of; give --as-of or a "
+                     "wider extract.window_days")
+    return lines
+
+
 def supervision_line(stage_dirs: dict[str, Path]) -> str | None:
     """What the SFT configs train on, beside ToolMind-Web-QA (None before the dataset stage finished)."""
     manifest = read_manifest(stage_dirs["dataset"]) if "dataset" in stage_dirs else None
@@ -134,6 +158,9 @@ def print_summary(stage_dirs: dict[str, Path], reused: Iterable[str] = ()) -> No
     supervision = supervision_line(stage_dirs)
     if supervision:
         out.print(supervision, highlight=False, soft_wrap=True)
+    for line in window_lines(stage_dirs):
+        style = "bold yellow" if line.startswith("warning") else "dim"
+        out.print(f"[{style}]{line}[/{style}]", highlight=False, soft_wrap=True)
     lines = yield_lines(stage_dirs)
     for line in lines:
         out.print(f"[bold red]low yield:[/bold red] {line}", highlight=False, soft_wrap=True)

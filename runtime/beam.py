@@ -10,6 +10,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.runner import PipelineRunner
 
+from ground.errors import UserError
 from runtime.heap import map_large_allocations
 from schemas.config import BeamOptions
 
@@ -130,6 +131,8 @@ def pipeline_options(beam: BeamOptions | None = None, extra_args: list[str] | No
     standard = options.view_as(StandardOptions)
     standard.runner = RUNNER_ALIASES.get(standard.runner or "DirectRunner", standard.runner)
     direct = options.view_as(DirectOptions)
+    if direct.direct_num_workers < 0:  # the config's field is bounded; a pass-through flag is checked here
+        raise UserError(f"--direct_num_workers = {direct.direct_num_workers}: must be >= 0 (0: one per CPU)")
     if direct.direct_num_workers > 1 and direct.direct_running_mode == "in_memory":
         direct.direct_running_mode = "multi_processing"  # `--direct_num_workers 2` on the command line too
     return options

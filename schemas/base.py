@@ -92,61 +92,89 @@ def arrow_schema(model: type[BaseModel]) -> pa.Schema:
     return pa.schema(_arrow_fields(model), metadata={b"hopsmith.record": model.__name__.encode()})
 
 
-def _to_arrow_value(annotation: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    annotation, _ = _strip_optional(annotation)
-    if _is_json_type(annotation):
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-    origin = get_origin(annotation)
-    if origin is typing.Annotated:
-        return _to_arrow_value(get_args(annotation)[0], value)
-    if origin in (list, tuple):
-        item = get_args(annotation)[0]
-        return [_to_arrow_value(item, v) for v in value]
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return {
-            name: _to_arrow_value(info.annotation, getattr(value, name))
-            for name, info in annotation.model_fields.items()
-        }
-    if isinstance(value, enum.Enum):
-        return value.value
-    return value
+# Converters between field values and Arrow values, compiled once per annotation and record type: every
+# record of every stage goes through them, and inspecting its annotations for every value cost more than the
+# parquet reads and writes themselves.
+Converter = typing.Callable[[Any], Any]
 
 
-def _from_arrow_value(annotation: Any, value: Any) -> Any:
-    if value is None:
-        return None
-    annotation, _ = _strip_optional(annotation)
+def _unsupported(error: TypeError) -> Converter:
+    """An annotation no record may have: the error is raised at the first value that is not None."""
+    def convert(value: Any) -> Any:
+        if value is None:
+            return None
+        raise error
+    return convert
+
+
+def _nullable(convert: Converter) -> Converter:
+    return lambda value: None if value is None else convert(value)
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, enum.Enum) else value
+
+
+def _to_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _to_arrow_converter(annotation: Any) -> Converter:
+    try:
+        annotation, _ = _strip_optional(annotation)
+    except TypeError as error:
+        return _unsupported(error)
     if _is_json_type(annotation):
-        return json.loads(value)
+        return _nullable(_to_json)
     origin = get_origin(annotation)
     if origin is typing.Annotated:
-        return _from_arrow_value(get_args(annotation)[0], value)
+        return _to_arrow_converter(get_args(annotation)[0])
     if origin in (list, tuple):
-        item = get_args(annotation)[0]
-        return [_from_arrow_value(item, v) for v in value]
+        item = _to_arrow_converter(get_args(annotation)[0])
+        return _nullable(lambda value: [item(v) for v in value])
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return {
-            name: _from_arrow_value(info.annotation, value.get(name))
-            for name, info in annotation.model_fields.items()
-        }
-    return value
+        fields = _row_writers(annotation)
+        return _nullable(lambda value: {name: convert(getattr(value, name)) for name, convert in fields})
+    return _nullable(_plain)
+
+
+def _from_arrow_converter(annotation: Any) -> Converter:
+    try:
+        annotation, _ = _strip_optional(annotation)
+    except TypeError as error:
+        return _unsupported(error)
+    if _is_json_type(annotation):
+        return _nullable(json.loads)
+    origin = get_origin(annotation)
+    if origin is typing.Annotated:
+        return _from_arrow_converter(get_args(annotation)[0])
+    if origin in (list, tuple):
+        item = _from_arrow_converter(get_args(annotation)[0])
+        return _nullable(lambda value: [item(v) for v in value])
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        fields = _row_readers(annotation)
+        return _nullable(lambda value: {name: convert(value.get(name)) for name, convert in fields})
+    return lambda value: value
+
+
+@cache
+def _row_writers(model: type[BaseModel]) -> tuple[tuple[str, Converter], ...]:
+    return tuple((name, _to_arrow_converter(info.annotation)) for name, info in model.model_fields.items())
+
+
+@cache
+def _row_readers(model: type[BaseModel]) -> tuple[tuple[str, Converter], ...]:
+    return tuple((name, _from_arrow_converter(info.annotation)) for name, info in model.model_fields.items())
 
 
 def to_row(record: BaseModel) -> dict[str, Any]:
     """A record as an Arrow-ready row (JSON-encoding free-form mappings)."""
-    return {
-        name: _to_arrow_value(info.annotation, getattr(record, name))
-        for name, info in type(record).model_fields.items()
-    }
+    return {name: convert(getattr(record, name)) for name, convert in _row_writers(type(record))}
 
 
 def from_row(model: type[M], row: dict[str, Any]) -> M:
     """Rebuild and validate a record from an Arrow row."""
-    return model.model_validate(
-        {name: _from_arrow_value(info.annotation, row.get(name)) for name, info in model.model_fields.items()}
-    )
+    return model.model_validate({name: convert(row.get(name)) for name, convert in _row_readers(model)})
 
 
 def to_table(model: type[BaseModel], records: typing.Iterable[BaseModel]) -> pa.Table:

@@ -42,11 +42,31 @@ def token_ids(token_lists: list[list[str]]) -> tuple[list[list[int]], dict[str, 
     return ids, vocab
 
 
-def _build_bm25(texts: list[str], folder: Path | StorePath) -> None:
+def bm25_of(texts: list[str]) -> bm25s.BM25:
     retriever = bm25s.BM25()
     retriever.index(token_ids(tokenize(texts)), show_progress=False)
+    return retriever
+
+
+def body_text(page: IndexedPage) -> str:
+    return page.title + "\n" + "\n".join(page.chunks)
+
+
+def title_text(page: IndexedPage) -> str:
+    return " ".join([page.title, *page.aliases])
+
+
+def _build_bm25(texts: list[str], folder: Path | StorePath) -> None:
     with writable_folder(folder) as local:
-        retriever.save(str(local), show_progress=False)
+        bm25_of(texts).save(str(local), show_progress=False)
+
+
+def environment_of(pages: list[IndexedPage], title_weight: float, environment_id: str) -> SearchEnvironment:
+    """An in-memory environment over some pages (the same indexing as `write_index`, nothing saved)."""
+    if not pages:
+        return SearchEnvironment([], None, None, title_weight, environment_id)
+    return SearchEnvironment(pages, bm25_of([body_text(p) for p in pages]), bm25_of([title_text(p) for p in pages]),
+                             title_weight, environment_id)
 
 
 def _clean_page(page: Page, config: IndexConfig, aliases: list[str]) -> IndexedPage | SkippedRecord:
@@ -140,8 +160,8 @@ def write_index(pages: list[IndexedPage], out_dir: Path | StorePath, config: Ind
         write_records(IndexedPage, pages[start : start + config.shard_pages], path)
         outputs.append(str(path.relative_to(out_dir)))
     if pages:
-        _build_bm25([p.title + "\n" + "\n".join(p.chunks) for p in pages], out_dir / BODY_INDEX)
-        _build_bm25([" ".join([p.title, *p.aliases]) for p in pages], out_dir / TITLE_INDEX)
+        _build_bm25([body_text(p) for p in pages], out_dir / BODY_INDEX)
+        _build_bm25([title_text(p) for p in pages], out_dir / TITLE_INDEX)
     return {"pages": outputs, "bm25": [BODY_INDEX, TITLE_INDEX] if pages else []}
 
 

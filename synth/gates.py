@@ -9,12 +9,15 @@ order a question meets them in, and the catalogue of every rejection reason, `sy
 
 from __future__ import annotations
 
+import functools
+import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path as FsPath
 
 import numpy as np
 
-from graph.csr import LITERAL, LITERAL_PREFIX, CSRGraph, split_literal_key
+from graph.csr import LITERAL, LITERAL_PREFIX, PAGE, CSRGraph, split_literal_key
 from knowledge.ontology import load_ontology
 from schemas.questions import Path
 from synth.phrasing import parse_date, phrase, type_noun
@@ -35,7 +38,7 @@ class Clue:
 
 def vague_answer(path: Path) -> str | None:
     """A literal string answer that is one lower-case word ("capital", "yes") is an infobox keyword; a
-    relation the lexicon calls guessable (a campus setting, a publisher's industry) has a guess for an answer."""
+    relation the phrasebook calls guessable (a campus setting, a publisher's industry) has a guess for an answer."""
     answer = path.answer.strip()
     if path.answer_type == "string" and answer.isalpha() and answer.islower():
         return f"keyword-like answer {answer!r}"
@@ -98,6 +101,9 @@ class FactIndex:
                 self._dominant.update(unique[mask][counts[mask] == top].tolist())
         coarse = {t: type_noun(t) for t in set(graph.entity_type.tolist())}
         self.type_nouns = np.array([coarse[t] if t else "" for t in graph.entity_type], dtype=object)
+        # Popularity: the links into a node over the graph's facts (in-links; a page's fame in the slice).
+        self.in_links = np.bincount(graph.dst, minlength=n)
+        self._famous_min: dict[float, float] = {}
         self.node_year = np.full(n, self.NO_YEAR, np.int64)
         for node in np.flatnonzero(graph.kind == LITERAL):
             value_type, value, _ = split_literal_key(graph.keys[node])
@@ -108,6 +114,14 @@ class FactIndex:
         self._nodes: dict[str, int | None] = {}
         self._by_year: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.described: dict[tuple, frozenset[int]] = {}  # `described_candidates` by what the clues say
+
+    def famous(self, node: int, quantile: float) -> bool:
+        """Whether a page is among the most linked-to of the graph: its in-links reach the `quantile` of the
+        pages' in-links (and at least two: a page one fact names is the long tail)."""
+        if quantile not in self._famous_min:
+            pages = self.in_links[self.graph.kind == PAGE]
+            self._famous_min[quantile] = max(float(np.quantile(pages, quantile)) if len(pages) else 0.0, 2.0)
+        return self.graph.kind[node] == PAGE and self.in_links[node] >= self._famous_min[quantile]
 
     def relation(self, name: str | None) -> int | None:
         return self._relations.get(name) if name else None
@@ -363,6 +377,58 @@ def dominant_answer(index: FactIndex, path: Path) -> str | None:
         return None
     heads = len(index.heads_of(relation, ids[-1]))
     return f"{path.answer!r} is the most common object of {path.hops[-1].relation} ({heads} heads)"
+
+
+TRIVIAL_HOPS_FILE = FsPath(__file__).resolve().parents[1] / "data" / "questions" / "trivial_hops.toml"
+
+
+@functools.cache
+def trivial_hops() -> dict[str, dict]:
+    """Relation -> {heads, why}: objects that follow in one well-known hop (data/questions/trivial_hops.toml)."""
+    with TRIVIAL_HOPS_FILE.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def _trivial_from(graph: CSRGraph, relation: str, head: int) -> str | None:
+    """Why `relation` of the entity `head` is common knowledge (the table's entry for its class), or None."""
+    entry = trivial_hops().get(relation)
+    if entry is None:
+        return None
+    if entry["heads"]:
+        ontology = load_ontology()
+        cls = ontology.find_class(graph.entity_type[head] or "")
+        if cls is None or not any(ontology.is_a(cls, head_class) for head_class in entry["heads"]):
+            return None
+    return entry["why"]
+
+
+def trivial_final_hop(index: FactIndex, path: Path, named: Iterable[str]) -> str | None:
+    """Why the answer follows in one well-known hop (`trivial_hops`) from the entity the final description
+    pins down, or from an entity the question names (the start when named, a clue's object), or None."""
+    graph = index.graph
+    ids = path_node_ids(graph, path)
+    if ids is None:
+        return None
+    answer = ids[-1]
+    if (why := _trivial_from(graph, path.hops[-1].relation, ids[-2])) is not None:
+        return f"{path.hops[-1].relation} of {path.nodes[-2]!r} is {why}"
+    for name in dict.fromkeys(named):
+        node = index.node(name)
+        if node is None or node == answer:
+            continue
+        for edge in range(graph.indptr[node], graph.indptr[node + 1]):
+            relation = graph.relation_names[graph.rel[edge]]
+            if int(graph.dst[edge]) == answer and (why := _trivial_from(graph, relation, node)) is not None:
+                return f"the answer is {relation} of the named {name!r}: {why}"
+    return None
+
+
+def famous_ends(index: FactIndex, path: Path, quantile: float) -> list[str]:
+    """The path's start and answer that are among the graph's most linked-to pages (`FactIndex.famous`)."""
+    ids = path_node_ids(index.graph, path)
+    if ids is None:
+        return []
+    return [label for label, node in ((path.start, ids[0]), (path.answer, ids[-1])) if index.famous(node, quantile)]
 
 
 def answer_node(graph: CSRGraph, path: Path) -> int | None:

@@ -23,8 +23,10 @@ def normalize_answer(text: str) -> str:
     if boxed:
         text = boxed.group(1)
     text = _THOUSANDS.sub("", text)
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
+    if not text.isascii():  # ASCII has no accents to strip, and NFKD leaves it as it is
+        text = unicodedata.normalize("NFKD", text)
+        text = "".join(c for c in text if not unicodedata.combining(c))
+    text = text.lower()
     text = text.translate(_PUNCT)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())

@@ -5,6 +5,10 @@
 graph-side checks of `synth.gates` and the text-side ones of `synth.text_gates` to a question's context
 and plan; they stand apart from `synth.gates` because they read `synth.describe`, which builds on it.
 
+- `unreviewed_relation`: a hop's property has no reviewed phrasebook entry (data/ontology/phrasebook.toml),
+  so no question text for it was ever read by a person ("the merged with of X");
+- `list_answer`: a free-text answer is a list ("civil servant, politician"): a multi-valued fact that
+  extraction left as one string, not one answer;
 - `vague_answer`: a one-word lower-case string answer, an infobox keyword rather than a fact;
 - `answer_leak`: the answer or one of its aliases appears in the question text;
 - `evidence_leak`: the question copies a long n-gram of a hop's evidence sentence;
@@ -23,6 +27,20 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
   is London"): one search finds it, so the chain before it is never needed (the ontology's
   inverse-functional properties; the planner avoids such facts where others single the entity out);
 - `tree_branch`: a tree question's branch does not hold for the answer, or is not needed to single it out;
+- `trivial_final_hop`: the answer follows in one well-known hop (`data/questions/trivial_hops.toml`: a
+  country's capital, currency or language, a place's country or region) from the entity the final
+  description pins down or from an entity the text names, so the final hop is answered from memory;
+- `description_search`: the description of the start or of an intermediate, searched alone in the agents'
+  index, lists that entity in the top `description_search_top_k`, so one search skips the chain before it;
+- `untimed_hop`: a hop over a relation that holds several values over time (not single-valued in the
+  ontology) whose fact carries a start or end date, stated without its time: the other values, missing
+  from the slice, would answer it too ("the prime minister of a French president");
+- `relation_answer_cap`: one answer already fills its share of the questions that end in the same
+  relation (applied by the stage; `relation_answer_share`, from `relation_answer_min` such questions);
+- `not_unique_in_world`: the start's description may fit many entities of the whole wiki (a census of a
+  full dump estimates how many; without one, it states no fact that names a page: no named anchor);
+- `famous`: the start or the answer is among the graph's most linked-to pages, and the seeded draw that
+  keeps such paths at `famous_keep` dropped it (weights the questions toward the long tail);
 - `dominant_answer`: the answer is the most common object of its final relation across the graph (a
   guess, not a search, would find it);
 - `answer_cap`: one answer already fills its share of the run (applied by the stage);
@@ -40,21 +58,35 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
 
 from __future__ import annotations
 
-from graph.csr import split_literal_key
+from graph.csr import LITERAL_PREFIX, split_literal_key
+from knowledge.ontology import load_ontology
 from schemas.questions import Path
 from synth import describe, gates, text_gates
 from synth.environment import SearchEnvironment
-from synth.phrasing import date_variants, number_variants
-from synth.question_plan import Plan, QuestionContext, described_as
+from synth.phrasing import answer_form, date_variants, is_list_value, number_variants, parse_date, reviewed
+from synth.question_plan import Plan, QuestionContext, described_as, named_anchor, seeded_rng
 
-GATES = ("vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
+GATES = ("unreviewed_relation", "list_answer", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
          "identifying_clue", "clue_shortcut",
+         "not_unique_in_world", "trivial_final_hop", "description_search", "untimed_hop", "famous",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
-         "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap")
+         "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap", "relation_answer_cap")
+
+
+def _answer_unit(ctx: QuestionContext, path: Path) -> str | None:
+    node = gates.answer_node(ctx.graph, path) if path.answer_type in ("number", "quantity") else None
+    return split_literal_key(ctx.graph.keys[node])[2] if node is not None else None
+
+
+def written_answer(ctx: QuestionContext, path: Path) -> str:
+    """The answer as a person writes it ("The Shining", "81,799,600", "3 September 1969"; `answer_form`)."""
+    return answer_form(path.answer, path.answer_type, path.hops[-1].relation, _answer_unit(ctx, path))
 
 
 def answer_aliases(ctx: QuestionContext, path: Path) -> list[str]:
-    """Redirect titles and the bare title for entities; date and number surface forms for literals."""
+    """Other accepted forms of the answer: its raw value (the page title, the ISO date, the bare number, which
+    the graph and the index know), redirect titles and the bare title for entities, date and number surface
+    forms for literals; never the written answer itself."""
     last = path.hops[-1]
     if path.answer_type == "entity":
         info = ctx.entities.get(path.answer)
@@ -62,17 +94,20 @@ def answer_aliases(ctx: QuestionContext, path: Path) -> list[str]:
     elif path.answer_type == "date":
         forms = date_variants(last.value or path.answer)
     elif path.answer_type in ("number", "quantity"):
-        node = gates.answer_node(ctx.graph, path)
-        unit = split_literal_key(ctx.graph.keys[node])[2] if node is not None else None
-        forms = number_variants(last.value or path.answer, unit)
+        forms = number_variants(last.value or path.answer, _answer_unit(ctx, path))
     else:
         forms = []
-    return [f for f in dict.fromkeys(forms) if f and f != path.answer]
+    written = written_answer(ctx, path)
+    return [f for f in dict.fromkeys([path.answer, *forms]) if f and f != written]
 
 
 def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
     """Gates on the path alone, checked before any planning: a vague answer, a shortcut through the graph,
     an answer that a prior over the final relation would guess."""
+    if (relation := next((h.relation for h in path.hops if not reviewed(h.relation)), None)) is not None:
+        return "unreviewed_relation", f"no reviewed phrasebook entry for {relation}"
+    if is_list_value(path.answer, path.answer_type):
+        return "list_answer", f"a list, not one answer: {path.answer!r}"
     if (detail := gates.vague_answer(path)) is not None:
         return "vague_answer", detail
     if (detail := gates.fewer_hops(ctx.graph, path)) is not None:
@@ -81,7 +116,21 @@ def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
         return "reversed_place", detail
     if ctx.config.reject_dominant_answer and (detail := gates.dominant_answer(ctx.facts, path)) is not None:
         return "dominant_answer", detail
+    if (detail := famous(ctx, path)) is not None:
+        return "famous", detail
     return None
+
+
+def famous(ctx: QuestionContext, path: Path) -> str | None:
+    """The long-tail weighting: a path whose start or answer is among the graph's most linked-to pages (the
+    `fame_quantile` of in-links) is kept with probability `famous_keep` (a seeded draw per path), since a
+    strong model answers questions about heads of government and blockbusters from memory."""
+    config = ctx.config
+    if config.famous_keep >= 1.0 or not (ends := gates.famous_ends(ctx.facts, path, config.fame_quantile)):
+        return None
+    if seeded_rng(config, path, "fame").random() < config.famous_keep:
+        return None
+    return f"{' and '.join(ends)} among the top {1 - config.fame_quantile:.0%} of pages by in-links"
 
 
 def structural_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] | None:
@@ -103,9 +152,82 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
         return "identifying_clue", detail
     if (detail := gates.clue_shortcut(ctx.facts, path, plan.clues)) is not None:
         return "clue_shortcut", detail
+    if plan.start_described and ctx.config.require_named_anchor and (detail := world_unique_start(ctx, plan)):
+        return "not_unique_in_world", detail
+    if (detail := gates.trivial_final_hop(ctx.facts, path, named_entities(path, plan))) is not None:
+        return "trivial_final_hop", detail
     if 0 in plan.tree_positions and (detail := gates.start_intersection(
             ctx.facts, [c for c in plan.clues if c.position == 0], gates.path_node_ids(ctx.graph, path)[0])):
         return "tree_branch", detail
+    return None
+
+
+def world_unique_start(ctx: QuestionContext, plan: Plan) -> str | None:
+    """Why the start's description may fit many entities of the whole wiki, however few of the slice, or None.
+
+    With a census (`synth.census`) of a full dump: the fewest subjects of the wiki that state one of the
+    description's facts, times the share of the slice's holders of that fact that the whole description
+    keeps, must stay within `census_max_fits`. Without one, the conservative rule: some stated fact names a
+    page (a place, a person, a work); dates, numbers and keywords alone fit thousands."""
+    clues = [c for c in plan.clues if c.position == 0]
+    census = ctx.census
+    if census is None:
+        return None if any(named_anchor(c) for c in clues) else "no stated fact names a page (no census: a named anchor is required)"
+    counted = [c for c in clues if c.attribute and c.object]
+    if not counted:
+        return "no stated fact the census counts (dates and types only)"
+    base = [c for c in clues if not c.attribute]
+    fits = len(gates.described_candidates(ctx.facts, clues))
+
+    def world(clue) -> float:
+        value = split_literal_key(clue.object)[1] if clue.object.startswith(LITERAL_PREFIX) else clue.object
+        slice_holders = len(gates.described_candidates(ctx.facts, [*base, clue])) or 1
+        return census.holders(clue.attribute, value) * fits / slice_holders
+    estimate = min(world(c) for c in counted)
+    if estimate > ctx.config.census_max_fits:
+        return f"about {estimate:.0f} entities of the census's wiki fit the start's description"
+    return None
+
+
+def named_entities(path: Path, plan: Plan) -> list[str]:
+    """The entities a question's text names: the start unless it is described, every clue's object."""
+    named = [] if plan.start_described else [path.start]
+    return named + [c.object for c in plan.clues if c.object and not c.object.startswith(LITERAL_PREFIX)]
+
+
+def untimed_hop(path: Path, plan: Plan, text: str) -> str | None:
+    """Why a hop over a relation with several values over time is stated without its time, or None.
+
+    A fact with a start or end date over a relation the ontology does not call single-valued (an office's
+    prime minister, a spouse) held other values at other times, which a slice may lack: stated without its
+    time it is not unique in the world. Its time is the as-of date for a fact still running, a year of its
+    start or end for an ended one."""
+    ontology = load_ontology()
+    for position, hop in enumerate(path.hops):
+        dates = {q.key: q.value for q in hop.qualifiers if q.key in ("start", "end")}
+        prop = ontology.properties.get(hop.relation)
+        if not dates or (prop is not None and prop.functional):
+            continue
+        if position in plan.ended:
+            years = {str(parsed[0]) for value in dates.values() if (parsed := parse_date(value))}
+            if not any(year in text for year in years):
+                return f"hop {position + 1} ({hop.relation}) ended; the text states neither its start nor its end"
+        elif plan.as_of_text is None or f"as of {plan.as_of_text}".lower() not in text.lower():
+            return f"hop {position + 1} ({hop.relation}) held other values over time; the text states no as-of date"
+    return None
+
+
+def search_gate(ctx: QuestionContext, path: Path, plan: Plan,
+                environment: SearchEnvironment | None) -> tuple[str, str] | None:
+    """The description shortcut before any text: every description of an entity the question does not name,
+    searched alone in the agents' index, must not list that entity in the top `description_search_top_k`."""
+    top_k = ctx.config.description_search_top_k
+    if environment is None or not top_k:
+        return None
+    descriptions = [(path.nodes[p], described_as(plan, p)) for p in sorted(plan.nouns)
+                    if p < len(path.nodes) - 1 and (p or plan.start_described)]
+    if (detail := text_gates.description_search(environment, descriptions, top_k)) is not None:
+        return "description_search", detail
     return None
 
 
@@ -127,6 +249,8 @@ def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: 
         return "start_leak", name
     if plan.as_of_text and f"as of {plan.as_of_text}".lower() not in text.lower():
         return "missing_as_of", f"a fact can change but the text does not say 'As of {plan.as_of_text}'"
+    if (detail := untimed_hop(path, plan, text)) is not None:
+        return "untimed_hop", detail
     top_k = ctx.config.one_search_top_k
     if environment is not None and top_k and (
             found := text_gates.one_search(environment, text, path.answer, aliases, top_k)) is not None:

@@ -13,7 +13,7 @@ import datetime as dt
 import random
 from dataclasses import dataclass, field
 
-from graph.csr import CSRGraph
+from graph.csr import LITERAL_PREFIX, CSRGraph
 from ground.io import stable_hash
 from knowledge.ontology import lead_noun_phrase, load_ontology
 from schemas.config import QuestionConfig
@@ -41,6 +41,7 @@ class QuestionContext:
     paths: dict[str, Path] = field(default_factory=dict)  # path_id -> Path, filled for the pipeline
     tree_share: float = 0.0  # the walk's `tree_share`: paths drawn to be trees prefer intersecting branches
     attribute_cache: dict = field(default_factory=dict)  # `describe.attributes` per node, read once
+    census: object | None = None  # `synth.census.Census` of a full dump (`config.census`), for world uniqueness
     facts: gates.FactIndex = field(init=False)
 
     def __post_init__(self) -> None:
@@ -65,21 +66,35 @@ class Plan:
     unresolved: int | None = None  # the first position no attributes single out (the plan gate rejects it)
     tree_positions: list[int] = field(default_factory=list)  # entities pinned down only by intersecting branches
     branching: bool = False  # the final hop reaches several objects: branches on the answer must decide
+    as_of: dt.date | None = None  # the question's as-of: its oldest fact's page revision (`question_as_of`)
 
 
 def seeded_rng(config: QuestionConfig, path: Path, purpose: str) -> random.Random:
     return random.Random(stable_hash(config.seed, path.path_id, purpose))
 
 
-def _noun_for(ctx: QuestionContext, title: str) -> tuple[str | None, str | None]:
+def _noun_for(ctx: QuestionContext, title: str, class_noun: bool = False) -> tuple[str | None, str | None]:
     """The noun an entity is described by and its checkable type: the lead sentence's noun phrase when its
-    head is a known noun that agrees with the entity's class ("Ukrainian ska band" for a Band), else the
-    class noun ("television series", never "American adult" from "an American adult animated series")."""
+    head is a known noun that agrees with the entity's class ("Ukrainian ska band" for a Band), else (or
+    with `class_noun`: the lead's phrase is what a search finds the entity by) the class noun ("television
+    series", never "American adult" from "an American adult animated series")."""
     info = ctx.entities.get(title)
     coarse = type_noun(info.type) if info else "entity"
     checkable = None if coarse == "entity" else coarse
-    lead = load_ontology().lead_noun(lead_noun_phrase(info.description), info.type) if info else None
+    lead = None
+    if info and not (class_noun and checkable):
+        lead = load_ontology().lead_noun(lead_noun_phrase(info.description), info.type)
     return lead or checkable, checkable
+
+
+def question_as_of(path: Path, snapshot: dt.date) -> dt.date:
+    """A question's as-of: the oldest revision date of the pages of its facts that can change (of all its
+    facts when none can), never after the snapshot. A fact is as of its own page's revision, so a 2010
+    estimate read from a 2012 revision is not asked "as of 2017"; a birth date read from an old page does not
+    date a spouse read from a new one."""
+    dated = [(min(hop.provenance.timestamp.date(), snapshot), hop) for hop in path.hops]
+    changeable = [day for day, hop in dated if _changeable(hop, day)]
+    return min(changeable or [day for day, _ in dated], default=snapshot)
 
 
 def _ended(hop, as_of: dt.date) -> bool:
@@ -99,12 +114,12 @@ def _adjacent_relations(path: Path, position: int) -> set[str]:
 
 
 def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, rng: random.Random,
-              reached: set[int] | None) -> tuple[str | None, list[gates.Clue], list[Attribute], bool]:
+              reached: set[int] | None, class_nouns: bool = False) -> tuple[str | None, list[gates.Clue], list[Attribute], bool]:
     """The noun, type clue and attributes that describe the node at `position` among its competitors (the
     objects its hop `reached`, or (None) for the start every entity that fits the description), and
     whether they single it out."""
     config = ctx.config
-    noun, checkable = _noun_for(ctx, path.nodes[position])
+    noun, checkable = _noun_for(ctx, path.nodes[position], class_nouns)
     base = [gates.Clue(position=position, type_noun=checkable)] if checkable else []
     options = describe.attributes(ctx, ids[position], position, rng, checkable in PERSON_NOUNS,
                                   _adjacent_relations(path, position), set(path.nodes))
@@ -117,8 +132,11 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
 
         def pick(candidates):
             chosen = _choose_intersection(ctx, candidates, ids[position], base) if _tree_drawn(ctx, path) else None
-            return chosen or describe.choose(list(candidates), fits, ids[position], base, minimum,
-                                             config.max_attributes)
+            chosen = chosen or describe.choose(list(candidates), fits, ids[position], base, minimum,
+                                               config.max_attributes)
+            if ctx.census is None and config.require_named_anchor and not any(named_anchor(a.clue) for a in chosen or []):
+                return _anchored(ctx, candidates, fits, ids[position], base, minimum) or chosen
+            return chosen
     else:
         def fits(clues):
             return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
@@ -141,6 +159,24 @@ def _avoiding_identifying(ctx: QuestionContext, options: list[Attribute], pick) 
     if chosen is None and len(open_options) < len(options):
         chosen = pick(options)
     return chosen
+
+
+def named_anchor(clue: gates.Clue) -> bool:
+    """Whether a clue states a fact whose object is a page (a place, a person, a work): a named anchor."""
+    return bool(clue.attribute and clue.object and not clue.object.startswith(LITERAL_PREFIX))
+
+
+def _anchored(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],
+              minimum: int) -> list[Attribute] | None:
+    """A start description that states a named anchor first, then whatever else singles the start out (the
+    rule that keeps a description unique beyond the slice when no census is given); None if none does."""
+    for anchor in [o for o in options if named_anchor(o.clue)]:
+        rest = [o for o in options if o is not anchor and o.relation != anchor.relation]
+        more = describe.choose(rest, fits, target, [*base, anchor.clue], max(minimum - 1, 0),
+                               ctx.config.max_attributes - 1)
+        if more is not None:
+            return [anchor, *more]
+    return None
 
 
 MAX_FIRST_BRANCHES = 6  # first branches tried when describing a start drawn to be a tree
@@ -169,10 +205,15 @@ def _choose_intersection(ctx: QuestionContext, options: list[Attribute], target:
     return None
 
 
-def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) -> Plan:
+CLASS_NOUNS = "nouns:class"  # the obfuscation that marks a plan describing entities by their class noun
+
+
+def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, class_nouns: bool = False) -> Plan:
     """Describe the start entity (unless it is named), every intermediate, and for a tree question the
     answer's branches, each chosen until the graph proves the description unique; then the tense of every
-    hop and the as-of statement. The clues recorded for the gates are exactly what the text states."""
+    hop and the as-of statement. The clues recorded for the gates are exactly what the text states. With
+    `class_nouns`, entities are described by their class noun, not their lead sentence's noun phrase (the
+    stage's second plan when a description alone finds its entity in the agents' index)."""
     config, graph = ctx.config, ctx.graph
     rng = seeded_rng(config, path, "plan")
     hops = len(path.hops)
@@ -193,7 +234,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
         if position:
             relation = graph.relation_id(path.hops[position - 1].relation)
             reached = {int(o) for o in graph.objects(ids[position - 1], relation)}
-        noun, base, chosen, unique = _describe(ctx, path, ids, position, rng, reached)
+        noun, base, chosen, unique = _describe(ctx, path, ids, position, rng, reached, class_nouns)
         if style == "nested" and position and not chosen:
             continue  # a bare ", a person," appositive adds nothing: the relation alone describes it
         nouns[position] = noun or "entity"
@@ -211,7 +252,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
     else:
         unresolved = None
     for position in described_positions if unresolved is not None else []:
-        nouns.setdefault(position, _noun_for(ctx, path.nodes[position])[0] or "entity")  # text stays writable
+        nouns.setdefault(position, _noun_for(ctx, path.nodes[position], class_nouns)[0] or "entity")  # text stays writable
     branches: list[Attribute] = []
     branching = False
     if ids is not None and unresolved is None:
@@ -234,14 +275,17 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None) ->
                 tree_positions.append(hops)
             obfuscations += [f"branch:{b.predicate}" for b in branches]
             obfuscations += [b.obfuscation for b in branches if b.obfuscation]
-    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, ctx.as_of)}
-    as_of_text = month_year(ctx.as_of) if any(_changeable(h, ctx.as_of) for h in path.hops) else None
+    as_of = question_as_of(path, ctx.as_of)
+    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, as_of)}
+    as_of_text = month_year(as_of) if any(_changeable(h, as_of) for h in path.hops) else None
     if as_of_text:
         obfuscations.append(f"as_of:{as_of_text}")
     shape = "tree" if tree_positions else "chain"
     obfuscations += [f"style:{style}", f"shape:{shape}", *(f"tree_at:{p}" for p in tree_positions)]
+    if class_nouns:
+        obfuscations.append(CLASS_NOUNS)
     return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
-                unresolved, tree_positions, branching)
+                unresolved, tree_positions, branching, as_of)
 
 
 def _choose_needing_hop(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],

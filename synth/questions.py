@@ -47,10 +47,20 @@ from schemas.manifest import Manifest
 from schemas.questions import Path, Question
 from schemas.wiki import Entity, SkippedRecord
 from synth import text_gates
+from synth.census import load_census
 from synth.environment import SearchEnvironment
 from synth.matching import normalize_answer
-from synth.question_gates import GATES, answer_aliases, faithfulness_gate, path_gate, plan_gate, text_gate
-from synth.question_plan import EntityInfo, QuestionContext, plan_question
+from synth.question_gates import (
+    GATES,
+    answer_aliases,
+    faithfulness_gate,
+    path_gate,
+    plan_gate,
+    search_gate,
+    text_gate,
+    written_answer,
+)
+from synth.question_plan import EntityInfo, QuestionContext, plan_question, question_as_of
 from synth.question_writers import TEMPLATE_ENGINE, Draft, write_llm, write_template
 
 STAGE = "questions"
@@ -61,12 +71,13 @@ TABLES = ("questions", "skipped")
 
 
 def _question(ctx: QuestionContext, path: Path, draft: Draft, aliases: list[str]) -> Question:
+    """The kept question; its answer as a person writes it, the raw value among the aliases."""
     return Question(
         question_id=stable_hash(path.path_id, draft.engine),
         text=draft.text,
-        answer=path.answer,
+        answer=written_answer(ctx, path),
         aliases=aliases,
-        as_of=ctx.as_of,
+        as_of=question_as_of(path, ctx.as_of),
         hops=len(path.hops),
         obfuscations=draft.obfuscations,
         path=path,
@@ -101,6 +112,10 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
         plan = plan_question(ctx, path, style=None if writer is None else "clues")
         if (failed := plan_gate(ctx, path, plan)) is not None:
             return _skip(path, *failed)
+        if search_gate(ctx, path, plan, environment) is not None:  # the lead's phrase found it: class nouns
+            plan = plan_question(ctx, path, style=None if writer is None else "clues", class_nouns=True)
+            if (failed := plan_gate(ctx, path, plan) or search_gate(ctx, path, plan, environment)) is not None:
+                return _skip(path, *failed)
         try:
             draft = write_template(ctx, path, plan) if writer is None else await write_llm(writer, ctx, path, plan)
         except LLMUnavailable:
@@ -108,7 +123,7 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
         except LLMError as error:
             return _skip(path, "writer_failed", str(error))
         aliases = answer_aliases(ctx, path)
-        failed = text_gate(ctx, path, plan, draft.text, aliases, environment)
+        failed = text_gate(ctx, path, plan, draft.text, [written_answer(ctx, path), *aliases], environment)
         if failed is None and writer is not None:
             failed = faithfulness_gate(path, plan, draft.text)
         if failed is not None:
@@ -159,9 +174,10 @@ def deduplicate(questions: Iterable[Question]) -> tuple[list[Question], list[Ski
     return kept, skipped
 
 
-def cap_answers(questions: list[Question], share: float) -> tuple[list[Question], list[SkippedRecord]]:
-    """Keep at most `cap` questions per answer (the first by path id), with the largest cap that is still
-    within `share` of the questions kept (at least one per answer)."""
+def cap_answers(questions: list[Question], share: float, reason: str = "answer_cap",
+                scope: str = "") -> tuple[list[Question], list[SkippedRecord]]:
+    """Keep at most `cap` questions per answer (the first by path id, itself drawn from the seed), with the
+    largest cap that is still within `share` of the questions kept (at least one per answer)."""
     counts = Counter(normalize_answer(q.answer) for q in questions)
     cap = 1
     while any(n > cap for n in counts.values()) and cap + 1 <= share * sum(min(n, cap + 1) for n in counts.values()):
@@ -170,11 +186,29 @@ def cap_answers(questions: list[Question], share: float) -> tuple[list[Question]
     for question in sorted(questions, key=lambda q: q.path.path_id):
         key = normalize_answer(question.answer)
         if used[key] >= cap:
-            skipped.append(_skip(question.path, "answer_cap", f"{cap} questions already answer {question.answer!r}"))
+            skipped.append(_skip(question.path, reason, f"{cap} questions{scope} already answer {question.answer!r}"))
             continue
         used[key] += 1
         kept.append(question)
     return kept, skipped
+
+
+def cap_relation_answers(questions: list[Question], share: float,
+                         minimum: int) -> tuple[list[Question], list[SkippedRecord]]:
+    """The answer prior within the run: among the questions that end in one relation, when there are
+    `minimum` or more, no answer takes more than `share` of them; fewer keep one question per answer (the
+    cap the share gives at `minimum`: 10% of 10), since a repeated answer among a few is as good a guess.
+    A guess of the commonest answer per final relation, leaving the question out, then rarely wins."""
+    groups: dict[str, list[Question]] = {}
+    for question in questions:
+        groups.setdefault(question.path.hops[-1].relation, []).append(question)
+    kept, skipped = [], []
+    for relation, group in sorted(groups.items()):
+        group_share = share if len(group) >= minimum else 1 / len(group)
+        group_kept, group_skipped = cap_answers(group, group_share, "relation_answer_cap", f" ending in {relation}")
+        kept += group_kept
+        skipped += group_skipped
+    return sorted(kept, key=lambda q: q.path.path_id), skipped
 
 
 def _units(path_ids: list[str], config: QuestionConfig) -> list[tuple[str, list[str]]]:
@@ -234,7 +268,9 @@ def _load_context(graph_dir: FsPath, paths_dir: FsPath, config: QuestionConfig) 
     table = read_table(Entity, graph_dir / "entities").select(["title", "type", "description", "aliases"])
     entities = {row["title"]: EntityInfo(row["type"], row["description"], row["aliases"] or [])
                 for row in table.to_pylist()}
-    return QuestionContext(graph=graph, entities=entities, as_of=as_of, config=config, tree_share=walk_config.tree_share)
+    census = load_census(config.census) if config.census else None
+    return QuestionContext(graph=graph, entities=entities, as_of=as_of, config=config, tree_share=walk_config.tree_share,
+                           census=census)
 
 
 def _write_outputs(out_dir: FsPath, questions: list[Question], skipped: list[SkippedRecord], shards: int) -> dict[str, list[str]]:
@@ -286,8 +322,10 @@ def run_questions(
     questions = [q for uid in written for q in read_records(Question, work.part_path("questions", uid))]
     skipped = [s for uid in written for s in read_records(SkippedRecord, work.part_path("skipped", uid))]
     kept, duplicates = deduplicate(questions)
+    # The relation cap first: the run-wide cap then holds of the questions finally kept.
+    kept, relation_capped = cap_relation_answers(kept, config.relation_answer_share, config.relation_answer_min)
     kept, capped = cap_answers(kept, config.max_answer_share)
-    skipped += duplicates + capped
+    skipped += duplicates + capped + relation_capped
     if config.max_questions is not None and len(kept) > config.max_questions:
         skipped += [_skip(q.path, "max_questions", q.text) for q in kept[config.max_questions :]]
         kept = kept[: config.max_questions]

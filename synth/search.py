@@ -69,6 +69,10 @@ class SearchEnvironment:
         for i, page in enumerate(pages):  # a real title wins over another page's alias
             self._by_key[_title_key(page.title)] = i
 
+    @property
+    def title_weight(self) -> float:
+        return self._title_weight
+
     @classmethod
     def load(cls, index_dir: str | Path) -> SearchEnvironment:
         index_dir = as_path(index_dir)

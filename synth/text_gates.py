@@ -74,9 +74,11 @@ def content_stems(text: str) -> set[str]:
 
 
 def relation_stems(relation: str) -> set[str]:
-    """Every content word by which the relation's lexicon entry expresses it (noun, question and clue frames)."""
+    """Every content word by which the relation's phrasebook entry expresses it (noun, plural, question frames,
+    its clauses either way and in either tense)."""
     entry = phrase(relation)
-    frames = " ".join((entry.noun, *entry.ask, entry.clue, entry.count_ask)).replace("{s}", " ").replace("{o}", " ")
+    frames = " ".join((entry.noun, entry.plural, *entry.ask, entry.forward, entry.forward_past, entry.inverse,
+                       entry.inverse_past, entry.count_ask)).replace("{s}", " ").replace("{o}", " ")
     return content_stems(frames) | content_stems(relation.replace("_", " "))
 
 
@@ -111,6 +113,24 @@ def one_search(environment, text: str, answer: str, forms: Iterable[str], top_k:
         for form, tokens in needles:
             if tokens and f" {' '.join(tokens)} " in f" {shown} ":
                 return f"result {rank} ({hit.title!r}) shows {form!r}"
+    return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _top_titles(environment, query: str, top_k: int) -> tuple[str, ...]:
+    """The titles one search of `query` ranks first; cached per environment, since the planner describes the
+    same entity the same way on every path through it (the gate then costs one search per description)."""
+    return tuple(hit.title for hit in environment.search(query, top_k))
+
+
+def description_search(environment, descriptions: Iterable[tuple[str, str]], top_k: int) -> str | None:
+    """The description shortcut: an entity's description, searched alone, lists that entity's page in the
+    top k (`descriptions` are (title, description) pairs of the entities a question does not name)."""
+    for title, description in descriptions:
+        page = environment.resolve(title)
+        titles = _top_titles(environment, description, top_k)
+        if page is not None and page.title in titles:
+            return f"{description!r} alone finds {page.title!r} at rank {titles.index(page.title) + 1}"
     return None
 
 

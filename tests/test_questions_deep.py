@@ -25,11 +25,11 @@ RIVERS = [
     entity("Pittsburgh", "Settlement", head=False),
 ]
 RIVER_FACTS = [
-    fact("Ohio River", "cities", "Cincinnati"),
-    fact("Ohio River", "cities", "Louisville"),  # a city without a page: nothing is known about it
+    fact("Ohio River", "nearestCity", "Cincinnati"),
+    fact("Ohio River", "nearestCity", "Louisville"),  # a city without a page: nothing is known about it
     fact("Cincinnati", "country", "United States"),
     fact("Cincinnati", "mayor", "Aftab Pureval"),
-    fact("Allegheny River", "cities", "Pittsburgh"),
+    fact("Allegheny River", "nearestCity", "Pittsburgh"),
     fact("Pittsburgh", "country", "United States"),
     fact("Pittsburgh", "mayor", "Ed Gainey"),
 ]
@@ -51,9 +51,9 @@ def test_a_city_without_a_page_is_an_alternative_and_a_unique_hop_is_kept():
 
 FILM = [entity("Dune (2021 film)", "Film"), *(entity(n, "Person", head=False) for n in ("Jon Spaihts", "Eric Roth"))]
 FILM_FACTS = [
-    fact("Dune (2021 film)", "screenplay", "Jon Spaihts"),
-    fact("Dune (2021 film)", "screenplay", "Eric Roth"),
-    fact("Dune (2021 film)", "screenplay", "Denis Villeneuve"),  # no page
+    fact("Dune (2021 film)", "writer", "Jon Spaihts"),
+    fact("Dune (2021 film)", "writer", "Eric Roth"),
+    fact("Dune (2021 film)", "writer", "Denis Villeneuve"),  # no page
     fact("Jon Spaihts", "birthPlace", "Chattanooga"),
     fact("Eric Roth", "birthPlace", "New York City"),
     fact("Jon Spaihts", "birthDate", "1970-03-12", "date"),
@@ -85,20 +85,21 @@ PEOPLE_FACTS = [
     fact("Bea Lane", "almaMater", "University College Cork"),
     fact("Cara Moss", "almaMater", "Trinity College Dublin"),
     *(fact(name, "birthPlace", "Galway") for name in ("Ada Lane", "Bea Lane", "Cara Moss")),
-    fact("Galway", "country", "Ireland"),
+    fact("Galway", "twinTown", "Lorient"),  # not "country": a place's country is a trivial final hop
 ]
 
 
 def test_the_start_is_described_by_attributes_that_single_it_out():
     ctx = context(PEOPLE, PEOPLE_FACTS, describe_start=1.0, attributes_per_entity=0)
-    path = path_of(ctx, "Ada Lane", "Galway", "Ireland")
+    path = path_of(ctx, "Ada Lane", "Galway", "Lorient")
     plan = plan_question(ctx, path)
     assert plan.start_described and structural_gate(ctx, path, plan) is None
     start = [c for c in plan.clues if c.position == 0]
     assert len(start) >= 2 and gates.described_candidates(ctx.facts, start) == {ctx.graph.node_id("Ada Lane")}
     text = write_template(ctx, path, plan).text
     assert_reads_as_english(text)
-    assert "Ada Lane" not in text and text.startswith("An Irish novelist ")
+    # Galway, a place described by nothing else, is named through its relation: "the birthplace of an Irish ..."
+    assert "Ada Lane" not in text and "the birthplace of an Irish novelist " in text and "a place" not in text
     assert any(o.startswith("entity:Ada Lane->an Irish novelist") for o in plan.obfuscations)
     # One attribute alone fits two novelists (born in the early 1960s, or studied at Trinity).
     for clue in start[1:]:
@@ -117,7 +118,7 @@ def test_a_start_drawn_to_be_a_tree_is_described_by_facts_that_only_together_fin
     # a tree, her start is instead described by a birth period and a college, each shared with another novelist.
     facts = [*PEOPLE_FACTS, fact("Ada Lane", "award", "Galway Pen Prize")]
     ctx = context(PEOPLE, facts, describe_start=1.0, attributes_per_entity=0)
-    path = path_of(ctx, "Ada Lane", "Galway", "Ireland")
+    path = path_of(ctx, "Ada Lane", "Galway", "Lorient")
     ada = ctx.graph.node_id("Ada Lane")
     chain = plan_question(ctx, path)
     assert chain.shape == "chain" and [a.relation for a in chain.attributes[0]] == ["award"]
@@ -414,7 +415,8 @@ def test_a_world_identifying_clue_at_an_intermediate_is_replanned_or_rejected():
     path = path_of(ctx, "Glass Film", "Freedonia", "Fredish")
     plan = plan_question(ctx, path, "clues")
     assert [c.attribute for c in plan.clues if c.position == 1 and c.attribute] == ["currency"]
-    assert plan_gate(ctx, path, plan) is None
+    # Its final hop, a country's official language, is common knowledge: only that gate rejects it (issue 25).
+    assert plan_gate(ctx, path, plan)[0] == "trivial_final_hop"
     text = write_template(ctx, path, plan).text
     assert_reads_as_english(text)
     assert "Fred dollar" in text and "Fredville" not in text and "Hail Freedonia" not in text

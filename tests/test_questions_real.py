@@ -29,19 +29,25 @@ from tests.test_questions import assert_reads_as_english
 from tests.test_questions_sample import assert_states_graph_facts
 
 WIKISAMPLES = Path(__file__).resolve().parents[2] / "shared" / "wikisamples" / "xml"
-# file -> fewest questions (measured: 12, 8, 0, 0, 0); a floor of 0 means the file holds no 2-hop chain.
+# file -> fewest questions (measured: 0, 1, 0, 0, 0; 11 and 8 before issue 25's world gates: on these
+# slices every description of a band by a member, an anthem by its composer or a series by its composer finds
+# its entity first in the agents' index, and a country's capital, currency or demonym is a trivial final hop).
 FLOORS = {
-    "infoboxer__vcr-cassettes-enwiki.xml.bz2": 10,
-    "dbpedia__minidump-en.xml.bz2": 4,
+    "infoboxer__vcr-cassettes-enwiki.xml.bz2": 0,
+    "dbpedia__minidump-en.xml.bz2": 0,  # its 10 paths (fact semantics: ended year ranges and phrase values
+    # changed its graph and walks) are all rejected: description_search 8, multi_valued_hop 2
     "wikibrain__en_test.xml.bz2": 0,
     "wikireader__classical-composers.xml.bz2": 0,
     "wikireader__japanese-architects.xml.bz2": 0,
 }
 
 
-# file -> fewest tree questions (measured: 1 on infoboxer, "a band whose genres include jazz and funk", two
-# genres that other Ukrainian bands of the slice hold one at a time; 0 on the minidump).
-TREE_FLOORS = {"infoboxer__vcr-cassettes-enwiki.xml.bz2": 1}
+# Files whose infobox facts name pages the file does not hold: no 2-hop chain (`graph:chain_edges` = 0).
+NO_CHAIN = {"wikibrain__en_test.xml.bz2", "wikireader__classical-composers.xml.bz2",
+            "wikireader__japanese-architects.xml.bz2"}
+# file -> fewest tree questions (none since the world gates: infoboxer's one tree, "a band whose genres include
+# jazz and funk", is found first by that description alone).
+TREE_FLOORS: dict[str, int] = {}
 
 
 @pytest.fixture(scope="module", params=sorted(FLOORS))
@@ -62,11 +68,11 @@ def run(request, tmp_path_factory):
 def test_each_file_meets_its_floor_or_says_why_it_cannot(run):
     name, _, walk, manifest, questions = run
     assert len(questions) == manifest.counts["questions:kept"] >= FLOORS[name], manifest.counts
-    if FLOORS[name] == 0:
+    if name in NO_CHAIN:
         assert walk.counts["graph:chain_edges"] == 0 and walk.counts["paths:kept"] == 0
         assert any("no mapped fact leads from a page" in line for line in below_floor("walk", walk.counts))
     else:
-        assert walk.counts["graph:chain_edges"] > 0
+        assert walk.counts["graph:chain_edges"] > 0 and walk.counts["paths:kept"] > 0
 
 
 def test_questions_use_mapped_relations_and_no_plumbing(run):

@@ -270,6 +270,15 @@ def test_a_literal_is_a_shortcut_only_over_the_same_relation():
     assert counts["rejected:shortcut"] == 0 and chains(paths) == [("S", "B", "1950")]
 
 
+
+def test_a_start_s_own_fact_is_a_shortcut_also_when_its_ball_stops_growing(monkeypatch):
+    # The ball holds the start alone once it passes its size cap; the start's own facts still count.
+    monkeypatch.setattr("graph.conditions.MAX_BALL_PAIRS", 0)
+    entities = [entity("S"), *others("B")]
+    relations = [fact("S", "spouse", "B"), fact("S", "birthDate", "1950", "date"), fact("B", "birthDate", "1950", "date")]
+    paths, counts = walk(entities, relations, walks_per_start=30)
+    assert counts["rejected:shortcut"] > 0 and paths == []
+
 def test_a_route_around_the_path_is_a_shortcut_too():
     # S -> B -> D -> C, but S -> X -> C reaches C in two hops: a 3-hop question about C would have a shorter route.
     entities = [entity("S"), *others("B", "D", "X", "C")]

@@ -15,7 +15,7 @@ from schemas.manifest import Manifest
 from schemas.wiki import Entity, Provenance, Qualifier, Relation
 
 AS_OF = dt.date(2026, 3, 1)
-RECENT = dt.datetime(2026, 2, 1, tzinfo=dt.UTC)
+RECENT = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)  # revised on the snapshot day: a question of such facts is as of AS_OF
 OLD = dt.datetime(2019, 5, 1, tzinfo=dt.UTC)
 
 

@@ -4,8 +4,11 @@ An infobox's named parameters become facts: the relation is the parameter name (
 a trailing group number stripped into `group_index`); image/caption/map/coordinate-like parameters are
 skipped. A value is split into items on `<br>`, bullets, new lines and list templates (plainlist, flatlist,
 hlist, ubl, ...). In each item, wikilinks outside parentheses are entity objects; date templates, convert,
-flags and marriage templates become typed values; parenthesised text becomes a qualifier; what is left is
-a number, a quantity, a written date or a string. References and comments never reach a value.
+flags and marriage templates become typed values; parenthesised text becomes a qualifier (dates in it,
+"(1990-2010)", "(m. 1980; div. 1995)", "(died 1944)", start/end qualifiers); what is left is a number, a
+quantity, a written date or a string. A link inside a phrase ("Chairman of the [[Social Democratic Party of
+Germany]]") is not the value: the phrase is, and a property whose values are entities drops it (counted).
+References and comments never reach a value.
 Titles are normalised here and resolved through redirects later (`extract.classify`, `extract.joins`).
 """
 
@@ -14,7 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import mwparserfromhell
 from mwparserfromhell.nodes import Comment, ExternalLink, HTMLEntity, Tag, Template, Text, Wikilink
@@ -61,6 +64,7 @@ class Fact:
     date: dt.date | None = None
     qualifiers: list[tuple[str, str]] = field(default_factory=list)
     property: str | None = None  # the ontology property the parameter maps to (None: unmapped)
+    in_phrase: bool = False  # a link inside a phrase naming something else, or that phrase as text
 
 
 @dataclass
@@ -152,6 +156,8 @@ def map_box(box: Infobox, ontology: Ontology) -> None:
             reason = ontology.value_plumbing(f"{fact.value} {fact.unit}" if fact.unit else fact.value)
         if not reason and fact.tail and is_list_page(fact.tail):  # "basin_countries = [[List of ...]]"
             reason = "list_page"
+        if not reason and fact.in_phrase and (fact.value_type == "entity" or _holds_entities(ontology, name)):
+            reason = "link_in_phrase"  # "known_for = Ex-wife of [[Silvio Berlusconi]]" is not Berlusconi
         if reason:
             box.excluded[reason] += 1
             continue
@@ -159,9 +165,42 @@ def map_box(box: Infobox, ontology: Ontology) -> None:
         unit = ontology.parameter_unit(fact.relation) if fact.value_type == "number" else None
         if unit:  # area_total_km2 = 350: 350 km2, not a bare number beside area_total_sq_mi's
             fact.value_type, fact.unit = "quantity", unit
-        kept.append(fact)
+        if _holds_entities(ontology, fact.property):
+            kept.extend(list_items(fact, _PLACE_SEPARATOR if _holds_places(ontology, name) else _LIST_SEPARATOR))
+        else:
+            kept.append(fact)
     box.facts = kept
     _qualify_terms(box, ontology)
+
+
+_TRANSPARENT_HEADS = [[head] for head in VOCABULARY.transparent_phrase_heads]
+_LIST_SEPARATOR = re.compile(r"\s*[,;]\s*")
+_PLACE_SEPARATOR = re.compile(r"\s*;\s*")
+_NOT_A_LIST = re.compile(r"\d|\s[–—-]\s")
+MAX_LIST_ITEM_WORDS = 4
+PLACE_CLASS = "Place"
+
+
+def list_items(fact: Fact, separator: re.Pattern = _LIST_SEPARATOR) -> list[Fact]:
+    """A plain-text list for a property whose values are entities ("occupation = civil servant, politician")
+    is one fact per item: several values, never one value reading "civil servant, politician". A place is
+    split only on semicolons: "Austin, Texas" names one place (and its page)."""
+    if fact.value_type != "string" or fact.in_phrase or not fact.value or not separator.search(fact.value):
+        return [fact]
+    items = [item for item in separator.split(fact.value) if item]
+    if _NOT_A_LIST.search(fact.value) or any(len(item.split()) > MAX_LIST_ITEM_WORDS for item in items):
+        return [fact]  # "40th floor, 11, Seocho-daero" is an address, "Fook – guitar, vocals" a member's roles
+    return [replace(fact, value=item, qualifiers=list(fact.qualifiers)) for item in items]
+
+
+def _holds_places(ontology: Ontology, prop: str | None) -> bool:
+    entry = ontology.properties.get(prop) if prop else None
+    return entry is not None and ontology.is_a(entry.range, PLACE_CLASS)
+
+
+def _holds_entities(ontology: Ontology, prop: str | None) -> bool:
+    entry = ontology.properties.get(prop) if prop else None
+    return entry is not None and entry.is_object
 
 
 def _qualify_terms(box: Infobox, ontology: Ontology) -> None:
@@ -238,15 +277,60 @@ def facts_from_item(item: list, relation: str, dates_expected: bool = False) -> 
     walker = _ItemWalker(relation)
     walker.walk(item)
     facts = walker.facts + [Fact(relation, "", "", "entity", tail=target) for target in walker.links]
-    if not facts:
-        text = _PARENS.sub(" ", "".join(walker.text))
-        text = strip_trailing_punctuation(re.sub(r"\s+([,;:.])", r"\1", re.sub(r"\s+", " ", text)))
-        if text:
-            facts.append(literal_fact(relation, text, dates_expected))
-    notes = [("note", note) for note in walker.notes]
+    text = _PARENS.sub(" ", "".join(walker.text))
+    text = strip_trailing_punctuation(re.sub(r"\s+([,;:.])", r"\1", re.sub(r"\s+", " ", text)))
+    if walker.headed_phrase and not walker.listed and text:  # "Chairman of the [[SPD]]": the phrase is the value, none of its links
+        facts = walker.facts + [Fact(relation, "", "", "string", value=text, in_phrase=True)]
+    else:  # "[[Member of the Bundestag|Member]] of the [[Bundestag]]": the first link is the value, the rest
+        # complements it; a link after a bare connector with nothing before it ("for [[Bonn]]") has no head
+        facts += [Fact(relation, "", "", "entity", tail=target, in_phrase=True) for target in walker.phrase_links]
+    if not facts and text:
+        facts.append(literal_fact(relation, text, dates_expected))
+    notes = [qualifier for note in walker.notes for qualifier in note_qualifiers(note)]
     for fact in facts:
         fact.qualifiers = fact.qualifiers + [q for q in notes if q not in fact.qualifiers]
     return facts
+
+
+_RANGE = re.compile(r"^(?P<first>.+?)\s*(?:[-–—]|\bto\b)\s*(?P<last>.+)$")
+_NOTE_PARTS = re.compile(r"\s*[;,]\s*")
+
+
+def note_qualifiers(note: str) -> list[tuple[str, str]]:
+    """A parenthesised note as qualifiers: its dates as start/end (and the end's reason), the note itself
+    when some of it is not read as dates. "(m. 1980; div. 1995)" -> start 1980, end 1995, end_reason divorced;
+    "(1924–1944)" -> start, end; "(until 2010)" -> end; "(2005–present)" -> start; "(died 1944)" -> end, died."""
+    qualifiers: list[tuple[str, str]] = []
+    whole = True
+    for part in (p for p in _NOTE_PARTS.split(note) if p):
+        reason = VOCABULARY.end_reasons.get(part.lower().rstrip("."))  # "(1984–2019; his death)"
+        read = [("end_reason", reason)] if reason and qualifiers else _dated_part(part)
+        whole = whole and bool(read)
+        qualifiers += [q for q in read if q[0] not in {k for k, _ in qualifiers}]
+    if not qualifiers:
+        return [("note", note)]
+    return qualifiers if whole else [("note", note), *qualifiers]
+
+
+def _dated_part(part: str) -> list[tuple[str, str]]:
+    """One `;`- or `,`-separated piece of a note: "1990-2010", "m. 1980", "div. 1995", "until 2010"."""
+    word, _, rest = part.partition(" ")
+    key = word.lower().rstrip(".")
+    if rest and key in VOCABULARY.note_start_words and (iso := parse_text_date(rest)):
+        return [("start", iso)]
+    if rest and key in VOCABULARY.note_end_words and (iso := parse_text_date(rest)):
+        reason = VOCABULARY.end_reasons.get(key)
+        return [("end", iso)] + ([("end_reason", reason)] if reason else [])
+    if key in VOCABULARY.note_start_words and rest:  # "m. 1980–1995": the word, then a range
+        part = rest
+    match = _RANGE.match(part)
+    if match and (first := parse_text_date(match.group("first"))):
+        last = match.group("last").strip()
+        if last.lower().rstrip(".") in VOCABULARY.note_present_words:
+            return [("start", first)]
+        if (end := parse_text_date(last)) and end >= first:
+            return [("start", first), ("end", end)]
+    return []
 
 
 def strip_trailing_punctuation(text: str) -> str:
@@ -283,8 +367,12 @@ class _ItemWalker:
         self.links: list[str] = []
         self.text: list[str] = []
         self.notes: list[str] = []
+        self.phrase_links: list[str] = []  # links right after "of (the)", "for", ... : inside a phrase
+        self.headed_phrase = False  # a phrase link after words of its own ("Chairman of the"): a phrase value
+        self.listed = False  # links separated by commas: a list, whose phrase items drop only their own links
         self.depth = 0
         self.note: list[str] = []
+        self.since_link: list[str] = []  # the text outside parentheses since the last link
 
     def emit(self, text: str) -> None:
         for char in text:
@@ -302,7 +390,22 @@ class _ItemWalker:
                     continue
             if self.depth > 0:
                 self.note.append(char)
+            else:
+                self.since_link.append(char)
         self.text.append(text)
+
+    def in_phrase(self) -> bool:
+        """Whether a link here sits inside a phrase: the text since the last link ends in a connector ("of
+        the"). Words before the connector ("Chairman of the") make the whole item a phrase (`headed_phrase`)."""
+        before = "".join(self.since_link)
+        self.listed = self.listed or (bool(self.links or self.phrase_links) and bool(_LIST_SEPARATOR.search(before)))
+        words = " ".join(re.findall(r"[\w'’-]+", _LIST_SEPARATOR.split(before)[-1].lower()))
+        connector = next((c for c in VOCABULARY.phrase_connectors if words == c or words.endswith(" " + c)), None)
+        if connector is None or words.removesuffix(connector).split()[-1:] in _TRANSPARENT_HEADS:
+            return False  # no phrase, or one whose head relates the subject to the link ("Citizen of")
+        if words != connector:
+            self.headed_phrase = True
+        return True
 
     def walk(self, nodes) -> None:
         for node in nodes:
@@ -315,8 +418,10 @@ class _ItemWalker:
                 if not is_entity_link(target):
                     continue
                 if self.depth == 0:
-                    self.links.append(normalize_title(target))
+                    (self.phrase_links if self.in_phrase() else self.links).append(normalize_title(target))
                 self.emit(node.text.strip_code() if node.text is not None else target)
+                if self.depth == 0:
+                    self.since_link.clear()
             elif isinstance(node, ExternalLink):
                 self.emit(str(node.title or ""))
             elif isinstance(node, Tag):

@@ -95,8 +95,12 @@ _LIST_SUFFIXES = (" filmography", " discography", " bibliography", " videography
 
 
 def is_list_page(title: str) -> bool:
-    """"List of ...", and the lists named by their subject ("Christopher Nolan filmography")."""
-    return title.startswith(("List of ", "Lists of ")) or title.endswith(_LIST_SUFFIXES)
+    """"List of ...", the lists named by their subject ("Christopher Nolan filmography") and those named by a
+    plural head ("Spouses of the Prime Ministers of the United Kingdom"; `list_title_heads` in the vocabulary)."""
+    if title.startswith(("List of ", "Lists of ")) or title.endswith(_LIST_SUFFIXES):
+        return True
+    head, of, _ = title.partition(" of ")
+    return bool(of) and head.lower() in template_vocabulary().list_title_heads
 
 
 # ------------------------------------------------------------------------------------- span scanning

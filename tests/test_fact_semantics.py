@@ -1,0 +1,188 @@
+"""Fact semantics on crafted pages (issue 25): a link inside a phrase is not the value, parenthesised years and
+end notes become start/end qualifiers, list pages and plain-text lists are no single value, an officeholder
+infobox is no occupation, and a question is as of its oldest fact's page, with ended facts in the past."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from extract.article import ArticleResult, extract_article
+from ground.stage import begin_stage
+from pipeline.dataset import stage_dirs
+from pipeline.run_summary import window_lines
+from schemas.config import ExtractConfig, QuestionConfig
+from schemas.wiki import Page
+from synth.question_plan import EntityInfo, QuestionContext, plan_question, question_as_of
+from synth.question_writers import write_template
+from tests.test_questions import path_of
+from tests.walk_graphs import csr
+from wikitext.infobox import note_qualifiers, parse_infoboxes
+from wikitext.markup import is_list_page
+
+SNAPSHOT = dt.date(2012, 6, 1)
+
+
+def page(title: str, text: str, when: dt.datetime) -> Page:
+    return Page(page_id=abs(hash(title)) % 10**6, title=title, ns=0, revision_id=1, timestamp=when, text=text)
+
+
+HANS = page("Hans Vogel", """{{Infobox officeholder
+| name = Hans Vogel
+| office = Chairman of the [[Social Democratic Party of Germany]]
+| spouse = [[Greta Vogel]] (1990–2010)
+| known_for = Ex-wife of [[Silvio Berlusconi]]
+| occupation = civil servant, politician
+| children = [[Spouses of the Prime Ministers of the United Kingdom]]
+}}
+'''Hans Vogel''' (born 1950) is a German politician.""", dt.datetime(2012, 3, 5, tzinfo=dt.UTC))
+
+GRETA = page("Greta Vogel", """{{Infobox officeholder
+| name = Greta Vogel
+| spouse = {{marriage|[[Hans Vogel]]|1990|2010|end=div}}
+| birth_place = [[Aachen]]
+| party = [[Social Democratic Party of Germany]] (since 1990)
+}}
+'''Greta Vogel''' (born 1955) is the former wife of the German politician [[Hans Vogel]].""",
+             dt.datetime(2010, 5, 2, tzinfo=dt.UTC))
+
+BISHOP = page("Karl Stein", """{{Infobox officeholder
+| name = Karl Stein
+| office = [[Bishop of Mainz]]
+}}
+'''Karl Stein''' (1900–1970) was a German Catholic bishop.""", dt.datetime(2011, 1, 1, tzinfo=dt.UTC))
+
+
+def read(article: Page) -> ArticleResult:
+    result = extract_article(article, lambda title: title, dt.datetime(2012, 6, 1, tzinfo=dt.UTC), ExtractConfig())
+    assert isinstance(result, ArticleResult)
+    return result
+
+
+def infobox_facts(result: ArticleResult, relation: str) -> list[tuple]:
+    return [(r.tail or r.value, {q.key: q.value for q in r.qualifiers}) for r in result.relations
+            if r.source == "infobox" and r.relation == relation]
+
+
+def test_a_link_inside_a_phrase_is_not_the_value():
+    hans = read(HANS)
+    assert infobox_facts(hans, "office") == [("Chairman of the Social Democratic Party of Germany", {})]
+    assert infobox_facts(hans, "knownFor") == []  # an entity property: the phrase is no entity, so no fact
+    assert hans.excluded["link_in_phrase"] == 1
+    (box,) = parse_infoboxes("{{Infobox officeholder|office=[[Minister of Finance]] of [[Germany]]}}")
+    assert [f.tail for f in box.facts] == ["Minister of Finance"] and box.excluded["link_in_phrase"] == 1
+    (box,) = parse_infoboxes("{{Infobox officeholder|office=[[Bundestag]] Leader of the [[CDU/CSU]] in [[Bonn]]"
+                             "<br>for [[Bonn]]}}")  # a phrase of several links; a line with a connector and no head
+    assert [(f.value_type, f.value) for f in box.facts] == [("string", "Bundestag Leader of the CDU/CSU in Bonn")]
+    assert box.excluded["link_in_phrase"] == 1
+    (box,) = parse_infoboxes("{{Infobox company|industry=[[Banking]], System of [[payment card]]s, [[Fraud]]}}")
+    assert [f.tail for f in box.facts] == ["Banking", "Fraud"]  # in a list, a phrase drops only its own link
+    assert box.excluded["link_in_phrase"] == 1
+    (box,) = parse_infoboxes("{{Infobox person|citizenship=Austrian subject of the [[Austro-Hungarian Empire]]}}")
+    assert [f.tail for f in box.facts] == ["Austro-Hungarian Empire"]  # the head relates the subject to the link
+    (box,) = parse_infoboxes("{{Infobox person|birth_place=[[Bonn]], [[West Germany]]}}")
+    assert [f.tail for f in box.facts] == ["Bonn", "West Germany"] and not box.excluded
+
+
+def test_list_pages_and_plain_text_lists_are_no_single_value():
+    hans = read(HANS)
+    assert infobox_facts(hans, "child") == [] and hans.excluded["list_page"] == 1
+    assert is_list_page("Spouses of the Prime Ministers of the United Kingdom")
+    assert not is_list_page("United States of America") and not is_list_page("University of Oxford")
+    assert infobox_facts(hans, "occupation") == [("civil servant", {}), ("politician", {})]
+    (box,) = parse_infoboxes("{{Infobox company|hq_location=40th floor Samsung Building, 11, Seocho-daero}}")
+    assert [f.value for f in box.facts] == ["40th floor Samsung Building, 11, Seocho-daero"]  # an address
+    (box,) = parse_infoboxes("{{Infobox university|city=Austin, Texas}}")
+    assert [f.value for f in box.facts] == ["Austin, Texas"]  # one place, and the title of its page
+    (box,) = parse_infoboxes("{{Infobox band|current_members=Ann Fook – guitar, vocals}}")
+    assert [f.value for f in box.facts] == ["Ann Fook – guitar, vocals"]  # a member and her roles
+    (box,) = parse_infoboxes("{{Infobox settlement|demonym=Berliner, Berlinerin}}")  # a text property: one value
+    assert [f.value for f in box.facts] == ["Berliner, Berlinerin"]
+
+
+@pytest.mark.parametrize(("note", "qualifiers"), [
+    ("1990-2010", [("start", "1990"), ("end", "2010")]),
+    ("1924–1944", [("start", "1924"), ("end", "1944")]),
+    ("until 2010", [("end", "2010")]),
+    ("m. 1980; div. 1995", [("start", "1980"), ("end", "1995"), ("end_reason", "divorced")]),
+    ("died 1944", [("end", "1944"), ("end_reason", "died")]),
+    ("2005–present", [("start", "2005")]),
+    ("1984–2019; his death", [("start", "1984"), ("end", "2019"), ("end_reason", "died")]),
+    ("m. 3 May 1980", [("start", "1980-05-03")]),
+    ("2010 est.", [("note", "2010 est.")]),
+    ("BA", [("note", "BA")]),
+    ("2010-1990", [("note", "2010-1990")]),  # a range running backwards is not read as one
+    ("1990-2010, Bonn", [("note", "1990-2010, Bonn"), ("start", "1990"), ("end", "2010")]),
+])
+def test_parenthesised_dates_become_start_and_end(note, qualifiers):
+    assert note_qualifiers(note) == qualifiers
+
+
+def test_an_ended_marriage_is_qualified_from_either_notation():
+    assert infobox_facts(read(HANS), "spouse") == [("Greta Vogel", {"start": "1990", "end": "2010"})]
+    assert infobox_facts(read(GRETA), "spouse") == [
+        ("Hans Vogel", {"start": "1990", "end": "2010", "end_reason": "divorced"})]
+    (box,) = parse_infoboxes("{{Infobox person|spouse=[[Anna Roth]] (m. 1921; died 1944)}}")
+    assert [(f.tail, f.qualifiers) for f in box.facts] == [
+        ("Anna Roth", [("start", "1921"), ("end", "1944"), ("end_reason", "died")])]
+
+
+def test_an_officeholder_infobox_is_no_occupation():
+    assert read(HANS).entity.type == "Politician"  # the lead says politician
+    assert read(GRETA).entity.type == "Person"  # a politician's wife with an officeholder box
+    assert read(BISHOP).entity.type == "ChristianBishop"
+    occupation = page("Otto Weber", "{{Infobox officeholder|occupation=[[Lawyer]]}}\n'''Otto Weber''' was born.",
+                      dt.datetime(2011, 1, 1, tzinfo=dt.UTC))
+    assert read(occupation).entity.type == "Lawyer"
+
+
+def test_a_question_is_as_of_its_oldest_fact_and_an_ended_fact_is_past():
+    """Hans (revised 2012) --spouse--> Greta (revised 2010) --birthPlace--> Aachen: the marriage ended in
+    2010, before the question's as-of (Greta's page, May 2010), so it is stated in the past."""
+    results = [read(HANS), read(GRETA)]
+    entities = [r.entity for r in results]
+    relations = [r for result in results for r in result.relations if r.source == "infobox"]
+    ctx = QuestionContext(graph=csr(entities, relations), as_of=SNAPSHOT, config=QuestionConfig(describe_start=0.0),
+                          entities={e.title: EntityInfo(e.type, e.description, e.aliases) for e in entities})
+    path = path_of(ctx, "Hans Vogel", "Greta Vogel", "Aachen")
+    assert question_as_of(path, SNAPSHOT) == dt.date(2010, 5, 2)
+    plan = plan_question(ctx, path)
+    assert plan.as_of == dt.date(2010, 5, 2) and plan.ended == {0}
+    text = write_template(ctx, path, plan).text
+    assert "former spouse of Hans Vogel" in text and "is married" not in text, text
+    assert "As of" not in text, text  # an ended fact cannot change: no as-of is stated
+
+
+def test_a_running_fact_is_asked_as_of_its_own_page_not_the_newest():
+    """A marriage running on a 2012 page and a party membership running on a 2010 page: asked "As of May
+    2010", the older of the two; an unchanging birth place on the 2010 page dates nothing."""
+    hans = page("Hans Vogel", HANS.text.replace("(1990–2010)", "(m. 1990)"), HANS.timestamp)
+    greta = page("Greta Vogel", GRETA.text.replace("|2010|end=div", ""), GRETA.timestamp)
+    results = [read(hans), read(greta)]
+    entities = [r.entity for r in results]
+    relations = [r for result in results for r in result.relations if r.source == "infobox"]
+    ctx = QuestionContext(graph=csr(entities, relations), as_of=SNAPSHOT, config=QuestionConfig(describe_start=0.0),
+                          entities={e.title: EntityInfo(e.type, e.description, e.aliases) for e in entities})
+    assert question_as_of(path_of(ctx, "Hans Vogel", "Greta Vogel", "Aachen"), SNAPSHOT) == dt.date(2012, 3, 5)
+    path = path_of(ctx, "Hans Vogel", "Greta Vogel", "Social Democratic Party of Germany")
+    plan = plan_question(ctx, path)
+    assert plan.ended == set() and plan.as_of_text == "May 2010"
+    assert write_template(ctx, path, plan).text.startswith("As of May 2010, ")
+
+
+def test_the_run_summary_says_what_the_window_did_to_the_yield(tmp_path):
+    dirs = stage_dirs(tmp_path / "out")
+    as_of = dt.datetime(2017, 2, 1, tzinfo=dt.UTC)
+    begin_stage("extract", dirs["extract"], {}).finish({"kept": 140, "head_entities": 10}, {}, as_of=as_of,
+                                                         as_of_reason="the newest plausible revision in the input",
+                                                         window_days=182)
+    begin_stage("walk", dirs["walk"], {}).finish({"rejected:no_recent_fact": 321}, {})
+    lines = window_lines(dirs)
+    assert lines[0] == ("recency window: 10 of 140 entities (7%) revised within 182 days before the as-of 2017-02-01 "
+                        "(the newest plausible revision in the input) can start a walk; 321 finished walks dropped "
+                        "for no fact inside it")
+    assert lines[1].startswith("warning: the window holds only 7% of the pages")
+    begin_stage("extract", dirs["extract"], {}).finish({"kept": 140, "head_entities": 120}, {}, as_of=as_of,
+                                                         as_of_reason="given by --as-of", window_days=182)
+    assert len(window_lines(dirs)) == 1

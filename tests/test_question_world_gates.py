@@ -1,0 +1,198 @@
+"""Issue 25's world-grounded gates and the question report's independent probes, on crafted questions: each
+gate rejects its pattern with its reason, and each report figure moves when bad questions are fed to it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from knowledge.phrasebook import scan_question
+from schemas.questions import Qualifier
+from synth import gates, text_gates
+from synth.census import Census, count_census, load_census, save_census
+from synth.question_gates import path_gate, plan_gate, untimed_hop, world_unique_start
+from synth.question_plan import plan_question
+from synth.questions import cap_relation_answers
+from synth.report import (
+    TfidfProbe,
+    description_first,
+    prior_guess_hits,
+    question_search_hits,
+)
+from tests.dataset_fixtures import make_question
+from tests.test_questions import context, path_of
+from tests.walk_graphs import entity, fact, write_graph
+
+PLACES = [
+    entity("Ada Stone", "Person"),
+    entity("Lyon", "City", head=False),
+    entity("France", "Country", head=False),
+    entity("Paris", "City", head=False),
+    entity("Hill College", "University", head=False),
+]
+PLACE_FACTS = [
+    fact("Ada Stone", "birthPlace", "Lyon"),
+    fact("Lyon", "country", "France"),
+    fact("France", "capital", "Paris"),
+    fact("Ada Stone", "almaMater", "Hill College"),
+    fact("Hill College", "city", "Paris"),
+]
+
+
+def test_a_final_hop_of_common_knowledge_is_trivial():
+    ctx = context(PLACES, PLACE_FACTS)
+    # "... was born in a city. In which country is this city?": a city's country is one well-known hop.
+    why = gates.trivial_final_hop(ctx.facts, path_of(ctx, "Ada Stone", "Lyon", "France"), [])
+    assert why and "country of 'Lyon'" in why
+    # A university's city is not in the table; but a question naming France has Paris one hop away.
+    path = path_of(ctx, "Ada Stone", "Hill College", "Paris")
+    assert gates.trivial_final_hop(ctx.facts, path, ["Ada Stone"]) is None
+    assert "capital" in gates.trivial_final_hop(ctx.facts, path, ["Ada Stone", "France"])
+    # The table's head classes hold: a person's "country" is no place's country.
+    assert gates._trivial_from(ctx.graph, "country", ctx.graph.node_id("Ada Stone")) is None
+    assert set(gates.trivial_hops()) >= {"capital", "currency", "officialLanguage", "country"}
+
+
+def test_an_ended_fact_over_a_many_valued_relation_needs_its_time():
+    entities = [entity("Ann Vale", "Politician"), entity("Bo Reed", "Scientist", head=False)]
+    facts = [fact("Ann Vale", "spouse", "Bo Reed", qualifiers={"start": "1990", "end": "2010"}),
+             fact("Bo Reed", "birthDate", "1949-04-19", "date")]
+    ctx = context(entities, facts)
+    path = path_of(ctx, "Ann Vale", "Bo Reed", "1949-04-19")
+    assert path.hops[0].qualifiers == [Qualifier(key="start", value="1990"), Qualifier(key="end", value="2010")]
+    plan = plan_question(ctx, path)
+    assert 0 in plan.ended
+    assert "ended" in untimed_hop(path, plan, "Ann Vale was married to a scientist. When was he born?")
+    assert untimed_hop(path, plan, "Ann Vale was married from 1990 to a scientist. When was he born?") is None
+
+
+@dataclass
+class _Page:
+    title: str
+
+
+class _Index:
+    """A search environment over crafted pages, ranked by the TF-IDF probe (the gate only reads the ranks)."""
+
+    def __init__(self, pages):
+        self.probe, self.titles = TfidfProbe(pages), {title for title, _ in pages}
+
+    def resolve(self, title):
+        return _Page(title) if title in self.titles else None
+
+    def search(self, query, top_k):
+        return [_Page(title) for title in self.probe.rank(query, top_k)]
+
+
+PAGES = [("Memento (film)", "Memento is an American neo-noir psychological thriller film produced by Jennifer Todd."),
+         ("Insomnia (film)", "Insomnia is an American psychological thriller film starring Al Pacino."),
+         ("Jennifer Todd", "Jennifer Todd is an American film producer.")]
+
+
+def test_a_description_that_finds_its_entity_alone_is_rejected():
+    index = _Index(PAGES)
+    copied = ("Memento (film)", "an American neo-noir psychological thriller film")  # the lead's own phrase
+    why = text_gates.description_search(index, [copied], 1)
+    assert why and "'Memento (film)' at rank 1" in why
+    assert text_gates.description_search(index, [("Memento (film)", "a work released in the 2000s")], 1) is None
+
+
+def _questions(answers: list[str], relation: str = "spouse"):
+    questions = []
+    for i, answer in enumerate(answers):
+        question = make_question(i)
+        question.path.hops[-1].relation = relation
+        questions.append(question.model_copy(update={"answer": answer}))
+    return questions
+
+
+def test_the_answer_prior_is_capped_per_final_relation():
+    repeated = _questions(["Sam Lee"] * 5 + [f"Person {i}" for i in range(10)])
+    assert prior_guess_hits(repeated) == 5  # the probe: the commonest other answer is right for all five
+    kept, skipped = cap_relation_answers(repeated, 0.10, 10)
+    assert {s.reason for s in skipped} == {"relation_answer_cap"} and len(skipped) == 4
+    assert prior_guess_hits(kept) == 0
+    # Fewer than the minimum: one question per answer (the cap 10% gives at 10 questions).
+    kept, skipped = cap_relation_answers(_questions(["Sam Lee", "Sam Lee", "Kim Ray"]), 0.10, 10)
+    assert len(kept) == 2 and len(skipped) == 1
+    # Deterministic: the same questions in another order keep the same ones.
+    again, _ = cap_relation_answers(list(reversed(repeated)), 0.10, 10)
+    assert [q.question_id for q in again] == [q.question_id for q in cap_relation_answers(repeated, 0.10, 10)[0]]
+
+
+def test_the_report_probes_move_on_bad_questions():
+    probe = TfidfProbe(PAGES)
+    good, bad = make_question(1), make_question(2)
+    good.path.nodes[0] = good.path.start = "Memento (film)"
+    bad.path.nodes[0] = bad.path.start = "Memento (film)"
+    good.obfuscations = ["entity:Memento (film)->a work released in the 2000s"]
+    bad.obfuscations = ["entity:Memento (film)->an American neo-noir psychological thriller film",
+                        f"entity:{bad.path.nodes[1]}->a person"]
+    assert description_first(probe, [good]) == (0, 0)
+    assert description_first(probe, [bad, good]) == (1, 0)
+    finds = make_question(3).model_copy(update={"answer": "Jennifer Todd", "text": "Who produced the neo-noir film?"})
+    misses = make_question(4).model_copy(update={"answer": "Jennifer Todd", "text": "Who is this person?"})
+    assert question_search_hits(probe, [finds, misses], 1) == 1
+    assert prior_guess_hits(_questions(["A", "B", "C"])) == 0 and prior_guess_hits(_questions(["A", "A", "C"])) == 2
+    for text, answer in [("Who is the childs of X?", "Y"), ("It lies in the the United Kingdom.", "Y"),
+                         ("What is located in a place?", "Y"), ("Who sat in Congress of Deputies (Spain)?", "Y"),
+                         ("How many people live there?", "81799600"), ("Who wrote it?", "The Shining (novel)")]:
+        assert scan_question(text, answer), (text, answer)
+    assert scan_question("Who is the child of the director of this film?", "Sam Lee") == []
+
+
+def _two_alumni(ada_born_in_lyon: bool):
+    entities = [*PLACES, entity("Bob Stone", "Person")]
+    facts = [*PLACE_FACTS, fact("Ada Stone", "birthDate", "1950-02-03", "date"),
+             fact("Bob Stone", "birthDate", "1990-05-05", "date"), fact("Bob Stone", "almaMater", "Hill College")]
+    if not ada_born_in_lyon:
+        facts = [f for f in facts if not (f.head == "Ada Stone" and f.relation == "birthPlace")]
+    return entities, facts
+
+
+def test_a_described_start_is_unique_beyond_the_slice():
+    # With a named anchor to state, the planner states it ("a person born in Lyon"): unique beyond the slice.
+    ctx = context(*_two_alumni(True), describe_start=1.0, reject_dominant_answer=False)
+    path = path_of(ctx, "Ada Stone", "Hill College", "Paris")
+    plan = plan_question(ctx, path)
+    assert plan.start_described and any(c.object == "Lyon" for c in plan.clues if c.position == 0)
+    assert world_unique_start(ctx, plan) is None
+    # A census of a full dump says 5,000 people were born in Lyon: the description fits thousands.
+    ctx.census = Census({"birthPlace\tLyon": 5000}, {}, 10, "crafted")
+    assert plan_gate(ctx, path, plan)[0] == "not_unique_in_world"
+    # Only a date tells Ada from Bob here ("a person born in the 1950s"): no named anchor, no census.
+    ctx = context(*_two_alumni(False), describe_start=1.0, reject_dominant_answer=False)
+    plan = plan_question(ctx, path)
+    assert plan.start_described and plan_gate(ctx, path, plan)[0] == "not_unique_in_world"
+    assert "named anchor" in world_unique_start(ctx, plan)
+
+
+def test_famous_starts_and_answers_are_weighted_toward_the_long_tail():
+    entities, facts = _two_alumni(True)
+    path_args = ("Ada Stone", "Hill College", "Paris")  # Paris: the most linked-to page of the graph
+    ctx = context(entities, facts, famous_keep=0.0, reject_dominant_answer=False)
+    assert ctx.facts.famous(ctx.graph.node_id("Paris"), 0.9)
+    assert not ctx.facts.famous(ctx.graph.node_id("Ada Stone"), 0.9)
+    failed = path_gate(ctx, path_of(ctx, *path_args))
+    assert failed[0] == "famous" and "Paris" in failed[1]
+    ctx = context(entities, facts, famous_keep=1.0, reject_dominant_answer=False)
+    assert path_gate(ctx, path_of(ctx, *path_args)) is None
+
+
+def test_the_census_counts_a_graph_folders_facts(tmp_path):
+    entities, facts = _two_alumni(True)
+    graph_dir = write_graph(tmp_path / "graph", entities, facts)
+    census = count_census(graph_dir)
+    assert census.holders("almaMater", "Hill College") == 2 and census.holders("birthPlace", "Lyon") == 1
+    assert census.classes["Person"] == 2
+    save_census(census, tmp_path / "census.json")
+    assert load_census(tmp_path / "census.json") == census
+
+
+def test_the_card_says_how_uniqueness_beyond_the_slice_was_checked():
+    from pipeline.card import _how_made
+
+    def said(world: str) -> str:
+        return _how_made({}, {"gates": ["not_unique_in_world"], "world_uniqueness": world})[-1]
+    assert "a named anchor; no census of a full dump was given" in said("named anchor")
+    assert "against a census full.json" in said("census full.json")
+    assert "Beyond the slice" not in said("")
