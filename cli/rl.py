@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import get_args
 
 from ground.errors import UserError
 from ground.storage import as_path
+from rl.config import DEFAULT_ESTIMATOR, Estimator
 
 PRESET_NAMES = ("tiny-cpu", "gpu")
 
@@ -28,7 +30,7 @@ def _train_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     parser.add_argument("--seed", type=int, default=default(None))
     parser.add_argument("--offline-steps", type=int, default=default(None))
     parser.add_argument("--online-steps", type=int, default=default(None))
-    parser.add_argument("--estimator", choices=("outcome_grpo", "mt_grpo", "turn_return"), default=default(None))
+    parser.add_argument("--estimator", choices=get_args(Estimator), default=default(None))
     parser.add_argument("--failed-turns", choices=("mask", "penalty"), default=default(None))
     parser.add_argument("--max-trajectories", type=int, default=default(None))
 
@@ -51,7 +53,7 @@ def register(subparsers) -> None:
                         "when --out is on object storage, since the configs name their files by it")
     export.add_argument("--model", default="Nanbeige/Nanbeige4.1-3B", help="model path or Hub id verl loads")
     export.add_argument("--index", default=None, help="search index folder (default: <shards>/../index)")
-    export.add_argument("--estimator", choices=("outcome_grpo", "mt_grpo", "turn_return"), default="mt_grpo")
+    export.add_argument("--estimator", choices=get_args(Estimator), default=DEFAULT_ESTIMATOR)
     export.add_argument("--turn-coef", type=float, default=1.0)
     export.add_argument("--failed-turns", choices=("mask", "penalty"), default="mask")
     export.add_argument("--max-turns", type=int, default=60)

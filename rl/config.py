@@ -7,7 +7,9 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Mode = Literal["offline", "online"]
-Estimator = Literal["outcome_grpo", "mt_grpo", "turn_return"]
+Estimator = Literal["turn_rloo", "outcome_grpo", "mt_grpo", "turn_return"]
+# unbiased when the policy decides when to stop (rl.advantages.turn_rloo; tests/test_rl_stop_bias.py)
+DEFAULT_ESTIMATOR: Estimator = "turn_rloo"
 # the verl estimator `turn_grpo` reads its settings from these (set by `export-verl`'s launch script)
 ESTIMATOR_ENV = "HOPSMITH_TURN_ESTIMATOR"
 TURN_COEF_ENV = "HOPSMITH_TURN_COEF"
@@ -48,7 +50,7 @@ class RLConfig(BaseModel):
     batch_size: int = 4
     max_trajectories: int | None = None
     # advantages
-    estimator: Estimator = "mt_grpo"
+    estimator: Estimator = DEFAULT_ESTIMATOR
     turn_coef: float = 1.0
     gamma: float = 1.0
     failed_turns: FailedTurns = "mask"
