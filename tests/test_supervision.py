@@ -129,12 +129,12 @@ def test_the_sample_dataset_trains_on_at_most_thirty_percent_of_assistant_turns_
 def test_the_sample_dataset_answers_without_wikipedia_title_suffixes(sample_run):
     """A model trained on the final turns should say "The Shining", not box the page title "The Shining (novel)"."""
     questions = {q.question_id: q for q in read_records(Question, sample_run / "questions" / "questions")}
-    suffixed = {qid for qid, q in questions.items() if q.answer.split(" (")[0] in q.aliases}
+    suffixed = {qid for qid, q in questions.items() if q.path.answer.split(" (")[0] == q.answer != q.path.answer}
     judged = [r.trajectory for r in read_records(JudgedTrajectory, sample_run / "judged" / "judged")
               if r.trajectory.question_id in suffixed and r.trajectory.outcome.correct]
     assert len(suffixed) >= 3 and judged  # the sample has such answers ("It (novel)", "Washington (state)")
     for trajectory in judged:
-        bare = questions[trajectory.question_id].answer.split(" (")[0]
+        bare = questions[trajectory.question_id].answer
         assert trajectory.final_answer == bare, (trajectory.trajectory_id, trajectory.final_answer)
     rows = _rows(sample_run / "dataset", "openai")
     finals = [row["messages"][-1]["content"] for row in rows if row["question_id"] in suffixed]
@@ -144,12 +144,12 @@ def test_the_sample_dataset_answers_without_wikipedia_title_suffixes(sample_run)
 def test_the_sample_dataset_answers_dates_as_pages_write_them(sample_run):
     """Pages write "3 September 1969"; a model trained on the final turns should not box "1969-09-03"."""
     dated = {q.question_id: q for q in read_records(Question, sample_run / "questions" / "questions")
-             if q.path.answer_type == "date" and format_date(q.answer) != q.answer}
+             if q.path.answer_type == "date" and format_date(q.path.answer) == q.answer != q.path.answer}
     judged = [r.trajectory for r in read_records(JudgedTrajectory, sample_run / "judged" / "judged")
               if r.trajectory.question_id in dated and r.trajectory.outcome.correct]
     assert len(dated) >= 3 and judged
     for trajectory in judged:
-        assert trajectory.final_answer == format_date(dated[trajectory.question_id].answer), trajectory.final_answer
+        assert trajectory.final_answer == dated[trajectory.question_id].answer, trajectory.final_answer
 
 
 def test_no_sample_rollout_names_the_start_before_anything_showed_it(sample_run):

@@ -29,8 +29,9 @@ from collections import defaultdict
 from collections.abc import Generator
 from dataclasses import dataclass
 
-from knowledge.lexicon import LEXICON, stop_words
+from knowledge.lexicon import stop_words
 from knowledge.ontology import load_ontology, parameter_key
+from knowledge.phrasebook import entry as phrasebook_entry
 from schemas.questions import Question
 from schemas.trajectory import Turn
 from synth.environment import tokenize
@@ -148,7 +149,7 @@ class Relation:
 
     @classmethod
     def of(cls, name: str) -> Relation:
-        entry = LEXICON.get(name)
+        entry = phrasebook_entry(name)
         noun = (entry.noun if entry else load_ontology().label(name)).replace("_", " ")
         own = {parameter_key(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.split(":")[-1])), parameter_key(noun)}
         return cls(name, noun, frozenset(own | _relation_keys().get(name, frozenset())))
