@@ -10,6 +10,7 @@ from typing import get_args
 from ground.errors import UserError
 from ground.storage import as_path
 from rl.config import DEFAULT_ESTIMATOR, Estimator
+from schemas.config import ValidationError, config_error_line
 
 PRESET_NAMES = ("tiny-cpu", "gpu")
 
@@ -72,6 +73,8 @@ def build_config(args: argparse.Namespace):
              "modes": args.modes.split(",") if args.modes else None}
     try:
         return preset_config(preset, **{**overrides, **{k: v for k, v in flags.items() if v is not None}})
+    except ValidationError as error:  # every field's range is in the schema
+        raise UserError(config_error_line(error, "rl config")) from error
     except ValueError as error:
         raise UserError(str(error)) from error
 
@@ -83,9 +86,10 @@ def _no_beam_options(beam_args: list[str]) -> None:
 
 def handle_train(args: argparse.Namespace, beam_args: list[str]) -> int:
     _no_beam_options(beam_args)
+    config = build_config(args)  # refused before torch is imported and any work starts
     from rl.train import run_rl
 
-    manifest = run_rl(args.shards, args.out, build_config(args))
+    manifest = run_rl(args.shards, args.out, config)
     print(f"rl: checkpoint in {as_path(args.out) / 'checkpoint'}; counts {json.dumps(manifest.counts, sort_keys=True)}")
     return 0
 

@@ -13,7 +13,7 @@ folder's lock (`ground.folder_lock`) from `begin_stage` to `finish`.
 A finished folder is trusted only after its files are verified against its manifest (size and checksum,
 `ground.io.verify_outputs`), once per process: a stage whose own files fail is rebuilt (each failing file
 named in one line), and a stage whose upstream folder fails stops before reading it (`DamagedOutput`), so
-the upstream stage's own next run rebuilds it. A stage begun `beside` its previous output (walk, dataset)
+the upstream stage's own next run rebuilds it. A stage begun `beside` its previous output (every pipeline stage)
 builds its new files in `.next/` and moves them into place only when it finishes, so a failed rebuild leaves
 the previous output whole and loadable; its manifest is removed just before the move, so a run killed in
 the middle of it leaves an unfinished folder, which the next run rebuilds.

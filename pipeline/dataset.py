@@ -30,7 +30,7 @@ from ground.io import (
     stable_hash,
 )
 from ground.progress import console, track
-from ground.stage import begin_stage
+from ground.stage import NEXT, begin_stage
 from ground.storage import as_path, remove_tree
 from pipeline import renders
 from pipeline.card import DatasetStats, render_card, write_plots
@@ -139,7 +139,9 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
             if units is None:
                 manifest = step()
             else:
-                with watch_units(dirs[name] / "parts" / units, planned_units(name, config, dirs), f"{name} units"):
+                # a rebuild over a finished output writes its units beside it (`ground.stage.NEXT`)
+                building = dirs[name] / NEXT if before is not None else dirs[name]
+                with watch_units(building / "parts" / units, planned_units(name, config, dirs), f"{name} units"):
                     manifest = step()
             if before is not None and before.key == manifest.key and before.finished_at == manifest.finished_at:
                 reused.append(name)

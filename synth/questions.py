@@ -308,9 +308,10 @@ def run_questions(
         if read_manifest(index_dir) is None:
             raise UserError(f"{index_dir} holds no finished search index: run `hopsmith index` first")
         upstream["index"] = as_path(index_dir)
-    run = begin_stage(STAGE, out_dir, resolved, upstream_dirs=upstream)
+    run = begin_stage(STAGE, out_dir, resolved, upstream_dirs=upstream, beside=True)
     if run.done:
         return run.finished
+    out_dir = run.work_dir  # beside the previous questions until `finish` moves them into place
     path_ids = sorted(read_table(Path, paths_dir / "paths").column("path_id").to_pylist())
     units = _units(path_ids, config)
     work = WorkUnits(out_dir, TABLES)

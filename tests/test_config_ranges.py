@@ -1,11 +1,13 @@
-"""Every numeric and date field of the dataset config has its range in the schema, and a value outside it is
-refused before any stage runs: exit 2, one line naming the key, the value and what is allowed.
+"""Every numeric and date field of the dataset config and of the RL config has its range in the schema, and a
+value outside it is refused before any stage runs: exit 2, one line naming the key, the value and what is
+allowed.
 
-The cases are generated from `DatasetConfig` itself, so a new field without a range fails here."""
+The cases are generated from `DatasetConfig` and `RLConfig` themselves, so a new field without a range fails here."""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import types
 import typing
 
@@ -14,6 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from cli.main import main
+from rl.config import RLConfig
 from schemas.config import NOT_AFTER_RUN, DatasetConfig, LLMRole
 
 BOUNDS = (annotated_types.Ge, annotated_types.Gt, annotated_types.Le, annotated_types.Lt)
@@ -84,6 +87,7 @@ def _outside(kind: type, metadata) -> int | float | None:
 
 
 CASES = sorted(_cases(DatasetConfig, ()), key=lambda case: case[0])
+RL_CASES = sorted(_cases(RLConfig, ()), key=lambda case: case[0])
 
 
 def _toml(path: tuple[str, ...], value) -> str:
@@ -126,3 +130,25 @@ def test_a_negative_worker_count_passed_to_beam_is_refused_before_any_stage_runs
     error = capsys.readouterr().err.strip()
     assert error == "hopsmith: error: --direct_num_workers = -2: must be >= 0 (0: one per CPU)"
     assert not (out / "graph").exists()
+
+
+def test_the_rl_generator_reaches_nested_and_optional_fields():
+    keys = {case[0] for case in RL_CASES}
+    assert {"lr", "group_size", "gamma", "max_trajectories", "tiny.hidden_size"} <= keys
+
+
+@pytest.mark.parametrize(("key", "path", "bad"), RL_CASES, ids=[case[0] for case in RL_CASES])
+def test_an_out_of_range_rl_value_is_refused_before_training_starts(tmp_path, capsys, key, path, bad):
+    assert bad is not None, f"{key} has no range in RLConfig: give it ge/gt/le/lt"
+    value = bad
+    for part in reversed(path):
+        value = {part: value}
+    config = tmp_path / "rl.json"
+    config.write_text(json.dumps(value))
+    out = tmp_path / "rl"
+    assert main(["rl", "--config", str(config), "--shards", str(tmp_path / "no-dataset"), "--out", str(out)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert len(error.splitlines()) == 1, error
+    assert error.startswith("hopsmith: error: invalid rl config: ") and key in error, error
+    assert "must" in error, error
+    assert not out.exists()

@@ -3,8 +3,8 @@
 A copy of the shared small run (`small_dataset_run`) is damaged (a truncated file, a flipped byte, a file
 swapped for another valid one) in every stage folder; the rerun names each damaged file with its stage,
 rebuilds those stages and no other, and ends with every file byte-identical to the undisturbed run. A failed
-rebuild of the dataset leaves the previous dataset in place and loadable; a stage run on its own stops with
-one line before reading a damaged upstream folder.
+rebuild of any stage leaves its previous output in place and loadable, and the next run finishes it
+byte-identical; a stage run on its own stops with one line before reading a damaged upstream folder.
 """
 
 from __future__ import annotations
@@ -16,8 +16,17 @@ from pathlib import Path
 import pytest
 
 from cli.main import main
+from ground import stage as stage_module
 from ground.errors import DamagedOutput
-from ground.io import file_digest, read_manifest, read_records, shard_files, verify_outputs
+from ground.io import (
+    file_digest,
+    parquet_file,
+    read_manifest,
+    read_records,
+    shard_files,
+    verify_outputs,
+    write_manifest,
+)
 from pipeline import dataset as dataset_module
 from pipeline.dataset import STAGE_FOLDERS, load_config, run_dataset
 from pipeline.validate import validate_dataset
@@ -173,3 +182,36 @@ def test_a_failed_walk_rebuild_keeps_the_previous_paths(small_dataset_run, tmp_p
         walk_stage.run_walks(out / "graph", out / "paths", config)
     assert read_manifest(out / "paths") == previous and verify_outputs(out / "paths", previous) == []
     assert len(list(read_records(Path_, out / "paths" / "paths"))) == previous.counts["paths:kept"]
+
+
+@pytest.mark.parametrize("stage", ["extract", "index", "questions", "trajectories", "judge"])
+def test_a_failed_stage_rebuild_keeps_its_previous_output_and_the_next_run_finishes_it(
+        stage, small_dataset_run, tmp_path, monkeypatch):
+    """Every stage builds beside its previous output (`ground.stage`, `.next/`): a rebuild that fails once all
+    its new files are written (the manifest's checksums) leaves the previous files listed, whole and readable;
+    the next run resumes the rebuild and ends byte-identical to the undisturbed run."""
+    out = _copy(small_dataset_run, tmp_path)
+    folder = out / STAGE_FOLDERS[stage]
+    original = read_manifest(folder)
+    previous = original.model_copy(update={"key": "an-earlier-config"})  # a rebuild is due, as after a change
+    write_manifest(folder, previous)
+    config = load_config(str(SMALL_CONFIG), {"out": str(out)})
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(stage_module, "digest_outputs", fail)
+    with pytest.raises(OSError, match="disk full"):
+        run_dataset(config)
+    assert (folder / ".next").is_dir()  # the new build, beside
+    assert read_manifest(folder) == previous and verify_outputs(folder, previous) == []
+    for table, names in previous.outputs.items():  # read whole, as many rows as the undisturbed run's
+        rows = [parquet_file(folder / name).read().num_rows for name in names if name.endswith(".parquet")]
+        expected = [parquet_file(small_dataset_run / STAGE_FOLDERS[stage] / name).metadata.num_rows
+                    for name in names if name.endswith(".parquet")]
+        assert rows == expected, table
+
+    monkeypatch.undo()
+    run_dataset(config)
+    assert not (folder / ".next").exists() and read_manifest(folder).key == original.key
+    _assert_identical(out, small_dataset_run)
