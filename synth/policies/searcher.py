@@ -150,7 +150,7 @@ class Relation:
     @classmethod
     def of(cls, name: str) -> Relation:
         entry = phrasebook_entry(name)
-        noun = (entry.noun if entry else load_ontology().label(name)).replace("_", " ")
+        noun = (entry.noun if entry else _running_text(load_ontology().label(name))).replace("_", " ")
         own = {parameter_key(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.split(":")[-1])), parameter_key(noun)}
         return cls(name, noun, frozenset(own | _relation_keys().get(name, frozenset())))
 
@@ -163,6 +163,12 @@ class Relation:
         """find_in_page texts for the relation: its noun, then its longest word (never a numbered key)."""
         words = sorted((w for w in self.noun.split() if len(w) > MIN_FIND_CHARS), key=len, reverse=True)
         return [t for t in dict.fromkeys([self.noun, *words[:1]]) if distinctive(t)]
+
+
+def _running_text(label: str) -> str:
+    """A label as a note writes it mid-sentence ("Established" -> "established"; "ISO code" stays): a
+    capitalised word would read as a name the observations never showed."""
+    return label[0].lower() + label[1:] if label[:2].istitle() else label
 
 
 @dataclass(frozen=True)
