@@ -110,6 +110,20 @@ def test_the_pages_a_description_names_do_not_hide_its_entity():
     assert text_gates.description_search(index, [("Insomnia (film)", named[1], ["Jennifer Todd"])], 2)
 
 
+def test_a_fresh_plan_leaves_out_what_the_lead_sentence_says():
+    """The third plan on draws attributes afresh: none whose object the entity's own lead names."""
+    from graph.csr import LITERAL_PREFIX
+    from synth.describe import Attribute, copies_lead
+
+    lead = PAGES[0][1]
+
+    def stated(obj):
+        return Attribute("producer", "relation", f"whose producer is {obj}", "", gates.Clue(0, attribute="producer", object=obj))
+    assert copies_lead(lead, stated("Jennifer Todd")) and not copies_lead(lead, stated("Emma Thomas"))
+    assert copies_lead(lead, stated("Jennifer Todd (producer)"))  # the title's disambiguator is not read
+    assert not copies_lead(lead, stated(f"{LITERAL_PREFIX}string{LITERAL_PREFIX}Jennifer Todd"))  # a literal names no page
+
+
 def _questions(answers: list[str], relation: str = "spouse"):
     questions = []
     for i, answer in enumerate(answers):
