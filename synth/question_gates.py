@@ -163,6 +163,26 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
     return None
 
 
+def start_gate(ctx: QuestionContext, path: Path, start: Plan,
+               environment: SearchEnvironment | None) -> tuple[str, str] | None:
+    """The gates the described start alone fails (`start` is `plan_question(..., start_only=True)`): a whole
+    plan describing the start so fails `plan_gate` or `search_gate` too, so a later attempt is turned down
+    before its other entities are described."""
+    if not start.start_described:
+        return None
+    if start.unresolved == 0:
+        return "start_not_unique", f"no attributes single out the start ({path.start})"
+    if (detail := gates.identifying_clue(ctx.facts, start.clues)) is not None:
+        return "identifying_clue", detail
+    if ctx.config.require_named_anchor and (detail := world_unique_start(ctx, start)):
+        return "not_unique_in_world", detail
+    top_k = ctx.config.description_search_top_k
+    if environment is not None and top_k and (detail := text_gates.description_search(
+            environment, [(path.start, described_as(start, 0), named_anchors(start, 0))], top_k)) is not None:
+        return "description_search", detail
+    return None
+
+
 def world_unique_start(ctx: QuestionContext, plan: Plan) -> str | None:
     """Why the start's description may fit many entities of the whole wiki, however few of the slice, or None.
 

@@ -223,7 +223,8 @@ def plan_attempt(obfuscations: list[str]) -> int:
     return next((int(o.removeprefix(PLAN_ATTEMPT)) for o in obfuscations if o.startswith(PLAN_ATTEMPT)), 0)
 
 
-def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, attempt: int = 0) -> Plan:
+def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, attempt: int = 0,
+                  start_only: bool = False) -> Plan:
     """Describe the start entity (unless it is named), every intermediate, and for a tree question the
     answer's branches, each chosen until the graph proves the description unique; then the tense of every
     hop and the as-of statement. The clues recorded for the gates are exactly what the text states.
@@ -231,7 +232,8 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
     `attempt` 0 describes entities by their lead sentence's noun phrase; later attempts (the stage tries up
     to `plan_attempts` until one passes its gates) by their class noun, and from `FRESH_ATTEMPT` on by
     attributes drawn afresh with a seeded draw of their own. Whether the start is described and the style
-    are drawn once per path, the same in every attempt."""
+    are drawn once per path, the same in every attempt. With `start_only` only the start is described (as
+    the whole plan describes it): what the start's own gates need to turn an attempt down cheaply."""
     config, graph = ctx.config, ctx.graph
     rng = seeded_rng(config, path, "plan")
     hops = len(path.hops)
@@ -247,7 +249,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
     clues: list[gates.Clue] = []
     obfuscations: list[str] = []
     tree_positions: list[int] = []
-    described_positions = ([0] if start_described else []) + (
+    described_positions = ([0] if start_described else []) + ([] if start_only else
         list(range(1, hops)) if style == "clues" else list(range(max(hops - 1, 1), hops)))
     for position in described_positions if ids is not None else []:
         reached = None
@@ -275,7 +277,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
         nouns.setdefault(position, _noun_for(ctx, path.nodes[position], attempt >= CLASS_NOUN_ATTEMPT)[0] or "entity")  # text stays writable
     branches: list[Attribute] = []
     branching = False
-    if ids is not None and unresolved is None:
+    if ids is not None and unresolved is None and not start_only:
         final = graph.objects(ids[-2], graph.relation_id(path.hops[-1].relation))
         branching = len(final) > 1
         if branching:

@@ -57,6 +57,7 @@ from synth.question_gates import (
     path_gate,
     plan_gate,
     search_gate,
+    start_gate,
     text_gate,
     written_answer,
 )
@@ -177,6 +178,8 @@ def first_passing_plan(ctx: QuestionContext, path: Path, style: str | None, envi
     (`NOT_REDRAWN`) ends the attempts: a fresh draw states fewer of the same facts."""
     first = None
     for attempt in range(ctx.config.plan_attempts):
+        if attempt and start_gate(ctx, path, plan_question(ctx, path, style, attempt, start_only=True), environment):
+            continue  # the start alone fails: the whole plan would (the first plan's reason is the one kept)
         plan = plan_question(ctx, path, style=style, attempt=attempt)
         failed = plan_gate(ctx, path, plan) or search_gate(ctx, path, plan, environment)
         if failed is None and text_check is not None:

@@ -12,6 +12,7 @@ from graph.walk_stage import run_walks
 from ground.io import read_manifest, read_records
 from knowledge.phrasebook import answer_breaks, breaks
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, WalkConfig
+from schemas.questions import Path as Path_
 from schemas.questions import Question
 from schemas.wiki import Entity, Relation, SkippedRecord
 from synth import describe, gates, text_gates
@@ -304,6 +305,32 @@ def test_a_path_tries_plans_until_one_passes(sample_context, sample_dir):
             assert failed is None and f"plan:{tried}" in plan.obfuscations
         finally:
             ctx.config = QuestionConfig()
+
+
+def test_an_attempt_the_start_alone_turns_down_fails_as_a_whole_plan(sample_context, sample_dir):
+    """The stage turns later attempts down by the start's own gates before describing the rest; the whole
+    plan of each such attempt fails the plan or description gate too (so nothing is lost by it)."""
+    from synth.question_gates import plan_gate, search_gate, start_gate
+    from synth.search import SearchEnvironment
+
+    ctx, _ = sample_context
+    environment = SearchEnvironment.load(sample_dir / "index")
+    paths = sorted(read_records(Path_, sample_dir / "paths" / "paths"), key=lambda p: p.path_id)[::15]
+    turned_down = 0
+    for path in paths:
+        for attempt in (1, 2, 5):
+            start = plan_question(ctx, path, attempt=attempt, start_only=True)
+            if start_gate(ctx, path, start, environment) is None:
+                continue
+            turned_down += 1
+            whole = plan_question(ctx, path, attempt=attempt)
+            assert described_as_start(whole) == described_as_start(start), path.path_id
+            assert plan_gate(ctx, path, whole) or search_gate(ctx, path, whole, environment), path.path_id
+    assert turned_down >= 20
+
+
+def described_as_start(plan):
+    return describe.described(plan.nouns[0], plan.attributes.get(0, [])) if 0 in plan.nouns else None
 
 
 def test_the_report_takes_the_phrasebook_break_scanner(sample_dir):
