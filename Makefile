@@ -20,12 +20,17 @@ AS_OF ?=
 WORKERS ?=
 PYTEST_ARGS ?=
 
+# the SFT contract environment: TRL on CPU torch, separate from .venv (what trainers users run pin)
+SFT_VENV := .venv-sft
+SFT_STAMP := $(SFT_VENV)/.installed
+SFT_CHECK := build/sft-check
+
 LLM_VENV := .venv-llm
 LLM_STAMP := $(LLM_VENV)/.installed
 RECORD ?=
 NO_AMX := -U__AMX_TILE__ -U__AMX_INT8__ -U__AMX_BF16__
 
-.PHONY: dataset test test-scale bench lint rl clean venv llm-check verl-check
+.PHONY: dataset test test-scale bench lint rl clean venv llm-check verl-check sft-check
 
 $(BASE_STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -93,6 +98,20 @@ verl-check: $(BASE_STAMP) $(VERL_STAMP)
 	$(BIN)/hopsmith dataset --out $(VERL_CHECK)/out
 	$(BIN)/hopsmith rl export-verl --shards $(VERL_CHECK)/out/dataset --out $(VERL_CHECK)/verl
 	HOPSMITH_VERL_EXPORT=$(CURDIR)/$(VERL_CHECK)/verl PYTHONPATH=$(CURDIR) $(VERL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_verl
+
+# torch first, alone: `pip install torch==2.13.0` takes the CPU file on this machine's disk (never a CUDA build)
+$(SFT_STAMP): requirements-sft.txt requirements-sft.lock
+	test -x $(SFT_VENV)/bin/python || $(PYTHON) -m venv $(SFT_VENV)
+	$(SFT_VENV)/bin/python -m pip --disable-pip-version-check install --quiet pip==26.3
+	$(SFT_VENV)/bin/python -m pip --disable-pip-version-check install --quiet torch==2.13.0
+	$(SFT_VENV)/bin/python -m pip --disable-pip-version-check install --quiet -c requirements-sft.lock -r requirements-sft.txt
+	touch $@
+
+# TRL's SFTTrainer on the openai, nanbeige and toolmind configs of the shipped sample's dataset, through
+# `pipeline.sft`, with a tiny random Qwen3: exactly the loss=1 turns carry labels (tests_sft)
+sft-check: $(BASE_STAMP) $(SFT_STAMP)
+	$(BIN)/hopsmith dataset --out $(SFT_CHECK)/out
+	HOPSMITH_SFT_DATASET=$(CURDIR)/$(SFT_CHECK)/out/dataset PYTHONPATH=$(CURDIR) $(SFT_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_sft
 
 clean:
 	rm -rf $(OUT) .pytest_cache

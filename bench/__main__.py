@@ -18,6 +18,7 @@ from cli.main import configure_logging
 
 BENCHMARKS = (
     "bench.extract",
+    "bench.extract_real",
     "bench.walks",
     "bench.questions",
     "bench.trajectories",

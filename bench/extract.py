@@ -207,7 +207,6 @@ def run(quick: bool = False) -> dict[str, float]:
         small = measure(dumps["small"], "extract")
         ours = measure(dumps["full"], "extract")
         base = measure(dumps["full"], "baseline")
-    real = real_pages_ratio()
     results = {
         "input_mb": round(ours["mb"], 2),
         "pages": ours["pages"],
@@ -221,7 +220,6 @@ def run(quick: bool = False) -> dict[str, float]:
         "peak_rss_mb_small": round(small["peak_rss_mb"], 1),
         "peak_rss_mb_full": round(ours["peak_rss_mb"], 1),
         "small_input_mb": round(small["mb"], 2),
-        **real,
     }
     print(f"   extract : {results['extract_mb_per_s']:.2f} MB/s, {results['extract_articles_per_s']:.0f} articles/s "
           f"({results['input_mb']} MB, {results['pages']} pages, one worker, CPU time)")
@@ -230,34 +228,5 @@ def run(quick: bool = False) -> dict[str, float]:
     print(f"   ratio   : {results['speedup_vs_full_parse']:.2f}x the baseline (target >= 3x, >= 5 MB/s)")
     print(f"   peak RSS: {results['peak_rss_mb_small']} MB at {results['small_input_mb']} MB input, "
           f"{results['peak_rss_mb_full']} MB at {results['input_mb']} MB input")
-    if real:
-        print(f"   real pages (../shared/wikisamples/wikitext, {real['real_pages_mb']} MB): extract "
-              f"{real['real_pages_extract_mb_per_s']} MB/s, baseline {real['real_pages_baseline_mb_per_s']} MB/s, "
-              f"{real['real_pages_speedup']}x")
     return results
 
-
-WIKITEXT = Path(__file__).resolve().parents[2] / "shared" / "wikisamples" / "wikitext"
-
-
-def real_pages_ratio() -> dict[str, float]:
-    """The same comparison on real Wikipedia pages, when the shared samples are present (a cross-check of
-    the generator's realism); {} otherwise."""
-    files = sorted(WIKITEXT.glob("*/*")) if WIKITEXT.is_dir() else []
-    if not files:
-        return {}
-    pages = [Page(page_id=i + 1, title=f.stem, ns=0, revision_id=1, timestamp=AS_OF,
-                  text=f.read_text(encoding="utf-8", errors="replace")) for i, f in enumerate(files)]
-    config = ExtractConfig(max_page_bytes=10_000_000, page_timeout_s=60)
-    resolve = resolve_redirects({}).resolve
-    megabytes = sum(len(p.text.encode("utf-8")) for p in pages) / 1e6
-    started = time.process_time()
-    for page in pages:
-        _extract(page, resolve, config)
-    ours = time.process_time() - started
-    started = time.process_time()
-    for page in pages:
-        _baseline(page)
-    base = time.process_time() - started
-    return {"real_pages_mb": round(megabytes, 2), "real_pages_extract_mb_per_s": round(megabytes / ours, 2),
-            "real_pages_baseline_mb_per_s": round(megabytes / base, 2), "real_pages_speedup": round(base / ours, 2)}

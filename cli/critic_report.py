@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from cli.judge import add_judge_arguments, judge_config_from_args
-from critic.report import judged_report, judged_summary, labelled_report, read_judged
+from critic.report import judged_report, judged_summary, labelled_report, read_judged, reviewed_agreement
 from ground.errors import UserError
 from ground.io import atomic_write_text
 
@@ -25,6 +25,8 @@ def register(subparsers) -> None:
                         help="labelled JSONL (e.g. tests/data/critic_labelled.jsonl, or the natural set that "
                         "tests/data/build_critic_natural.py writes); repeat it to report on several sets")
     source.add_argument("--judged", help="a `hopsmith judge` output folder")
+    source.add_argument("--reviewed", help="a reviewer's per-turn verdicts (tests/data/critic_reviewed.jsonl): "
+                        "the offline critic's agreement per criterion")
     parser.add_argument("--json", dest="json_out", help="also write the report as JSON to this file")
     parser.add_argument("--cache", default="out/cache/llm", help="LLM response cache folder (labelled set only)")
     add_judge_arguments(parser)
@@ -32,7 +34,11 @@ def register(subparsers) -> None:
 
 
 def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
-    if args.labelled:
+    if args.reviewed:
+        if not Path(args.reviewed).is_file():
+            raise UserError(f"reviewed set not found: {args.reviewed}")
+        reports = [reviewed_agreement(args.reviewed, judge_config_from_args(args))]
+    elif args.labelled:
         missing = [path for path in args.labelled if not Path(path).is_file()]
         if missing:
             raise UserError(f"labelled set not found: {missing[0]}")

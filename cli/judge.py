@@ -11,7 +11,7 @@ from critic.judge import run_judge
 from ground.errors import UserError
 from ground.io import read_manifest
 from ground.storage import as_path
-from schemas.config import JudgeConfig, LLMRole
+from schemas.config import JudgeConfig, LLMRole, ValidationError, config_error_line
 from schemas.critic import CRITERIA
 
 
@@ -65,8 +65,8 @@ def judge_config_from_args(args: argparse.Namespace) -> JudgeConfig:
             values[flag] = getattr(args, flag)
     try:
         config = JudgeConfig.model_validate(values)
-    except ValueError as error:
-        raise UserError(f"invalid judge config: {error}") from error
+    except ValidationError as error:
+        raise UserError(config_error_line(error, "judge config")) from error
     return config
 
 

@@ -39,7 +39,16 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_modules(argv: list[str] | None = None) -> tuple[str, ...]:
+    """The module of the command `argv` names (its first word that is not an option), when one does: each
+    module imports its stage, and importing all of them cost a second of every command's start-up; every
+    module when none is named (`--help`, a mistyped command), so that argparse lists them all."""
+    words = [word for word in (sys.argv[1:] if argv is None else argv) if not word.startswith("-")]
+    named = [m for m in COMMAND_MODULES if words and m.rpartition(".")[2].replace("_", "-") == words[0]]
+    return tuple(named) or COMMAND_MODULES
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hopsmith",
         description="Deep-search data synthesis from a Wikipedia snapshot. Unknown --options of a stage "
@@ -50,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", help="on an unexpected error, print its full traceback (secrets masked)"
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module_name in COMMAND_MODULES:
+    for module_name in command_modules(argv):
         importlib.import_module(module_name).register(subparsers)
     return parser
 
@@ -150,6 +159,17 @@ class InsistentInterrupt:
                 _thread.interrupt_main(signal.SIGINT)
 
 
+def _config_error(error: BaseException) -> str | None:
+    """One line for a stage config a command built from its flags that is out of range, else None (pydantic
+    is imported only once it is already loaded: the Ctrl-C handler comes first)."""
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is None or not isinstance(error, pydantic.ValidationError):
+        return None
+    from schemas.config import config_error_line
+
+    return config_error_line(error)
+
+
 def _report_interrupt(interrupt: InsistentInterrupt) -> int:
     interrupt.handled()
     print("hopsmith: interrupted; rerun the same command to resume", file=sys.stderr)
@@ -164,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         # Importing Beam warns on the root logger about optional GCP clients; only errors matter until the
         # user's verbosity is known.
         logging.basicConfig(level=logging.ERROR, force=True)
-        parser = build_parser()
+        parser = build_parser(argv)
         args, beam_args = parser.parse_known_args(argv)
         beam_args = [a for a in beam_args if a != "--debug"]  # also accepted after the subcommand
         configure_logging(args.verbose)
@@ -180,6 +200,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # noqa: BLE001 - the last resort: one scrubbed line instead of a raw traceback
         if _interrupted(error) or interrupt.received:
             return _report_interrupt(interrupt)
+        if (line := _config_error(error)) is not None:
+            print(f"hopsmith: error: {scrub(line)}", file=sys.stderr)
+            return 2
         if debug:
             print(scrubbed_traceback(error), file=sys.stderr, end="")
         hint = "" if debug else " (rerun with --debug for the traceback)"

@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import get_args
 
 from ground.errors import UserError
 from ground.storage import as_path
+from rl.config import DEFAULT_ESTIMATOR, Estimator
+from schemas.config import ValidationError, config_error_line
 
 PRESET_NAMES = ("tiny-cpu", "gpu")
 
@@ -28,7 +31,7 @@ def _train_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     parser.add_argument("--seed", type=int, default=default(None))
     parser.add_argument("--offline-steps", type=int, default=default(None))
     parser.add_argument("--online-steps", type=int, default=default(None))
-    parser.add_argument("--estimator", choices=("outcome_grpo", "mt_grpo", "turn_return"), default=default(None))
+    parser.add_argument("--estimator", choices=get_args(Estimator), default=default(None))
     parser.add_argument("--failed-turns", choices=("mask", "penalty"), default=default(None))
     parser.add_argument("--max-trajectories", type=int, default=default(None))
 
@@ -51,7 +54,7 @@ def register(subparsers) -> None:
                         "when --out is on object storage, since the configs name their files by it")
     export.add_argument("--model", default="Nanbeige/Nanbeige4.1-3B", help="model path or Hub id verl loads")
     export.add_argument("--index", default=None, help="search index folder (default: <shards>/../index)")
-    export.add_argument("--estimator", choices=("outcome_grpo", "mt_grpo", "turn_return"), default="mt_grpo")
+    export.add_argument("--estimator", choices=get_args(Estimator), default=DEFAULT_ESTIMATOR)
     export.add_argument("--turn-coef", type=float, default=1.0)
     export.add_argument("--failed-turns", choices=("mask", "penalty"), default="mask")
     export.add_argument("--max-turns", type=int, default=60)
@@ -70,6 +73,8 @@ def build_config(args: argparse.Namespace):
              "modes": args.modes.split(",") if args.modes else None}
     try:
         return preset_config(preset, **{**overrides, **{k: v for k, v in flags.items() if v is not None}})
+    except ValidationError as error:  # every field's range is in the schema
+        raise UserError(config_error_line(error, "rl config")) from error
     except ValueError as error:
         raise UserError(str(error)) from error
 
@@ -81,9 +86,10 @@ def _no_beam_options(beam_args: list[str]) -> None:
 
 def handle_train(args: argparse.Namespace, beam_args: list[str]) -> int:
     _no_beam_options(beam_args)
+    config = build_config(args)  # refused before torch is imported and any work starts
     from rl.train import run_rl
 
-    manifest = run_rl(args.shards, args.out, build_config(args))
+    manifest = run_rl(args.shards, args.out, config)
     print(f"rl: checkpoint in {as_path(args.out) / 'checkpoint'}; counts {json.dumps(manifest.counts, sort_keys=True)}")
     return 0
 

@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from ground.errors import UserError
-from schemas.config import LLMRole
+from schemas.config import LLMRole, ValidationError, config_error_line
 
 _FLAGS = (("base_url", "base_url"), ("model", "model"), ("api_key_env", "api_key_env"),
           ("concurrency", "max_concurrency"), ("max_tokens", "max_tokens"), ("timeout", "timeout_s"),
@@ -45,8 +45,8 @@ def role_from_args(args: argparse.Namespace, prefix: str, base: dict[str, Any] |
             values[field] = value
     try:
         role = LLMRole.model_validate(values)
-    except ValueError as error:
-        raise UserError(f"invalid --{prefix}-* settings: {error}") from None
+    except ValidationError as error:
+        raise UserError(config_error_line(error, f"--{prefix}-* settings")) from None
     if role.offline:
         return None
     if not role.model:

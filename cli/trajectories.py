@@ -12,7 +12,7 @@ from cli.roles import add_role_arguments, role_from_args
 from ground.errors import UserError
 from ground.io import read_manifest
 from ground.storage import as_path
-from schemas.config import TrajectoryConfig
+from schemas.config import TrajectoryConfig, config_error_line
 from synth.frameworks import FRAMEWORKS
 from synth.policies import ERROR_KINDS, ScriptedPolicy
 from synth.trajectories import run_trajectories
@@ -80,7 +80,9 @@ def config_from_args(args) -> TrajectoryConfig:
     try:
         config = TrajectoryConfig.model_validate(base)
         ScriptedPolicy.check_rates(config.error_rates)
-    except (ValidationError, ValueError) as error:
+    except ValidationError as error:
+        raise UserError(config_error_line(error, "trajectory configuration")) from None
+    except ValueError as error:
         raise UserError(f"invalid trajectory configuration: {error}") from None
     return config
 

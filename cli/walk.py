@@ -11,7 +11,7 @@ from graph.walk_stage import STAGE, run_walks
 from ground.errors import UserError
 from ground.io import read_manifest
 from ground.yields import below_floor
-from schemas.config import WalkConfig
+from schemas.config import WalkConfig, config_error_line
 
 
 def register(subparsers) -> None:
@@ -66,7 +66,7 @@ def _command(args, beam_args) -> int:
             as_of=args.as_of, window_days=args.window_days, seed=args.seed, shards=args.shards,
         )
     except ValidationError as error:
-        raise UserError("; ".join(e["msg"] for e in error.errors())) from error
+        raise UserError(config_error_line(error, "walk config")) from error
     manifest = run_walks(args.graph, args.out, config, beam_args=beam_args)
     counts = manifest.counts
     print(f"walk: {counts['paths:kept']} paths from {counts['starts:eligible']} start entities "

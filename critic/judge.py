@@ -205,9 +205,10 @@ def run_judge(
     upstream = {"trajectories": trajectories_dir, "questions": questions_dir}
     if index_dir is not None:
         upstream["index"] = as_path(index_dir)
-    run = begin_stage(STAGE, out_dir, config, upstream_dirs=upstream)
+    run = begin_stage(STAGE, out_dir, config, upstream_dirs=upstream, beside=True)
     if run.done:
         return run.finished
+    out_dir = run.work_dir  # beside the previous judgements until `finish` moves them into place
     trajectories = list(read_records(Trajectory, trajectories_dir / "trajectories"))
     units = plan_units(trajectories, config.batch_size)
     with apache_beam.Pipeline(options=pipeline_options(beam, list(beam_args))) as pipeline:

@@ -2,7 +2,8 @@
 
 A plain function (no Beam, no I/O) so tests and the calibration report call exactly what the stage runs.
 Turns are judged in order against `Knowledge`, which holds the question and the observations before the
-turn. With LLM assessments (one per turn) the judge refines two criteria: it decides tool accuracy when
+turn; a turn naming what none of them showed (`critic.grounding`) fails logical soundness as
+`ungrounded`. With LLM assessments (one per turn) the judge refines two criteria: it decides tool accuracy when
 every programmatic check passed, and it can only lower logical soundness (the minimum of offline and LLM
 scores), so a fooled judge cannot pass a turn the offline checks failed.
 """
@@ -15,6 +16,7 @@ from critic.checks import run_checks
 from critic.critical import CriticalTracker
 from critic.evidence import Knowledge
 from critic.gain import information_gain
+from critic.grounding import ungrounded_names
 from critic.llm_judge import TurnAssessment
 from critic.signals import loss_mask, outcome_reward, turn_reward
 from critic.soundness import logical_soundness
@@ -25,6 +27,7 @@ from schemas.trajectory import Trajectory, Turn
 
 OFFLINE_ENGINE = "offline"
 DETOUR_RELEVANCE = 0.5
+UNGROUNDED_CAP = 0.0
 
 
 def _tool_accuracy(turn: Turn, earlier: list[Turn], config: JudgeConfig, assessment: TurnAssessment | None,
@@ -58,7 +61,7 @@ def judge_turns(
     """One judgement per turn; `aliases` (title -> other names, from the index) widens evidence matching."""
     thresholds = config.thresholds
     knowledge = Knowledge.start(trajectory.question, question, aliases)
-    tracker = CriticalTracker.start(question, knowledge)
+    tracker = CriticalTracker.start(trajectory)
     judgements = []
     for position, turn in enumerate(trajectory.turns):
         assessment = assessments[position] if assessments else None
@@ -68,6 +71,11 @@ def judge_turns(
         gain = information_gain(turn, knowledge)
         sound = logical_soundness(turn, trajectory, question, knowledge)
         sound_score, sound_why, sound_kinds = sound.score, sound.rationale, list(sound.kinds)
+        ungrounded = ungrounded_names(turn, knowledge)
+        if ungrounded:  # it names what nothing showed: never sound, whatever else holds
+            sound_score = min(sound_score, UNGROUNDED_CAP)
+            sound_why = f"names what no earlier observation showed: {', '.join(ungrounded[:3])}; {sound_why}"[:400]
+            sound_kinds = ["ungrounded", *sound_kinds]
         if assessment is not None:
             sound_why = f"{sound_why}; judge: {assessment.soundness_rationale}"[:400]
             if assessment.logical_soundness < sound_score:

@@ -32,18 +32,20 @@ def run_extract(
     """Run stage 1 over the configured source into `out_dir`; a finished identical run is skipped."""
     out_dir = as_path(out_dir)
     use_filesystem_options(pipeline_options(beam, list(beam_args)))  # s3:// or gs:// dump and output folder
-    run = begin_stage(STAGE, out_dir, _stage_config(config), input_files=_input_files(config))
+    # beside: the previous graph stays in place until the new one is complete (`ground.stage`)
+    run = begin_stage(STAGE, out_dir, _stage_config(config), input_files=_input_files(config), beside=True)
     if run.done:
         log.info("extract: %s is up to date", out_dir)
         return run.finished
+    work_dir = run.work_dir
     for table in TABLES:
-        for stale in shard_files(out_dir / table):
+        for stale in shard_files(work_dir / table):
             stale.unlink()
     ceiling = timestamp_ceiling(config)
     with _pipeline(beam, beam_args) as pipeline:
-        _ = (pipeline | "ExtractUnits" >> ExtractUnits(config, out_dir, ceiling)
-             | "ExtractGraph" >> ExtractGraph(config, out_dir, ceiling))
-    return _finish(run, config, out_dir)
+        _ = (pipeline | "ExtractUnits" >> ExtractUnits(config, work_dir, ceiling)
+             | "ExtractGraph" >> ExtractGraph(config, work_dir, ceiling))
+    return _finish(run, config, work_dir)
 
 
 def _stage_config(config: ExtractConfig) -> dict:
@@ -106,6 +108,6 @@ def _finish(run, config: ExtractConfig, out_dir: Path) -> Manifest:
              "reused": stats["units"] - stats["units_extracted"]}
     manifest = run.finish(counts, outputs, as_of=as_of, work_units=units, as_of_reason=stats["as_of_reason"],
                           window_days=config.window_days)
-    stats_path.unlink()
-    remove_tree(WorkUnits(out_dir, ()).folder)  # only an unfinished run needs the parts
+    (run.out_dir / STATS_FILE).unlink()  # moved into place with the output
+    remove_tree(WorkUnits(run.out_dir, ()).folder)  # only an unfinished run needs the parts
     return manifest

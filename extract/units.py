@@ -117,8 +117,8 @@ class ExtractUnit(BoundedHeapDoFn):
         self.config, self.out_dir, self.ceiling = config, out_dir, ceiling
 
     def setup(self):
+        load_ontology()  # once per worker, before any page's time limit starts (and before the freeze)
         super().setup()
-        load_ontology()  # once per worker, before any page's time limit starts
 
     def process(self, element):
         unit_id, source = element

@@ -204,14 +204,16 @@ def run_walks(
     as_of, window_days = resolve_window(graph_dir, config)
     resolved = config.model_copy(update={"as_of": as_of, "window_days": window_days,
                                          "exclude_relations": excluded_relations(config.exclude_relations)})
-    run = begin_stage(STAGE, out_dir, resolved, upstream_dirs={"extract": graph_dir})
+    # beside: the previous paths stay in place until the new ones are complete (a failed rebuild keeps them)
+    run = begin_stage(STAGE, out_dir, resolved, upstream_dirs={"extract": graph_dir}, beside=True)
     if run.done:
         return run.finished
-    _run_pipeline(graph_dir, resolved, out_dir, beam, list(beam_args))
+    work_dir = run.work_dir
+    _run_pipeline(graph_dir, resolved, work_dir, beam, list(beam_args))
     counts = Counter({f"rejected:{name}": 0 for name in STEP_CONDITIONS + PATH_CONDITIONS + DEDUP_LEVELS})
-    counts.update(json.loads((out_dir / "counts.json").read_text()))
-    (out_dir / "counts.json").unlink()
-    shards = sorted(p.name for p in (out_dir / "paths").glob("*.parquet"))
+    counts.update(json.loads((work_dir / "counts.json").read_text()))
+    (work_dir / "counts.json").unlink()
+    shards = sorted(p.name for p in (work_dir / "paths").glob("*.parquet"))
     return run.finish(
         dict(counts),
         {"paths": [f"paths/{name}" for name in shards]},

@@ -8,3 +8,8 @@ class UserError(Exception):
 class StageIncomplete(UserError):
     """A stage left work unfinished after transient failures (an LLM endpoint or a wiki API timed out or was
     down): it writes no manifest and exits non-zero; a rerun retries what is unfinished."""
+
+
+class DamagedOutput(UserError):
+    """A finished stage's file does not match its manifest (missing, truncated, altered or swapped): the stage
+    counts as unfinished, and its next run rebuilds it."""

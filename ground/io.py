@@ -26,9 +26,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from ground.storage import MANIFEST, StorePath, as_path, is_url, put_bytes, put_file
+from ground.errors import DamagedOutput
+from ground.storage import MANIFEST, TEMP_SUFFIX, StorePath, as_path, is_url, put_bytes, put_file
 from schemas.base import arrow_schema, from_row, to_table
-from schemas.manifest import InputFile, Manifest
+from schemas.manifest import FileDigest, InputFile, Manifest
 
 M = TypeVar("M", bound=BaseModel)
 T = TypeVar("T")
@@ -50,11 +51,17 @@ def file_size(path: PathLike) -> int:
 
 def sha256_file(path: PathLike, chunk: int = 1 << 20) -> str:
     """The file's checksum, streamed (local or object storage): memory holds one chunk."""
-    digest = hashlib.sha256()
+    return file_digest(path, chunk).sha256
+
+
+def file_digest(path: PathLike, chunk: int = 1 << 20) -> FileDigest:
+    """The file's size and checksum, streamed (local or object storage): memory holds one chunk."""
+    digest, size = hashlib.sha256(), 0
     with open_input(path) as handle:
         while block := handle.read(chunk):
             digest.update(block)
-    return digest.hexdigest()
+            size += len(block)
+    return FileDigest(bytes=size, sha256=digest.hexdigest())
 
 
 def describe_input(path: PathLike) -> InputFile:
@@ -266,25 +273,46 @@ def merge_runs(model: type[BaseModel], runs: list[Path], sort_keys: Callable[[pa
 _MANIFEST_DEPTH = 3
 
 
-def _committed(folder: Path | StorePath) -> list[str] | None:
-    """The files the nearest enclosing stage manifest lists under `folder`, or None when no manifest lists
-    any file there (a folder of an unfinished stage, or one no stage tracks)."""
+def _enclosing_manifest(folder: Path | StorePath) -> tuple[Path | StorePath, str, Manifest] | None:
+    """(stage folder, `folder`'s path inside it with a trailing `/`, manifest) of the nearest finished stage
+    at or above `folder`, or None."""
     base, relative = folder, PurePosixPath()
     for _ in range(_MANIFEST_DEPTH):
         manifest = read_manifest(base)
         if manifest is not None:
-            prefix = f"{relative}/" if relative.parts else ""
-            listed = [path for paths in manifest.outputs.values() for path in paths]
-            inside = sorted(p[len(prefix):] for p in listed if p.startswith(prefix))
-            return [p for p in inside if "/" not in p] if inside else None
+            return base, f"{relative}/" if relative.parts else "", manifest
         relative = PurePosixPath(base.name) / relative
         base = base.parent
     return None
 
 
+def _committed(folder: Path | StorePath) -> list[str] | None:
+    """The files the nearest enclosing stage manifest lists under `folder`, or None when no manifest lists
+    any file there (a folder of an unfinished stage, or one no stage tracks). Each listed file's size is
+    checked against the manifest: a missing, truncated or grown one stops the read (`DamagedOutput`)."""
+    enclosing = _enclosing_manifest(folder)
+    if enclosing is None:
+        return None
+    stage_folder, prefix, manifest = enclosing
+    listed = [path for paths in manifest.outputs.values() for path in paths]
+    inside = sorted(p[len(prefix):] for p in listed if p.startswith(prefix))
+    names = [p for p in inside if "/" not in p]
+    for name in names:
+        _check_size(folder / name, manifest, prefix + name)
+    return names or None
+
+
+def _check_size(path: Path | StorePath, manifest: Manifest, listed_as: str) -> None:
+    """Stop (`DamagedOutput`) when a file its stage's manifest lists is missing or not of the listed size."""
+    if (expected := manifest.files.get(listed_as)) is not None:
+        if (problem := _size_problem(path, expected)) is not None:
+            raise DamagedOutput(damage_line(manifest.stage, path, problem))
+
+
 def shard_files(folder: PathLike) -> list[Path | StorePath]:
     """The parquet shards of a folder: those its stage's manifest lists, when a finished stage's manifest
-    lists files there (a stray or uncommitted object beside them is never read), else every `*.parquet`."""
+    lists files there (a stray or uncommitted object beside them is never read; each one's size is checked
+    against the manifest), else every `*.parquet`."""
     folder = as_path(folder)
     committed = _committed(folder)
     if committed is not None:
@@ -294,9 +322,97 @@ def shard_files(folder: PathLike) -> list[Path | StorePath]:
 
 def _parquet_source(path: PathLike) -> Path | pa.BufferReader:
     """What pyarrow reads a parquet file from: the local path, or the object fetched whole (shards are
-    bounded in size)."""
+    bounded in size), whose checksum is then compared with its stage's manifest."""
     path = as_path(path)
-    return pa.BufferReader(path.read_bytes()) if isinstance(path, StorePath) else path
+    if not isinstance(path, StorePath):
+        return path
+    data = path.read_bytes()
+    if (enclosing := _enclosing_manifest(path.parent)) is not None:
+        _, prefix, manifest = enclosing
+        expected = manifest.files.get(prefix + path.name)
+        if expected is not None and (len(data), hashlib.sha256(data).hexdigest()) != (expected.bytes, expected.sha256):
+            raise DamagedOutput(damage_line(manifest.stage, path, _content_problem(len(data), expected)))
+    return pa.BufferReader(data)
+
+
+# ---------------------------------------------------------------- verifying a finished stage's files
+
+
+def output_files(folder: PathLike, outputs: dict[str, list[str]]) -> list[str]:
+    """The files a manifest's `outputs` name, relative to the stage folder: a listed folder (an index) is
+    expanded to every file under it, but for temporary files."""
+    folder = as_path(folder)
+    files: set[str] = set()
+    for listed in (path for paths in outputs.values() for path in paths):
+        entry = folder / listed
+        if entry.is_file():
+            files.add(listed)
+        elif entry.is_dir():
+            files.update(f"{listed}/{found.relative_to(entry).as_posix()}" for found in entry.rglob("*")
+                         if not found.name.endswith(TEMP_SUFFIX) and (isinstance(found, StorePath) or found.is_file()))
+    return sorted(files)
+
+
+def digest_outputs(folder: PathLike, outputs: dict[str, list[str]]) -> dict[str, FileDigest]:
+    """Size and checksum of every output file, for the manifest (read once, streamed)."""
+    folder = as_path(folder)
+    return {name: file_digest(folder / name) for name in output_files(folder, outputs)}
+
+
+def damage_line(stage: str, path: PathLike, problem: str) -> str:
+    return f"stage {stage!r}: {path} {problem}"
+
+
+def _size_problem(path: Path | StorePath, expected: FileDigest) -> str | None:
+    if not path.is_file():
+        return "is missing"
+    size = file_size(path)
+    return None if size == expected.bytes else f"has {size:,} bytes, its manifest says {expected.bytes:,}"
+
+
+def _content_problem(size: int, expected: FileDigest) -> str:
+    if size != expected.bytes:
+        return f"has {size:,} bytes, its manifest says {expected.bytes:,}"
+    return "does not match its manifest's checksum (altered or swapped)"
+
+
+_VERIFIED: set[tuple[str, str, str]] = set()  # (folder, manifest key, finished_at) verified in this run
+
+
+def _verified_mark(folder: PathLike, manifest: Manifest) -> tuple[str, str, str]:
+    return str(folder), manifest.key, str(manifest.finished_at)
+
+
+def forget_verified() -> None:
+    """Verify every folder again from here on: a new run in a long-lived process (files may have changed)."""
+    _VERIFIED.clear()
+
+
+def mark_verified(folder: PathLike, manifest: Manifest) -> None:
+    """`manifest` was just written from the files themselves: no need to read them again in this process."""
+    _VERIFIED.add(_verified_mark(folder, manifest))
+
+
+def verify_outputs(folder: PathLike, manifest: Manifest) -> list[str]:
+    """Every file a finished stage's manifest lists, checked (size, then streamed checksum) -> one line per
+    file that fails, naming the stage and the file; [] when all match. A folder this process already
+    verified (or wrote) under the same manifest is not read again."""
+    folder = as_path(folder)
+    mark = _verified_mark(folder, manifest)
+    if mark in _VERIFIED:
+        return []
+    problems = []
+    for name, expected in sorted(manifest.files.items()):
+        path = folder / name
+        problem = _size_problem(path, expected)
+        if problem is None:
+            actual = file_digest(path)
+            problem = None if actual == expected else _content_problem(actual.bytes, expected)
+        if problem is not None:
+            problems.append(damage_line(manifest.stage, path, problem))
+    if not problems:
+        _VERIFIED.add(mark)
+    return problems
 
 
 def parquet_file(path: PathLike) -> pq.ParquetFile:
@@ -306,8 +422,15 @@ def parquet_file(path: PathLike) -> pq.ParquetFile:
 
 
 def _files(folder_or_file: PathLike) -> list[Path | StorePath]:
+    """The shards to read: a folder's (`shard_files`), or one file, whose size is checked against its stage's
+    manifest when one lists it."""
     target = as_path(folder_or_file)
-    return [target] if target.is_file() else shard_files(target)
+    if not target.is_file():
+        return shard_files(target)
+    if (enclosing := _enclosing_manifest(target.parent)) is not None:
+        _, prefix, manifest = enclosing
+        _check_size(target, manifest, prefix + target.name)
+    return [target]
 
 
 def read_table(model: type[BaseModel], folder_or_file: PathLike) -> pa.Table:

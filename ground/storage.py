@@ -20,6 +20,7 @@ import contextlib
 import fnmatch
 import functools
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -27,6 +28,8 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
+
+from ground.errors import DamagedOutput
 
 TEMP_SUFFIX = ".tmp"
 _CHUNK = 1 << 22  # bytes a streamed upload or download holds in memory at once
@@ -280,6 +283,18 @@ def rename_file(source: Path | StorePath, target: Path | StorePath) -> None:
         os.replace(source, target)
 
 
+def move_tree(source: Path | StorePath, target: Path | StorePath) -> None:
+    """Move a file or folder to `target` (absent): one rename locally; on object storage each object is
+    copied and deleted (`rename_file`)."""
+    if isinstance(source, Path):
+        os.replace(source, target)
+        return
+    if source.is_file():
+        rename_file(source, target)
+    for relative, _ in sorted(source._objects()):
+        rename_file(source / relative, target / relative)
+
+
 def temporaries(folder: Path | StorePath) -> list[Path | StorePath]:
     """The temporary files (`*.tmp`) anywhere under `folder`: what a killed write left behind."""
     if isinstance(folder, StorePath):
@@ -337,7 +352,8 @@ def readable_folder(path: Path | StorePath) -> Path:
     no manifest covers (an unfinished stage) is downloaded on every call, into a folder removed at exit."""
     if isinstance(path, Path):
         return path
-    digest = _manifest_digest(path)
+    found = _enclosing_manifest(path)
+    digest = None if found is None else hashlib.sha256(found[1]).hexdigest()
     if digest is None:
         local = Path(tempfile.mkdtemp(prefix="hopsmith-download-"))
         atexit.register(shutil.rmtree, local, ignore_errors=True)
@@ -352,6 +368,7 @@ def readable_folder(path: Path | StorePath) -> Path:
     partial = Path(tempfile.mkdtemp(prefix=f".{entry.name}.{os.getpid()}.", dir=cache))
     try:
         _download(path, partial)
+        _check_download(path, partial, *found)
         os.rename(partial, entry)  # whole or absent under its final name
     except OSError:
         shutil.rmtree(partial, ignore_errors=True)
@@ -364,17 +381,42 @@ def readable_folder(path: Path | StorePath) -> Path:
     return entry
 
 
-def _manifest_digest(path: StorePath) -> str | None:
-    """sha256 of the nearest stage manifest at or above `path` (within the bucket), or None."""
+def _enclosing_manifest(path: StorePath) -> tuple[StorePath, bytes] | None:
+    """(stage folder, manifest bytes) of the nearest stage manifest at or above `path` (within the bucket)."""
     base = path
     for _ in range(_MANIFEST_DEPTH):
         manifest = base / MANIFEST
         if manifest.is_file():
-            return hashlib.sha256(manifest.read_bytes()).hexdigest()
+            return base, manifest.read_bytes()
         if base.url.count("/") <= 3:  # `scheme://bucket/x`: nothing above the bucket's top level
             return None
         base = base.parent
     return None
+
+
+def _check_download(path: StorePath, local: Path, stage_folder: StorePath, manifest_bytes: bytes) -> None:
+    """Every downloaded file the stage's manifest lists has the size and checksum it lists (each was read
+    whole): a damaged object is named with its stage (`DamagedOutput`), and nothing is cached."""
+    manifest = json.loads(manifest_bytes)
+    prefix = f"{path.relative_to(stage_folder)}/" if path != stage_folder else ""
+    for name, expected in manifest.get("files", {}).items():
+        if not name.startswith(prefix):
+            continue
+        file = local / name[len(prefix):]
+        size = file.stat().st_size if file.is_file() else None
+        if size != expected["bytes"] or _sha256_local(file) != expected["sha256"]:
+            found = "is missing" if size is None else f"has {size:,} bytes" if size != expected["bytes"] \
+                else "does not match its manifest's checksum (altered or swapped)"
+            said = f", its manifest says {expected['bytes']:,}" if found.startswith("has") else ""
+            raise DamagedOutput(f"stage {manifest.get('stage')!r}: {stage_folder / name} {found}{said}")
+
+
+def _sha256_local(file: Path) -> str:
+    digest = hashlib.sha256()
+    with open(file, "rb") as handle:
+        while block := handle.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _download(path: StorePath, local: Path) -> None:

@@ -80,6 +80,11 @@ class DatasetStats:
     rows: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     skipped: Counter = field(default_factory=Counter)
     scripted: int = 0
+    question_hops: dict[str, int] = field(default_factory=dict)
+    # hops -> question ids the offline searcher ran on, and those it solved in at least one rollout
+    searched: dict[int, set] = field(default_factory=lambda: defaultdict(set))
+    solved: dict[int, set] = field(default_factory=lambda: defaultdict(set))
+    scripted_solved: int = 0
     sft_trajectories: int = 0
     sft_assistant_turns: int = 0
     sft_loss_turns: int = 0
@@ -88,6 +93,7 @@ class DatasetStats:
     def add_question(self, question: Question) -> None:
         self.questions += 1
         self.hops[question.hops] += 1
+        self.question_hops[question.question_id] = question.hops
         self.question_engines[question.engine] += 1
         if question.model:
             self.served_models["writer"][question.model] += 1
@@ -106,7 +112,13 @@ class DatasetStats:
         self.framework_correct[trajectory.framework] += trajectory.outcome.correct
         self.stop_reasons[trajectory.stop_reason] += 1
         self.injected_errors.update(t.injected_error for t in trajectory.turns if t.injected_error)
-        self.scripted += trajectory.policy == "scripted"
+        if trajectory.policy == "scripted":
+            self.scripted += 1
+            self.scripted_solved += trajectory.outcome.correct
+            hops = self.question_hops.get(trajectory.question_id, 0)
+            self.searched[hops].add(trajectory.question_id)
+            if trajectory.outcome.correct:
+                self.solved[hops].add(trajectory.question_id)
         if trajectory.model:
             self.served_models[f"policy:{trajectory.framework}"][trajectory.model] += 1
         self.served_models["judge"].update(j.model for j in judged.judgements if j.model)
@@ -123,6 +135,16 @@ class DatasetStats:
         self.sft_assistant_turns += len(assistant)
         self.sft_loss_turns += sum(m.loss for m in assistant)
         self.sft_critical_turns += sum(j.critical for j in judged.judgements)
+
+    def solve_rate_line(self) -> str:
+        """The offline searcher's solve rate by hop count (a question counts as solved when any rollout was
+        correct), and where the questions it never solved go."""
+        parts = [f"{hops} hops: {len(self.solved[hops])}/{len(self.searched[hops])} "
+                 f"({len(self.solved[hops]) / len(self.searched[hops]):.0%})" for hops in sorted(self.searched)]
+        unsolved = sum(len(self.searched[h] - self.solved[h]) for h in self.searched)
+        return (f"Offline searcher solve rate: {self.scripted_solved / max(1, self.scripted):.1%} of rollouts; "
+                f"questions solved by hop count: {', '.join(parts)}. The {unsolved} questions it never solved "
+                "stay in the `rl` config as prompts.")
 
     def supervision_counts(self) -> dict[str, int]:
         """The SFT supervision in manifest counts (the run summary prints them)."""
@@ -396,10 +418,10 @@ def render_card(
         )
         + "\n",
         *(
-            [f"{stats.scripted} trajectories come from the offline scripted policy, which knows each question's "
-             "gold path (it still finds every fact with real tool calls, and its per-turn errors are injected at "
-             "configured rates): its runs are shorter and surer than a real searcher's, and its accuracy per "
-             "framework reflects the injection rate, not a model's skill.\n"]
+            [f"{stats.scripted} trajectories come from the offline scripted policy, an honest searcher that acts "
+             "only on what the question and its observations showed (never the gold path) with per-turn errors "
+             "injected at configured rates; its accuracy per framework reflects its search and the injection "
+             f"rate, not a model's skill. {stats.solve_rate_line()}\n"]
             if stats.scripted else []
         ),
         "Supervision of the training configs:\n",
@@ -480,10 +502,10 @@ def _how_made(manifests: dict[str, Manifest], questions: dict[str, Any] | None) 
                              sorted(trajectories.engines.items()))
         lines.append(f"- Trajectories were made by these policies per framework: {policies}.")
         if "offline" in trajectories.engines.values():
-            lines.append("- The offline scripted policy is given each question's gold path (the entities and "
-                         "relations the answer was built from) and plans its searches from it; its runs show "
-                         "searching along a known path, not discovering one, and its errors are injected at set "
-                         "rates.")
+            lines.append("- The offline scripted policy is a rule-based searcher: it reads the question's words "
+                         "and the relations they chain (not the entities or the answer) and acts only on what its "
+                         "observations showed; its search is a heuristic one, not a model's, and its errors are "
+                         "injected at set rates.")
     if questions is not None:
         lines.append("- Every question passed these gates: " + ", ".join(f"`{g}`" for g in questions["gates"])
                      + "; no other property is claimed. Uniqueness is checked over the graph, counting objects "

@@ -5,7 +5,8 @@ version (`ground.stage.begin_stage`), so a rerun skips finished stages and resum
 work unit. The last stage, `dataset`, renders every judged trajectory and question into the Hub layout
 (`pipeline.layout`), writes the card and plots (`pipeline.card`), and, like every stage, its manifest last.
 Rendering is a pure function of the upstream records in their (deterministic) shard order, so a killed
-build is simply rebuilt from scratch on rerun.
+build is simply rebuilt from scratch on rerun. A rebuild is written beside the previous dataset and moved
+into place when it is complete (`begin_stage(beside=True)`): a failed one leaves the previous dataset loadable.
 """
 
 from __future__ import annotations
@@ -19,16 +20,24 @@ from typing import Any
 
 from ground.errors import UserError
 from ground.folder_lock import lock_folder, unlock_folder
-from ground.io import atomic_write_text, parquet_file, read_manifest, read_records, shard_files, stable_hash
+from ground.io import (
+    atomic_write_text,
+    forget_verified,
+    parquet_file,
+    read_manifest,
+    read_records,
+    shard_files,
+    stable_hash,
+)
 from ground.progress import console, track
-from ground.stage import begin_stage
+from ground.stage import NEXT, begin_stage
 from ground.storage import as_path, remove_tree
 from pipeline import renders
 from pipeline.card import DatasetStats, render_card, write_plots
 from pipeline.layout import CONFIGS, SPLITS, SplitWriter, split_of, write_checksums
 from pipeline.run_summary import print_summary, watch_units
 from runtime.beam import pipeline_options, use_filesystem_options
-from schemas.config import DatasetConfig
+from schemas.config import DatasetConfig, ValidationError, config_error_line
 from schemas.critic import JudgedTrajectory
 from schemas.manifest import Manifest
 from schemas.questions import Question
@@ -81,6 +90,7 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     from synth.trajectories import run_trajectories
 
     config = with_sources(config)
+    forget_verified()  # each run checks every finished folder it relies on once
     use_filesystem_options(pipeline_options(config.beam, list(beam_args)))  # an s3:// or gs:// --out
     dirs = stage_dirs(config.out)
     cache = as_path(config.out) / "cache" / "llm"
@@ -129,7 +139,9 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
             if units is None:
                 manifest = step()
             else:
-                with watch_units(dirs[name] / "parts" / units, planned_units(name, config, dirs), f"{name} units"):
+                # a rebuild over a finished output writes its units beside it (`ground.stage.NEXT`)
+                building = dirs[name] / NEXT if before is not None else dirs[name]
+                with watch_units(building / "parts" / units, planned_units(name, config, dirs), f"{name} units"):
                     manifest = step()
             if before is not None and before.key == manifest.key and before.finished_at == manifest.finished_at:
                 reused.append(name)
@@ -222,10 +234,11 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
         dirs[STAGE],
         layout_config(config),
         upstream_dirs={s: dirs[s] for s in ("questions", "index", "judge")},
+        beside=True,  # a failed rebuild leaves the previous dataset in place, loadable
     )
     if run.done:
         return run.finished
-    root = run.out_dir
+    root = run.work_dir
     for leftover in ("data", "plots"):  # an interrupted build of the same key: rebuild it whole
         remove_tree(root / leftover)
     environment = read_manifest(dirs["index"]).key
@@ -326,5 +339,5 @@ def load_config(path: str | None, overrides: dict[str, Any]) -> DatasetConfig:
         target[leaf] = value
     try:
         return DatasetConfig.model_validate(data)
-    except ValueError as error:
-        raise UserError(f"invalid dataset config: {error}") from error
+    except ValidationError as error:  # every field's range is in the schema: refused before any stage runs
+        raise UserError(config_error_line(error, "dataset config")) from error

@@ -7,13 +7,18 @@ framework could not parse, the raw text. A render is lossless when its parser gi
 views (tests prove it for `toolmind`, `nanbeige` and `openai`).
 
 Conventions shared by the renders:
-- the system turn lists the search tools (`render_tools`, i.e. `synth.tools.tool_specs()` without the
-  environment's `answer` tool) and says "Today is: <as_of>"; the user turn is the question;
+- the system turn lists every tool the environment runs, `answer` included (`render_tools`, i.e.
+  `synth.tools.tool_specs()`), and says "Today is: <as_of>"; the user turn is the question;
 - an assistant turn is `<think>\\n{reasoning}\\n</think>\\n\\n` followed by exactly one tool call in the
   render's protocol; the tool result comes back as the next user (or `tool`) message;
 - the final turn (the trajectory's last turn, when it gave an answer) is the thinking plus `\\boxed{answer}`;
-- a turn whose output could not be parsed is rendered as the model's raw output, followed by the error
-  feedback the frameworks send (`parse_error_feedback`): it stays in context but is never trained on;
+- the SFT renders (toolmind, nanbeige, openai, turns) hold only well-formed turns (`well_formed`): a turn
+  whose output could not be parsed, or whose call's arguments fail its tool's schema (the injected
+  `malformed_arguments` turns among them), is left out together with the error it got back, so every
+  assistant message is in its row's protocol and every call passes a strict loader. The `trajectories`
+  config keeps them, and so does RL's tokenisation (`nanbeige_messages(..., keep_malformed=True)`), where an
+  unparsed turn is the model's raw output followed by the environment's error (`parse_error_feedback`)
+  in the format's tool-result slot;
 - `loss` is the critic's `loss_mask` on assistant turns and 0 on every other message;
 - observations are page text, i.e. untrusted: `neutralise` escapes the chat template's control tokens
   (`<|im_start|>` ...) and the tool protocols' tags (`<tool_response>`, `<use_mcp_tool>` ...) in them, so a
@@ -44,7 +49,7 @@ from schemas.dataset import (
 )
 from schemas.questions import Question
 from schemas.trajectory import Trajectory, Turn
-from synth.tools import tool_specs
+from synth.tools import tool_specs, validate_call
 
 SERVER_NAME = "wiki"
 ANSWER_TOOL = "answer"
@@ -104,10 +109,16 @@ class ParsedConversation:
 def _final_answer(turn: Turn) -> str | None:
     if turn.final_answer is not None:
         return turn.final_answer
-    if turn.tool_call is not None and turn.tool_call.name == ANSWER_TOOL:
-        text = turn.tool_call.arguments.get("text")
-        return text if isinstance(text, str) else None
+    if turn.tool_call is not None and turn.tool_call.name == ANSWER_TOOL and well_formed(turn):
+        return turn.tool_call.arguments["text"]
     return None
+
+
+def well_formed(turn: Turn) -> bool:
+    """A final answer, or one call whose arguments fit its tool's schema: what a strict loader accepts."""
+    if turn.final_answer is not None:
+        return True
+    return turn.tool_call is not None and validate_call(turn.tool_call.name, turn.tool_call.arguments)[1] is None
 
 
 def parse_error_feedback(turn: Turn) -> str:
@@ -120,11 +131,17 @@ def parse_error_feedback(turn: Turn) -> str:
     )
 
 
-def turn_views(trajectory: Trajectory) -> list[TurnView]:
-    """The canonical projection of a trajectory's turns that every render preserves."""
+def rendered_turns(trajectory: Trajectory, keep_malformed: bool = False) -> list[Turn]:
+    """The turns a render holds: the well-formed ones (SFT renders), or all of them (`keep_malformed`)."""
+    return list(trajectory.turns) if keep_malformed else [t for t in trajectory.turns if well_formed(t)]
+
+
+def turn_views(trajectory: Trajectory, keep_malformed: bool = False) -> list[TurnView]:
+    """The canonical projection of a render's turns (`rendered_turns`) that every render preserves."""
     views = []
     last = len(trajectory.turns) - 1
-    for position, turn in enumerate(trajectory.turns):
+    for turn in rendered_turns(trajectory, keep_malformed):
+        position = turn.index
         answer = _final_answer(turn)
         if position == last and answer is not None:
             views.append(TurnView(kind="final", reasoning=turn.reasoning, answer=answer))
@@ -153,24 +170,26 @@ def produced_by(judged: JudgedTrajectory, judgements: list[TurnJudgement] | None
                       judge_engine=judge.engine if judge else None, judge_model=judge.model if judge else None)
 
 
-def turn_loss(judged: JudgedTrajectory) -> list[int]:
-    """The critic's loss mask per turn (0 for a turn the critic did not judge: never train on the unknown)."""
+def turn_loss(judged: JudgedTrajectory, keep_malformed: bool = False) -> list[int]:
+    """The critic's loss mask per rendered turn (0 for a turn the critic did not judge: never train on the
+    unknown)."""
     by_index = {j.turn_index: j.loss_mask for j in judged.judgements}
-    return [int(by_index.get(turn.index, 0)) for turn in judged.trajectory.turns]
+    return [int(by_index.get(turn.index, 0)) for turn in rendered_turns(judged.trajectory, keep_malformed)]
 
 
-def turn_rewards(judged: JudgedTrajectory) -> list[float]:
+def turn_rewards(judged: JudgedTrajectory, keep_malformed: bool = False) -> list[float]:
     by_index = {j.turn_index: j.reward for j in judged.judgements}
-    return [float(by_index.get(turn.index, 0.0)) for turn in judged.trajectory.turns]
+    return [float(by_index.get(turn.index, 0.0)) for turn in rendered_turns(judged.trajectory, keep_malformed)]
 
 
 @cache
 def _render_tools_json() -> str:
-    return json.dumps([spec for spec in tool_specs() if spec["function"]["name"] != ANSWER_TOOL])
+    return json.dumps(tool_specs())
 
 
 def render_tools() -> list[dict[str, Any]]:
-    """The tools the renders declare: the search tools; the answer is the final reply, not a call."""
+    """The tools the renders declare: every tool the environment runs, so a call to `answer` (which ends
+    the episode like a `\\boxed{}` reply) is always a declared one."""
     return json.loads(_render_tools_json())
 
 
@@ -213,7 +232,7 @@ def toolmind_system_prompt(as_of: str) -> str:
         "</arguments>",
         "</use_mcp_tool>",
         "",
-        "When you know the answer, reply with it in \\boxed{} and call no tool.",
+        "When you know the answer, reply with it in \\boxed{} and call no tool (or call `answer`).",
         "",
         "## Server name: " + SERVER_NAME,
     ]
@@ -264,6 +283,7 @@ def _text_conversation(
 
 
 def toolmind_conversation(judged: JudgedTrajectory) -> list[ConversationMessage]:
+    """The well-formed turns in ToolMind-Web's MCP protocol (an SFT render: `rendered_turns`)."""
     trajectory = judged.trajectory
     return _text_conversation(
         toolmind_system_prompt(trajectory.as_of.isoformat()),
@@ -356,7 +376,8 @@ def nanbeige_system_prompt(as_of: str) -> str:
     tools = "\n".join(json.dumps(spec, ensure_ascii=False) for spec in render_tools())
     return (
         "You are a deep-search assistant. Answer the user's question by searching the encyclopedia step by "
-        f"step, one tool call per turn. When you know the answer, reply with it in \\boxed{{}}.\nToday is: {as_of}"
+        "step, one tool call per turn. When you know the answer, reply with it in \\boxed{} (or call `answer`)."
+        f"\nToday is: {as_of}"
         "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
         "You are provided with function signatures within <tools></tools> XML tags:\n"
         f"<tools>\n{tools}\n</tools>\n\n"
@@ -402,17 +423,18 @@ def _parse_tool_response(content: str) -> str:
     return match.group("observation")
 
 
-def nanbeige_messages(judged: JudgedTrajectory) -> list[ConversationMessage]:
-    """The trajectory as Nanbeige4.1 chat messages `{role, content, loss}` (H8 tokenises these for RL).
+def nanbeige_messages(judged: JudgedTrajectory, keep_malformed: bool = False) -> list[ConversationMessage]:
+    """The trajectory as Nanbeige4.1 chat messages `{role, content, loss}`; its `loss` is the critic's mask.
 
-    The k-th assistant message is turn k of the trajectory; its `loss` is the critic's mask.
+    The k-th assistant message is the k-th rendered turn: the k-th well-formed one in the `nanbeige` config,
+    trajectory turn k with `keep_malformed` (RL tokenises these: a malformed turn is penalised there).
     """
     trajectory = judged.trajectory
     return _text_conversation(
         nanbeige_system_prompt(trajectory.as_of.isoformat()),
         trajectory.question,
-        turn_views(trajectory),
-        turn_loss(judged),
+        turn_views(trajectory, keep_malformed),
+        turn_loss(judged, keep_malformed),
         nanbeige_tool_call,
         nanbeige_tool_response,
     )
@@ -443,7 +465,7 @@ def openai_system_prompt(as_of: str) -> str:
     return (
         "You are a deep-search assistant. Answer the user's question by searching the encyclopedia step by "
         "step with the tools, one call per turn. When you know the answer, reply with it in \\boxed{} and "
-        f"call no tool.\nToday is: {as_of}"
+        f"call no tool (or call `answer`).\nToday is: {as_of}"
     )
 
 
@@ -456,12 +478,15 @@ def _call_id(turn: Turn) -> str:
 
 
 def openai_messages(judged: JudgedTrajectory) -> list[OpenAIMessage]:
+    """The well-formed turns as OpenAI messages: each call answered by its `tool` message, so no `user`
+    message ever follows the question (Qwen3-style templates keep every earlier `<think>` only then)."""
     trajectory = judged.trajectory
     messages = [
         OpenAIMessage(role="system", content=openai_system_prompt(trajectory.as_of.isoformat())),
         OpenAIMessage(role="user", content=trajectory.question),
     ]
-    for turn, view, loss in zip(trajectory.turns, turn_views(trajectory), turn_loss(judged), strict=True):
+    turns = rendered_turns(trajectory)
+    for turn, view, loss in zip(turns, turn_views(trajectory), turn_loss(judged), strict=True):
         if view.kind == "final":
             messages.append(
                 OpenAIMessage(
@@ -471,9 +496,6 @@ def openai_messages(judged: JudgedTrajectory) -> list[OpenAIMessage]:
                     loss=loss,
                 )
             )
-        elif view.kind == "unparsed":
-            messages.append(OpenAIMessage(role="assistant", content=view.raw_output or "", loss=loss))
-            messages.append(OpenAIMessage(role="user", content=view.observation))
         else:
             call = OpenAIToolCall(
                 id=_call_id(turn),
@@ -492,14 +514,6 @@ def openai_messages(judged: JudgedTrajectory) -> list[OpenAIMessage]:
     return messages
 
 
-def openai_tools(messages: list[OpenAIMessage]) -> list[dict[str, Any]]:
-    """The search tools, plus every other environment tool a call of the row names (an early `answer`)."""
-    declared = render_tools()
-    called = {call.function.name for m in messages for call in m.tool_calls or []}
-    names = {spec["function"]["name"] for spec in declared}
-    return declared + [spec for spec in tool_specs() if spec["function"]["name"] in called - names]
-
-
 def render_openai(judged: JudgedTrajectory) -> OpenAIRow:
     trajectory = judged.trajectory
     messages = openai_messages(judged)
@@ -508,7 +522,7 @@ def render_openai(judged: JudgedTrajectory) -> OpenAIRow:
         question_id=trajectory.question_id,
         framework=trajectory.framework,
         messages=messages,
-        tools=openai_tools(messages),
+        tools=render_tools(),
         outcome_reward=judged.outcome_reward,
         correct=trajectory.outcome.correct,
         produced_by=produced_by(judged),
@@ -552,18 +566,7 @@ def parse_openai(messages: list[dict[str, Any]]) -> ParsedConversation:
             )
             position += 1
             continue
-        if following is None or following["role"] != "user":
-            raise ValueError(
-                f"message {position}: unparsed output must be followed by the environment's reply"
-            )
-        turns.append(
-            TurnView(
-                kind="unparsed",
-                raw_output=message.get("content") or "",
-                observation=following["content"] or "",
-            )
-        )
-        position += 2
+        raise ValueError(f"message {position}: an assistant message holds one tool call or, last, the answer")
     return ParsedConversation(messages[0]["content"], messages[1]["content"], turns, loss)
 
 
@@ -581,7 +584,7 @@ def render_turns(judged: JudgedTrajectory) -> list[TurnRow]:
     rows = []
     assistant_positions = [i for i, m in enumerate(conversation) if m.role == "assistant"]
     judgements = {j.turn_index: j for j in judged.judgements}
-    for turn, position, reward in zip(trajectory.turns, assistant_positions, rewards, strict=True):
+    for turn, position, reward in zip(rendered_turns(trajectory), assistant_positions, rewards, strict=True):
         if conversation[position].loss != 1:
             continue
         prefix = [m.model_copy(update={"loss": 0}) for m in conversation[:position]]

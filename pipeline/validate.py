@@ -9,12 +9,14 @@ the files match `checksums.sha256` when present (a shard corrupted so that it st
 Row-level invariants (`row_problems`), so that an edit with a recomputed checksum is still caught: every
 shard embeds its config's `datasets` features; `loss` is 0 on every non-assistant message; no message holds
 a chat-template control token (so a templated row has exactly one `<|im_start|>` and `<|im_end|>` per
-message) and no tool result holds a tool-protocol tag of its own; and every render row equals the render
-of its trajectory in the `trajectories` config (`RenderedDigests`).
+message) and no tool result holds a tool-protocol tag of its own; every `toolmind` and `turns` row passes a strict ToolMind-Web
+structural loader (`toolmind_structure_problems`); and every render row equals the render of its trajectory
+in the `trajectories` config (`RenderedDigests`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -104,6 +106,106 @@ def message_problems(config: str, row: dict) -> list[str]:
     return problems
 
 
+# ToolMind-Web-QA's conventions, read off its rows, not off our renders: the MCP call block, the tool
+# declarations of the system prompt, the final `\boxed{}`. A loader that holds rows to them quarantines any
+# row whose assistant message is not exactly one declared call with schema-valid arguments, or the answer.
+_MCP_BLOCK = re.compile(r"<use_mcp_tool>\s*<server_name>(?P<server>.*?)</server_name>\s*<tool_name>(?P<tool>.*?)"
+                        r"</tool_name>\s*<arguments>\s*(?P<arguments>.*?)\s*</arguments>\s*</use_mcp_tool>", re.DOTALL)
+_DECLARED_SERVER = re.compile(r"^## Server name: (?P<server>\S+)$", re.MULTILINE)
+_DECLARED_TOOL = re.compile(r"^### Tool name: (?P<tool>\S+)\n(?:Description: .*\n)?Input JSON schema: (?P<schema>.+)$",
+                            re.MULTILINE)
+_THINK_THEN = re.compile(r"\A<think>\n.*?\n</think>\n\n(?P<rest>.*)\Z", re.DOTALL)
+_FINAL = re.compile(r"\\boxed\{.+\}\s*\Z", re.DOTALL)
+_JSON_TYPES = {"object": dict, "string": str, "integer": int, "number": (int, float), "boolean": bool,
+               "array": list}
+_SCHEMA_KEYWORDS = {"type", "properties", "required", "additionalProperties", "minLength", "maxLength",
+                    "minimum", "maximum", "default", "description", "enum"}
+
+
+def json_schema_problems(value, schema: dict, where: str = "arguments") -> list[str]:
+    """`value` against a JSON schema of the keywords tool declarations use; any other keyword is a problem
+    (a strict loader cannot vouch for what it does not check)."""
+    unknown = set(schema) - _SCHEMA_KEYWORDS
+    if unknown:
+        return [f"{where}: unsupported schema keywords {sorted(unknown)}"]
+    expected = _JSON_TYPES.get(schema.get("type", ""), object)
+    if not isinstance(value, expected) or (isinstance(value, bool) and schema.get("type") in ("integer", "number")):
+        return [f"{where}: expected {schema.get('type')}, got {type(value).__name__}"]
+    problems = []
+    if "enum" in schema and value not in schema["enum"]:
+        problems.append(f"{where}: {value!r} not one of {schema['enum']}")
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0) or len(value) > schema.get("maxLength", len(value)):
+            problems.append(f"{where}: length {len(value)} outside the schema's bounds")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if value < schema.get("minimum", value) or value > schema.get("maximum", value):
+            problems.append(f"{where}: {value} outside the schema's bounds")
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        problems += [f"{where}: missing required {key!r}" for key in schema.get("required", []) if key not in value]
+        if schema.get("additionalProperties") is False:
+            problems += [f"{where}: undeclared key {key!r}" for key in value if key not in properties]
+        for key, item in value.items():
+            if key in properties:
+                problems += json_schema_problems(item, properties[key], f"{where}.{key}")
+    return problems
+
+
+def toolmind_structure_problems(conversations: list[dict]) -> list[str]:
+    """A strict ToolMind-Web structural loader: system then user; then assistant and user alternate; every
+    assistant message but the last is `<think>` plus exactly one MCP call to a server and tool the system
+    prompt declares, with JSON-object arguments valid under that tool's input schema; the last assistant
+    message gives the `\\boxed{}` answer and calls nothing; a tool result holds no call."""
+    roles = [m.get("role") for m in conversations]
+    if roles[:2] != ["system", "user"]:
+        return [f"starts with {roles[:2]}, not system, user"]
+    system = conversations[0].get("content") or ""
+    servers = {m.group("server") for m in _DECLARED_SERVER.finditer(system)}
+    schemas = {}
+    for declared in _DECLARED_TOOL.finditer(system):
+        try:
+            schemas[declared.group("tool")] = json.loads(declared.group("schema"))
+        except json.JSONDecodeError:
+            return [f"tool {declared.group('tool')!r} declares an input schema that is not JSON"]
+    problems = []
+    for position, message in enumerate(conversations[2:], start=2):
+        role, content = message.get("role"), message.get("content") or ""
+        if role != ("assistant" if position % 2 == 0 else "user"):
+            problems.append(f"message {position}: {role} breaks the assistant/user alternation")
+            continue
+        calls = list(_MCP_BLOCK.finditer(content))
+        if role == "user":
+            if "<use_mcp_tool>" in content:
+                problems.append(f"message {position}: a tool result holds a tool call")
+            continue
+        think = _THINK_THEN.match(content)
+        if think is None:
+            problems.append(f"message {position}: no <think> block before the action")
+            continue
+        rest = think.group("rest")
+        if position == len(conversations) - 1 and not calls:
+            if not _FINAL.search(rest) or "<use_mcp_tool>" in rest:
+                problems.append(f"message {position}: the last message neither calls a tool nor gives \\boxed{{}}")
+            continue
+        if len(calls) != 1 or calls[0].group(0) != rest.strip():
+            problems.append(f"message {position}: not exactly one MCP call ({len(calls)} blocks, other text)")
+            continue
+        call = calls[0]
+        if call.group("server") not in servers:
+            problems.append(f"message {position}: server {call.group('server')!r} is not declared")
+        if call.group("tool") not in schemas:
+            problems.append(f"message {position}: tool {call.group('tool')!r} is not declared")
+            continue
+        try:
+            arguments = json.loads(call.group("arguments"))
+        except json.JSONDecodeError:
+            problems.append(f"message {position}: arguments are not JSON")
+            continue
+        problems += [f"message {position}: {problem}"
+                     for problem in json_schema_problems(arguments, schemas[call.group("tool")])]
+    return problems
+
+
 def features_problem(schema: pa.Schema, config: str) -> str | None:
     """The `datasets` features every shard embeds (without them `load_dataset` guesses the types)."""
     metadata = schema.metadata or {}
@@ -121,6 +223,8 @@ def row_problems(config: str, row: dict, record, digests: RenderedDigests) -> li
             digests.add(record)
         return []
     problems = message_problems(config, row)
+    if config in ("toolmind", "turns"):
+        problems += toolmind_structure_problems(row["conversations"])
     mismatch = digests.problem(config, ROW_IDS[config](row), record)
     return problems + ([mismatch] if mismatch else [])
 

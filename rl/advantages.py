@@ -2,7 +2,8 @@
 
 Shapes: B rollouts, T assistant turns (padded), L tokens. `groups[b]` identifies the question rollout b
 answers (GRPO normalises within the rollouts of one question). `turn_valid[b, t]` marks real turns that
-take part; padding and, under the `mask` policy, turns the critic failed are not valid. Normalisation uses
+take part; padding and, under the `mask` policy, turns the critic failed are not valid. The default,
+`turn_rloo`, is the one whose expected gradient is the true one when the policy decides when to stop. Normalisation uses
 the population standard deviation, so a group of one rollout gets advantage 0 instead of NaN.
 """
 
@@ -92,13 +93,66 @@ def turn_return_grpo(outcome_rewards: torch.Tensor, turn_rewards: torch.Tensor, 
     return group_normalize(returns, groups, turn_valid, scale) * turn_valid.float()
 
 
+def turn_reward_to_go(outcome_rewards: torch.Tensor, turn_rewards: torch.Tensor, turn_valid: torch.Tensor,
+                      turn_real: torch.Tensor, turn_coef: float = 1.0, gamma: float = 1.0) -> torch.Tensor:
+    """G[b, t] = turn_coef * r[b, t] + gamma * G[b, t+1] on every real turn, the outcome added at the last real
+    turn; turns that are not valid (masked failed turns) add no reward but pass the return through -> [B, T]."""
+    real = turn_real.bool()
+    rewards = turn_coef * turn_rewards.float() * turn_valid.float() * real.float()
+    last = (real.float() * torch.arange(1, real.shape[1] + 1, device=real.device)).argmax(dim=1)
+    has_turn = real.any(dim=1)
+    rows = torch.arange(rewards.shape[0], device=rewards.device)
+    rewards[rows[has_turn], last[has_turn]] += outcome_rewards.float()[has_turn]
+    returns = torch.zeros_like(rewards)
+    running = torch.zeros(rewards.shape[0], device=rewards.device)
+    for t in reversed(range(rewards.shape[1])):
+        running = torch.where(real[:, t], rewards[:, t] + gamma * running, torch.zeros_like(running))
+        returns[:, t] = running
+    return returns
+
+
+def turn_rloo(outcome_rewards: torch.Tensor, turn_rewards: torch.Tensor, turn_valid: torch.Tensor,
+              turn_real: torch.Tensor, groups: torch.Tensor, turn_coef: float = 1.0, gamma: float = 1.0,
+              scale: bool = True, eps: float = 1e-6) -> torch.Tensor:
+    """Reward-to-go minus a leave-one-out baseline per turn index -> [B, T] (the default estimator).
+
+    A[b, t] = G[b, t] - mean of G[b', t] over the other rollouts b' of b's group that reached turn t (0 when
+    none did). Turn t's action is credited with every reward it leads to, the rewards of the turns a "take
+    another turn" decision buys included, and the baseline depends on neither rollout b's own actions nor its
+    length, so the policy gradient stays unbiased when the policy decides when to stop (verl RFC #7244: a
+    per-turn-index baseline that counts the rollout's own turns, or turn rewards credited to their own turn
+    only, put a hidden bonus or penalty on every extra turn; tests/test_rl_stop_bias.py computes both exactly).
+    `scale` divides by the population std of the group's whole-episode returns, one constant per group as in
+    GRPO (1 when it is 0).
+    """
+    real = turn_real.bool()
+    returns = turn_reward_to_go(outcome_rewards, turn_rewards, turn_valid, real, turn_coef, gamma)
+    same_group = groups[:, None] == groups[None, :]
+    others = (same_group & ~torch.eye(len(groups), dtype=torch.bool, device=groups.device)).float()
+    alive_sum = others @ (returns * real.float())
+    alive_count = others @ real.float()
+    baseline = torch.where(alive_count > 0, alive_sum / alive_count.clamp(min=1.0), torch.zeros_like(alive_sum))
+    advantages = (returns - baseline) * turn_valid.float() * real.float()
+    if scale:
+        totals = returns[:, 0]
+        for group in torch.unique(groups):
+            rows = groups == group
+            std = totals[rows].std(unbiased=False)
+            advantages[rows] = advantages[rows] / (std if std > eps else 1.0)
+    return advantages
+
+
 def turn_advantages(estimator: Estimator, outcome_rewards: torch.Tensor, turn_rewards: torch.Tensor,
                     turn_valid: torch.Tensor, turn_passed: torch.Tensor, groups: torch.Tensor, *,
                     failed_turns: FailedTurns = "mask", failed_turn_reward: float = -1.0, turn_coef: float = 1.0,
                     gamma: float = 1.0, scale: bool = True) -> torch.Tensor:
-    """One advantage per (rollout, turn) for the named estimator, after the failed-turn policy -> [B, T]."""
+    """One advantage per (rollout, turn) for the named estimator, after the failed-turn policy -> [B, T].
+
+    `turn_valid` marks the real turns (padding is not); the failed-turn policy narrows it to the turns that
+    train."""
     rewards, valid = apply_failed_turns(turn_rewards, turn_valid, turn_passed, failed_turns, failed_turn_reward)
     estimators: dict[str, Callable[[], torch.Tensor]] = {
+        "turn_rloo": lambda: turn_rloo(outcome_rewards, rewards, valid, turn_valid, groups, turn_coef, gamma, scale),
         "outcome_grpo": lambda: outcome_grpo(outcome_rewards, groups, scale)[:, None] * valid.float(),
         "mt_grpo": lambda: mt_grpo(outcome_rewards, rewards, valid, groups, turn_coef, scale),
         "turn_return": lambda: turn_return_grpo(outcome_rewards, rewards, valid, groups, gamma, scale),

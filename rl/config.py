@@ -6,8 +6,12 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schemas.config import Share
+
 Mode = Literal["offline", "online"]
-Estimator = Literal["outcome_grpo", "mt_grpo", "turn_return"]
+Estimator = Literal["turn_rloo", "outcome_grpo", "mt_grpo", "turn_return"]
+# unbiased when the policy decides when to stop (rl.advantages.turn_rloo; tests/test_rl_stop_bias.py)
+DEFAULT_ESTIMATOR: Estimator = "turn_rloo"
 # the verl estimator `turn_grpo` reads its settings from these (set by `export-verl`'s launch script)
 ESTIMATOR_ENV = "HOPSMITH_TURN_ESTIMATOR"
 TURN_COEF_ENV = "HOPSMITH_TURN_COEF"
@@ -19,56 +23,58 @@ class TinyModelConfig(BaseModel):
     """A random-initialised LLaMA and the size of the tokenizer trained for it, when no `model` is given."""
 
     model_config = ConfigDict(extra="forbid")
-    vocab_size: int = 1024
-    hidden_size: int = 64
-    intermediate_size: int = 128
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 4
-    num_key_value_heads: int = 2
-    max_position_embeddings: int = 8192
+    vocab_size: int = Field(1024, ge=1)
+    hidden_size: int = Field(64, ge=1)
+    intermediate_size: int = Field(128, ge=1)
+    num_hidden_layers: int = Field(2, ge=1)
+    num_attention_heads: int = Field(4, ge=1)
+    num_key_value_heads: int = Field(2, ge=1)
+    max_position_embeddings: int = Field(8192, ge=1)
 
 
 class RLConfig(BaseModel):
+    """Every numeric field has its range here: a config outside them is refused before any work starts."""
+
     model_config = ConfigDict(extra="forbid")
     model: str | None = Field(None, description="pretrained model folder; None trains a tiny random LLaMA")
     tiny: TinyModelConfig = Field(default_factory=TinyModelConfig)
     modes: list[Mode] = ["offline", "online"]
     split: str | None = Field("train", description="dataset split to train on (file prefix); None reads every "
                                                   "split (the test split is held out by default)")
-    seed: int = 0
-    max_len: int = 2048
-    logprob_chunk: int = 512
+    seed: int = Field(0, ge=0)
+    max_len: int = Field(2048, ge=1, description="tokens per trajectory at most")
+    logprob_chunk: int = Field(512, ge=1)
     bf16: bool = Field(False, description="bf16 autocast (fp32 master weights) and a bf16 reference model")
     gradient_checkpointing: bool = False
-    prefix_check_samples: int = Field(32, description="trajectories whose every prefix is re-encoded; the rest "
+    prefix_check_samples: int = Field(32, ge=0, description="trajectories whose every prefix is re-encoded; the rest "
                                                       "check the whole conversation")
-    lr: float = 1e-3
-    weight_decay: float = 0.0
-    grad_clip: float = 1.0
-    batch_size: int = 4
-    max_trajectories: int | None = None
+    lr: float = Field(1e-3, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    grad_clip: float = Field(1.0, gt=0, description="largest gradient norm")
+    batch_size: int = Field(4, ge=1)
+    max_trajectories: int | None = Field(None, ge=1, description="trajectories trained on at most; None: all")
     # advantages
-    estimator: Estimator = "mt_grpo"
-    turn_coef: float = 1.0
-    gamma: float = 1.0
+    estimator: Estimator = DEFAULT_ESTIMATOR
+    turn_coef: float = Field(1.0, ge=0)
+    gamma: Share = 1.0
     failed_turns: FailedTurns = "mask"
-    failed_turn_reward: float = -1.0
+    failed_turn_reward: float = Field(-1.0, ge=-10.0, le=0.0, description="a penalty: at most 0")
     scale_by_std: bool = True
     # offline: cloning the synthesized trajectories
-    offline_steps: int = 4
+    offline_steps: int = Field(4, ge=0)
     offline_objective: OfflineObjective = "awr"
-    awr_beta: float = 1.0
-    awr_max_weight: float = 20.0
+    awr_beta: float = Field(1.0, gt=0, description="AWR temperature: weights are exp(advantage / beta)")
+    awr_max_weight: float = Field(20.0, gt=0)
     # online: rollouts in the search environment, critic-scored, PPO-clip
-    online_steps: int = 2
-    prompts_per_step: int = 2
-    group_size: int = 2
-    max_turns: int = 4
-    max_new_tokens: int = 48
-    temperature: float = 1.0
-    ppo_epochs: int = 1
-    clip_eps: float = 0.2
-    kl_coef: float = 0.01
+    online_steps: int = Field(2, ge=0)
+    prompts_per_step: int = Field(2, ge=1)
+    group_size: int = Field(2, ge=1, description="rollouts per prompt (GRPO's group)")
+    max_turns: int = Field(4, ge=1)
+    max_new_tokens: int = Field(48, ge=1)
+    temperature: float = Field(1.0, gt=0.0, le=2.0, description="sampling temperature of online rollouts")
+    ppo_epochs: int = Field(1, ge=1)
+    clip_eps: Share = 0.2
+    kl_coef: float = Field(0.01, ge=0)
     index_dir: str | None = Field(None, description="search index folder; default: the prompt's environment, "
                                                     "else <shards>/../index")
 

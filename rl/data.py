@@ -49,8 +49,9 @@ def read_prompts(dataset_dir: str | Path | StorePath, split: str | None = None) 
 
 
 def trajectory_messages(judged: JudgedTrajectory) -> list[dict[str, str]]:
-    """The published `nanbeige` render as plain messages: assistant message k is trajectory turn k."""
-    return [{"role": m.role, "content": m.content} for m in nanbeige_messages(judged)]
+    """The `nanbeige` render with every turn, malformed ones too, as plain messages: assistant message k is
+    trajectory turn k (RL penalises the malformed turns the SFT configs leave out)."""
+    return [{"role": m.role, "content": m.content} for m in nanbeige_messages(judged, keep_malformed=True)]
 
 
 @dataclass

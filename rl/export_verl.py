@@ -32,7 +32,7 @@ from ground.io import (
 from ground.stage import begin_stage
 from ground.storage import StorePath, as_path
 from pipeline.renders import render_tools
-from rl.config import ESTIMATOR_ENV, TURN_COEF_ENV
+from rl.config import DEFAULT_ESTIMATOR, ESTIMATOR_ENV, TURN_COEF_ENV
 from schemas.dataset import RLPrompt
 from schemas.manifest import Manifest
 from schemas.questions import Question
@@ -136,7 +136,7 @@ def launch_script(estimator: str, turn_coef: float) -> str:
 
 
 def export_verl(shards: str | Path, out_dir: str | Path, *, model: str = "Nanbeige/Nanbeige4.1-3B",
-                index_dir: str | Path | None = None, estimator: str = "mt_grpo", turn_coef: float = 1.0,
+                index_dir: str | Path | None = None, estimator: str = DEFAULT_ESTIMATOR, turn_coef: float = 1.0,
                 failed_turns: str = "mask", failed_turn_reward: float = -1.0, max_turns: int = 60,
                 n_gpus: int = 8, run_dir: str | Path | None = None) -> Manifest:
     """Write verl's data, configs and launch script for the `rl` shards of a dataset folder.

@@ -65,17 +65,23 @@ class Episode:
 
 
 def _turn_from_output(index: int, content: str, execute: Execute) -> tuple[Turn, bool]:
-    """Parse one assistant message and run its call; returns the turn and whether it ends the episode."""
+    """Parse one assistant message and run its call; returns the turn and whether it ends the episode.
+
+    As in stage 3's episode loop (`synth.policies.base.run_episode`), an `answer` call ends the episode only
+    when the environment accepts it; a malformed one (`{"answer": ..}`, an empty `text`) gets the
+    environment's error back and the episode goes on, the rule the SFT data shows.
+    """
     view = parse_nanbeige_assistant(content)
     turn = Turn(index=index, reasoning=view.reasoning, raw_output=content)
-    if view.kind == "final" or (view.kind == "call" and view.name == ANSWER_TOOL):
-        if view.kind == "call":
-            turn.tool_call = ToolCall(call_id=f"call_{index}", name=view.name, arguments=view.arguments)
-        turn.final_answer = view.answer if view.kind == "final" else str(view.arguments.get("text", ""))
+    if view.kind == "final":
+        turn.final_answer = view.answer
         return turn, True
     if view.kind == "call":
         turn.tool_call = ToolCall(call_id=f"call_{index}", name=view.name, arguments=view.arguments)
         turn.observation, turn.tool_error = execute(view.name, view.arguments)
+        if view.name == ANSWER_TOOL and not turn.tool_error:
+            turn.final_answer = str(view.arguments["text"])
+            return turn, True
     else:
         turn.parse_error = turn.observation = PARSE_ERROR
         turn.tool_error = True

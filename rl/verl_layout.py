@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from rl.advantages import token_advantages, turn_advantages
-from rl.config import Estimator
+from rl.config import DEFAULT_ESTIMATOR, Estimator
 
 
 def turn_ids_from_mask(response_mask: torch.Tensor) -> torch.Tensor:
@@ -70,7 +70,7 @@ def read_turn_rewards(token_level_rewards: torch.Tensor, response_mask: torch.Te
     return outcome, turn_rewards, valid, turn_ids_from_mask(response_mask)
 
 
-def turn_grpo(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index, estimator: Estimator = "mt_grpo",
+def turn_grpo(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index, estimator: Estimator = DEFAULT_ESTIMATOR,
               turn_coef: float = 1.0, gamma: float = 1.0, scale: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """verl-shaped estimator: (advantages, returns), both [B, L], groups from verl's `uid` index array."""
     outcome, turn_rewards, valid, turn_ids = read_turn_rewards(token_level_rewards, response_mask)

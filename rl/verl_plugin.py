@@ -40,7 +40,7 @@ from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY, register_adv_est
 
 from critic.scoring import judge_trajectory
 from ground.io import read_records
-from rl.config import ESTIMATOR_ENV, TURN_COEF_ENV, Estimator
+from rl.config import DEFAULT_ESTIMATOR, ESTIMATOR_ENV, TURN_COEF_ENV, Estimator
 from rl.rollout import episode_trajectory, mask_failed_turns, prompt_ids, run_episode
 from rl.verl_layout import place_turn_rewards, turn_grpo
 from schemas.config import JudgeConfig
@@ -153,7 +153,7 @@ class TurnRewardManager(RewardManagerBase):
 def turn_grpo_settings() -> tuple[str, float]:
     """(estimator, turn_coef) from the launch script's environment: verl's `algorithm` config is a closed
     dataclass, so an extra `algorithm.turn_grpo` key would be an unknown key there."""
-    estimator = os.environ.get(ESTIMATOR_ENV, "mt_grpo")
+    estimator = os.environ.get(ESTIMATOR_ENV, DEFAULT_ESTIMATOR)
     if estimator not in get_args(Estimator):
         raise ValueError(f"{ESTIMATOR_ENV}={estimator!r}: expected one of {', '.join(get_args(Estimator))}")
     return estimator, float(os.environ.get(TURN_COEF_ENV, "1.0"))

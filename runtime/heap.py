@@ -34,6 +34,19 @@ def map_large_allocations() -> bool:
     return libc is not None and libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1
 
 
+@functools.cache
+def freeze_start_up_objects() -> int:
+    """Once per process: move every object alive now (modules, knowledge tables, the runner's own state)
+    out of the cycle collector's reach, so that `release_freed_memory`'s collection after each unit scans
+    what the work made, not the ~300,000 objects a worker starts with (0.17 s a call, 19 calls in a
+    three-page extract, down to under 0.01 s). Frozen objects are still freed when no reference is left;
+    only a cycle among them is never collected, and they are the worker's own, alive at its set-up, so
+    what that can keep is bounded by them, not by the data. Returns how many objects were frozen."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
 def release_freed_memory() -> None:
     """After a unit: collect cycles and return the C heap's free pages to the system. glibc keeps what a
     unit's rows (pages, relations, Arrow buffers) freed in per-thread arenas, so without this a worker's

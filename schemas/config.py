@@ -7,11 +7,50 @@ part of a config; a role names the environment variable that holds its key.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from schemas.secrets import register_secret_env
+
+
+def _not_after_the_run(value: dt.date | dt.datetime) -> dt.date | dt.datetime:
+    """A snapshot date is a moment already past: no revision exists after the run starts."""
+    now = dt.datetime.now(dt.UTC)
+    if value > (now if isinstance(value, dt.datetime) else now.date()):
+        raise ValueError(f"must not be after the run ({now:%Y-%m-%dT%H:%M:%SZ})")
+    return value
+
+
+# the ranges every config field has: a share or a probability, and dates that must not lie in the future
+Share = Annotated[float, Field(ge=0.0, le=1.0)]
+NOT_AFTER_RUN = AfterValidator(_not_after_the_run)
+PastDate = Annotated[dt.date, NOT_AFTER_RUN]
+PastDatetime = Annotated[AwareDatetime, NOT_AFTER_RUN]
+
+_BOUND_WORDS = {"greater_than_equal": (">=", "ge"), "greater_than": (">", "gt"), "less_than_equal": ("<=", "le"),
+                "less_than": ("<", "lt")}
+
+
+def config_error_line(error: ValidationError, what: str = "config") -> str:
+    """A config's validation errors as one line: each key (dotted), the value given and what is allowed."""
+    problems = []
+    for item in error.errors():
+        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        words = _BOUND_WORDS.get(item["type"])
+        allowed = f"must be {words[0]} {item['ctx'][words[1]]}" if words else item["msg"].removeprefix("Value error, ")
+        shown = "" if item["type"] in ("missing", "extra_forbidden") else f" = {item['input']!r}"
+        problems.append(f"{key}{shown}: {allowed}")
+    return f"invalid {what}: " + "; ".join(problems)
 
 
 class _Config(BaseModel):
@@ -29,14 +68,14 @@ class LLMRole(_Config):
     base_url: str | None = None
     model: str | None = None
     api_key_env: str = "OPENAI_API_KEY"
-    temperature: float = 0.7
+    temperature: float = Field(default=0.7, ge=0.0, le=2.0)
     max_tokens: int | None = Field(default=None, ge=1, description="default: the role's own budget")
     max_concurrency: int = Field(default=4, ge=1, description="requests in flight at most")
     start_concurrency: int = Field(default=1, ge=1, description="requests in flight at first; adapts")
-    timeout_s: float = 120.0
+    timeout_s: float = Field(default=120.0, gt=0, description="seconds one request may take")
     max_retries: int = Field(default=4, ge=0, description="retries after a timeout, an outage, a 429 or a 5xx")
     max_repairs: int = Field(default=2, ge=0, description="repair requests after an unusable (invalid) reply")
-    backoff_s: float = 1.0
+    backoff_s: float = Field(default=1.0, ge=0, description="first wait before a retry (doubles); 0: at once")
     max_retry_after_s: float = Field(default=60.0, ge=0, description="longest Retry-After wait honoured")
     max_consecutive_failures: int = Field(
         default=12, ge=1, description="failed attempts in a row (timeouts, outages) before the role stops sending")
@@ -65,7 +104,7 @@ class BeamOptions(_Config):
     """Apache Beam pipeline options passed through to the runner."""
 
     runner: str = "DirectRunner"
-    direct_num_workers: int = 1
+    direct_num_workers: int = Field(default=1, ge=0, description="DirectRunner workers; 0: one per CPU")
     direct_running_mode: Literal["in_memory", "multi_threading", "multi_processing"] = "in_memory"
     extra_args: list[str] = []
 
@@ -78,34 +117,35 @@ class ExtractConfig(_Config):
     api_recent_days: int | None = Field(default=None, ge=1, le=30, description="list=recentchanges reaches 30 days")
     api_max_in_flight: int = Field(default=3, ge=1, le=8, description="API requests in flight per worker process")
     streams_per_unit: int = Field(default=10, ge=1, description="multistream bz2 streams per parallel read unit")
-    as_of: AwareDatetime | None = None
-    window_days: int = 182
+    as_of: PastDatetime | None = None
+    window_days: int = Field(default=182, ge=1, description="days before as_of whose facts count as recent")
     max_page_bytes: int = Field(default=1_000_000, ge=1, description="larger pages are skipped as oversized")
     page_timeout_s: float = Field(default=5.0, gt=0, description="pages taking longer are skipped as timeout")
     output_shards: int = Field(default=4, ge=1, description="parquet shards per output table")
 
 
 class WalkConfig(_Config):
-    hops: list[int] = [2, 3, 4]
-    walks_per_start: int = 24
+    hops: list[Annotated[int, Field(ge=1, le=8)]] = Field(default=[2, 3, 4], min_length=1,
+                                                          description="path lengths walked")
+    walks_per_start: int = Field(default=24, ge=1)
     long_walk_growth: float = Field(default=3.0, ge=1.0, description="each hop beyond two multiplies walks_per_start "
                                     "by this: longer walks die and repeat more often (4 hops: 9x with the default)")
-    max_paths: int | None = None
-    hub_quantile: float = 0.98
+    max_paths: int | None = Field(default=None, ge=1, description="paths kept at most; None: all")
+    hub_quantile: float = Field(default=0.98, ge=0.0, le=1.0, description="degree quantile above which a page is a hub")
     hub_min_degree: int = Field(default=50, ge=0, description="a hub (never an intermediate) has at least this "
                                 "degree besides lying above hub_quantile: in a small slice the top pages are not hubs")
-    min_out_degree: int = 1
+    min_out_degree: int = Field(default=1, ge=0)
     require_recent_fact: bool = True
     allow_literal_answers: bool = True
-    seed: int = 0
+    seed: int = Field(default=0, ge=0)
     exclude_relations: list[str] | None = Field(
         default=None,
         description="edges never walked; None: the `walks = skip` rows of data/ontology/non_facts.tsv (weak lead "
         "links, infobox parameters that name or format the page, trivia), which the walk stage records here",
     )
     mapped_only: bool = Field(default=True, description="walk only relations mapped to an ontology property")
-    as_of: dt.date | None = None
-    window_days: int | None = Field(default=None, description="recency window; default: the graph's manifest")
+    as_of: PastDate | None = None
+    window_days: int | None = Field(default=None, ge=1, description="recency window; default: the graph's manifest")
     step_retries: int = Field(default=8, ge=1, description="candidate edges tried per step before a walk dies")
     forbid_inverse_hop: bool = True
     forbid_repeated_relation: bool = True
@@ -115,25 +155,23 @@ class WalkConfig(_Config):
     tree_share: float = Field(default=0.4, ge=0.0, le=1.0, description="share of walks that take, at a random "
                               "hop, an edge whose head has several objects for the relation, all pages with "
                               "facts: they become tree questions whose branches pick the entity reached")
-    max_literal_chars: int = 40
+    max_literal_chars: int = Field(default=40, ge=1, description="longer literal answers are rejected")
     starts_per_task: int = Field(default=256, ge=1, description="start nodes per Beam element")
     shards: int = Field(default=4, ge=1)
 
     @field_validator("hops")
     @classmethod
-    def _hops_in_range(cls, hops: list[int]) -> list[int]:
-        if not hops or any(h < 1 or h > 8 for h in hops):
-            raise ValueError("hops must be a non-empty list of path lengths between 1 and 8")
+    def _hops_sorted(cls, hops: list[int]) -> list[int]:
         return sorted(set(hops))
 
 
 class QuestionConfig(_Config):
     writer: LLMRole = Field(default_factory=LLMRole)
     shortcut: LLMRole | None = None
-    shortcut_attempts: int = 4
-    as_of: dt.date | None = None
-    max_questions: int | None = None
-    seed: int = 0
+    shortcut_attempts: int = Field(default=4, ge=1, description="shortcut checker guesses per question")
+    as_of: PastDate | None = None
+    max_questions: int | None = Field(default=None, ge=1)
+    seed: int = Field(default=0, ge=0)
     leak_ngram: int = Field(default=8, ge=3, description="evidence n-gram length that counts as a leak")
     attributes_per_entity: int = Field(default=1, ge=0, description="attributes added to each obfuscated entity")
     describe_start: float = Field(default=1.0, ge=0.0, le=1.0,
@@ -197,22 +235,22 @@ class TrajectoryConfig(_Config):
     keep_last_observations: int = Field(default=5, ge=0)
     keep_last_turns: int = Field(default=20, ge=1, description="turns shown in the prompt; older ones are folded")
     max_parse_failures: int = Field(default=3, ge=1, description="consecutive unparseable turns that end a run")
-    search_top_k: int = 5
-    error_rates: dict[str, float] = Field(
+    search_top_k: int = Field(default=5, ge=1, description="results one search returns")
+    error_rates: dict[str, Share] = Field(
         default_factory=lambda: dict(OFFLINE_ERROR_RATES), description="offline policy error kind -> rate"
     )
     questions_per_unit: int = Field(default=8, ge=1, description="questions in one resumable work unit")
     units_in_flight: int = Field(default=4, ge=1, description="work units a worker runs at once on one event loop")
-    max_questions: int | None = None
-    seed: int = 0
+    max_questions: int | None = Field(default=None, ge=1)
+    seed: int = Field(default=0, ge=0)
 
 
 class JudgeConfig(_Config):
     judge: LLMRole = Field(default_factory=LLMRole)
-    thresholds: dict[str, float] = Field(
+    thresholds: dict[str, Share] = Field(
         default_factory=lambda: {"tool_accuracy": 0.5, "information_gain": 0.2, "logical_soundness": 0.5}
     )
-    weights: dict[str, float] = Field(
+    weights: dict[str, Annotated[float, Field(ge=0.0)]] = Field(
         default_factory=lambda: {"tool_accuracy": 1.0, "information_gain": 1.0, "logical_soundness": 1.0}
     )
     failed_turns: Literal["mask", "penalty"] = "mask"
@@ -221,9 +259,9 @@ class JudgeConfig(_Config):
         description="which passing turns get loss 1 in the SFT renders: `critical` only those that moved the "
         "run toward the answer (ToolMind-Web-QA style), `verdict` every turn the critic passed",
     )
-    failed_turn_reward: float = -1.0
-    correct_outcome_reward: float = 1.0
-    wrong_outcome_reward: float = 0.0
+    failed_turn_reward: float = Field(default=-1.0, ge=-10.0, le=0.0, description="a penalty: at most 0")
+    correct_outcome_reward: float = Field(default=1.0, ge=0.0, le=10.0)
+    wrong_outcome_reward: float = Field(default=0.0, ge=-10.0, le=10.0)
     llm_context_turns: int = Field(default=6, ge=0, description="earlier turns the LLM judge sees with observations")
     llm_observation_chars: int = Field(default=2000, ge=0, description="observation characters quoted per turn")
     batch_size: int = Field(default=16, ge=1, description="trajectories per resumable work unit")
@@ -250,8 +288,8 @@ class DatasetConfig(_Config):
     """
 
     out: str = "out"
-    seed: int = 0
-    as_of: AwareDatetime | None = None
+    seed: int = Field(default=0, ge=0)
+    as_of: PastDatetime | None = None
     name: str = Field(default="hopsmith-wiki-deepsearch", description="dataset name shown on the card")
     test_fraction: float = Field(default=0.1, ge=0.0, lt=1.0, description="share of questions in the test split")
     max_rows_per_shard: int = Field(default=2000, ge=1)

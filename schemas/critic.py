@@ -25,12 +25,14 @@ FailureKind = Literal[
     "unmotivated_action",
     "wrong_answer",
     "unsound_reasoning",
+    "ungrounded",
 ]
 FAILURE_KINDS: tuple[str, ...] = get_args(FailureKind)
 KIND_CRITERION: dict[str, str] = {
     **dict.fromkeys(("malformed_call", "tool_error", "repeated_call", "empty_result", "not_sensible"), "tool_accuracy"),
     **dict.fromkeys(("off_path_detour", "redundant_turn"), "information_gain"),
-    **dict.fromkeys(("unsupported_claim", "unmotivated_action", "wrong_answer", "unsound_reasoning"), "logical_soundness"),
+    **dict.fromkeys(("unsupported_claim", "unmotivated_action", "wrong_answer", "unsound_reasoning", "ungrounded"),
+                    "logical_soundness"),
 }
 
 

@@ -16,6 +16,14 @@ class InputFile(BaseModel):
     bytes: int
 
 
+class FileDigest(BaseModel):
+    """What one output file must be: readers compare its size (always) and checksum (when read whole)."""
+
+    model_config = ConfigDict(extra="forbid")
+    bytes: int
+    sha256: str
+
+
 class Manifest(BaseModel):
     """Describes one stage's materialised output.
 
@@ -33,6 +41,8 @@ class Manifest(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
     counts: dict[str, int] = Field(default_factory=dict)
     outputs: dict[str, list[str]] = Field(default_factory=dict, description="table -> shard files")
+    files: dict[str, FileDigest] = Field(
+        default_factory=dict, description="every file of `outputs` (folders expanded), relative -> size, checksum")
     engines: dict[str, str] = Field(default_factory=dict, description="role -> engine/model that produced records")
     as_of: AwareDatetime | None = None
     as_of_reason: str | None = Field(default=None, description="why this as-of: given, or the newest plausible revision")

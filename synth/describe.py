@@ -22,8 +22,8 @@ from pathlib import Path
 
 from graph.csr import LITERAL, LITERAL_PREFIX, split_literal_key
 from ground.io import stable_hash
-from knowledge.lexicon import LEXICON, RelationPhrase
 from knowledge.ontology import load_ontology
+from knowledge.phrasebook import Entry
 from synth import gates
 from synth.phrasing import (
     as_common_noun,
@@ -33,6 +33,7 @@ from synth.phrasing import (
     is_work,
     parse_date,
     phrase,
+    reviewed,
     with_article,
 )
 
@@ -72,7 +73,7 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
 
     Relations in `skip_relations` (the hops into and out of the node) and objects in `skip_labels` (the
     path's nodes) are left out: stating them would give a hop away. An entity fact is offered when the
-    lexicon can name its relation; a name an infobox gives as plain text ("members = Fozzi") counts as an
+    phrasebook has a reviewed entry for its relation; a name an infobox gives as plain text ("members = Fozzi") counts as an
     entity when its property's range is an entity class. The facts are read once per node and context
     (`ctx.attribute_cache`); only the order is drawn anew.
     """
@@ -130,16 +131,12 @@ def _attributes(ctx, node: int, position: int, person: bool, skip_relations: set
             found.setdefault(relation, []).append(Attribute(
                 relation, "relation", forms["modifier"].format(o=name), forms["predicate"].format(o=name),
                 clue(object=str(graph.keys[obj]))))
-        elif relation in LEXICON:  # a relation the lexicon names
-            noun, name = phrase(relation).noun, _name(label, phrase(relation))
+        elif reviewed(relation):  # a relation the phrasebook names
+            entry = phrase(relation)
+            name = _name(label, entry)
             ended = _ended(graph, edge, ctx.as_of)
             several = objects_of[graph.rel[edge]] > 1 and _current_objects(ctx, node, graph.rel[edge]) > 1
-            if ended:  # an ended marriage or term is not stated in the present
-                modifier, predicate = f"whose former {noun} is {name}", f"had {name} as {its} {noun}"
-            elif several:
-                modifier, predicate = f"whose {plural(noun)} include {name}", f"has {name} among {its} {plural(noun)}"
-            else:
-                modifier, predicate = f"whose {noun} is {name}", f"has {name} as {its} {noun}"
+            modifier, predicate = relation_clauses(entry, name, its, ended, several)
             if not ended and (variant := _variant(str(graph.keys[node]), relation)) is not None:
                 modifier = variant["modifier"].format(o=name, a=with_article(name))
                 predicate = variant.get("predicate", predicate).format(o=name, a=with_article(name))
@@ -147,6 +144,17 @@ def _attributes(ctx, node: int, position: int, person: bool, skip_relations: set
                 relation, "relation", modifier, predicate, clue(object=str(graph.keys[obj])),
                 several=name if several and modifier.endswith(name) else ""))
     return tuple(option for relation in found.values() for option in relation)
+
+
+def relation_clauses(entry: Entry, name: str, its: str, ended: bool, several: bool) -> tuple[str, str]:
+    """(modifier, predicate) stating a relation's object `name`: "whose spouse is X" / "has X as its spouse";
+    "whose genres include X" for one of several; "whose former spouse is X" for an ended fact (never stated
+    in the present)."""
+    if ended:
+        return f"whose former {entry.noun} is {name}", f"had {name} as {its} {entry.noun}"
+    if several:
+        return f"whose {entry.plural} include {name}", f"has {name} among {its} {entry.plural}"
+    return f"whose {entry.noun} is {name}", f"has {name} as {its} {entry.noun}"
 
 
 def _variant(entity: str, relation: str) -> dict[str, str] | None:
@@ -181,24 +189,12 @@ def _named_value(graph, node: int, relation: str) -> bool:
             and not any(ch.isdigit() for ch in value) and not any(ch in value for ch in ",;:()"))
 
 
-def _name(title: str, entry: RelationPhrase) -> str:
+def _name(title: str, entry: Entry) -> str:
     """A title as it reads after its relation's noun: "whose producer is Jim Ballantine", not "... is the
     producer Jim Ballantine" for the page "Jim Ballantine (producer)"; a common noun in lower case."""
     bare, _, qualifier = title.partition(" (")
     name = bare if qualifier.rstrip(")") == entry.noun else display_title(title)
     return as_common_noun(name) if entry.common_objects else name
-
-
-def plural(noun: str) -> str:
-    """"genre" -> "genres", "country of origin" -> "countries of origin", "band member" -> "band members"."""
-    head, sep, tail = noun.partition(" of ")
-    if head.endswith("y") and head[-2:-1] not in "aeiou":
-        head = head[:-1] + "ies"
-    elif head.endswith(("s", "sh", "ch", "x", "z")):
-        head += "es"
-    else:
-        head += "s"
-    return head + sep + tail
 
 
 def _current_objects(ctx, node: int, relation: int) -> int:

@@ -179,9 +179,10 @@ def build_index(
     """
     config = config or IndexConfig()
     graph_dir, out_dir = as_path(graph_dir), as_path(out_dir)
-    run = begin_stage(STAGE, out_dir, config, upstream_dirs={"extract": graph_dir})
+    run = begin_stage(STAGE, out_dir, config, upstream_dirs={"extract": graph_dir}, beside=True)
     if run.done:
         return run.finished
+    out_dir = run.work_dir  # beside the previous index until `finish` moves it into place
     shards = shard_files(graph_dir / "pages")
     with apache_beam.Pipeline(options=pipeline_options(beam, list(beam_args))) as pipeline:
         _ = (

@@ -38,7 +38,7 @@ class Clue:
 
 def vague_answer(path: Path) -> str | None:
     """A literal string answer that is one lower-case word ("capital", "yes") is an infobox keyword; a
-    relation the lexicon calls guessable (a campus setting, a publisher's industry) has a guess for an answer."""
+    relation the phrasebook calls guessable (a campus setting, a publisher's industry) has a guess for an answer."""
     answer = path.answer.strip()
     if path.answer_type == "string" and answer.isalpha() and answer.islower():
         return f"keyword-like answer {answer!r}"

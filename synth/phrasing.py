@@ -1,10 +1,11 @@
 """English for question writing: relation phrases, entity type nouns, fuzzy dates, literal answer variants.
 
 Relation names are ontology properties (`birthPlace`, `spouse`, `populationTotal`; knowledge/ontology.py).
-The lexicon (`data/ontology/lexicon.toml`, read by knowledge/lexicon.py) gives the common ones a noun ("the
-spouse of X") and, where a verb reads better, a question frame ("Where was X born?"); other properties read as
-their DBpedia label, unmapped parameters as a noun built from the parameter name. Facts that can change over
-time (office holders, populations, spouses, clubs) are flagged so questions state an as-of date. Entity types
+The phrasebook (`data/ontology/phrasebook.toml`, read by knowledge/phrasebook.py) gives every property a
+question may use a reviewed noun ("the spouse of X"), clauses ("X is married to Y") and, where a verb reads
+better, question frames ("Where was X born?"); a property without a reviewed entry is not asked. Facts that
+can change over time (office holders, populations, spouses, clubs) are flagged so questions state an as-of
+date. Answers are written as a person writes them (`answer_form`). Entity types
 are ontology classes, named by the nouns of `data/ontology/type_nouns.toml`.
 """
 
@@ -14,8 +15,10 @@ import datetime as dt
 import re
 import tomllib
 
-from knowledge.lexicon import LEXICON, MUTABLE_HINTS, PARAMETER_WORDS, WORK_LEXICON, RelationPhrase
+from knowledge.lexicon import MUTABLE_HINTS
 from knowledge.ontology import DATA_DIR, load_ontology
+from knowledge.phrasebook import UNITS, Entry, answer_breaks, entry
+from wikitext.plain_text import format_date
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
@@ -36,21 +39,61 @@ def is_work(entity_type: str | None) -> bool:
     return cls is not None and ontology.is_a(cls, WORK_CLASS)
 
 
-def phrase(relation: str, work: bool = False) -> RelationPhrase:
-    """The lexicon entry of a property (its creative-work variant when the subject is a `work`), else one
-    from its DBpedia label, else one built from the name of an unmapped parameter."""
-    if work and relation in WORK_LEXICON:
-        return WORK_LEXICON[relation]
-    if relation in LEXICON:
-        return LEXICON[relation]
+def phrase(relation: str, work: bool = False) -> Entry:
+    """The reviewed phrasebook entry of a property (its creative-work variant when the subject is a `work`);
+    a KeyError for a property without one, which questions never ask (`reviewed`)."""
+    found = entry(relation, work)
+    if found is None:
+        raise KeyError(f"no reviewed phrasebook entry for {relation!r}")
+    return found
+
+
+def reviewed(relation: str) -> bool:
+    """Whether the phrasebook has a reviewed entry for the property, so that a question may ask it."""
+    return entry(relation) is not None
+
+
+def relation_phrase(relation: str, subject: str, several: bool = False) -> str:
+    """"the spouse of Angela Merkel" (one of "the children of X" with `several`), as the question text names a
+    relation: the phrasebook's noun, or for a property it lacks the DBpedia label; the subject's title as it
+    reads in a sentence. The scripted searcher's thoughts name relations with it."""
+    found = entry(relation)
+    name = display_title(subject)
+    if found is not None:
+        return found.of(name, several)
     ontology = load_ontology()
-    if relation in ontology.properties:
-        return RelationPhrase(noun=ontology.label(relation).lower(),
-                              mutable=any(h in relation.lower() for h in MUTABLE_HINTS))
-    words = [PARAMETER_WORDS.get(w, w) for w in relation.split("_") if w]
-    noun = " ".join(words) or relation
-    return RelationPhrase(noun=f"listed {noun}" if noun.endswith("ed") else noun,
-                          mutable=any(h in relation for h in MUTABLE_HINTS))
+    label = ontology.label(relation).lower() if relation in ontology.properties else relation.replace("_", " ")
+    return f"the {label} of {name}"
+
+
+def answer_form(answer: str, value_type: str, relation: str, unit: str | None = None) -> str:
+    """An answer as a person writes it: a title without its disambiguator ("The Shining (novel)" -> "The
+    Shining"), with the suffix the phrasebook drops ("German language" -> "German"); a number grouped, with
+    its unit ("81,799,600", "357,022 km²"); a date as the pages write it ("3 September 1969")."""
+    found = entry(relation)
+    if value_type == "entity":
+        bare = re.sub(r" \([^()]*\)$", "", answer)
+        drop = found.answer_drop if found else ""
+        return bare[: -len(drop)] if drop and bare.endswith(drop) and len(bare) > len(drop) else bare
+    if value_type == "date":
+        return format_date(answer)
+    if value_type in ("number", "quantity"):
+        figure, _, stated = answer.partition(" ")  # a quantity may carry its unit: "2780400 km2"
+        try:
+            number = float(figure)
+        except ValueError:
+            return answer
+        grouped = f"{number:,.0f}" if number.is_integer() else f"{number:,}"
+        unit = stated or unit or (found.unit if found else "")
+        written = UNITS.get(unit, unit)
+        return f"{grouped}{written}" if written == "%" else f"{grouped} {written}" if written else grouped
+    return answer
+
+
+def is_list_value(answer: str, value_type: str) -> bool:
+    """Whether a free-text value is a list of several ("civil servant, politician"): a multi-valued fact that
+    extraction left as one string, not one answer."""
+    return any(name == "list_value" for name, _ in answer_breaks(answer, value_type))
 
 
 def has_ended(qualifiers: dict[str, str], as_of: dt.date) -> bool:
@@ -64,10 +107,13 @@ def has_ended(qualifiers: dict[str, str], as_of: dt.date) -> bool:
 
 
 def is_mutable(relation: str, value_type: str, qualifiers: dict[str, str]) -> bool:
-    """Whether a fact can change after the snapshot: an as-of date must then be stated."""
+    """Whether a fact can change after the snapshot: an as-of date must then be stated (for a property the
+    phrasebook lacks, when its name holds a mutable hint)."""
     if "start" in qualifiers and "end" not in qualifiers:
         return True
-    return phrase(relation).mutable or value_type in ("number", "quantity")
+    found = entry(relation)
+    mutable = found.mutable if found else any(h in relation.lower() for h in MUTABLE_HINTS)
+    return mutable or value_type in ("number", "quantity")
 
 
 # --- entity types --------------------------------------------------------------------------------------
@@ -101,14 +147,15 @@ def proper_name(name: str) -> str:
 
 
 def display_title(title: str) -> str:
-    """A page title as it reads in a sentence: "King Kong (2005 film)" -> "the 2005 film King Kong"."""
+    """A page title as it reads in a sentence, never with its parenthesis: "King Kong (2005 film)" -> "the
+    2005 film King Kong", "Congress of Deputies (Spain)" -> "Congress of Deputies, Spain"."""
     match = re.fullmatch(r"(.+?) \(([^()]+)\)", title)
     if not match:
         return proper_name(title)
     bare, qualifier = match.groups()
-    if qualifier[:1].isupper():  # "Paris (Texas)", "Georgia (U.S. state)": keep as written
-        return title
-    return f"the {qualifier} {bare}"
+    if qualifier[:1].isupper() and not any(word[:1].islower() for word in qualifier.split()):
+        return f"{proper_name(bare)}, {qualifier}"  # "Paris (Texas)" -> "Paris, Texas"
+    return f"the {qualifier} {bare}"  # "the 2005 film King Kong", "the U.S. state Georgia"
 
 
 # "a university", "a European", "a one-off", "a Ukrainian", "a Uruguayan", "a Ugandan"

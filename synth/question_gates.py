@@ -5,6 +5,10 @@
 graph-side checks of `synth.gates` and the text-side ones of `synth.text_gates` to a question's context
 and plan; they stand apart from `synth.gates` because they read `synth.describe`, which builds on it.
 
+- `unreviewed_relation`: a hop's property has no reviewed phrasebook entry (data/ontology/phrasebook.toml),
+  so no question text for it was ever read by a person ("the merged with of X");
+- `list_answer`: a free-text answer is a list ("civil servant, politician"): a multi-valued fact that
+  extraction left as one string, not one answer;
 - `vague_answer`: a one-word lower-case string answer, an infobox keyword rather than a fact;
 - `answer_leak`: the answer or one of its aliases appears in the question text;
 - `evidence_leak`: the question copies a long n-gram of a hop's evidence sentence;
@@ -59,18 +63,30 @@ from knowledge.ontology import load_ontology
 from schemas.questions import Path
 from synth import describe, gates, text_gates
 from synth.environment import SearchEnvironment
-from synth.phrasing import date_variants, number_variants, parse_date
+from synth.phrasing import answer_form, date_variants, is_list_value, number_variants, parse_date, reviewed
 from synth.question_plan import Plan, QuestionContext, described_as, named_anchor, seeded_rng
 
-GATES = ("vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
+GATES = ("unreviewed_relation", "list_answer", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
          "identifying_clue", "clue_shortcut",
          "not_unique_in_world", "trivial_final_hop", "description_search", "untimed_hop", "famous",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
          "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap", "relation_answer_cap")
 
 
+def _answer_unit(ctx: QuestionContext, path: Path) -> str | None:
+    node = gates.answer_node(ctx.graph, path) if path.answer_type in ("number", "quantity") else None
+    return split_literal_key(ctx.graph.keys[node])[2] if node is not None else None
+
+
+def written_answer(ctx: QuestionContext, path: Path) -> str:
+    """The answer as a person writes it ("The Shining", "81,799,600", "3 September 1969"; `answer_form`)."""
+    return answer_form(path.answer, path.answer_type, path.hops[-1].relation, _answer_unit(ctx, path))
+
+
 def answer_aliases(ctx: QuestionContext, path: Path) -> list[str]:
-    """Redirect titles and the bare title for entities; date and number surface forms for literals."""
+    """Other accepted forms of the answer: its raw value (the page title, the ISO date, the bare number, which
+    the graph and the index know), redirect titles and the bare title for entities, date and number surface
+    forms for literals; never the written answer itself."""
     last = path.hops[-1]
     if path.answer_type == "entity":
         info = ctx.entities.get(path.answer)
@@ -78,17 +94,20 @@ def answer_aliases(ctx: QuestionContext, path: Path) -> list[str]:
     elif path.answer_type == "date":
         forms = date_variants(last.value or path.answer)
     elif path.answer_type in ("number", "quantity"):
-        node = gates.answer_node(ctx.graph, path)
-        unit = split_literal_key(ctx.graph.keys[node])[2] if node is not None else None
-        forms = number_variants(last.value or path.answer, unit)
+        forms = number_variants(last.value or path.answer, _answer_unit(ctx, path))
     else:
         forms = []
-    return [f for f in dict.fromkeys(forms) if f and f != path.answer]
+    written = written_answer(ctx, path)
+    return [f for f in dict.fromkeys([path.answer, *forms]) if f and f != written]
 
 
 def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
     """Gates on the path alone, checked before any planning: a vague answer, a shortcut through the graph,
     an answer that a prior over the final relation would guess."""
+    if (relation := next((h.relation for h in path.hops if not reviewed(h.relation)), None)) is not None:
+        return "unreviewed_relation", f"no reviewed phrasebook entry for {relation}"
+    if is_list_value(path.answer, path.answer_type):
+        return "list_answer", f"a list, not one answer: {path.answer!r}"
     if (detail := gates.vague_answer(path)) is not None:
         return "vague_answer", detail
     if (detail := gates.fewer_hops(ctx.graph, path)) is not None:

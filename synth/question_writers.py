@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pydantic import BaseModel
 
 from knowledge.lexicon import PAST_TENSE, TIDY
+from knowledge.phrasebook import VAGUE_NOUNS, Entry
 from llm.client import LLMClient
 from schemas.questions import Path
 from synth import describe
@@ -47,39 +48,46 @@ def _past(template: str) -> str:
 
 def _ask(ctx: QuestionContext, path: Path, plan: Plan, subject: str, rng: random.Random) -> str:
     """The final question sentence about `subject`, relation-aware, with a varied surface form; a tree
-    question asks for the object of the final relation that the branches single out."""
+    question asks for the object of the final relation that the branches single out. The wh-word follows the
+    answer's class ("Who is the child of X?"), from its page's type or else the phrasebook's answer class."""
     relation = path.hops[-1].relation
     entry = phrase(relation, _is_work(ctx, path.hops[-1].head))
     noun = entry.noun
     ended = len(path.hops) - 1 in plan.ended
+    answer_noun = answer_type_noun(ctx, path)
+    person = answer_noun in PERSON_NOUNS or (answer_noun is None and entry.answer == "person")
     if plan.branches:
-        who = "who" if answer_type_noun(ctx, path) in PERSON_NOUNS else "that"
+        who = "who" if person else "that"
         predicates = " and ".join(a.predicate for a in sorted(plan.branches, key=lambda a: describe.ORDER[a.kind]))
         return rng.choice([f"Name the {noun} of {{s}} {who} {predicates}.",
                            f"Which {noun} of {{s}} {predicates}?"]).format(s=subject)
     if path.answer_type in ("number", "quantity") and entry.count_ask and not ended:
         return entry.count_ask.format(s=subject)
-    if entry.ask:  # the lexicon's own frames read best; "Name the ..." adds variety
-        frames = [*entry.ask, "Name the {n} of {s}."] if path.answer_type == "entity" else list(entry.ask)
+    frames = final_frames(entry, path.answer_type, person, answer_noun, ended)
+    chosen = _fit_precision(frames, path) if entry.ask else frames
+    return rng.choice(chosen or frames).format(n=noun, s=subject)
+
+
+def final_frames(entry: Entry, answer_type: str, person: bool, answer_noun: str | None, ended: bool) -> list[str]:
+    """The final question's frames ({n} the noun, {s} the subject): the phrasebook's own read best ("Where was
+    {s} born?"), "Name the ..." adds variety; else "<wh> is the {n} of {s}?", the wh-word by answer class."""
+    wh = "Who" if person else entry.wh
+    if entry.ask:
+        frames = [*entry.ask, "Name the {n} of {s}."] if answer_type == "entity" else list(entry.ask)
         if ended:
-            frames = [_past(f) for f in frames if _past(f) != f] or ["Who was the {n} of {s}?"]
-        return rng.choice(_fit_precision(frames, path) or frames).format(n=noun, s=subject)
+            frames = [_past(f) for f in frames if _past(f) != f] or [f"{wh} was the {{n}} of {{s}}?"]
+        return frames
     verb = "was" if ended else "is"
-    frames = []
-    if path.answer_type == "entity":
-        answer_noun = answer_type_noun(ctx, path)
-        if answer_noun in PERSON_NOUNS:
-            frames.append(f"Who {verb} the {{n}} of {{s}}?")
-        elif answer_noun:
+    frames = [f"{wh} {verb} the {{n}} of {{s}}?"]
+    if answer_type == "entity":
+        if answer_noun and not person:
             frames.append(f"Which {answer_noun} {verb} the {{n}} of {{s}}?")
-        frames += [f"What {verb} the {{n}} of {{s}}?", "Name the {n} of {s}."]
-    elif path.answer_type == "date":
-        frames += [f"What {verb} the {{n}} of {{s}}?", "What date is given as the {n} of {s}?"]
-    elif path.answer_type in ("number", "quantity"):
-        frames += [f"What {verb} the {{n}} of {{s}}?", "What figure is recorded as the {n} of {s}?"]
-    else:
-        frames += [f"What {verb} the {{n}} of {{s}}?"]
-    return rng.choice(frames).format(n=noun, s=subject)
+        frames.append("Name the {n} of {s}.")
+    elif answer_type == "date":
+        frames.append("What date is given as the {n} of {s}?")
+    elif answer_type in ("number", "quantity"):
+        frames.append("What figure is recorded as the {n} of {s}?")
+    return frames
 
 
 def _fit_precision(frames: list[str], path: Path) -> list[str]:
@@ -101,10 +109,28 @@ def _is_work(ctx: QuestionContext, title: str) -> bool:
 
 def _clue_sentence(relation: str, subject: str, obj: str, ended: bool, work: bool = False,
                   several: bool = False) -> str:
-    """A clue sentence for a hop; a hop with `several` objects (a tree's) states one of them, not "the" one."""
+    """A clue sentence for a hop, subject first and object last (so "the latter" then means the object); a hop
+    with `several` objects (a tree's) states one of them, not "the" one."""
     entry = phrase(relation, work)
-    template = entry.clue or ("One {n} of {s} is {o}." if several else "The {n} of {s} is {o}.")
-    return sentence((_past(template) if ended else template).format(n=entry.noun, s=subject, o=obj))
+    if several and entry.forward.startswith(f"The {entry.noun} of "):
+        return sentence(f"{entry.of(subject, several=True)} {'was' if ended else 'is'} {obj}.")
+    return sentence(entry.clause(subject, obj, past=ended))
+
+
+def _noun(ctx: QuestionContext, path: Path, plan: Plan, position: int) -> str:
+    """The noun a described entity goes by in the text: the plan's, or where the plan has only "entity" (no
+    page type), the answer class of the hop into it ("a person", "a place") or else that hop's noun."""
+    noun = plan.nouns[position]
+    if noun != "entity" or not position:
+        return noun
+    entry = phrase(path.hops[position - 1].relation, _is_work(ctx, path.hops[position - 1].head))
+    return entry.answer if entry.answer in ("person", "place") else entry.noun
+
+
+def _bare_vague(plan: Plan, noun: str, position: int) -> bool:
+    """An intermediate the text could only call "a place" or "an entity": nothing said of it but a vague noun,
+    so it reads better through its relation ("the location of X") than as a clue sentence."""
+    return not plan.attributes.get(position) and noun in VAGUE_NOUNS
 
 
 def _tidy(text: str) -> str:
@@ -125,15 +151,20 @@ def write_template(ctx: QuestionContext, path: Path, plan: Plan) -> Draft:
             former = "former " if hop in plan.ended else ""
             subject = f"the {former}{phrase(path.hops[hop].relation).noun} of {subject}"
         if hops - 1 in plan.nouns:
-            subject += f", {described_as(plan, hops - 1)},"
+            subject += f", {describe.described(_noun(ctx, path, plan, hops - 1), plan.attributes.get(hops - 1, []))},"
         text = _ask(ctx, path, plan, subject, rng)
     else:
         # The start's noun counts as used: "a person ... is a relative of a person. When was the latter person born?"
         sentences, subject, used = [], start, Counter([plan.nouns[0]] if plan.start_described and 0 in plan.nouns else [])
         for position in range(1, hops):
-            noun = plan.nouns[position]
+            noun = _noun(ctx, path, plan, position)
             hop = path.hops[position - 1]
-            sentences.append(_clue_sentence(hop.relation, subject, described_as(plan, position),
+            if _bare_vague(plan, noun, position):
+                former = "former " if position - 1 in plan.ended else ""
+                subject = f"the {former}{phrase(hop.relation, _is_work(ctx, hop.head)).noun} of {subject}"
+                continue
+            sentences.append(_clue_sentence(hop.relation, subject,
+                                            describe.described(noun, plan.attributes.get(position, [])),
                                             position - 1 in plan.ended, _is_work(ctx, hop.head),
                                             position in plan.tree_positions))
             used[noun] += 1

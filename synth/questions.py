@@ -58,6 +58,7 @@ from synth.question_gates import (
     plan_gate,
     search_gate,
     text_gate,
+    written_answer,
 )
 from synth.question_plan import EntityInfo, QuestionContext, plan_question, question_as_of
 from synth.question_writers import TEMPLATE_ENGINE, Draft, write_llm, write_template
@@ -70,10 +71,11 @@ TABLES = ("questions", "skipped")
 
 
 def _question(ctx: QuestionContext, path: Path, draft: Draft, aliases: list[str]) -> Question:
+    """The kept question; its answer as a person writes it, the raw value among the aliases."""
     return Question(
         question_id=stable_hash(path.path_id, draft.engine),
         text=draft.text,
-        answer=path.answer,
+        answer=written_answer(ctx, path),
         aliases=aliases,
         as_of=question_as_of(path, ctx.as_of),
         hops=len(path.hops),
@@ -121,7 +123,7 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
         except LLMError as error:
             return _skip(path, "writer_failed", str(error))
         aliases = answer_aliases(ctx, path)
-        failed = text_gate(ctx, path, plan, draft.text, aliases, environment)
+        failed = text_gate(ctx, path, plan, draft.text, [written_answer(ctx, path), *aliases], environment)
         if failed is None and writer is not None:
             failed = faithfulness_gate(path, plan, draft.text)
         if failed is not None:
@@ -306,9 +308,10 @@ def run_questions(
         if read_manifest(index_dir) is None:
             raise UserError(f"{index_dir} holds no finished search index: run `hopsmith index` first")
         upstream["index"] = as_path(index_dir)
-    run = begin_stage(STAGE, out_dir, resolved, upstream_dirs=upstream)
+    run = begin_stage(STAGE, out_dir, resolved, upstream_dirs=upstream, beside=True)
     if run.done:
         return run.finished
+    out_dir = run.work_dir  # beside the previous questions until `finish` moves them into place
     path_ids = sorted(read_table(Path, paths_dir / "paths").column("path_id").to_pylist())
     units = _units(path_ids, config)
     work = WorkUnits(out_dir, TABLES)
@@ -320,8 +323,9 @@ def run_questions(
     questions = [q for uid in written for q in read_records(Question, work.part_path("questions", uid))]
     skipped = [s for uid in written for s in read_records(SkippedRecord, work.part_path("skipped", uid))]
     kept, duplicates = deduplicate(questions)
-    kept, capped = cap_answers(kept, config.max_answer_share)
+    # The relation cap first: the run-wide cap then holds of the questions finally kept.
     kept, relation_capped = cap_relation_answers(kept, config.relation_answer_share, config.relation_answer_min)
+    kept, capped = cap_answers(kept, config.max_answer_share)
     skipped += duplicates + capped + relation_capped
     if config.max_questions is not None and len(kept) > config.max_questions:
         skipped += [_skip(q.path, "max_questions", q.text) for q in kept[config.max_questions :]]

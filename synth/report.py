@@ -24,6 +24,7 @@ from ground.errors import UserError
 from ground.io import read_manifest, read_records, read_table, shard_files
 from ground.storage import as_path
 from knowledge.ontology import load_ontology
+from knowledge.phrasebook import scan_question
 from schemas.config import QuestionConfig, WalkConfig
 from schemas.environment import IndexedPage
 from schemas.questions import Path as Path_
@@ -162,23 +163,6 @@ def prior_guess_hits(questions: list[Question]) -> int:
     return hits
 
 
-_BREAKS = (  # a minimal scan, used until the phrasebook's own break scanner is handed in
-    ("a doubled word", re.compile(r"\b(\w+) \1\b", re.IGNORECASE)),
-    ("an irregular plural made regular", re.compile(r"\b(childs|persons of|peoples)\b", re.IGNORECASE)),
-    ("a placeholder noun", re.compile(r"\b(an entity|in a place|a thing)\b", re.IGNORECASE)),
-    ("a title's disambiguator", re.compile(r"\w \([A-Za-z][^)]*\)")),
-)
-
-
-def minimal_break_scan(text: str, answer: str) -> list[str]:
-    """Known template breaks in a question's text or answer: doubled words, regularised plurals, placeholder
-    nouns, a page title's disambiguator, an answer of five or more digits without grouping."""
-    found = [name for name, pattern in _BREAKS if pattern.search(text) or pattern.search(answer)]
-    if re.fullmatch(r"\d{5,}", answer.strip()):
-        found.append("an ungrouped number")
-    return found
-
-
 def _share(part: int, whole: int) -> float:
     return round(part / whole, 4) if whole else 0.0
 
@@ -203,7 +187,8 @@ def measure(folders: dict[str, Path], top_k: int | None = None,
 
     The difficulty figures come from probes the gates do not run: another retriever (`TfidfProbe`, over the
     index's pages) for the question and for each description alone, the leave-one-out prior guess among
-    the run's questions, and a break scan (`scan_breaks`, else `minimal_break_scan`)."""
+    the run's questions, and a break scan (`scan_breaks`, else the phrasebook's scanner, whose patterns are a
+    table of their own, not the writers' templates)."""
 
     manifest = read_manifest(folders["questions"])
     if manifest is None or read_manifest(folders["graph"]) is None:
@@ -224,7 +209,7 @@ def measure(folders: dict[str, Path], top_k: int | None = None,
                             for page in read_records(IndexedPage, shard)])
     top_k = top_k or config.one_search_top_k or 5
     questions = list(read_records(Question, folders["questions"] / "questions"))
-    scan_breaks = scan_breaks or minimal_break_scan
+    scan_breaks = scan_breaks or scan_question
 
     by_shape: Counter = Counter()
     answers: Counter = Counter()

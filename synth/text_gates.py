@@ -74,9 +74,11 @@ def content_stems(text: str) -> set[str]:
 
 
 def relation_stems(relation: str) -> set[str]:
-    """Every content word by which the relation's lexicon entry expresses it (noun, question and clue frames)."""
+    """Every content word by which the relation's phrasebook entry expresses it (noun, plural, question frames,
+    its clauses either way and in either tense)."""
     entry = phrase(relation)
-    frames = " ".join((entry.noun, *entry.ask, entry.clue, entry.count_ask)).replace("{s}", " ").replace("{o}", " ")
+    frames = " ".join((entry.noun, entry.plural, *entry.ask, entry.forward, entry.forward_past, entry.inverse,
+                       entry.inverse_past, entry.count_ask)).replace("{s}", " ").replace("{o}", " ")
     return content_stems(frames) | content_stems(relation.replace("_", " "))
 
 

@@ -235,9 +235,11 @@ def run_trajectories(
 ) -> Manifest:
     """Solve every question with every framework and rollout; resumable; writes trajectories/*.parquet."""
     questions_dir, index_dir, out_dir = as_path(questions_dir), as_path(index_dir), as_path(out_dir)
-    run = begin_stage(STAGE, out_dir, config, upstream_dirs={"questions": questions_dir, "index": index_dir})
+    run = begin_stage(STAGE, out_dir, config, upstream_dirs={"questions": questions_dir, "index": index_dir},
+                      beside=True)
     if run.done:
         return run.finished
+    out_dir = run.work_dir  # beside the previous trajectories until `finish` moves them into place
     questions = list(read_records(Question, questions_dir / "questions"))
     units = plan_units(questions, config)
     options = pipeline_options(beam, list(beam_args))

@@ -194,7 +194,11 @@ def sample_records(count: int = 12) -> tuple[list[Question], list[JudgedTrajecto
     judged = []
     for question in questions:
         judged.append(make_judged(question, "tagged"))
-        judged.append(make_judged(question, "react", unparsed=False))
+        react = make_judged(question, "react", unparsed=False)
+        # its own words: without them its conversation would equal the tagged run's once the SFT renders
+        # leave the tagged run's unparsed turn out, and the dataset stage would skip it as a duplicate
+        react.trajectory.turns[2].reasoning = "Search once more to be sure."
+        judged.append(react)
         judged.append(make_judged(question, "function_calling", finished=False))
     return questions, judged
 

@@ -60,3 +60,20 @@ def test_as_of_accepts_a_date_or_a_timestamp():
     assert parse_as_of("2026-10-28T12:00:00") == dt.datetime(2026, 10, 28, 12, tzinfo=dt.UTC)
     with pytest.raises(argparse.ArgumentTypeError):
         parse_as_of("yesterday")
+
+
+def test_a_named_command_imports_only_its_own_module():
+    """`hopsmith extract ...` registers (and imports) cli.extract alone; no command named, every one. Each
+    module's command is found by its name (the module's, with '-' for '_'), so none is loaded for nothing."""
+    import argparse
+
+    from cli.main import COMMAND_MODULES, build_parser, command_modules
+
+    assert command_modules(["-v", "extract", "--dump", "x.xml.bz2"]) == ("cli.extract",)
+    assert command_modules(["--help"]) == command_modules(["no-such-command"]) == COMMAND_MODULES
+    for module in COMMAND_MODULES:
+        name = module.rpartition(".")[2].replace("_", "-")
+        assert command_modules([name]) == (module,)
+        subparsers = next(action for action in build_parser([name])._actions
+                          if isinstance(action, argparse._SubParsersAction))
+        assert list(subparsers.choices) == [name]

@@ -295,8 +295,7 @@ def test_critical_policy_trains_only_the_turns_that_moved_the_run_toward_the_ans
     judgements = judge_turns(trajectory(_run()), QUESTION, JudgeConfig())  # `critical` is the default
     assert [j.critical for j in judgements] == [False, True, False, True, True]
     assert judgements[1].critical_reasons == ["retrieves Steven Spielberg --spouse--> Kate Capshaw"]
-    assert judgements[3].critical_reasons == ["retrieves Kate Capshaw --birth_place--> Fort Worth, Texas",
-                                              "states Kate Capshaw"]
+    assert judgements[3].critical_reasons == ["retrieves Kate Capshaw --birth_place--> Fort Worth, Texas"]
     assert judgements[4].critical_reasons == ["final answer"]
     assert [j.loss_mask for j in judgements] == [0, 1, 0, 1, 1]  # the search stays in context, loss 0
     graded = judge_turns(trajectory(_run()), QUESTION, JudgeConfig(loss_policy="verdict"))
@@ -305,7 +304,23 @@ def test_critical_policy_trains_only_the_turns_that_moved_the_run_toward_the_ans
     assert [j.loss_mask for j in penalised] == [0, 1, 1, 1, 1]  # a failed turn is still penalised
     restated = _run()[:4] + [turn(4, "open_page", {"title": "Fort Worth, Texas"}, "Fort Worth - page 1 of 1.\n\n"
                                   "Fort Worth is a city in Texas.", "Kate Capshaw is his wife. I will open Fort Worth.")]
-    assert not judge_turns(trajectory(restated), QUESTION, JudgeConfig())[4].critical  # stated before: not new
+    assert not any(j.critical for j in judge_turns(trajectory(restated), QUESTION, JudgeConfig()))  # no answer given
+
+
+def test_a_run_that_ends_on_a_wrong_answer_has_no_critical_turn():
+    """Every turn of a run that missed the answer led away from it: none trains, whatever it retrieved."""
+    wrong = _run()[:4] + [turn(4, "answer", {"text": "Dallas"}, None, "The answer is Dallas.")]
+    judgements = judge_turns(trajectory(wrong), QUESTION, JudgeConfig())
+    assert judgements[1].verdict and not any(j.critical or j.loss_mask for j in judgements)
+
+
+def test_a_turn_naming_what_no_observation_showed_fails_as_ungrounded():
+    """Opening the answer's page by name before any result listed it is knowledge only the gold path has."""
+    peek = [SEARCH, turn(1, "open_page", {"title": "Kate Capshaw"}, CAPSHAW_PAGE, "I will open Kate Capshaw.")]
+    judgements = judge_turns(trajectory(peek), QUESTION, JudgeConfig())
+    assert "ungrounded" in judgements[1].failure_kinds and not judgements[1].logical_soundness.passed
+    assert "Kate Capshaw" in judgements[1].logical_soundness.rationale
+    assert "ungrounded" not in judge_turns(trajectory(_run()), QUESTION, JudgeConfig())[3].failure_kinds
 
 
 def test_a_check_of_a_fact_already_retrieved_is_context_and_its_statement_is_not_new_later():
@@ -320,8 +335,8 @@ def test_a_check_of_a_fact_already_retrieved_is_context_and_its_statement_is_not
     assert judgements[2].verdict and not judgements[2].critical  # passes, stays in context with loss 0
     assert judgements[3].critical_reasons == ["retrieves Kate Capshaw --birth_place--> Fort Worth, Texas"]
     assert [j.loss_mask for j in judgements] == [0, 1, 0, 1, 1]
-    unchecked = judge_turns(trajectory(run[:2] + run[3:]), QUESTION, JudgeConfig())  # stated where it moves on
-    assert unchecked[2].critical_reasons == judgements[3].critical_reasons + ["states Kate Capshaw"]
+    unchecked = judge_turns(trajectory(run[:2] + run[3:]), QUESTION, JudgeConfig())  # the same without the check
+    assert unchecked[2].critical_reasons == judgements[3].critical_reasons
 
 
 def test_a_result_sharing_one_common_word_with_the_question_adds_nothing_of_the_chain():

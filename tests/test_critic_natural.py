@@ -41,7 +41,8 @@ def test_the_natural_set_is_large_has_every_kind_and_no_injected_turn(natural):
     rows = load_labelled(natural)
     assert len(rows) >= 150
     kinds = Counter(k for row in rows for k in row.expected_kinds)
-    assert set(kinds) == set(FAILURE_KINDS), set(FAILURE_KINDS) - set(kinds)
+    # `ungrounded` is measured on a reviewer's labels of the sample's rollouts (tests/test_critic_reviewed.py)
+    assert set(kinds) == set(FAILURE_KINDS) - {"ungrounded"}, set(FAILURE_KINDS) - set(kinds)
     assert sum(all(r.expected_pass.values()) for r in rows) >= 100
     assert not any(t.injected_error for row in rows for t in row.trajectory.turns)
     assert {row.trajectory.policy for row in rows} == {"llm", "scripted", "naive"}

@@ -11,14 +11,17 @@ import pyarrow.parquet as pq
 
 from bench.scale import AS_OF, synthetic_pages
 from extract.oracle import extract_records
+from ground.folder_lock import unlock_folder
 from ground.io import (
     MERGE_FAN_IN,
     RUN_BATCH_ROWS,
     WorkUnits,
     atomic_write_text,
+    read_manifest,
     read_records,
     read_table,
     stable_hash,
+    verify_outputs,
     write_records,
     write_run,
 )
@@ -81,6 +84,39 @@ def test_interrupted_stage_keeps_its_work_units(tmp_path):
     WorkUnits(out, ["skipped"]).write("u1", {"skipped": (SkippedRecord, _skips(1))})
     resumed = begin_stage("demo", out, {"n": 1})
     assert not resumed.done and WorkUnits(out, ["skipped"]).is_done("u1")
+
+
+def test_a_stage_rebuilt_beside_keeps_its_previous_output_until_it_finishes(tmp_path):
+    """`beside`: the new output grows in `.next/` (its work units resumed after a kill) while the previous
+    one stays readable and verified; `finish` moves it into place and removes what it no longer has."""
+    out = tmp_path / "stage"
+    first = begin_stage("demo", out, {"n": 1}, beside=True)
+    assert first.work_dir == out  # nothing to keep: built in place
+    write_records(SkippedRecord, _skips(2), out / "table" / "part-0.parquet")
+    write_records(SkippedRecord, _skips(1), out / "old" / "part-0.parquet")
+    previous = first.finish({"kept": 3}, {"table": ["table/part-0.parquet"], "old": ["old/part-0.parquet"]})
+
+    second = begin_stage("demo", out, {"n": 2}, beside=True)
+    assert second.work_dir == out / ".next"
+    WorkUnits(second.work_dir, ["skipped"]).write("u1", {"skipped": (SkippedRecord, _skips(1))})
+    unlock_folder(out)  # killed: the previous output is untouched
+    assert read_manifest(out) == previous and verify_outputs(out, previous) == []
+    assert read_table(SkippedRecord, out / "table").num_rows == 2
+
+    resumed = begin_stage("demo", out, {"n": 2}, beside=True)
+    assert WorkUnits(resumed.work_dir, ["skipped"]).is_done("u1")
+    write_records(SkippedRecord, _skips(4, "new"), resumed.work_dir / "table" / "part-0.parquet")
+    manifest = resumed.finish({"kept": 4}, {"table": ["table/part-0.parquet"]})
+    assert read_manifest(out) == manifest and verify_outputs(out, manifest) == []
+    assert [r.title for r in read_records(SkippedRecord, out / "table")] == ["new0", "new1", "new2", "new3"]
+    assert not (out / ".next").exists() and not (out / "old").exists() and not (out / PENDING).exists()
+
+    third = begin_stage("demo", out, {"n": 3}, beside=True)  # killed while moving `.next/` into place:
+    write_records(SkippedRecord, _skips(1, "third"), third.work_dir / "table" / "part-0.parquet")
+    (out / "manifest.json").unlink()
+    unlock_folder(out)
+    again = begin_stage("demo", out, {"n": 3}, beside=True)  # no finished output left: rebuilt in place
+    assert again.work_dir == out and not (out / ".next").exists() and not again.done
 
 
 def test_readers_of_a_finished_stage_read_only_what_its_manifest_lists(tmp_path):
@@ -153,6 +189,33 @@ def test_the_default_runner_runs_in_process_and_never_fetches_prism(monkeypatch,
                  | apache_beam.io.WriteToText(str(target)))
         assert sorted("".join(p.read_text() for p in tmp_path.glob(f"out{case}*")).split()) == ["A", "B"]
     assert started == []
+
+
+def test_beam_reads_each_functions_signature_once_with_the_same_answer():
+    """runtime.beam keeps Beam's answer for each function's parameters: the same as Beam's own, for a
+    method and a plain function, read once however often Beam asks; a callable object is asked each time."""
+    import functools
+
+    import apache_beam
+    from apache_beam.transforms import core
+
+    import runtime.beam  # noqa: F401 - installs the remembered signatures
+
+    original = core.get_function_args_defaults.beam_original
+    asked = []
+
+    class Stateless(apache_beam.DoFn):
+        def process(self, element, side=apache_beam.DoFn.SideInputParam, limit=3):
+            yield element
+
+    def plain(a, b=2):
+        return a
+
+    remembered = runtime.beam._remembered_signatures(lambda f: asked.append(f) or original(f))
+    partial = functools.partial(plain, 1)
+    for f in (Stateless().process, Stateless().process, plain, plain, partial, partial):
+        assert remembered(f) == original(f)
+    assert asked == [asked[0], plain, partial, partial] and asked[0].__func__ is Stateless.process
 
 
 def test_a_merge_holds_a_batch_of_each_run_not_a_footer_that_grows_with_the_run(tmp_path):

@@ -423,3 +423,40 @@ def test_extract_and_walk_on_gcs_through_an_emulator(gcs_bucket, tmp_path, monke
 
     monkeypatch.setattr(type(folder), "_objects", whole_prefix)  # one level: a delimiter listing on GCS too
     assert "entities" in [p.name for p in folder.iterdir()] and folder.glob("entities/*.parquet")
+
+
+def test_damaged_objects_of_a_finished_stage_are_named_and_rebuilt(bucket, tmp_path, caplog):
+    """On object storage as on a disk: a reader names a truncated shard, a parquet object fetched whole or a
+    downloaded index file whose checksum differs is refused, and a rerun of the stage rebuilds it."""
+    from ground.errors import DamagedOutput
+    from ground.io import file_digest, forget_verified, read_records
+    from schemas.environment import IndexedPage
+    from synth.environment import build_index
+    from tests.trajectory_fixtures import make_graph
+
+    remote = f"{bucket}/damaged"
+    graph = make_graph(tmp_path / "graph")
+    _upload(graph, "damaged/graph")
+    build_index(f"{remote}/graph", f"{remote}/index")
+    manifest = read_manifest(f"{remote}/index")
+    shard = next(name for name in manifest.files if name.startswith("pages/"))
+    body = next(name for name in manifest.files if name.startswith("bm25_body/"))
+    data = boto3.client("s3").get_object(Bucket="wiki", Key=f"damaged/index/{shard}")["Body"].read()
+
+    _put(f"damaged/index/{shard}", data[: len(data) // 2])
+    with pytest.raises(DamagedOutput, match=f"stage 'index': {remote}/index/{shard} has"):
+        list(read_records(IndexedPage, f"{remote}/index/pages"))
+    flipped = data[:100] + bytes([data[100] ^ 1]) + data[101:]
+    _put(f"damaged/index/{shard}", flipped)
+    with pytest.raises(DamagedOutput, match="does not match its manifest's checksum"):
+        list(read_records(IndexedPage, f"{remote}/index/pages"))
+    _put(f"damaged/index/{body}", b"not an index")
+    with pytest.raises(DamagedOutput, match=f"stage 'index': {remote}/index/{body}"):
+        readable_folder(as_path(f"{remote}/index/bm25_body"))
+
+    forget_verified()  # a new run (as a new process would be)
+    with caplog.at_level(logging.WARNING, logger="ground.stage"):
+        rebuilt = build_index(f"{remote}/graph", f"{remote}/index")
+    assert f"{remote}/index/{body}" in caplog.text and f"{remote}/index/{shard}" in caplog.text
+    assert rebuilt.key == manifest.key and rebuilt.files == manifest.files
+    assert file_digest(f"{remote}/index/{shard}") == manifest.files[shard]

@@ -20,8 +20,8 @@ from extract.oracle import extract_records
 from extract.sources.dump import iter_dump_pages
 from graph.csr import build_csr
 from graph.sampler import walk_graph
-from knowledge.lexicon import LEXICON
 from knowledge.ontology import DATA_DIR, load_ontology
+from knowledge.phrasebook import PHRASEBOOK
 from schemas.base import to_table
 from schemas.config import ExtractConfig, QuestionConfig, WalkConfig
 from schemas.wiki import Entity, Page, Relation
@@ -145,8 +145,8 @@ def test_overlay_names_only_known_classes_and_properties():
     properties = {row["property"] for row in overlay["parameters"]} | set(overlay["property_aliases"].values())
     assert not properties - set(ontology.properties)
     assert set(overlay["template_aliases"].values()) <= set(ontology.templates)
-    lexicon = tomllib.loads((DATA_DIR / "lexicon.toml").read_text(encoding="utf-8"))
-    assert not set(lexicon) - set(ontology.properties)
+    phrasebook = tomllib.loads((DATA_DIR / "phrasebook.toml").read_text(encoding="utf-8"))
+    assert not set(phrasebook["relations"]) - set(ontology.properties)
 
 
 @pytest.mark.skipif(not (SHARED / "dbpedia").is_dir(), reason="../shared/dbpedia is absent")
@@ -309,8 +309,8 @@ def test_walks_on_real_pages_use_mapped_relations_only(real):
             if hop.value_type == "string":
                 assert load_ontology().value_plumbing(hop.value) is None
     assert len(paths) > 10
-    # The questions of those walks name relations by their lexicon noun or DBpedia label, never by a raw
-    # infobox parameter.
+    # The questions of those walks name relations by their reviewed phrasebook noun, never by a raw infobox
+    # parameter; a walk over a property without a reviewed entry is not asked.
     infos = {e.title: EntityInfo(e.type, e.description, e.aliases) for e in entities}
     ctx = QuestionContext(graph=graph, entities=infos, as_of=dt.date(2022, 1, 1), config=QuestionConfig())
     written = 0
@@ -323,8 +323,6 @@ def test_walks_on_real_pages_use_mapped_relations_only(real):
         text = write_template(ctx, path, plan).text
         written += 1
         assert "_" not in text, text
-        for hop in path.hops:  # phrased from the lexicon or the property's label, not from the parameter
-            assert hop.relation in LEXICON or hop.relation in load_ontology().properties
-            assert phrase(hop.relation).noun in (LEXICON[hop.relation].noun if hop.relation in LEXICON
-                                                 else load_ontology().label(hop.relation).lower())
+        for hop in path.hops:  # phrased from the phrasebook, not from the parameter
+            assert phrase(hop.relation).noun == PHRASEBOOK[hop.relation].noun
     assert written > 0

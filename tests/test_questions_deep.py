@@ -25,11 +25,11 @@ RIVERS = [
     entity("Pittsburgh", "Settlement", head=False),
 ]
 RIVER_FACTS = [
-    fact("Ohio River", "cities", "Cincinnati"),
-    fact("Ohio River", "cities", "Louisville"),  # a city without a page: nothing is known about it
+    fact("Ohio River", "nearestCity", "Cincinnati"),
+    fact("Ohio River", "nearestCity", "Louisville"),  # a city without a page: nothing is known about it
     fact("Cincinnati", "country", "United States"),
     fact("Cincinnati", "mayor", "Aftab Pureval"),
-    fact("Allegheny River", "cities", "Pittsburgh"),
+    fact("Allegheny River", "nearestCity", "Pittsburgh"),
     fact("Pittsburgh", "country", "United States"),
     fact("Pittsburgh", "mayor", "Ed Gainey"),
 ]
@@ -51,9 +51,9 @@ def test_a_city_without_a_page_is_an_alternative_and_a_unique_hop_is_kept():
 
 FILM = [entity("Dune (2021 film)", "Film"), *(entity(n, "Person", head=False) for n in ("Jon Spaihts", "Eric Roth"))]
 FILM_FACTS = [
-    fact("Dune (2021 film)", "screenplay", "Jon Spaihts"),
-    fact("Dune (2021 film)", "screenplay", "Eric Roth"),
-    fact("Dune (2021 film)", "screenplay", "Denis Villeneuve"),  # no page
+    fact("Dune (2021 film)", "writer", "Jon Spaihts"),
+    fact("Dune (2021 film)", "writer", "Eric Roth"),
+    fact("Dune (2021 film)", "writer", "Denis Villeneuve"),  # no page
     fact("Jon Spaihts", "birthPlace", "Chattanooga"),
     fact("Eric Roth", "birthPlace", "New York City"),
     fact("Jon Spaihts", "birthDate", "1970-03-12", "date"),
@@ -98,7 +98,8 @@ def test_the_start_is_described_by_attributes_that_single_it_out():
     assert len(start) >= 2 and gates.described_candidates(ctx.facts, start) == {ctx.graph.node_id("Ada Lane")}
     text = write_template(ctx, path, plan).text
     assert_reads_as_english(text)
-    assert "Ada Lane" not in text and text.startswith("An Irish novelist ")
+    # Galway, a place described by nothing else, is named through its relation: "the birthplace of an Irish ..."
+    assert "Ada Lane" not in text and "the birthplace of an Irish novelist " in text and "a place" not in text
     assert any(o.startswith("entity:Ada Lane->an Irish novelist") for o in plan.obfuscations)
     # One attribute alone fits two novelists (born in the early 1960s, or studied at Trinity).
     for clue in start[1:]:

@@ -7,13 +7,16 @@ from collections import defaultdict
 import pytest
 
 from ground.io import read_manifest, read_records
-from schemas.config import QuestionConfig, WalkConfig
+from knowledge.phrasebook import answer_breaks, breaks
+from pipeline.dataset import load_config
+from schemas.config import IndexConfig, QuestionConfig, WalkConfig
 from schemas.questions import Question
 from schemas.wiki import Entity, Relation, SkippedRecord
 from synth import describe, gates, text_gates
 from synth.question_plan import CLASS_NOUNS, plan_question, question_as_of
 from synth.questions import _load_context
 from synth.report import question_report, report_rows, tree_note
+from tests.conftest import SAMPLE_CONFIG
 from tests.test_questions import assert_reads_as_english
 
 
@@ -27,9 +30,8 @@ def sample_dir(sample_dataset_run):
 def sample(sample_dir):
     out = sample_dir
     walks, manifest = read_manifest(out / "paths"), read_manifest(out / "questions")
-    # the stage configs this module's checks assume: the defaults (which configs/sample.toml spells out)
-    assert WalkConfig.model_validate(walks.config) == WalkConfig()
-    assert QuestionConfig.model_validate(manifest.config) == QuestionConfig()
+    shipped = load_config(str(SAMPLE_CONFIG), {})  # the stage configs this module's checks assume: the defaults
+    assert shipped.walk == WalkConfig() and shipped.questions == QuestionConfig() and shipped.index == IndexConfig()
     questions = list(read_records(Question, out / "questions" / "questions"))
     skipped = list(read_records(SkippedRecord, out / "questions" / "skipped"))
     relations = list(read_records(Relation, out / "graph" / "relations"))
@@ -65,8 +67,17 @@ def test_no_question_leaks_its_answer_or_names_an_intermediate(sample):
     for question in questions:
         assert text_gates.answer_leak(question.text, question.answer, question.aliases) is None, question.text
         assert text_gates.intermediate_leak(question.text, question.path.nodes[:-1]) is None, question.text
-        if question.answer in entities:
-            assert set(entities[question.answer].aliases) <= set(question.aliases)
+        if question.path.answer in entities:  # the raw title and its redirects stay accepted
+            assert set(entities[question.path.answer].aliases) - {question.answer} <= set(question.aliases)
+            assert question.path.answer in {question.answer, *question.aliases}
+
+
+def test_no_phrasebook_break_in_the_sample_questions_or_answers(sample):
+    """The break scanner (data/ontology/phrasebook_breaks.toml) finds nothing in the text or the written answer."""
+    _, _, questions, _, _, _, _ = sample
+    for question in questions:
+        assert breaks(question.text) == [], question.text
+        assert answer_breaks(question.answer, question.path.answer_type) == [], question.answer
 
 
 def test_each_answer_is_reached_by_following_its_path_in_the_graph(sample):
@@ -84,7 +95,7 @@ def test_each_answer_is_reached_by_following_its_path_in_the_graph(sample):
             assert (hop.tail or hop.value) in objects[(current, hop.relation)]
             assert following.startswith(hop.tail or hop.value)  # literals read with their unit
             current = following
-        assert current == question.answer
+        assert current == question.path.answer
         finals = objects[(path.hops[-1].head, path.hops[-1].relation)]
         # A single answer, or branches on the answer that decide between the objects.
         assert len(finals) == 1 or any(o.startswith("branch:") for o in question.obfuscations)
@@ -124,8 +135,8 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
         "An actor born in Northern Ireland was married to an English actress born in the 1960s. Where did this "
         "English actress die?",
     ("A Clockwork Orange (novel)", ("author", "deathDate"), "1993-11-22"):
-        "A book from the United Kingdom published in the 1960s whose publisher is William Heinemann was written "
-        "by a writer born in the 1910s. When did this writer die?",  # class nouns: the lead's phrase found it
+        "A book from the United Kingdom published in the early 1960s whose publisher is William Heinemann was "
+        "written by a writer whose alma mater is the University of Manchester. When did this writer die?",  # class nouns: the lead's phrase found it
     ("Tabitha King", ("spouse", "notableWork"), "Carrie (novel)"):  # a tree: the branch picks one work
         "As of August 2026, a writer born in Old Town, Maine is married to a writer with a career as an author. "
         "Name the notable work of the latter writer that was published in the mid-1970s.",
@@ -137,8 +148,8 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
         "early 1960s. This Mexican filmmaker studied at a public research university in Mexico. When was this "
         "public research university founded?",
     ("Frank Herbert", ("notableWork", "publisher"), "Chilton Books"):
-        "A science fiction novel published in the mid-1960s is a notable work of a writer who died in "
-        "Madison, Wisconsin. Who published this science fiction novel?",
+        "One of the notable works of a writer who died in Madison, Wisconsin is a science fiction novel "
+        "published in the mid-1960s. Who published this science fiction novel?",  # subject first, object last
     ("Stephen King", ("spouse", "birthPlace"), "Old Town, Maine"):
         "As of May 2026, an American author whose genres include suspense is married to an American novelist "
         "whose alma mater is the University of Maine. Where was this American novelist born?",
@@ -157,7 +168,7 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
 
 def test_a_handful_checked_by_hand(sample):
     _, _, questions, _, _, _, _ = sample
-    by_chain = {(q.path.start, tuple(h.relation for h in q.path.hops), q.answer): q.text for q in questions}
+    by_chain = {(q.path.start, tuple(h.relation for h in q.path.hops), q.path.answer): q.text for q in questions}
     found = {chain: by_chain[chain] for chain in CHECKED if chain in by_chain}
     # Issue 25's world gates reject some by design: Keneally's country's capital (trivial_final_hop), Neeson's
     # ended marriage stated without its years (untimed_hop), King, Herbert and Roma found by their start's

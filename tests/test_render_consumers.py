@@ -17,6 +17,7 @@ import pytest
 
 from pipeline.card import OPENAI_REQUEST_CODE
 from pipeline.renders import parse_nanbeige_assistant
+from pipeline.validate import toolmind_structure_problems
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "data" / "chat_templates" / "qwen3_tool_calling.jinja"
 
@@ -155,6 +156,7 @@ def test_toolmind_rows_pass_a_strict_structural_check(small_dataset_run):
     rows = load_rows(small_dataset_run, "toolmind")
     for row in rows:
         assert toolmind_problems(row["conversations"]) == [], row["key"]
+        assert toolmind_structure_problems(row["conversations"]) == [], row["key"]  # declared tools, schema-valid
     broken = [dict(m) for m in rows[0]["conversations"]]
     broken[1]["loss"] = 1
     broken[2]["content"] += "\n" + MCP_BLOCK.findall(broken[2]["content"])[0]

@@ -37,7 +37,7 @@ def test_renders_keep_one_turn_per_message(render, parse, messages_of):
     judged = injected_judged()
     messages = [m.model_dump() for m in messages_of(render(judged))]
     parsed = parse(messages)
-    assert len(parsed.turns) == len(judged.trajectory.turns)
+    assert len(parsed.turns) == len(renders.rendered_turns(judged.trajectory))
     assert parsed.turns[0].observation == renders.neutralise(FORGERY)
     for position, message in enumerate(messages):
         content = message["content"] or ""

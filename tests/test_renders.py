@@ -28,8 +28,11 @@ def _dicts(messages):
 
 
 def test_views_cover_every_turn_kind():
-    views = renders.turn_views(make_judged(make_question(1)).trajectory)
+    trajectory = make_judged(make_question(1)).trajectory
+    views = renders.turn_views(trajectory, keep_malformed=True)
     assert [v.kind for v in views] == ["call", "call", "call", "unparsed", "call", "final"]
+    # the SFT renders leave the unparsed turn out, with the error it got back
+    assert renders.turn_views(trajectory) == views[:3] + views[4:]
     assert views[-1].answer == "Person 1.2"
     assert views[3].raw_output == "Thought: hmm\nAction: search["
     assert views[3].observation == "Error: could not parse a tool call from your output."
@@ -44,7 +47,7 @@ def test_toolmind_row_shape_and_alternation(judged):
     assert all(a != b for a, b in zip(roles[1:], roles[2:], strict=False)), "user/assistant must alternate"
     assert "Today is: 2025-06-01" in row.conversations[0].content
     assert "### Tool name: search" in row.conversations[0].content
-    assert "### Tool name: answer" not in row.conversations[0].content
+    assert "### Tool name: answer" in row.conversations[0].content  # declared wherever the tools are
     first = row.conversations[2].content
     assert first.startswith(
         "<think>\nStart by finding the film.\nIt is numbered.\n</think>\n\n<use_mcp_tool>"
@@ -83,6 +86,15 @@ def test_round_trip_is_lossless(judged, render, parse):
     assert parsed.turns == renders.turn_views(judged.trajectory)
     assert parsed.loss == renders.turn_loss(judged)
     assert parsed.question == judged.trajectory.question
+    assert all(view.kind != "unparsed" for view in parsed.turns)
+
+
+def test_rl_tokenisation_keeps_the_malformed_turns_in_the_tool_result_slot(judged):
+    messages = _dicts(renders.nanbeige_messages(judged, keep_malformed=True))
+    parsed = renders.parse_nanbeige(json.loads(json.dumps(messages)))
+    assert parsed.turns == renders.turn_views(judged.trajectory, keep_malformed=True)
+    assert len(parsed.turns) == len(judged.trajectory.turns)
+    assert all(m["role"] in ("assistant", "user") for m in messages[2:])
 
 
 def test_openai_render_keeps_call_ids_and_arrow_round_trip():
@@ -92,7 +104,8 @@ def test_openai_render_keeps_call_ids_and_arrow_round_trip():
     assert ids == ["c0", "c1", "c2", "c4"]
     tool_ids = [m.tool_call_id for m in row.messages if m.role == "tool"]
     assert tool_ids == ids
-    assert {t["function"]["name"] for t in row.tools} == {"search", "open_page", "find_in_page"}
+    assert [t["function"]["name"] for t in row.tools] == ["search", "open_page", "find_in_page", "answer"]
+    assert [m.role for m in row.messages[2:]].count("user") == 0  # calls are answered by `tool` messages
     # JSON-string arguments, as the OpenAI API sends them
     assert all(
         isinstance(c.function.arguments, str) for m in row.messages if m.tool_calls for c in m.tool_calls
@@ -109,6 +122,7 @@ def test_nanbeige_template():
         "search",
         "open_page",
         "find_in_page",
+        "answer",
     ]
     call = messages[2].content.split("</think>\n\n")[1]
     assert call.startswith("<tool_call>\n") and call.endswith("\n</tool_call>")
@@ -122,7 +136,7 @@ def test_nanbeige_template():
         == "<tool_response>\n1. Film 0 — a film\n2. <b>Other</b> {not json}\n</tool_response>"
     )
     row = renders.render_nanbeige(judged)
-    assert row.turn_rewards == [1.0, 1.0, -1.0, -1.0, 1.0, 1.0]
+    assert row.turn_rewards == [1.0, 1.0, -1.0, 1.0, 1.0]  # turn 3 (unparsed) left out
     assert len(row.turn_rewards) == sum(m.role == "assistant" for m in row.messages)
 
 
@@ -165,7 +179,9 @@ def test_turns_rows_one_per_kept_turn():
     judged = make_judged(make_question(5))
     rows = renders.render_turns(judged)
     kept = [
-        t.index for t, loss in zip(judged.trajectory.turns, renders.turn_loss(judged), strict=True) if loss
+        t.index
+        for t, loss in zip(renders.rendered_turns(judged.trajectory), renders.turn_loss(judged), strict=True)
+        if loss
     ]
     assert [r.turn_index for r in rows] == kept == [0, 1, 4, 5]
     full = renders.toolmind_conversation(judged)
@@ -189,11 +205,12 @@ def test_rl_prompt():
 def test_unparsed_turn_without_observation_gets_the_parse_error_as_feedback():
     judged = make_judged(make_question(7))
     judged.trajectory.turns[3].observation = None
-    view = renders.turn_views(judged.trajectory)[3]
+    view = renders.turn_views(judged.trajectory, keep_malformed=True)[3]
     assert view.observation.startswith("Error: your output could not be parsed (no Action Input)")
-    messages = renders.nanbeige_messages(judged)
+    messages = renders.nanbeige_messages(judged, keep_malformed=True)
     assert messages[9].content == f"<tool_response>\n{view.observation}\n</tool_response>"
-    assert renders.parse_nanbeige([m.model_dump() for m in messages]).turns == renders.turn_views(judged.trajectory)
+    assert renders.parse_nanbeige([m.model_dump() for m in messages]).turns == \
+        renders.turn_views(judged.trajectory, keep_malformed=True)
 
 
 def test_rows_name_the_engines_and_the_models_the_servers_reported():

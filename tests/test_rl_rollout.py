@@ -119,3 +119,19 @@ def test_a_response_budget_stops_the_episode_and_still_closes_it(tokenizer, envi
                                       max_turns=5, max_response_tokens=60))
     assert len(episode.response_ids) <= 60 and episode.stop_reason == "max_turns"
     assert episode.response_mask[-1] == 0 and tokenizer.decode(episode.response_ids[-1:]) == "\n"
+
+
+def test_a_malformed_answer_call_gets_the_error_and_the_episode_goes_on_as_in_the_sft_data(tokenizer, environment):
+    """The stage 3 loop answers `answer` with the wrong arguments by an error and goes on; so does RL."""
+    prompt = render_rl(QUESTIONS[0], environment.environment_id)
+    messages = [m.model_dump() for m in prompt.prompt]
+    malformed = "<think>\nIt is Chicago.\n</think>\n\n" + nanbeige_tool_call("answer", {"answer": "Chicago"})
+    empty = "<think>\nIt is Chicago.\n</think>\n\n" + nanbeige_tool_call("answer", {"text": ""})
+    valid = "<think>\nIt is Chicago.\n</think>\n\n" + nanbeige_tool_call("answer", {"text": "Chicago"})
+    sample, _ = scripted(tokenizer, [malformed + IM_END, empty + IM_END, valid + IM_END])
+    episode = asyncio.run(run_episode(sample, tokenizer, environment.execute, prompt_ids(tokenizer, messages),
+                                      max_turns=5, max_response_tokens=4096))
+    first, second, last = episode.turns
+    for turn in (first, second):
+        assert turn.tool_error and turn.final_answer is None and turn.observation.startswith("Error: invalid arguments")
+    assert last.final_answer == "Chicago" and not last.tool_error and episode.stop_reason == "answered"

@@ -88,7 +88,7 @@ def test_export_writes_verl_rows(exported):
     assert first["agent_name"] == AGENT_NAME and first["data_source"] == "hopsmith"
     extra = first["extra_info"]
     assert extra["index"] == 0 and extra["need_tools_kwargs"] is True
-    assert set(extra["tools_kwargs"]) == {"search", "open_page", "find_in_page"}
+    assert set(extra["tools_kwargs"]) == {"search", "open_page", "find_in_page", "answer"}
     assert extra["tools_kwargs"]["search"]["create_kwargs"]["index_dir"] == str((root / "index").resolve())
     assert extra["aliases"] == ["Chicago, Illinois"] and extra["as_of"] == "2026-06-01"
     assert [r["extra_info"]["index"] for r in rows] == [0, 1]
@@ -113,13 +113,13 @@ def test_export_writes_configs_and_launch_script(exported):
     assert config["actor_rollout_ref"]["model"]["path"] == "/models/nanbeige"
     assert config["trainer"]["n_gpus_per_node"] == 2
     tools = yaml.safe_load((out / "tool_config.yaml").read_text())["tools"]
-    assert [t["tool_schema"]["function"]["name"] for t in tools] == ["search", "open_page", "find_in_page"]
+    assert [t["tool_schema"]["function"]["name"] for t in tools] == ["search", "open_page", "find_in_page", "answer"]
     launch = out / "run_verl.sh"
     assert os.access(launch, os.X_OK)
     script = launch.read_text()
     assert "--config-name hopsmith_turn_grpo" in script and "verl.trainer.main_ppo" in script
     assert 'export VERL_USE_EXTERNAL_MODULES="rl.verl_plugin' in script
-    assert 'HOPSMITH_TURN_ESTIMATOR="${HOPSMITH_TURN_ESTIMATOR:-mt_grpo}"' in script
+    assert 'HOPSMITH_TURN_ESTIMATOR="${HOPSMITH_TURN_ESTIMATOR:-turn_rloo}"' in script
 
 
 def test_export_without_an_index_is_a_clear_error(tmp_path):

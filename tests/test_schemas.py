@@ -1,11 +1,13 @@
 """The schema contract: Arrow schemas derive from the pydantic models and every record round-trips."""
 
 import datetime as dt
+import enum
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from schemas.base import SCHEMA_VERSION, arrow_schema, from_table, to_table
+from schemas.base import SCHEMA_VERSION, Record, arrow_schema, from_row, from_table, to_row, to_table
 from schemas.critic import CriterionScore, JudgedTrajectory, TurnJudgement
 from schemas.dataset import PromptMessage, RLPrompt
 from schemas.questions import Path, PathHop, Question
@@ -87,3 +89,35 @@ def test_arrow_types_follow_annotations():
 def test_unknown_fields_are_rejected():
     with pytest.raises(ValueError):
         SkippedRecord(title="x", stage="read", reason="r", unexpected=1)
+
+
+class _Colour(enum.Enum):
+    RED = "red"
+
+
+class _Inner(Record):
+    note: str | None = None
+    scores: list[int] = []
+
+
+class _Mixed(Record):
+    colour: _Colour
+    labels: list[str | None] = []
+    inner: _Inner | None = None
+    inners: list[_Inner] = []
+    extra: dict[str, Any] = {}
+
+
+def test_rows_convert_each_kind_of_field():
+    """The per-model converters (built once per model) give each kind of field its Arrow form: an enum its
+    value, a mapping JSON, a nested model a dict, None stays None at every level; and the row reads back."""
+    record = _Mixed(colour=_Colour.RED, labels=["a", None], inner=_Inner(scores=[1, 2]),
+                    inners=[_Inner(note="n")], extra={"b": [1], "a": None})
+    row = to_row(record)
+    assert row == {"schema_version": SCHEMA_VERSION, "colour": "red", "labels": ["a", None],
+                   "inner": {"schema_version": SCHEMA_VERSION, "note": None, "scores": [1, 2]},
+                   "inners": [{"schema_version": SCHEMA_VERSION, "note": "n", "scores": []}],
+                   "extra": '{"a": null, "b": [1]}'}
+    assert from_row(_Mixed, row) == record
+    assert from_table(_Mixed, to_table(_Mixed, [record, _Mixed(colour=_Colour.RED)])) == \
+        [record, _Mixed(colour=_Colour.RED)]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from collections import defaultdict
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -46,7 +48,7 @@ def test_the_sample_run_trains_on_critical_turns_once_per_conversation(small_dat
     assert counts["sft_assistant_turns"] == len(assistant)
     card = (dataset / "README.md").read_text()
     assert "critical turns per trajectory" in card and "ToolMind-Web-QA `open-wiki-traj`" in card
-    assert f"{share:.1%}" in card and "knows each question's gold path" in card
+    assert f"{share:.1%}" in card and "Offline searcher solve rate" in card
 
 
 def test_an_exact_duplicate_conversation_is_left_out_of_every_training_config_and_counted(tmp_path):
@@ -61,9 +63,9 @@ def test_an_exact_duplicate_conversation_is_left_out_of_every_training_config_an
         assert counts[f"rows:{config}:train"] == 3
 
 
-def test_the_sample_run_marks_at_most_each_fact_intermediate_and_answer_and_no_corroboration(small_dataset_run):
-    """Critical turns on real rollouts: per trajectory at most one per gold fact, one per intermediate entity
-    and the answer (2 x hops), never a turn that only re-checks a fact already retrieved."""
+def test_the_sample_run_marks_at_most_each_fact_and_the_answer_and_no_corroboration(small_dataset_run):
+    """Critical turns on real rollouts: per trajectory at most one per gold fact and the answer (hops + 1),
+    never a turn that only re-checks a fact already retrieved."""
     questions = {q.question_id: q for q in read_records(Question, small_dataset_run / "questions" / "questions")}
     aliases = load_aliases(small_dataset_run / "index")
     judged = [r for r in read_records(JudgedTrajectory, small_dataset_run / "judged" / "judged")
@@ -71,10 +73,10 @@ def test_the_sample_run_marks_at_most_each_fact_intermediate_and_answer_and_no_c
     corroborations = 0
     for record in judged:
         question = questions[record.trajectory.question_id]
-        assert sum(j.critical for j in record.judgements) <= 2 * question.hops
+        assert sum(j.critical for j in record.judgements) <= question.hops + 1
         knowledge = Knowledge.start(record.trajectory.question, question, aliases)
         for turn, judgement in zip(record.trajectory.turns, record.judgements, strict=True):
-            corroboration = judgement.verdict and is_corroboration(turn, knowledge)
+            corroboration = is_corroboration(turn, knowledge)  # the searcher's last check of its answer
             corroborations += corroboration
             assert not (corroboration and judgement.critical), (record.trajectory.trajectory_id, turn.index)
             knowledge.add(turn)
@@ -88,7 +90,7 @@ def sample_run(sample_dataset_run) -> Path:
     return sample_dataset_run
 
 
-def test_the_sample_dataset_trains_on_at_most_a_quarter_of_assistant_turns_and_every_row_trains(sample_run):
+def test_the_sample_dataset_trains_on_one_turn_per_fact_and_the_answer_and_every_row_trains(sample_run):
     dataset = sample_run / "dataset"
     counts = read_manifest(dataset).counts
     shares = {}
@@ -104,8 +106,15 @@ def test_the_sample_dataset_trains_on_at_most_a_quarter_of_assistant_turns_and_e
     per_trajectory = counts["sft_critical_turns"] / rows
     print(f"sample: loss 1 on {shares} of assistant turns, {per_trajectory:.2f} critical turns a trajectory "
           "(ToolMind-Web-QA: ~3%, 7.25)")
-    assert share <= 0.25, (f"loss 1 on {share:.1%} of the sample's assistant turns, over the 25% target: see which "
-                           "turns critic/critical.py marks and how long synth/policies/searcher.py runs are")
+    # The bound that holds by definition: a solved run trains on at most one turn per fact of its path and the
+    # answer. The share then follows from how long solved runs are (about 10 assistant turns for 2-3 hops:
+    # ~30%, against ToolMind-Web-QA's ~3% on runs of ~100 turns); a minority is all the sample can promise.
+    questions = {q.question_id: q for q in read_records(Question, sample_run / "questions" / "questions")}
+    for record in read_records(JudgedTrajectory, sample_run / "judged" / "judged"):
+        hops = len(questions[record.trajectory.question_id].path.hops)
+        assert sum(j.loss_mask for j in record.judgements) <= hops + 1, record.trajectory.trajectory_id
+    assert share <= 0.40, (f"loss 1 on {share:.1%} of the sample's assistant turns: see which turns "
+                           "critic/critical.py marks and how long synth/policies/searcher.py runs are")
     assert shares["nanbeige"] == shares["openai"] == share
     judged = list(read_records(JudgedTrajectory, sample_run / "judged" / "judged"))
     correct = [r for r in judged if r.trajectory.outcome.correct]
@@ -122,12 +131,12 @@ def test_the_sample_dataset_trains_on_at_most_a_quarter_of_assistant_turns_and_e
 def test_the_sample_dataset_answers_without_wikipedia_title_suffixes(sample_run):
     """A model trained on the final turns should say "The Shining", not box the page title "The Shining (novel)"."""
     questions = {q.question_id: q for q in read_records(Question, sample_run / "questions" / "questions")}
-    suffixed = {qid for qid, q in questions.items() if q.answer.split(" (")[0] in q.aliases}
+    suffixed = {qid for qid, q in questions.items() if q.path.answer.split(" (")[0] == q.answer != q.path.answer}
     judged = [r.trajectory for r in read_records(JudgedTrajectory, sample_run / "judged" / "judged")
               if r.trajectory.question_id in suffixed and r.trajectory.outcome.correct]
     assert len(suffixed) >= 3 and judged  # the sample has such answers ("It (novel)", "Washington (state)")
     for trajectory in judged:
-        bare = questions[trajectory.question_id].answer.split(" (")[0]
+        bare = questions[trajectory.question_id].answer
         assert trajectory.final_answer == bare, (trajectory.trajectory_id, trajectory.final_answer)
     rows = _rows(sample_run / "dataset", "openai")
     finals = [row["messages"][-1]["content"] for row in rows if row["question_id"] in suffixed]
@@ -137,12 +146,12 @@ def test_the_sample_dataset_answers_without_wikipedia_title_suffixes(sample_run)
 def test_the_sample_dataset_answers_dates_as_pages_write_them(sample_run):
     """Pages write "3 September 1969"; a model trained on the final turns should not box "1969-09-03"."""
     dated = {q.question_id: q for q in read_records(Question, sample_run / "questions" / "questions")
-             if q.path.answer_type == "date" and format_date(q.answer) != q.answer}
+             if q.path.answer_type == "date" and format_date(q.path.answer) == q.answer != q.path.answer}
     judged = [r.trajectory for r in read_records(JudgedTrajectory, sample_run / "judged" / "judged")
               if r.trajectory.question_id in dated and r.trajectory.outcome.correct]
     assert len(dated) >= 3 and judged
     for trajectory in judged:
-        assert trajectory.final_answer == format_date(dated[trajectory.question_id].answer), trajectory.final_answer
+        assert trajectory.final_answer == dated[trajectory.question_id].answer, trajectory.final_answer
 
 
 def test_no_sample_rollout_names_the_start_before_anything_showed_it(sample_run):
@@ -150,13 +159,12 @@ def test_no_sample_rollout_names_the_start_before_anything_showed_it(sample_run)
     search result or a page showed it, else its reasoning carries knowledge only the gold path had."""
     starts = {q.question_id: q.path.start.split(" (")[0].casefold()
               for q in read_records(Question, sample_run / "questions" / "questions")}
-    leaks, checked, via_clue, unidentified = [], 0, 0, 0
+    leaks, checked, unidentified = [], 0, 0
     for record in read_records(JudgedTrajectory, sample_run / "judged" / "judged"):
         trajectory, start = record.trajectory, starts[record.trajectory.question_id]
         if start in trajectory.question.casefold():
             continue
-        # a start no search found is reached through a page the question names, or the searcher says it failed
-        via_clue += any(t.reasoning.startswith("The page of ") for t in trajectory.turns)
+        # a start no search found leaves the searcher without an answer, and it says so
         if trajectory.final_answer == UNIDENTIFIED_ANSWER:
             unidentified += 1
             assert not trajectory.outcome.correct
@@ -167,4 +175,104 @@ def test_no_sample_rollout_names_the_start_before_anything_showed_it(sample_run)
             checked += 1
             seen += (turn.observation or "").casefold()
     assert checked > 1000 and not leaks, (len(leaks), leaks[:5])
-    assert via_clue and unidentified
+    assert unidentified
+
+
+def _gold_spellings(question: Question) -> list[str]:
+    """What only the gold path would let a run name: each path entity (its title and the title without its
+    disambiguator), each hop's value (an ISO date also as pages write it, a number also with separators), the
+    answer and its aliases; spellings under four letters ("It", "3") are too common to tell apart from words."""
+    forms = [form for node in question.path.nodes for form in (node, node.split(" (")[0])]
+    for hop in question.path.hops:
+        if hop.value:
+            forms.append(hop.value)
+            if hop.value_type == "date":
+                forms.append(format_date(hop.value))
+            elif hop.value.replace(".", "", 1).isdigit():
+                forms.append(f"{float(hop.value):,.0f}")
+    forms += [question.answer, *question.aliases]
+    return [form for form in dict.fromkeys(forms) if len(form) >= 4]
+
+
+def _names(text: str, form: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(form.casefold())}(?!\w)", text) is not None
+
+
+def test_no_sample_turn_names_a_path_entity_a_value_or_the_answer_before_anything_showed_it(sample_run):
+    """Over every rollout of the sample's dataset, injected turns included: each assistant turn's reasoning and
+    call arguments name a gold-path entity, a hop's value or the answer only when the question or an earlier
+    tool observation contained it (this checker shares no code with the searcher or the critic)."""
+    questions = {q.question_id: q for q in read_records(Question, sample_run / "questions" / "questions")}
+    leaks, turns = [], 0
+    for record in read_records(JudgedTrajectory, sample_run / "judged" / "judged"):
+        trajectory = record.trajectory
+        forms = _gold_spellings(questions[trajectory.question_id])
+        seen = trajectory.question.casefold()
+        for turn in trajectory.turns:
+            arguments = json.dumps(turn.tool_call.arguments, ensure_ascii=False) if turn.tool_call else ""
+            said = f"{turn.reasoning} {arguments}".casefold()
+            leaks += [(trajectory.trajectory_id, turn.index, form) for form in forms
+                      if _names(said, form) and not _names(seen, form)]
+            seen += "\n" + (turn.observation or "").casefold()
+            turns += 1
+    assert turns > 5_000 and not leaks, (len(leaks), leaks[:5])
+
+
+def _date_forms(value: str) -> list[str]:
+    """A date as pages write it: "11 September 1940" and "September 11, 1940" (a lead's "(born ...)")."""
+    day_first = format_date(value)
+    parts = day_first.split()
+    return [day_first] + ([f"{parts[1]} {parts[0]}, {parts[2]}"] if len(parts) == 3 else [])
+
+
+def _shows_a_hop(question: Question, turn) -> bool:
+    """Does the turn's observation show a hop's head and its tail (or value) together: in one result of a
+    search, or on the page it read?"""
+    text = (turn.observation or "").casefold()
+    blocks = re.split(r"\n(?=\d+\. )", text) if turn.tool_call.name == "search" else [text]
+    for hop in question.path.hops:
+        heads = [hop.head, hop.head.split(" (")[0]]
+        tail = hop.tail or hop.value or ""
+        tails = [tail, tail.split(" (")[0], tail.split(",")[0]] + (_date_forms(tail) if hop.value_type == "date" else [])
+        if hop.value and hop.value.replace(".", "", 1).isdigit():
+            tails.append(f"{float(hop.value):,.0f}")
+        if any(_names(block, h) and any(_names(block, t) for t in tails if t) for block in blocks for h in heads):
+            return True
+    return False
+
+
+def test_no_sample_turn_with_loss_1_failed_or_led_nowhere(sample_run):
+    """`loss=1` only on passing turns of runs that reached the answer, and there only on the final answer or
+    a turn whose observation showed a fact of the path (not on candidates read and dropped, repeats, detours)."""
+    questions = {q.question_id: q for q in read_records(Question, sample_run / "questions" / "questions")}
+    trained = answers = 0
+    for record in read_records(JudgedTrajectory, sample_run / "judged" / "judged"):
+        question = questions[record.trajectory.question_id]
+        for turn, judgement in zip(record.trajectory.turns, record.judgements, strict=True):
+            if not judgement.loss_mask:
+                continue
+            assert judgement.verdict and record.trajectory.outcome.correct, (record.trajectory.trajectory_id, turn.index)
+            if turn.tool_call is not None and turn.tool_call.name == "answer":
+                answers += 1
+            else:
+                assert _shows_a_hop(question, turn), (record.trajectory.trajectory_id, turn.index, turn.reasoning)
+            trained += 1
+    assert trained > answers > 100
+
+
+def test_the_card_gives_the_searchers_solve_rate_by_hops_and_unsolved_questions_stay_rl_prompts(sample_run):
+    questions = {q.question_id: q for q in read_records(Question, sample_run / "questions" / "questions")}
+    searched, solved = defaultdict(set), defaultdict(set)
+    for record in read_records(JudgedTrajectory, sample_run / "judged" / "judged"):
+        hops = questions[record.trajectory.question_id].hops
+        searched[hops].add(record.trajectory.question_id)
+        if record.trajectory.outcome.correct:
+            solved[hops].add(record.trajectory.question_id)
+    card = (sample_run / "dataset" / "README.md").read_text()
+    for hops in searched:
+        assert f"{hops} hops: {len(solved[hops])}/{len(searched[hops])} " in card
+    unsolved = set().union(*searched.values()) - set().union(*solved.values())
+    assert unsolved, "the honest searcher solves some questions, not all"
+    prompts = {row["question_id"] for row in _rows(sample_run / "dataset", "rl")}
+    assert unsolved <= prompts
+    print(", ".join(f"{h} hops: {len(solved[h])}/{len(searched[h])}" for h in sorted(searched)))

@@ -62,7 +62,7 @@ def test_rlhf_dataset_reads_the_export_with_the_launch_data_keys(exported, train
     item = dataset[0]
     assert [m["role"] for m in item["raw_prompt"]] == ["system", "user"]
     assert item["agent_name"] == "hopsmith_turn_agent" and item["data_source"] == "hopsmith"
-    assert set(item["tools_kwargs"]) == {"search", "open_page", "find_in_page"}
+    assert set(item["tools_kwargs"]) == {"search", "open_page", "find_in_page", "answer"}
     assert item["extra_info"]["question_id"] and item["reward_model"]["ground_truth"]
 
 
@@ -73,7 +73,7 @@ def test_tools_load_through_verls_tool_loader_and_search(trainer_config):
 
     multi_turn = trainer_config.actor_rollout_ref.rollout.multi_turn
     tools = load_all_tools(tool_config_path=multi_turn.tool_config_path, function_tool_path=multi_turn.function_tool_path)
-    assert [tool.name for tool in tools] == ["search", "open_page", "find_in_page"]
+    assert [tool.name for tool in tools] == ["search", "open_page", "find_in_page", "answer"]
     assert all(isinstance(tool, plugin.HopsmithSearchTool) for tool in tools)
     search = tools[0]
 

@@ -36,7 +36,7 @@ class ErrorInjector:
     searcher for its honest next call only when the turn needs it, and renders the turn in the framework.
 
     It reads the question (gold path and answer included), the turns so far, the environment's page list,
-    the searcher's waiting call and where its search stands (`entity`, `relation`, `hop`), and draws from
+    the searcher's waiting call and where its search stands (`entity`, `relation`, `position`), and draws from
     the episode's error stream `rng`, in a fixed order per turn: the kind, then what that kind needs."""
 
     def __init__(self, searcher: Searcher, question: Question, framework: Framework, env: SearchEnvironment,
@@ -49,6 +49,9 @@ class ErrorInjector:
         self.rng = rng
         self.top_k = top_k
         self.path_titles = {norm(n) for n in question.path.nodes}
+        # every name of the path a near miss must not contain ("Jaws" of "Jaws (novel)", the answer's aliases)
+        self.path_names = {norm(name) for name in [*question.path.nodes, question.answer, *question.aliases]
+                           for name in (name, name.split(" (")[0]) if len(name) > 3}
 
     async def act(self, turns: list[Turn]) -> PolicyOutput:
         kind = self._draw_error(turns)
@@ -102,7 +105,7 @@ class ErrorInjector:
         unseen = off_path = None
         for _ in range(draws if self.env.pages else 0):
             page = self.env.pages[self.rng.randrange(len(self.env.pages))]
-            if norm(page.title) in self.path_titles:
+            if self._names_the_path(page.title):
                 continue
             if norm(page.title) not in seen:
                 text = norm(" ".join(page.chunks))
@@ -116,7 +119,8 @@ class ErrorInjector:
         """A wrong value a reader could plausibly state for the current hop, seen in no observation: a misread
         date, a slipped digit, or an entity another page lists under the same relation (right type)."""
         seen = norm(" ".join(t.observation or "" for t in turns) + " " + self.question.text)
-        hop = self.searcher.hop
+        hops = self.question.path.hops
+        hop = hops[min(self.searcher.position, len(hops) - 1)] if hops else None
         if hop is not None and hop.value_type == "date" and hop.value and hop.value[:4].isdigit():
             year = int(hop.value[:4]) + self.rng.choice((-10, -2, -1, 1, 2, 10))
             return format_date(f"{year}{hop.value[4:]}")
@@ -125,22 +129,28 @@ class ErrorInjector:
                 return f"{round(float(hop.value) * self.rng.choice((0.9, 1.1, 10))):,}"
             except ValueError:
                 pass
-        label = norm(self.searcher.relation)
+        label = norm((hop.provenance.parameter or hop.relation).replace("_", " ")) if hop is not None else ""
         for _ in range(64 if self.env.pages and label else 0):
             page = self.env.pages[self.rng.randrange(len(self.env.pages))]
             for line in page.chunks[0].split("\n"):
                 row = INFOBOX_ROW.match(line)
                 if row and norm(row.group(1)) == label:
                     value = row.group(2).split(", ")[0].split(" (")[0].strip()
-                    if value and norm(value) not in seen and norm(value) not in self.path_titles:
+                    if value and norm(value) not in seen and not self._names_the_path(value):
                         return value
         wrong = self._unrelated_title(turns)
         while norm(wrong) in seen:  # every title was seen already: claim a year nothing stated
             wrong = str(self.rng.randint(1000, 1999))
         return wrong
 
+    def _names_the_path(self, value: str) -> bool:
+        """Does a value name an entity of the path or the answer, whole or inside a longer name ("Warner Bros."
+        in "Warner Bros. Pictures")?"""
+        padded = f" {norm(value)} "
+        return any(f" {name} " in padded for name in self.path_names)
+
     def _unsupported_claim(self, turns: list[Turn]) -> str:
-        entity, relation = self.searcher.entity, self.searcher.relation
+        entity, relation = self.searcher.entity or "what the question starts from", self.searcher.relation
         subject = f"the {relation} of {entity}" if relation else f"{entity}"
         return f"I believe {subject} is {self._near_miss(turns)}, which fits the question."
 
@@ -154,7 +164,7 @@ class ErrorInjector:
                 return self._output(pending, turns, kind, broken_json=True)
             return self._output(Step(pending.reasoning, pending.name, _schema_violation(pending)), turns, kind)
         if kind == "off_path_detour":
-            title, entity = self._unrelated_title(turns), self.searcher.entity
+            title, entity = self._unrelated_title(turns), self.searcher.entity or "the question"
             if self.rng.random() < 0.5:
                 step = Step(f"Perhaps {title} is connected to {entity}; let me open it.", "open_page", {"title": title})
             else:

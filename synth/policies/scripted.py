@@ -1,14 +1,14 @@
 """The offline scripted policy: an honest searcher (synth.policies.searcher) wrapped by an error model
 (synth.policies.error_injection), the boundary of what may know the gold path drawn between them.
 
-- The searcher may read the question's text and id, the turns so far (their observations), its tools and
-  the rollout's style; the gold path only through the `GoldPath` it is handed, whose docstring lists each
-  such read.
+- The searcher reads a `QuestionReading` (the question's words, the relations they chain, the kind of
+  answer asked), the turns so far (their observations) and the rollout's style: no gold entity, value or
+  answer, no index to peek into.
 - The injector may read all of the question (gold path and answer included), the turns, the index's page
   list, and the searcher's waiting call and position; it alone draws from the episode's error stream.
 
-Records say policy="scripted", engine="offline". Because the searcher knows the gold path, its runs are
-shorter and surer than a real searcher's; the card says so.
+Records say policy="scripted", engine="offline". The searcher does not know the gold path, so it fails
+on some questions; the card reports its solve rate by hop count.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from schemas.questions import Question
 from synth.environment import SearchEnvironment
 from synth.frameworks import Framework
 from synth.policies.error_injection import ERROR_KINDS, ErrorInjector
-from synth.policies.searcher import GoldPath, RolloutStyle, Searcher
+from synth.policies.searcher import QuestionReading, RolloutStyle, Searcher
 
 
 class ScriptedPolicy:
@@ -46,7 +46,6 @@ class ScriptedPolicy:
         return dict(rates)
 
     def start(self, question: Question, framework: Framework, seed: int, rollout: int) -> ErrorInjector:
-        """The searcher sees the gold path only through `GoldPath`; the injector gets the question whole."""
-        searcher = Searcher(self.env, question.text, question.question_id, GoldPath(question, self.env),
-                            RolloutStyle.draw(seed), self.top_k)
+        """The searcher gets only the question's reading; the injector gets the question whole."""
+        searcher = Searcher(QuestionReading.of(question), RolloutStyle.draw(seed), self.top_k)
         return ErrorInjector(searcher, question, framework, self.env, self.rates, random.Random(seed), self.top_k)

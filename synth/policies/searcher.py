@@ -1,55 +1,67 @@
-"""The honest side of the offline scripted searcher: it plans each call from what its turns showed.
+"""The honest side of the offline scripted searcher: it acts only on what the question and its observations showed.
 
-It follows the question's gold path (read only through `GoldPath`), but not where the facts are: each
-hop's page is opened directly when an earlier search already listed it, else located with `search`
-(reformulating the query when the page is not listed, never spending a search that would only re-list
-pages already seen), read with `open_page`, and the fact located with `find_in_page` (only for a text the
-page contains and whose matches show the fact) or by reading on page by page when the first chunk does
-not state it. Its reasoning names what it looks for by relation, only asserts what an earlier
-observation showed, and says where it read a value ("The infobox of Inception lists Christopher Nolan as
-its director"). Because it knows the gold path, its runs are shorter and surer than a real searcher's;
-the card says so.
+The searcher is handed a `QuestionReading` (the question's words, the relations they chain and the kind of
+answer asked) and never the gold path: no entity of the path, no value, no answer. Everything it names it
+has read first: the start is picked from search results (a result the question names is read first, then
+those whose snippets share most of the question's keywords; a page is kept when its infobox has a row for
+the first relation and, for a start the question only describes, it names what the question describes it
+by); each hop's value is read off a row the ontology's mappings label with the relation (or a sentence a
+`find_in_page` for the relation's noun shows), and the next hop's page is opened by that value's name,
+searched for when no page has the name. A row listing several values is tried value by value, and a value
+whose page does not state the next relation is given up for the next one (backtracking). When nothing
+fits it says what it could not find and gives no answer (`UNIDENTIFIED_ANSWER`). The final answer is the
+value as the page wrote it.
 
 Rollouts of one question differ where a searcher's would (a per-rollout style drawn from the episode seed):
-the wording and order of queries, whether a fact is looked up with find_in_page before the page is read,
-a look at another listed page that mentions the entity, checking other values of a listed row (several
-cast members) before the one the path follows, reading the results of the question's search ranked above
-the start before it, a check that the start's page names what the question describes it by (the reason for
-picking it), a look at the row that dates each period the question gives ("published in the mid-1960s"),
-and a last check of the answer before giving it. These are the reading a searcher without the gold path
-does; without them the runs were about 5 turns a hop and critical turns a third of all turns.
+the wording of the first query, whether a relation is looked up with find_in_page before the page is read,
+and a last check of the answer before giving it.
 
 The mistakes of a run are not made here: synth.policies.error_injection wraps this searcher and perturbs
-some of its turns.
+some of its turns; the injector alone may read the gold path (its mistakes are made near it).
 """
 
 from __future__ import annotations
 
+import functools
 import random
 import re
+from collections import defaultdict
 from collections.abc import Generator
 from dataclasses import dataclass
 
-from schemas.questions import PathHop, Question
+from knowledge.lexicon import stop_words
+from knowledge.ontology import load_ontology, parameter_key
+from knowledge.phrasebook import entry as phrasebook_entry
+from schemas.questions import Question
 from schemas.trajectory import Turn
-from synth.environment import SearchEnvironment, tokenize
+from synth.environment import tokenize
 from synth.frameworks.base import ANSWER_TOOL
 from synth.phrasing import fuzz_year
-from wikitext.plain_text import INFOBOX_ROW, format_date, listed_values, split_sentences
+from wikitext.plain_text import INFOBOX_ROW, listed_values, split_sentences
 
 _RESULT_TITLE = re.compile(r"^\d+\. (.+)$", re.MULTILINE)
+_PAGE_HEADER = re.compile(r"^(.+?)(?: \(redirected from '.*'\))? - page (\d+) of (\d+)\.")
 _PAGE_PREFIX = re.compile(r"^\[page (\d+)\] ")
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)")
-QUERY_WORDS = 8
+_TRAILING_DIGITS = re.compile(r"_?\d+$")
+_AS_OF = re.compile(r"^As of [^,]*, ")  # the question's date clause: no clue
+_REFERENCE = re.compile(r"^(?:This|These|The latter|The former|That)\b[^,]*?(?= (?:is|was|were|are|has|had)\b)")
 UNIDENTIFIED_ANSWER = "I could not identify it."
-_AS_OF = re.compile(r"^As of [^,]*, ")  # the question's date clause: no search term
-EVIDENCE_CHARS = 200
-MAX_DESCRIPTION_CHECKS = 2
-MAX_CLUE_PAGES = 2  # pages the question names that a searcher reads when its description finds nothing
-_NAMED = re.compile(r"\b[A-Z][\w'.-]*(?:\s+(?:of |the |de |von |van )?[A-Z][\w'.-]*)+")
-_ARTICLE = re.compile(r"^(?:An?|The|This|These) ")  # a capitalised sentence opening, not part of a name
+QUERY_WORDS = 6
+MAX_CANDIDATES = 4  # values of one row (or results of one search) tried before giving up on them
+MAX_START_SEARCHES = 3
+STRONG_MATCH = 2  # question keywords a result's title and snippet share for it to be read before lower ranks
+MAX_PAGES_READ = 3  # pages of one article read on when page 1 does not state the relation
+SPOKEN_PARTS = 2
+STEP_BUDGET = 45  # own steps before the searcher gives up (the episode's turn limit is 60)
 _PERIOD = re.compile(r"\bthe (?:early |mid-|late )?(?:(\d{3}0)s|(\d{1,2})(?:st|nd|rd|th) century)\b")
-_YEAR = re.compile(r"\b(\d{4})\b")
+_NAME = re.compile(r"\"([^\"]+)\"|\b([A-Z0-9][\w'.&-]*(?:(?:\s+|:\s+)(?:of |the |de |von |van |and |a |in )*[A-Z0-9][\w'.&-]*)*)")
+_DATE = re.compile(r"\b(?:\d{1,2} )?(?:January|February|March|April|May|June|July|August|September|October|"
+                   r"November|December)(?: \d{1,2},)? \d{4}\b|\b\d{4}\b")
+_NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
+_QUESTION_WORDS = frozenset({"as", "of", "what", "which", "who", "whom", "whose", "when", "where", "how", "many",
+                             "much", "in", "on", "at", "did", "does", "do", "was", "is", "were", "are", "the", "a",
+                             "an", "date", "year", "place", "figure", "recorded", "number"})
 MIN_FIND_CHARS = 3  # a one-word find_in_page text this short matches common words
 
 
@@ -65,41 +77,25 @@ class RolloutStyle:
     """How one rollout searches: drawn from its own stream of the episode seed, so the error model's draws
     do not move when a style knob is added."""
 
-    query_order: tuple[int, ...]  # order of the query wordings tried per hop
-    lookup_first: bool  # find_in_page for the relation before reading the page
-    explore: float  # chance of a look at each of up to `explore_pages` other listed pages
-    decoys: int  # other values of a listed row checked before the one the path follows
+    query_order: tuple[int, ...]  # order of the wordings of the first search
+    lookup_first: bool  # find_in_page for the relation before reading on past page 1
     verify: bool  # confirm the answer on its page before giving it
-    corroborate: float  # chance of checking that the value's own page names the entity it was read on
-    explore_pages: int  # other listed pages considered per hop
-    check_description: bool  # check that the start's page names what the question describes it by
-    candidates: int  # results of the question's search ranked above the start, checked before it
-    check_periods: bool  # check each period the question gives ("the mid-1960s") on the page it dates
 
     @classmethod
     def draw(cls, seed: int) -> RolloutStyle:
         rng = random.Random(f"style:{seed}")
-        order = [0, 1, 2, 3]
+        order = [0, 1, 2]
         rng.shuffle(order)
-        return cls(tuple(order), rng.random() < 0.4, rng.choice((0.5, 1.0)), rng.choice((1, 2, 3)),
-                   rng.random() < 0.8, rng.choice((0.5, 1.0)), rng.choice((1, 2, 3)), rng.random() < 0.8,
-                   rng.choice((1, 2, 3)), rng.random() < 0.8)
+        return cls(tuple(order), rng.random() < 0.4, rng.random() < 0.8)
 
 
 def norm(text: str) -> str:
     return " ".join(text.split()).casefold()
 
 
-def spoken_answer(question: Question) -> str:
-    """The answer as a person states it, when that form is one of the question's accepted aliases: a page
-    title without its disambiguator ("The Shining (novel)" -> "The Shining"), a date in words ("1969-09-03"
-    -> "3 September 1969", as pages write it). A model trained on the final turns then never learns to box
-    Wikipedia's title suffixes or ISO dates; the gold form stays the graded answer."""
-    if question.path.answer_type == "date":
-        spoken = format_date(question.answer)
-    else:
-        spoken = question.answer.split(" (")[0]
-    return spoken if spoken != question.answer and spoken in question.aliases else question.answer
+def bare(title: str) -> str:
+    """A title without its disambiguator: "The Shining (novel)" -> "The Shining"."""
+    return _PARENTHETICAL.sub("", title).strip()
 
 
 def question_periods(text: str) -> list[tuple[str, tuple[int, int]]]:
@@ -127,108 +123,131 @@ def result_titles(observation: str) -> list[str]:
     return [t.strip() for t in _RESULT_TITLE.findall(observation)]
 
 
-def _sentence_with(text: str, surface: str) -> str:
-    """The sentence of a line that states the surface, cut around it when very long."""
-    sentence = next((s for s in split_sentences(text) if norm(surface) in norm(s)), text)
-    if len(sentence) <= EVIDENCE_CHARS:
-        return sentence
-    position = sentence.casefold().find(surface.casefold())
-    start = max(0, position - EVIDENCE_CHARS // 2)
-    return sentence[start : start + EVIDENCE_CHARS].strip()
+def result_snippets(observation: str) -> list[tuple[str, str]]:
+    """(title, snippet) per listed result of a search observation."""
+    blocks = re.split(r"\n(?=\d+\. )", observation)
+    return [(m.group(1).strip(), block.split("\n", 1)[1] if "\n" in block else "")
+            for block in blocks if (m := _RESULT_TITLE.match(block))]
 
 
-def evidence_line(observation: str, surfaces: list[str], relation: str = "") -> tuple[str, int | None] | None:
-    """The observed sentence stating a surface (preferring one naming the relation), and its page number."""
-    candidates = []
-    for line in observation.split("\n")[1:]:  # the first line is the tool's header, never evidence
-        page = _PAGE_PREFIX.match(line)
-        text = line[page.end():] if page else line
-        surface = next((s for s in surfaces if s and norm(s) in norm(text)), None)
-        if surface is None:
-            continue
-        found = (_sentence_with(text, surface), int(page.group(1)) if page else None)
-        if relation and norm(relation) in norm(text):
-            return found
-        candidates.append(found)
-    return candidates[0] if candidates else None
+@functools.cache
+def _relation_keys() -> dict[str, frozenset[str]]:
+    """Ontology property -> the infobox parameter keys any template maps to it (DBpedia's mappings)."""
+    keys: dict[str, set[str]] = defaultdict(set)
+    for (_, parameter), prop in load_ontology().parameters.items():
+        keys[prop].add(parameter_key(parameter))
+    return {prop: frozenset(found) for prop, found in keys.items()}
 
 
-class GoldPath:
-    """The one door through which the searcher learns what only the question's gold path knows.
+@dataclass(frozen=True)
+class Relation:
+    """One relation the question chains, as a reader of the question knows it."""
 
-    A searcher without the gold path could not make these reads; this one still does (a later issue
-    removes them), and makes them here and nowhere else:
-    - `hops` (and `start`, the path's first entity): each hop's entity, its relation (`relation(hop)`) and
-      whether it leads on to an entity page. The searcher walks them in order, so after a read that did
-      not find the fact it still moves on to the next hop's entity by name;
-    - `surfaces(hop)`: the spellings of a hop's value, by which it recognises the fact in what it reads;
-    - `titles`: the path's entities (normalised), which its side looks leave out;
-    - `answer` and `submitted`: the gold answer, which it checks for and submits, whether or not an
-      observation stated it.
-    """
+    name: str  # the ontology property
+    noun: str  # how a searcher calls it in its notes and looks it up ("birthplace", "director")
+    keys: frozenset[str]  # infobox parameter keys that state it
 
-    def __init__(self, question: Question, env: SearchEnvironment):
-        self.start = question.path.start
-        self.hops = question.path.hops
-        self.titles = {norm(n) for n in question.path.nodes}
-        self.answer = question.answer
-        self.submitted = spoken_answer(question)
-        self._env = env
+    @classmethod
+    def of(cls, name: str) -> Relation:
+        entry = phrasebook_entry(name)
+        noun = (entry.noun if entry else _running_text(load_ontology().label(name))).replace("_", " ")
+        own = {parameter_key(re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name.split(":")[-1])), parameter_key(noun)}
+        return cls(name, noun, frozenset(own | _relation_keys().get(name, frozenset())))
 
-    @staticmethod
-    def relation(hop: PathHop) -> str:
-        """The hop's relation as its page labels it: the infobox parameter ("Birth place: ..."), not the
-        ontology property's name."""
-        return (hop.provenance.parameter or hop.relation).replace("_", " ")
+    def labels_row(self, label: str) -> bool:
+        """Does an infobox row with this label state the relation ("Spouse(s)", "Constituency4")?"""
+        key = parameter_key(label.replace("(s)", ""))
+        return key in self.keys or _TRAILING_DIGITS.sub("", key) in self.keys
 
-    def surfaces(self, hop: PathHop) -> list[str]:
-        """The spellings a page may give the hop's value: the entity's title and aliases, a date or number as
-        pages write it."""
-        if hop.tail is not None:
-            page = self._env.resolve(hop.tail)
-            names = [hop.tail, *(page.aliases if page else [])]
-            names += [_PARENTHETICAL.sub("", hop.tail), hop.tail.split(",")[0]]
-            return list(dict.fromkeys(n.strip() for n in names if n and n.strip()))
-        value = hop.value or ""
-        if hop.value_type == "date":
-            return list(dict.fromkeys([format_date(value), value, value[:4]]))
-        if hop.value_type in ("number", "quantity"):
-            try:
-                return list(dict.fromkeys([value, f"{float(value):,.0f}", f"{float(value):,}"]))
-            except ValueError:
-                return [value]
-        return [value]
+    def lookup_texts(self) -> list[str]:
+        """find_in_page texts for the relation: its noun, then its longest word (never a numbered key)."""
+        words = sorted((w for w in self.noun.split() if len(w) > MIN_FIND_CHARS), key=len, reverse=True)
+        return [t for t in dict.fromkeys([self.noun, *words[:1]]) if distinctive(t)]
+
+
+def _running_text(label: str) -> str:
+    """A label as a note writes it mid-sentence ("Established" -> "established"; "ISO code" stays): a
+    capitalised word would read as a name the observations never showed."""
+    return label[0].lower() + label[1:] if label[:2].istitle() else label
+
+
+@dataclass(frozen=True)
+class QuestionReading:
+    """What a reader takes from the question and nothing more: its words, the relations they chain from the
+    start to the answer, and the kind of answer asked for. The relations are read off the question record
+    (the writer's phrasing is not parsed back into relations), never its entities, values or answer."""
+
+    text: str
+    question_id: str
+    relations: tuple[Relation, ...]
+    answer_type: str
+
+    @classmethod
+    def of(cls, question: Question) -> QuestionReading:
+        return cls(question.text, question.question_id, tuple(Relation.of(h.relation) for h in question.path.hops),
+                   question.path.answer_type)
+
+    def names(self) -> list[str]:
+        """Names the question gives (quoted titles, capitalised runs past its first word)."""
+        found = []
+        for sentence in split_sentences(_AS_OF.sub("", self.text)):
+            sentence = _REFERENCE.sub("", sentence)
+            for match in _NAME.finditer(sentence):
+                name = (match.group(1) or match.group(2) or "").strip(" .,:'")
+                opening = match.start() == 0 and " " not in name  # "Name the capital", "This city"
+                if opening or not name or name.casefold() in _QUESTION_WORDS or name.isdigit():
+                    continue
+                found.append(re.sub(r"^(?:The|A|An) (?=[A-Z]?[a-z])", "", name) if match.group(2) else name)
+        return [n for n in dict.fromkeys(found) if not re.fullmatch(r"(?:January|February|March|April|May|June|July|"
+                                                                   r"August|September|October|November|December)", n)]
+
+    def keywords(self) -> list[str]:
+        """The question's content words: no question words, stop words, as-of clause or relation nouns."""
+        text = _AS_OF.sub("", self.text)
+        relation_words = {w for r in self.relations for w in tokenize([r.noun])[0]}
+        skip = stop_words() | _QUESTION_WORDS | relation_words
+        return list(dict.fromkeys(w for w in tokenize([text])[0] if w not in skip))
+
+
+@dataclass(frozen=True)
+class Value:
+    """A value read in an observation: its text as the page wrote it and the line that stated it."""
+
+    text: str
+    line: str
+
+
+def spoken_answer(value: str, answer_type: str) -> str:
+    """The answer as a person says it: a place a row writes with its region and country ("Chicago, Illinois,
+    U.S.") by its first part and region ("Chicago, Illinois"); anything else as the page wrote it."""
+    if answer_type != "entity" or ", " not in value:
+        return value
+    return ", ".join(value.split(", ")[:SPOKEN_PARTS])
 
 
 class Searcher:
-    """The honest agent: plans one call at a time from the question's text, the observations of the turns
-    so far, the index behind its tools (`env`: it also runs calls it does not record, to see whether a
-    search would list anything new or a find_in_page text would show the fact, and reads pages through
-    `resolve`) and its rollout's style, plus the gold-path reads of `GoldPath`. It never sees the error
-    model; the turns it reads include the injected ones, as a searcher's would."""
+    """The honest agent: plans one call at a time from the question's reading, the observations of the turns
+    so far and its rollout's style. It holds no index and no gold path, so it cannot peek at a call's result
+    before making it or know where a fact is. It never sees the error model; the turns it reads include the
+    injected ones, as a searcher's would."""
 
-    def __init__(self, env: SearchEnvironment, text: str, question_id: str, gold: GoldPath, style: RolloutStyle,
-                 top_k: int):
+    def __init__(self, reading: QuestionReading, style: RolloutStyle, top_k: int):
+        self.reading = reading
         self.style = style
-        self.explore_rng = random.Random(f"explore:{style}:{question_id}")
-        self.env = env
-        self.text = text
-        self.gold = gold
         self.top_k = top_k
         self.note = ""
         # Where the search stands (the error model reads these to fit its mistakes to the current hop).
-        self.entity = gold.start
-        self.relation = ""
-        self.hop: PathHop | None = None
-        self.siblings: list[str] = []
-        self.pick_reason = ""
-        self.target = ""  # the spelling of the last value read, as the page wrote it
-        self.periods_checked: set = set()  # periods and (page, row label) pairs already checked
+        self.position = 0  # the relation being followed
+        self.entity = ""  # the page the search is on, once one was read
+        self.relation = reading.relations[0].noun if reading.relations else ""
         self._plan = self._steps()
         self._pending: Step | None = None
         self._honest_turn: int | None = None
         self._started = False
         self._turns: list[Turn] = []
+        self._own_steps = 0
+        self._choice = ""  # why the page the search goes on from was picked among several
+        self._reached: dict[str, str | None] = {}  # value name -> the page it led to (None: no page, no result)
 
     def next_step(self, turns: list[Turn]) -> Step:
         """The honest next call: planned when none is waiting, so it sees every earlier turn (an injected
@@ -236,6 +255,7 @@ class Searcher:
         self._turns = turns
         if self._pending is None:
             self._pending = self._next_honest(turns)
+            self._own_steps += 1
         return self._pending
 
     def sent(self, turn: int) -> None:
@@ -252,336 +272,306 @@ class Searcher:
                 return next(self._plan)
             return self._plan.send(observation)
         except StopIteration:
-            return Step("I have checked the path; here is my answer.", ANSWER_TOOL, {"text": self.gold.submitted})
+            return self._give_up("I have run out of leads.")
 
-    # --- the honest plan ---------------------------------------------------------------------------------
+    def _give_up(self, why: str) -> Step:
+        return Step(f"{why} I have no supported answer.", ANSWER_TOOL, {"text": UNIDENTIFIED_ANSWER})
+
+    def _over_budget(self) -> bool:
+        return self._own_steps >= STEP_BUDGET
+
+    # --- what the turns showed ---------------------------------------------------------------------------
+
+    def _seen(self) -> str:
+        return norm(" ".join([self.reading.text, *(t.observation or "" for t in self._turns)]))
+
+    def _listed(self) -> list[tuple[str, str]]:
+        """(title, snippet) of every result an earlier search of this episode listed, injected ones included."""
+        return [hit for t in self._turns if t.tool_call is not None and t.tool_call.name == "search"
+                and not t.tool_error for hit in result_snippets(t.observation or "")]
+
+    def _read_page(self, title: str, number: int) -> str | None:
+        """An earlier observation of page `number` of `title`, if the episode read it already."""
+        for turn in self._turns:
+            call = turn.tool_call
+            if call is None or call.name != "open_page" or turn.tool_error:
+                continue
+            header = _PAGE_HEADER.match(turn.observation or "")
+            if header and norm(header.group(1)) == norm(title) and int(header.group(2)) == number:
+                return turn.observation
+        return None
+
+    # --- the plan ----------------------------------------------------------------------------------------
 
     def _steps(self) -> Generator[Step, str, None]:
-        hops = self.gold.hops
-        found = False
-        title = ""
-        for number, hop in enumerate(hops):
-            self.entity, self.relation = hop.head, self.gold.relation(hop)
-            self.hop = hop
-            title = yield from self._locate(hop.head, opening=number == 0)
-            if title is None:  # the start stays unidentified: an honest searcher cannot follow the chain
-                yield Step(f"{self.note} Without it I cannot follow the chain, so I have no supported answer.",
-                           ANSWER_TOOL, {"text": UNIDENTIFIED_ANSWER})
-                return
-            if number == 0 and self.style.check_description:
-                yield from self._check_description(title)
-            if self.style.check_periods:
-                yield from self._check_periods(title)
-            found = yield from self._read(title, hop)
-            if found and hop.tail is not None:
-                yield from self._corroborate(hop)
-            if found and number + 1 < len(hops):
-                yield from self._check_siblings(hops[number + 1])
-        if found and self.style.verify:
-            yield from self._verify(title)
-        # The answer is stated only as the last observation showed it (the note); the call submits the gold
-        # spelling, which the observed one matches, as a person would say it (see spoken_answer).
-        closing = "That answers the question." if found else "I will give my best answer."
-        yield Step(f"{self.note} {closing}".strip(), ANSWER_TOOL, {"text": self.gold.submitted})
-
-    def _check_candidates(self, ranked_above: list[str]) -> Generator[Step, str, None]:
-        """Results of the question's search ranked above the start: a searcher reads them in order, checking
-        each against what the question describes, before the one that fits (this policy knows which does;
-        the checks are the reading a searcher without the gold path does first)."""
-        links = self._question_links()
-        checked = []
-        for title in [t for t in ranked_above if norm(t) not in self.gold.titles][: self.style.candidates]:
-            page = self.env.resolve(title)
-            if page is None:
-                continue
-            reasoning = f"{title} is listed above it; I will check whether it is the one the question describes."
-            if checked:
-                reasoning = f"{checked[-1]} does not fit the question's description. {reasoning}"
-            observation = yield Step(reasoning, "open_page", {"title": title, "page": 1})
-            missing = next((name for name in links if norm(name) not in norm(observation or "")), None)
-            checked.append(f"Page 1 of {title} does not mention {missing}, so it" if missing else title)
-        if checked:
-            self.note = f"{checked[-1]} does not fit the question's description. {self.note}"
-
-    def _question_links(self) -> list[str]:
-        """Pages the question names (not path entities): what it describes its start by."""
-        return [name for name in dict.fromkeys(_NAMED.findall(self.text))
-                if norm(name) not in self.gold.titles and self.env.resolve(name) is not None]
-
-    def _check_periods(self, title: str) -> Generator[Step, str, None]:
-        """The question places entities in vague periods ("published in the mid-1960s"): on reaching an
-        entity whose page has a row dated in one of them, a searcher checks it fits before going on."""
-        page = self.env.resolve(title)
-        if page is None or norm(title) == norm(self.gold.answer):
+        relations = self.reading.relations
+        start = yield from self._find_start(relations[0])
+        if start is None:
+            yield self._give_up(f"{self.note} Without the start I cannot follow the chain.".strip())
             return
-        for phrase, (first, last) in question_periods(self.text):
-            if phrase in self.periods_checked:
-                continue
-            row = next((m for line in page.chunks[0].split("\n") if (m := INFOBOX_ROW.match(line))
-                        and (title, m.group(1)) not in self.periods_checked
-                        and any(first <= int(y) <= last for y in _YEAR.findall(m.group(2)))), None)
-            if row is None:
-                continue
-            label = row.group(1)
-            self.periods_checked |= {phrase, (title, label)}  # each period and each row checked once
-            reasoning = f"{self.note} The question places it in {phrase}; I will look for {label!r} in {title}."
-            observation = yield Step(reasoning.strip(), "find_in_page", {"title": title, "text": label})
-            year = next((y for y in _YEAR.findall(observation or "") if first <= int(y) <= last), None)
-            self.note = f"{title} gives {year} as its {label.lower()}, which is in {phrase}." if year else ""
-
-    def _check_description(self, title: str) -> Generator[Step, str, None]:
-        """The question describes its start entity by what it is linked to ("whose spouse is Stephen King"):
-        before relying on the page it picked, a searcher checks that the page names those links. (This
-        policy knows the start from the gold path; the check gives the reason for the pick that a searcher
-        without it needs.)"""
-        page = self.env.resolve(title)
-        if page is None or norm(title) in norm(self.text):
-            return  # the question names its start: nothing to match
-        text = norm(" ".join(page.chunks))
-        links = [name for name in self._question_links() if norm(name) in text]
-        checked = []
-        for name in links[:MAX_DESCRIPTION_CHECKS]:
-            reasoning = (f"{self.note} The question describes the entity by its link to {name}; "
-                         f"I will check that {title} names {name}.")
-            observation = yield Step(reasoning.strip(), "find_in_page", {"title": title, "text": name})
-            self.note = ""
-            if norm(name) in norm(observation or ""):
-                checked.append(name)
-        if checked:
-            self.note = f"{title} names {' and '.join(checked)}, as the question describes it."
-
-    def _verify(self, title: str) -> Generator[Step, str, None]:
-        """A last look for the answer on the page that gave it, as a careful searcher does before answering."""
-        surface = self.target or self.gold.answer
-        if not distinctive(surface):
+        answer = yield from self._follow(start, 0)
+        if answer is None:
+            yield self._give_up(f"{self.note} No candidate led to the {relations[-1].noun} the question asks for.".strip())
             return
-        reasoning = f"{self.note} Before answering, I will confirm that {title} names {surface}."
-        observation = yield Step(reasoning, "find_in_page", {"title": title, "text": surface})
-        confirmed = norm(surface) in norm(observation or "")
-        self.note = f"{title} confirms {surface}." if confirmed else self.note
+        value, title = answer
+        if self.style.verify and distinctive(value.text) and not self._over_budget():
+            observation = yield Step(f"{self.note} Before answering, I will check that {title} states {value.text}.",
+                                     "find_in_page", {"title": title, "text": value.text})
+            if norm(value.text) in norm(observation or ""):
+                self.note = f"{title} states {value.text}."
+        spoken = spoken_answer(value.text, self.reading.answer_type)
+        yield Step(f"{self.note} So the answer is {spoken}.".strip(), ANSWER_TOOL, {"text": spoken})
 
-    def _corroborate(self, hop: PathHop) -> Generator[Step, str, None]:
-        """Sometimes a second source: does the value's own page name the entity the value was read on?"""
-        page = self.env.resolve(hop.tail)
-        if page is None or self.explore_rng.random() >= self.style.corroborate:
-            return
-        head = _PARENTHETICAL.sub("", hop.head)
-        if not distinctive(head) or not any(norm(head) in norm(chunk) for chunk in page.chunks):
-            return  # a bare title such as "It" (novel) would match every "it" of the page
-        reasoning = f"{self.note} To be sure, I will check that the page of {page.title} mentions {head}."
-        observation = yield Step(reasoning, "find_in_page", {"title": page.title, "text": head})
-        if norm(head) in norm(observation or ""):
-            self.note = f"{page.title} mentions {head} as well."
+    def _start_queries(self, relation: Relation) -> list[str]:
+        """Searches for the start, built from what the question says: the names it gives with the first
+        relation's noun, its keywords, and its keywords with its names."""
+        names, keywords = self.reading.names(), self.reading.keywords()
+        named = " ".join([*names[:2], relation.noun]) if names else ""
+        wordings = [named, " ".join(keywords[:QUERY_WORDS]), " ".join(dict.fromkeys(
+            [*tokenize([" ".join(names[:2])])[0], *keywords[: QUERY_WORDS // 2]]))]
+        ordered = [wordings[i] for i in self.style.query_order]
+        return [q for q in dict.fromkeys(ordered) if q.strip()][:MAX_START_SEARCHES]
 
-    def _check_siblings(self, next_hop: PathHop) -> Generator[Step, str, None]:
-        """The fact's row listed several values: check some of the others against the rest of the question
-        before following the one the path goes on with."""
-        others = [t for t in self.siblings if self.env.resolve(t) is not None and norm(t) not in self.gold.titles]
-        self.explore_rng.shuffle(others)
-        following = self.gold.relation(next_hop)
+    def _start_candidates(self, hits: list[tuple[str, str]], tried: set[str]) -> list[str]:
+        """Results in the order the evidence suggests: a title the question names, then snippets sharing most
+        of the question's keywords."""
+        question = norm(self.reading.text)
+        keywords = set(self.reading.keywords())
+        scored = []
+        for rank, (title, snippet) in enumerate(hits):
+            if norm(title) in tried:
+                continue
+            named = len(bare(title)) > 2 and re.search(rf"\b{re.escape(norm(bare(title)))}\b", question) is not None
+            overlap = len(keywords & set(tokenize([f"{title} {snippet}"])[0]))
+            scored.append((not named, -min(overlap, STRONG_MATCH), rank, title))
+        return [title for *_, title in sorted(scored)]
+
+    def _clues(self, observation: str) -> tuple[list[str], list[str]]:
+        """The question's clues an observation matches and those it misses: the names the question gives and
+        the periods it places things in (a year of the page inside each)."""
+        text = norm(observation)
+        clues = [(n, norm(n) in text) for n in self.reading.names() if len(n) > 2 and not n[0].isdigit()]
+        years = [int(y) for y in re.findall(r"\b(\d{4})\b", observation)]
+        clues += [(phrase, any(first <= y <= last for y in years))
+                  for phrase, (first, last) in question_periods(self.reading.text)]
+        return [c for c, present in clues if present], [c for c, present in clues if not present]
+
+    def _fits_description(self, observation: str) -> tuple[bool, str, int]:
+        """Does a page fit what the question describes its start by (at least half of its clues)? Also the
+        first clue it misses and how many it misses."""
+        matched, missing = self._clues(observation)
+        return len(missing) <= len(matched), (missing[0] if missing else ""), len(missing)
+
+    def _find_start(self, relation: Relation) -> Generator[Step, str, str | None]:
+        """Search for the page the chain starts from and read candidates until one fits."""
+        tried: set[str] = set()
         previous = None
-        for other in others[: self.style.decoys]:
+        fallback: tuple[int, str] | None = None
+        for query in self._start_queries(relation):
             if previous is None:
-                reasoning = f"{self.note} The question goes on to ask for the {following} of one of them; I will check {other} first."
+                reasoning = (f"I need to identify what the question starts from and then its {relation.noun}. "
+                             f"I will search for {query!r}.")
             else:
-                reasoning = f"{previous} does not lead on to the rest of the question. I will check {other}."
-            yield Step(reasoning, "open_page", {"title": other, "page": 1})
-            previous = other
-        if previous is not None:
-            self.note = f"{previous} does not lead on to the rest of the question either."
-        self.siblings = []
-
-    def _explore(self, entity: str) -> Generator[Step, str, None]:
-        """Looks at up to `explore_pages` other listed pages (each by chance), preferring those whose snippet
-        mentions the entity, before the entity's own page: a searcher does not know in advance which source
-        states the fact."""
-        latest = next((t for t in reversed(self._turns) if t.tool_call is not None and t.tool_call.name == "search"
-                       and not t.tool_error), None)
-        if latest is None:
-            return
-        opened = {norm(str(t.tool_call.arguments.get("title", ""))) for t in self._turns if t.tool_call is not None}
-        mentioning, others = [], []
-        for block in re.split(r"\n(?=\d+\. )", latest.observation or ""):
-            listed = result_titles(block)
-            if not listed or self._is_entity(listed[0], entity) or norm(listed[0]) in self.gold.titles | opened:
-                continue
-            (mentioning if norm(entity) in norm(block.split("\n", 1)[-1]) else others).append(listed[0])
-        for title in (mentioning + others)[: self.style.explore_pages]:
-            if self.explore_rng.random() >= self.style.explore:
-                continue
-            why = f"its snippet mentions {entity}" if title in mentioning else f"it might say something about {entity}"
-            reasoning = (f"{self.note} {title} is listed too; {why}. "
-                         f"I will read it in case it states the {self.relation} of {entity}.")
-            yield Step(reasoning.strip(), "open_page", {"title": title, "page": 1})
-            self.note = ""
-
-    def _is_entity(self, title: str, entity: str) -> bool:
-        if norm(title) == norm(entity):
-            return True
-        page, target = self.env.resolve(title), self.env.resolve(entity)
-        return page is not None and page is target
-
-    def _listed_titles(self) -> list[str]:
-        """Titles every earlier search of this episode listed (its own turns and injected ones alike)."""
-        return [title for turn in self._turns if turn.tool_call is not None and turn.tool_call.name == "search"
-                and not turn.tool_error for title in result_titles(turn.observation or "")]
-
-    def _lists_something_new(self, query: str, entity: str) -> bool:
-        """Would this search list the entity or a page not listed before? (A re-listing adds nothing.)"""
-        observation, _ = self.env.execute("search", {"query": query, "top_k": self.top_k})
-        seen = {norm(t) for t in self._listed_titles()}
-        titles = result_titles(observation)
-        return any(self._is_entity(t, entity) for t in titles) or any(norm(t) not in seen for t in titles)
-
-    def _question_names(self, entity: str) -> bool:
-        return norm(_PARENTHETICAL.sub("", entity).strip()) in norm(self.text)
-
-    def _opening_query(self) -> str:
-        """The first search for the question's start: the question's opening words."""
-        return " ".join(tokenize([self.text])[0][:QUERY_WORDS])
-
-    def _description_queries(self) -> list[str]:
-        """What a searcher who is not told the start tries: the question's opening words, the same without
-        its as-of date, then the opening sentence's first words with the pages it names."""
-        undated = _AS_OF.sub("", self.text)
-        opening = (split_sentences(undated) or [undated])[0]
-        names = [name for name in (_ARTICLE.sub("", found) for found in _NAMED.findall(opening)) if " " in name]
-        clued = tokenize([opening])[0][: QUERY_WORDS // 2] + [w for name in names for w in tokenize([name])[0]]
-        clued = list(dict.fromkeys(clued))
-        return [self._opening_query(), " ".join(tokenize([undated])[0][:QUERY_WORDS]), " ".join(clued)]
-
-    def _locate(self, entity: str, opening: bool) -> Generator[Step, str, str | None]:
-        """Searches until a result lists the entity. For the question's start (`opening`) the first search is
-        the question's own words; when the question does not name the start, every search is (naming it
-        before a result showed it would be knowledge only the gold path has), and None says none found it."""
-        listed = next((t for t in self._listed_titles() if self._is_entity(t, entity)), None)
-        if listed is not None:
-            self.note = f"{self.note} An earlier search listed {listed}.".strip()
-            return listed
-        described = opening and not self._question_names(entity)
-        if described:
-            queries = self._description_queries()
-        else:
-            wordings = [entity, _PARENTHETICAL.sub("", entity), f"{entity} {self.relation}", f"{self.relation} of {entity}"]
-            queries = [self._opening_query()] if opening else []
-            queries += [wordings[i] for i in self.style.query_order]
-        queries = list(dict.fromkeys(q for q in queries if q and q.strip()))
-        previous = None
-        for query in queries:
-            if not self._lists_something_new(query, entity):
-                continue
-            if previous is None and described:
-                reasoning = (f"The question describes where the chain starts without naming it. I will search for "
-                             f"its description, {query!r}, to identify it.")
-            elif previous is None:
-                reasoning = f"{self.note} I need the {self.relation} of {entity}. I will search for {query!r}."
-            elif described:
-                reasoning = (f"The results for {previous!r} show nothing that fits the question's description. "
-                             f"I will reformulate the query as {query!r}.")
-            else:
-                reasoning = f"The results for {previous!r} do not list {entity}. I will reformulate the query as {query!r}."
-            observation = yield Step(reasoning.strip(), "search", {"query": query, "top_k": self.top_k})
-            titles = result_titles(observation)
-            match = next((t for t in titles if self._is_entity(t, entity)), None)
-            if match is not None:
-                self.note = f"The search results list {match}."
-                if opening:
-                    yield from self._check_candidates(titles[: titles.index(match)])
-                yield from self._explore(entity)
-                return match
+                reasoning = f"The results for {previous!r} show nothing that fits. I will reformulate the query as {query!r}."
+            observation = yield Step(reasoning, "search", {"query": query, "top_k": self.top_k})
             previous = query
-        if described:
-            return (yield from self._read_clues(entity))
-        self.note = f"No search listed {entity}; I will try to open it by its title."
-        return entity
-
-    def _read_clues(self, entity: str) -> Generator[Step, str, str | None]:
-        """The description's searches did not list the start: a searcher reads the pages the question names
-        for something that fits. The start once a clue's page mentions it, else None."""
-        bare = _PARENTHETICAL.sub("", entity).strip()
-        reasoning = "No search listed a page that fits what the question describes."
-        for clue in self._question_links()[:MAX_CLUE_PAGES] if distinctive(bare) else []:
-            observation = yield Step(f"{reasoning} The question names {clue}; I will read its page for what the "
-                                     "question describes.", "open_page", {"title": clue, "page": 1})
-            if norm(bare) in norm(observation or ""):
-                self.note = f"The page of {clue} mentions {bare}, which fits the question's description."
-                return entity
-            reasoning = f"Page 1 of {clue} mentions nothing that fits the question's description."
-        self.note = reasoning
+            hits = result_snippets(observation or "")
+            for title in self._start_candidates(hits, tried)[:MAX_CANDIDATES]:
+                if self._over_budget():
+                    return None
+                tried.add(norm(title))
+                named = re.search(rf"\b{re.escape(norm(bare(title)))}\b", norm(self.reading.text)) is not None
+                why = ("the question names it" if named else "its snippet matches the question's description")
+                page = self._read_page(title, 1)
+                if page is None:
+                    page = yield Step(f"{self.note} {title} is listed and {why}; I will read it.".strip(),
+                                      "open_page", {"title": title, "page": 1})
+                self.note = ""
+                if not page or page.startswith("Error"):
+                    continue
+                title = _PAGE_HEADER.match(page).group(1) if _PAGE_HEADER.match(page) else title
+                has_row = bool(self._rows(page, relation))
+                fits, missing, misses = (True, "", 0) if named else self._fits_description(page)
+                if has_row and fits:
+                    self.entity = title
+                    return title
+                if has_row and (fallback is None or misses < fallback[0]):
+                    fallback = (misses, title)
+                self.note = (f"{title} does not fit the question's description ({missing}), so it is not the one."
+                             if not fits else f"{title} lists no {relation.noun}, so it is not what the question starts from.")
+        if fallback is not None:
+            title = fallback[1]
+            self.note = (f"{self.note} Of the pages I read that give a {relation.noun}, {title} fits the question's "
+                         "description best; I will go on from it.").strip()
+            self.entity = title
+            return title
+        self.note = f"{self.note} No search found a page that fits what the question describes.".strip()
         return None
 
-    def _lookup(self, title: str, surfaces: list[str]) -> str | None:
-        """The first find_in_page text worth a call (the relation, its words, a value spelling an earlier
-        observation already showed) whose matches in the page show the fact; None when no text does."""
-        words = [w for w in tokenize([self.relation])[0] if len(w) > 2]
-        seen = norm(" ".join([self.text, *(t.observation or "" for t in self._turns)]))
-        candidates = [self.relation, *words, *(s for s in surfaces if norm(s) in seen)]
-        for text in dict.fromkeys(c for c in candidates if c.strip()):
-            observation, error = self.env.execute("find_in_page", {"title": title, "text": text})
-            if not error and evidence_line(observation, surfaces, self.relation) is not None:
-                return text
-        return None
+    def _rows(self, observation: str, relation: Relation) -> list[tuple[str, str]]:
+        """(label, value) of the infobox rows of an observation that state the relation."""
+        rows = []
+        for line in observation.split("\n"):
+            row = INFOBOX_ROW.match(_PAGE_PREFIX.sub("", line))
+            if row and relation.labels_row(row.group(1)):
+                rows.append((row.group(1), row.group(2)))
+        return rows
 
-    def _read(self, title: str, hop: PathHop) -> Generator[Step, str, bool]:
-        """Read the hop's page until an observation states the fact; True when one did."""
-        surfaces = self.gold.surfaces(hop)
-        found = None
-        lookup = self._lookup(title, surfaces) if self.style.lookup_first else None
-        if lookup is not None:  # this rollout looks the relation up before reading the page
-            reasoning = f"{self.note} I will look for {lookup!r} in {title} to find its {self.relation}."
-            observation = yield Step(reasoning.strip(), "find_in_page", {"title": title, "text": lookup})
-            found = evidence_line(observation, surfaces, self.relation)
-        if found is None:
-            observation = yield Step(f"{self.note} I will open {title} to find its {self.relation}.".strip(),
-                                     "open_page", {"title": title, "page": 1})
-            found = evidence_line(observation, surfaces, self.relation)
-        if found is None and lookup is None:
-            lookup = self._lookup(title, surfaces)
-            if lookup is not None:
-                reasoning = f"The first page of {title} does not state its {self.relation}. I will look for {lookup!r} in it."
-                observation = yield Step(reasoning, "find_in_page", {"title": title, "text": lookup})
-                found = evidence_line(observation, surfaces, self.relation)
-        if found is None:
-            found = yield from self._read_on(title, surfaces)
-        if found is None:
-            self.note = f"I could not find the {self.relation} of {title} in its page; I will follow the next lead."
-            return False
-        line, page_number = found
-        if page_number is not None and page_number > 1:
-            observation = yield Step(f"The match is on page {page_number} of {title}; I will read it.", "open_page",
-                                     {"title": title, "page": page_number})
-            found = evidence_line(observation, surfaces, self.relation) or found
-            line = found[0]
-        target = self.target = next(s for s in surfaces if norm(s) in norm(line))
-        self.note = self._reason(title, line, target, hop)
-        return True
+    def _values(self, observation: str, relation: Relation, last: bool, title: str) -> list[Value]:
+        """The values an observation states for the relation: a row's items, or in a sentence naming the
+        relation, the names (dates, numbers) it gives."""
+        values = []
+        for label, row in self._rows(observation, relation):
+            cell = _PARENTHETICAL.sub("", row).strip()  # "Stephen King (m. January 2, 1971)"
+            items = listed_values(cell) or [cell]
+            if len(items) == 1 and ", " in cell:  # "Carrie, The Shining, It": several titles or one
+                parts = [part for part in cell.split(", ") if len(part) > MIN_FIND_CHARS + 1]  # not "U.S."
+                items = [*parts, cell] if not last else [cell, *parts]
+            values += [Value(bare(item) or item.strip(), f"{label}: {row}") for item in items]
+        if values:
+            return values
+        kind = self.reading.answer_type if last else "entity"
+        for line in observation.split("\n")[1:]:
+            text = _PAGE_PREFIX.sub("", line)
+            for sentence in split_sentences(text):
+                if not any(re.search(rf"\b{re.escape(w)}", sentence.casefold()) for w in relation.lookup_texts()):
+                    continue
+                values += [Value(v, sentence) for v in self._sentence_values(sentence, kind, title)]
+        return values
 
-    def _reason(self, title: str, line: str, target: str, hop: PathHop) -> str:
-        """Why the value is the hop's: where it was read; a row listing several values picks none yet (the
-        next hop's page decides, and that reason is given with it)."""
-        pick = self.pick_reason
-        self.pick_reason = ""
-        row = INFOBOX_ROW.match(line)
-        if row is None:
-            return f'{title} says "{line}", which gives {target} as the {self.relation} of {hop.head}.{pick}'
-        label, items = row.group(1).lower(), listed_values(row.group(2))
-        if items and hop.tail and hop is not self.gold.hops[-1]:
-            self.siblings = [item.split(" (")[0] for item in items if norm(target) not in norm(item)]
-            self.pick_reason = (f" So of the {label} values listed on {title}, {target} is the one the question "
-                                "means: its page answers the next part of the question.")
-            return f'The infobox of {title} lists several values as its {label} ("{line}").{pick}'
-        return f'The infobox of {title} lists {target} as its {label} ("{line}").{pick}'
+    @staticmethod
+    def _sentence_values(sentence: str, kind: str, title: str) -> list[str]:
+        if kind == "date":
+            return _DATE.findall(sentence)[:1]
+        if kind in ("number", "quantity"):
+            return _NUMBER.findall(sentence)[:1]
+        names = [m.group(2) for m in _NAME.finditer(sentence) if m.group(2) and m.start() > 0]
+        return [n for n in names if norm(n) != norm(bare(title)) and len(n) > 2 and " " in n][:2]
 
-    def _read_on(self, title: str, surfaces: list[str]) -> Generator[Step, str, tuple[str, int | None] | None]:
-        """No lookup shows the fact: read the following pages in order while a later page states it."""
-        page = self.env.resolve(title)
-        chunks = page.chunks if page is not None else []
-        if not any(norm(s) in norm(chunk) for chunk in chunks[1:] for s in surfaces):
+    def _find_fact(self, title: str, relation: Relation, last: bool) -> Generator[Step, str, list[Value]]:
+        """Read the page until an observation states the relation: page 1, a lookup of the relation's noun,
+        then the following pages."""
+        self.entity, self.relation = title, relation.noun
+        page = self._read_page(title, 1)
+        if page is None:
+            page = yield Step(f"{self.note} I will open {title} to find its {relation.noun}.".strip(),
+                              "open_page", {"title": title, "page": 1})
+            self.note = ""
+        if not page or page.startswith("Error"):
+            return []
+        values = self._values(page, relation, last, title)
+        if values:
+            return values
+        header = _PAGE_HEADER.match(page)
+        pages = int(header.group(3)) if header else 1
+        lookups = relation.lookup_texts() if (self.style.lookup_first or pages == 1) else []
+        for text in lookups:
+            observation = yield Step(f"Page 1 of {title} does not give its {relation.noun}. I will look for "
+                                     f"{text!r} in it.", "find_in_page", {"title": title, "text": text})
+            values = self._values(observation or "", relation, last, title)
+            if values:
+                return values
+        for number in range(2, min(pages, MAX_PAGES_READ) + 1):
+            if self._over_budget():
+                break
+            observation = yield Step(f"Page {number - 1} of {title} does not give its {relation.noun}; I will "
+                                     f"read page {number}.", "open_page", {"title": title, "page": number})
+            values = self._values(observation or "", relation, last, title)
+            if values:
+                return values
+        return []
+
+    def _reach(self, value: Value, relation: Relation, source: str, purpose: str = "") -> Generator[Step, str, str | None]:
+        """Open the page of a value read on `source` (to find the relation, or for `purpose`): by its name,
+        else through a search for it."""
+        purpose = purpose or f"to find its {relation.noun}"
+        if norm(value.text) in self._reached:  # this name was opened or searched for already
+            return self._reached[norm(value.text)]
+        reached = yield from self._open_value(value, purpose)
+        self._reached[norm(value.text)] = reached
+        return reached
+
+    def _open_value(self, value: Value, purpose: str) -> Generator[Step, str, str | None]:
+        """The page a value's name opens (or a search for the name lists); None when neither finds one."""
+        listed = next((t for t, _ in self._listed() if norm(bare(t)) == norm(value.text)), None)
+        name = listed or value.text
+        page = self._read_page(name, 1)
+        if page is None:
+            page = yield Step(f"{self.note} I will open {name} {purpose}.".strip(),
+                              "open_page", {"title": name, "page": 1})
+            self.note = ""
+        if page and not page.startswith("Error"):
+            header = _PAGE_HEADER.match(page)
+            return header.group(1) if header else name
+        observation = yield Step(f"There is no page titled {name}. I will search for it.", "search",
+                                 {"query": value.text, "top_k": self.top_k})
+        match = next((t for t in result_titles(observation or "") if norm(bare(t)) == norm(value.text)
+                      or norm(t).startswith(norm(value.text))), None)
+        if match is None:
+            self.note = f"No result is {value.text}."
             return None
-        for number in range(2, len(chunks) + 1):
-            reasoning = f"Page {number - 1} of {title} does not state its {self.relation}; I will read page {number}."
-            observation = yield Step(reasoning, "open_page", {"title": title, "page": number})
-            found = evidence_line(observation, surfaces, self.relation)
-            if found is not None:
-                return found[0], None
+        page = yield Step(f"The results list {match}; I will open it {purpose}.", "open_page",
+                          {"title": match, "page": 1})
+        return match if page and not page.startswith("Error") else None
+
+    def _rank(self, candidates: list[Value], relation: Relation, source: str) -> Generator[Step, str, list[Value]]:
+        """Several values: read each one's page and order them by how much of the question's description
+        the page matches (its clues first, then its keywords; the row's order breaks ties). A value with no
+        page goes last."""
+        scores = []
+        for value in candidates:
+            if self._over_budget():
+                break
+            reached = yield from self._reach(value, relation, source, "to check it against the question's description")
+            page = self._read_page(reached, 1) if reached else None
+            words = set(tokenize([page])[0]) if page else set()
+            scores.append(2 * len(self._clues(page)[0]) + len(words & set(self.reading.keywords())) if page else -1)
+        ranked = [v for _, _, v in sorted(zip([-x for x in scores], range(len(scores)), candidates, strict=False))]
+        ranked += candidates[len(scores):]
+        if scores and max(scores) > 0:
+            self._choice = f"Of these, {ranked[0].text} fits the question's description best."
+        return ranked
+
+    def _follow(self, title: str, position: int) -> Generator[Step, str, tuple[Value, str] | None]:
+        """From `title`, follow the relations from `position` on; the answer and the page that gave it, or
+        None when this branch leads nowhere (the caller then tries its next candidate)."""
+        relations = self.reading.relations
+        relation, last = relations[position], position == len(relations) - 1
+        self.position = position
+        self.note, self._choice = f"{self._choice} {self.note}".strip(), ""  # why this page was picked
+        values = yield from self._find_fact(title, relation, last)
+        if not values:
+            self.note = f"I could not find the {relation.noun} of {title}."
+            return None
+        candidates = [v for v in dict.fromkeys(values) if norm(v.text) != norm(title)][:MAX_CANDIDATES]
+        if last:
+            items = [v for v in candidates if v.text != v.line.split(": ", 1)[-1]]
+            if self.reading.answer_type == "entity" and len(items) > 1 and question_periods(self.reading.text):
+                ranked = yield from self._rank(items, relation, title)  # "which of his works ... in the 1980s"
+                return ranked[0], title
+            value = values[0]
+            self.note = f'{self.note} {title} gives "{value.line}".'.strip()
+            return value, title
+        following = relations[position + 1]
+        if len(candidates) > 1:
+            self.note = (f'{self.note} {title} gives "{candidates[0].line}" for its {relation.noun}; the question '
+                         f"goes on to the {following.noun} of one of them, so I will check which fits its "
+                         "description.").strip()
+            candidates = yield from self._rank(candidates, following, title)
+        else:
+            self.note = f'{self.note} {title} gives "{candidates[0].line}" as its {relation.noun}.'.strip()
+        for number, value in enumerate(candidates):
+            if self._over_budget():
+                return None
+            if number:
+                self.note = f"{self.note} I will try {value.text} instead.".strip()
+            reached = yield from self._reach(value, following, title)
+            if reached is None:
+                continue
+            answer = yield from self._follow(reached, position + 1)
+            if answer is not None:
+                return answer
+            self.position = position
+            self.note = f"{self.note} So {value.text} is not the one the question means.".strip()
         return None
+

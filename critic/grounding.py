@@ -1,0 +1,57 @@
+"""Grounding: a turn may name only what the question or an earlier observation showed.
+
+A searcher that names an entity or a value before anything showed it knows what it could not know: the
+gold path, or a guess. `ungrounded_names` lists what a turn names that way, from two reads:
+- the gold path's entities and values (each spelling `critic.evidence.gold_units` knows: titles, their
+  bare forms and redirects, a date's or number's spellings) named anywhere in the turn: its reasoning, plans
+  and hedges included ("Perhaps she was born in Wellington"), or its call's arguments;
+- the names its call acts on, gold or not: the page it opens or searches in, the names in its query and in
+  its answer ("Perhaps Atlantis is connected; let me open it"). A name misspelt by a letter is the name
+  seen ("Christopher Nolann"), and the text a find_in_page looks for is a hypothesis to check, not a claim.
+Names a reasoning only asserts are the soundness check's (`unsupported_claim`). Spellings of two letters or
+fewer ("It", a child count "3") are too common to tell a name from a word.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from critic.evidence import Knowledge
+from critic.text import content_tokens, mentions_any, named_spans, normalize
+from schemas.trajectory import Turn
+
+MIN_FORM_CHARS = 3
+TYPO_SIMILARITY = 0.75  # difflib ratio above which an unknown word is a known one misspelt
+
+
+def _distinctive(forms: tuple[str, ...]) -> list[str]:
+    return [f for f in forms if len(normalize(f)) >= MIN_FORM_CHARS]
+
+
+def _known(name: str, knowledge: Knowledge) -> bool:
+    """Is a name known, allowing each of its words one slip of spelling or punctuation?"""
+    if knowledge.supports(name) or len(normalize(name)) < MIN_FORM_CHARS:
+        return True
+    words = content_tokens(name)
+    return bool(words) and all(w in knowledge.tokens or difflib.get_close_matches(
+        w, knowledge.tokens, n=1, cutoff=TYPO_SIMILARITY) for w in words)
+
+
+def ungrounded_names(turn: Turn, knowledge: Knowledge) -> list[str]:
+    """What the turn names that neither the question nor an observation before it showed (call before
+    `knowledge.add(turn)`)."""
+    call = turn.tool_call
+    arguments = {k: str(v) for k, v in (call.arguments.items() if call is not None else ()) if isinstance(v, str)}
+    said = normalize(" ".join([turn.reasoning, *arguments.values()]))
+    found = []
+    for unit in knowledge.units:
+        forms = _distinctive(unit.forms)
+        if unit.kind in ("entity", "fact") and mentions_any(said, forms) and not mentions_any(knowledge.normalized, forms):
+            found.append(unit.label.rsplit("--> ", 1)[-1])
+    if call is not None:
+        title = arguments.get("title", "")
+        if call.name in ("open_page", "find_in_page") and title and not _known(title, knowledge):
+            found.append(title)
+        acted_on = [arguments.get("query", ""), arguments.get("text", "") if call.name != "find_in_page" else ""]
+        found += [name for value in acted_on for name in named_spans(value) if not _known(name, knowledge)]
+    return list(dict.fromkeys(found))
