@@ -150,6 +150,17 @@ def test_a_linked_page_outside_the_range_is_not_the_fact():
     assert_range_checked(extraction.relations, extraction.counts())
 
 
+def test_the_range_tables_name_known_properties_and_classes():
+    ontology = load_ontology()
+    assert ontology.object_ranges
+    for prop, (range_, excludes) in ontology.object_ranges.items():
+        assert prop in ontology.properties, prop
+        assert all(cls in ontology.classes for cls in (range_, *excludes) if cls), (prop, range_, excludes)
+    named = [*ontology.range_role_classes, *ontology.range_superclasses,
+             *(cls for extra in ontology.range_superclasses.values() for cls in extra)]
+    assert named and all(cls in ontology.classes for cls in named), named
+
+
 def test_the_beam_pipeline_range_checks_through_redirects_as_the_oracle_does(tmp_path):
     dump = tmp_path / "range-pages-articles.xml"
     dump.write_text(site_header() + "".join(page_xml(p) for p in RANGE_PAGES) + "</mediawiki>\n")
