@@ -161,8 +161,8 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
         "was directed by a person born in Westminster. This person is a relative of a person born in the "
         "mid-1970s. Where was the latter person educated?",
     ("Dune (2021 film)", ("director", "almaMater"), "Université du Québec à Montréal"):  # an occupation in lower case
-        "A film released in the early 2020s starring Zendaya was directed by a person born in the 1960s. Name the "
-        "alma mater of this person.",  # a third plan, drawn afresh: Villeneuve, born 1967
+        "A film released in the early 2020s starring Zendaya was directed by a person born in the 1960s. Where did "
+        "this person study?",  # a third plan, drawn afresh: Villeneuve, born 1967
     ("A Clockwork Orange (novel)", ("author", "birthDate"), "1917-02-25"):  # Burgess, born in Manchester
         "A book from the United Kingdom published in the early 1960s whose publisher is William Heinemann was "
         "written by a writer born in Manchester. On what date was this writer born?",
