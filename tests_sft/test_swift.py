@@ -142,11 +142,13 @@ def test_swift_honours_loss_on_the_shipped_shards_but_labels_a_loss_0_rows_closi
 
 
 def test_swift_drops_the_thoughts_of_the_openai_shard_as_shipped(dataset_dir, swift_sft, tokenizer):
-    """Why `write_swift_jsonl` moves them: ms-swift trains each openai turn with an empty `<think>`."""
+    """Why `write_swift_jsonl` moves them: ms-swift drops `reasoning_content`, puts an empty `<think>` in the
+    prompt and trains each openai turn from its answer or call on."""
     rows = read_rows(dataset_dir, "openai")
+    empty_thought = "<think>\n\n</think>\n\n"
     for position, (row, swift_row) in enumerate(zip(rows, swift_rows(shards(dataset_dir, "openai")), strict=True)):
         thoughtless = {"messages": [m | {"reasoning_content": ""} for m in row["messages"]]}
-        expected = [turn + "\n" for turn in trained_turns([thoughtless], "openai")[0]]
+        expected = [turn.removeprefix(empty_thought) + "\n" for turn in trained_turns([thoughtless], "openai")[0]]
         expected += [IM_END + "\n"] * ends_untrained("openai", row)
         assert labelled_spans(swift_sft.template.encode(swift_row), tokenizer) == expected, position
 
