@@ -324,8 +324,8 @@ class DatasetConfig(_Config):
     trajectories: TrajectoryConfig = Field(default_factory=TrajectoryConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
     difficulty: DifficultyConfig = Field(default_factory=DifficultyConfig)
-    rl_pass_band: tuple[Share, Share] | None = Field(
-        default=None,
+    rl_pass_band: list[Share] | None = Field(
+        default=None, min_length=2, max_length=2,
         description="the `rl` config keeps the questions whose pass rate lies in [LO, HI]; unset: strictly "
         "between 0 and 1 (GRPO groups with both outcomes)",
     )

@@ -17,7 +17,7 @@ import asyncio
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -338,13 +338,13 @@ def run_file(result: QuestionResult, rollout: int = 0) -> dict:
     }
 
 
-def in_band(rate: float, band: tuple[float, float] | None) -> bool:
+def in_band(rate: float, band: Sequence[float] | None) -> bool:
     """Whether a pass rate lies in [LO, HI]; with no band, strictly between 0 and 1 (a GRPO group of a
     question the policy neither always nor never solves has both outcomes)."""
     return 0.0 < rate < 1.0 if band is None else band[0] <= rate <= band[1]
 
 
-def band_text(band: tuple[float, float] | None) -> str:
+def band_text(band: Sequence[float] | None) -> str:
     return "strictly between 0 and 1" if band is None else f"in [{band[0]:g}, {band[1]:g}]"
 
 
