@@ -138,3 +138,13 @@ def test_the_difficulty_stage_resumes_its_finished_units_and_is_deterministic(sm
 def test_a_reversed_pass_band_is_refused_before_any_stage_runs(tmp_path):
     assert main(["dataset", "--out", str(tmp_path / "out"), "--pass-band", "0.9", "0.1"]) == 2
     assert not (tmp_path / "out").exists()
+
+
+def test_without_difficulty_the_rate_is_absent_and_every_question_is_an_rl_prompt(graded, tmp_path):
+    questions, judged, correct = graded
+    dirs = write_upstream(tmp_path, questions, judged, correct)
+    build_dataset(DatasetConfig(out=str(tmp_path), difficulty={"enabled": False}), dirs)
+    dataset = dirs["dataset"]
+    assert {(row["pass_rate"], row["pass_rate_policy"]) for row in rows(dataset, "questions")} == {(None, None)}
+    assert len(rows(dataset, "rl")) == len(questions)
+    assert "## Difficulty" not in (dataset / "README.md").read_text()
