@@ -3,42 +3,35 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 
-from extract.stage import run_extract
-from graph.walk_stage import run_walks
 from ground.io import read_manifest, read_records
 from knowledge.phrasebook import answer_breaks, breaks
-from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, WalkConfig
+from pipeline.dataset import load_config
+from schemas.config import IndexConfig, QuestionConfig, WalkConfig
 from schemas.questions import Question
 from schemas.wiki import Entity, Relation, SkippedRecord
 from synth import describe, gates, text_gates
-from synth.environment import build_index
 from synth.question_plan import CLASS_NOUNS, plan_question, question_as_of
-from synth.questions import _load_context, run_questions
+from synth.questions import _load_context
 from synth.report import question_report, report_rows, tree_note
+from tests.conftest import SAMPLE_CONFIG
 from tests.test_questions import assert_reads_as_english
-
-ROOT = Path(__file__).resolve().parents[1]
-DUMP = ROOT / "data" / "sample" / "enwiki-sample-pages-articles-multistream.xml.bz2"
-INDEX = ROOT / "data" / "sample" / "enwiki-sample-pages-articles-multistream-index.txt.bz2"
 
 
 @pytest.fixture(scope="module")
-def sample_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("sample")
+def sample_dir(sample_dataset_run):
+    """`make dataset`'s run folder: its graph, paths, index and questions are this stage's run as shipped."""
+    return sample_dataset_run
 
 
 @pytest.fixture(scope="module")
 def sample(sample_dir):
     out = sample_dir
-    run_extract(ExtractConfig(dump=str(DUMP), index=str(INDEX)), out / "graph")
-    walks = run_walks(out / "graph", out / "paths", WalkConfig())
-    build_index(out / "graph", out / "index", IndexConfig())
-    manifest = run_questions(out / "graph", out / "paths", out / "questions", QuestionConfig(), cache_dir=None,
-                             index_dir=out / "index")
+    walks, manifest = read_manifest(out / "paths"), read_manifest(out / "questions")
+    shipped = load_config(str(SAMPLE_CONFIG), {})  # the stage configs this module's checks assume: the defaults
+    assert shipped.walk == WalkConfig() and shipped.questions == QuestionConfig() and shipped.index == IndexConfig()
     questions = list(read_records(Question, out / "questions" / "questions"))
     skipped = list(read_records(SkippedRecord, out / "questions" / "skipped"))
     relations = list(read_records(Relation, out / "graph" / "relations"))

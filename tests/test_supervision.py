@@ -14,7 +14,7 @@ from critic.critical import is_corroboration
 from critic.evidence import Knowledge
 from critic.judge import load_aliases
 from ground.io import read_manifest, read_records
-from pipeline.dataset import build_dataset, load_config, run_dataset, stage_dirs
+from pipeline.dataset import build_dataset, stage_dirs
 from pipeline.run_summary import supervision_line
 from schemas.config import DatasetConfig
 from schemas.critic import JudgedTrajectory
@@ -22,8 +22,6 @@ from schemas.questions import Question
 from synth.policies.searcher import UNIDENTIFIED_ANSWER
 from tests.dataset_fixtures import make_judged, make_question, write_upstream
 from wikitext.plain_text import format_date
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _rows(dataset, config: str) -> list[dict]:
@@ -86,12 +84,10 @@ def test_the_sample_run_marks_at_most_each_fact_and_the_answer_and_no_corroborat
 
 
 @pytest.fixture(scope="module")
-def sample_run(tmp_path_factory) -> Path:
+def sample_run(sample_dataset_run) -> Path:
     """`make dataset` as shipped (configs/sample.toml): the sample's dataset the supervision targets are about
     (the small run's few questions are mostly 3-hop, denser in critical turns than the sample)."""
-    out = tmp_path_factory.mktemp("sample-run") / "out"
-    run_dataset(load_config(str(ROOT / "configs" / "sample.toml"), {"out": str(out)}))
-    return out
+    return sample_dataset_run
 
 
 def test_the_sample_dataset_trains_on_one_turn_per_fact_and_the_answer_and_every_row_trains(sample_run):

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 
 from critic.text import contains_phrase, normalize, surface_forms
-from extract.stage import run_extract
 from graph.walk_stage import run_walks
 from ground.io import read_records
-from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, TrajectoryConfig, WalkConfig
+from schemas.config import IndexConfig, QuestionConfig, TrajectoryConfig, WalkConfig
 from schemas.environment import IndexedPage
 from schemas.questions import Question
 from schemas.trajectory import Trajectory
@@ -25,21 +24,20 @@ from synth.policies import ERROR_KINDS
 from synth.policies.searcher import UNIDENTIFIED_ANSWER, distinctive, question_periods, result_titles
 from synth.questions import run_questions
 from synth.trajectories import run_trajectories
+from tests.conftest import copy_stages
 from tests.test_trajectories import HIGH_RATES
 
 ROOT = Path(__file__).resolve().parents[1]
 DUMP = ROOT / "data" / "sample" / "enwiki-sample-pages-articles-multistream.xml.bz2"
-INDEX = ROOT / "data" / "sample" / "enwiki-sample-pages-articles-multistream-index.txt.bz2"
 FACTS = json.loads((ROOT / "tests" / "data" / "sample_facts.json").read_text())
 QUESTIONS = 12
 
 
 @pytest.fixture(scope="module")
-def sample(tmp_path_factory):
+def sample(tmp_path_factory, sample_stages):
     if not DUMP.is_file():
         pytest.skip("the shipped sample is missing")
-    out = tmp_path_factory.mktemp("sample3")
-    run_extract(ExtractConfig(dump=str(DUMP), index=str(INDEX)), out / "graph")
+    out = copy_stages(sample_stages, tmp_path_factory.mktemp("sample3"), ("extract",))  # stage 1 as shipped
     run_walks(out / "graph", out / "paths", WalkConfig(hops=[2, 3], walks_per_start=4))
     run_questions(out / "graph", out / "paths", out / "questions", QuestionConfig(max_questions=40), cache_dir=None)
     build_index(out / "graph", out / "index", IndexConfig(chunk_chars=300))
