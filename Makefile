@@ -24,6 +24,9 @@ PYTEST_ARGS ?=
 SFT_VENV := .venv-sft
 SFT_STAMP := $(SFT_VENV)/.installed
 SFT_CHECK := build/sft-check
+# ms-swift's contract environment: it pins an older transformers and TRL than .venv-sft, so its own venv
+SWIFT_VENV := .venv-swift
+SWIFT_STAMP := $(SWIFT_VENV)/.installed
 
 LLM_VENV := .venv-llm
 LLM_STAMP := $(LLM_VENV)/.installed
@@ -107,11 +110,22 @@ $(SFT_STAMP): requirements-sft.txt requirements-sft.lock
 	$(SFT_VENV)/bin/python -m pip --disable-pip-version-check install --quiet -c requirements-sft.lock -r requirements-sft.txt
 	touch $@
 
-# TRL's SFTTrainer on the openai, nanbeige and toolmind configs of the shipped sample's dataset, through
-# `pipeline.sft`, with a tiny random Qwen3: exactly the loss=1 turns carry labels (tests_sft)
-sft-check: $(BASE_STAMP) $(SFT_STAMP)
+$(SWIFT_STAMP): requirements-swift.txt requirements-swift.lock
+	test -x $(SWIFT_VENV)/bin/python || $(PYTHON) -m venv $(SWIFT_VENV)
+	$(SWIFT_VENV)/bin/python -m pip --disable-pip-version-check install --quiet pip==26.3
+	$(SWIFT_VENV)/bin/python -m pip --disable-pip-version-check install --quiet torch==2.13.0
+	$(SWIFT_VENV)/bin/python -m pip --disable-pip-version-check install --quiet -c requirements-swift.lock -r requirements-swift.txt
+	touch $@
+
+# The trainers on the shipped sample's dataset with a tiny random Qwen3 (tests_sft): TRL's SFTTrainer on the
+# openai, nanbeige and toolmind configs through `pipeline.sft` (.venv-sft), then ms-swift's loader, template
+# and `swift sft` on the shards and on `write_swift_jsonl` (.venv-swift): exactly the loss=1 turns carry labels.
+# HF_HUB_OFFLINE: `datasets` would otherwise ping its hub on every local file it loads.
+SFT_ENV := HF_HUB_OFFLINE=1 HOPSMITH_SFT_DATASET=$(CURDIR)/$(SFT_CHECK)/out/dataset PYTHONPATH=$(CURDIR)
+sft-check: $(BASE_STAMP) $(SFT_STAMP) $(SWIFT_STAMP)
 	$(BIN)/hopsmith dataset --out $(SFT_CHECK)/out
-	HOPSMITH_SFT_DATASET=$(CURDIR)/$(SFT_CHECK)/out/dataset PYTHONPATH=$(CURDIR) $(SFT_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_sft
+	$(SFT_ENV) $(SFT_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_sft/test_trl.py
+	$(SFT_ENV) $(SWIFT_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_sft/test_swift.py
 
 clean:
 	rm -rf $(OUT) .pytest_cache

@@ -61,6 +61,6 @@ def _command(args, beam_args) -> int:
           f"{counts['relations']} relations, {counts['skipped']} skipped -> {args.out}")
     print(f"  as-of {manifest.as_of.isoformat() if manifest.as_of else 'none'}: {manifest.as_of_reason}")
     for key, value in counts.items():
-        if key.startswith(("skipped:", "excluded:")) or key == IMPLAUSIBLE_COUNT:
+        if key.startswith(("skipped:", "excluded:", "range_check:")) or key == IMPLAUSIBLE_COUNT:
             print(f"  {key:<28} {value}")
     return 0

@@ -1,7 +1,8 @@
 """The article core: one article -> its Entity, Relations (infobox facts + lead `links_to`) and Page, or a
 SkippedRecord (`oversized`, `timeout`, `parse_error`, `broken_markup`); then the steps that need the whole
 input, as plain functions: the recency window (`is_head`), plain-text values that name a page
-(`named_value_key`, `name_value`) and redirect titles as aliases (`attach_aliases`).
+(`named_value_key`, `name_value`), the range check of linked pages by their class (`check_ranges`) and
+redirect titles as aliases (`attach_aliases`).
 
 Speed: a full mwparserfromhell parse runs at ~2 MB/s. Here only the infobox spans, found by brace matching
 on the raw text (`wikitext.markup.infobox_spans`), are parsed; the lead is read with regexes.
@@ -215,6 +216,29 @@ def name_value(relation: Relation, target: str | None) -> Relation:
     if target is None or target == relation.head:
         return relation
     return relation.model_copy(update={"tail": target, "value": None, "value_type": "entity"})
+
+
+RANGE_VIOLATION = "range"  # counted as `excluded:range`; the other outcomes as `range_check:<outcome>`
+
+
+def check_ranges(relations: Iterable[Relation], class_of: Callable[[str], str | None], counts: Counter) -> list[Relation]:
+    """A page's relations without the infobox facts whose linked page the property's range rules out
+    (`Ontology.range_check`): "office = [[Social Democratic Party of Germany]]" names a party, not an office.
+    `class_of(tail)` is the class of the page a (resolved) tail names, None when the input lacks it; each
+    checked fact is counted by its outcome, so the check says how much it could not judge."""
+    ontology = load_ontology()
+    kept = []
+    for relation in relations:
+        if relation.source != "infobox" or not relation.mapped or relation.tail is None:
+            kept.append(relation)
+            continue
+        outcome = ontology.range_check(relation.relation, class_of(relation.tail))
+        if outcome == "violates":
+            counts[RANGE_VIOLATION] += 1
+            continue
+        counts[f"range_check:{outcome}"] += 1
+        kept.append(relation)
+    return kept
 
 
 def attach_aliases(entity: Entity, aliases: Iterable[str]) -> Entity:

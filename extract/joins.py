@@ -103,7 +103,7 @@ def decide_duplicates(keyed):
 
 class UnitKeys(BoundedHeapDoFn):
     """What one unit asks the title join about, each title once per unit, as (title, (kind, value)): its
-    kept entities' titles ("entity", unit id), its link targets ("tail", unit id), its plain-text values
+    kept entities' titles ("entity", (unit id, class)), its link targets ("tail", unit id), its plain-text values
     that could name a page ("name", unit id) and its redirects ("redirect", (unit id, page id, target)).
 
     One output, not one per kind: the join's shuffle then takes a unit's keys in one piece, and the unit's
@@ -126,7 +126,7 @@ class UnitKeys(BoundedHeapDoFn):
             entity, page_relations = next(entities), [next(relations) for _ in range(row.relations)]
             if (unit_id, seq) in losers:
                 continue
-            yield entity.title, ("entity", unit_id)
+            yield entity.title, ("entity", (unit_id, entity.type))
             for relation in page_relations:
                 if relation.tail is not None:
                     tails.add(relation.tail)
@@ -139,14 +139,25 @@ class UnitKeys(BoundedHeapDoFn):
         release_freed_memory()
 
 
+def final_classes(joined):
+    """At one article's title, its class sent to each redirect that ends there, as (redirect title,
+    ("final_class", class)): what a link through the redirect names, for the range check."""
+    _, records = joined
+    classes = [value[1] for kind, value in records if kind == "entity"]
+    if classes:
+        yield from ((title, ("final_class", classes[0])) for kind, title in records if kind == "redirected")
+
+
 def title_fixups(joined):
     """At one title, the fix-ups of the units that asked about it, as (unit id, fix-up): the outcome of each
-    redirect page with this title, the final target of links to it, the page a value spelling it names,
-    and the aliases of the entity it is the title of. The title's records are (kind, value): the kinds of
-    `UnitKeys`, its final target if it is a resolved redirect ("final") and the resolved redirects to it
-    ("alias")."""
+    redirect page with this title, the final target of links to it and the class of the page they name (for
+    the range check), the page a value spelling it names and its class, and the aliases of the entity it is
+    the title of. The title's records are (kind, value): the kinds of `UnitKeys`, its final target if it is a
+    resolved redirect ("final") and that target's class ("final_class", `final_classes`), and the resolved
+    redirects to it ("alias")."""
     title, records = joined
-    grouped: dict[str, list] = {kind: [] for kind in ("entity", "tail", "name", "redirect", "final", "alias")}
+    grouped: dict[str, list] = {kind: [] for kind in ("entity", "tail", "name", "redirect", "final", "final_class",
+                                                      "alias")}
     for kind, value in records:
         grouped[kind].append(value)
     final = grouped["final"][0] if grouped["final"] else None
@@ -157,12 +168,15 @@ def title_fixups(joined):
         else:
             yield unit_id, ("skip", SkippedRecord(title=title, stage=STAGE, reason="redirect_cycle",
                                                   detail=f"-> {target}", page_id=page_id))
+    owners = [unit_id for unit_id, _ in grouped["entity"]]
+    named_class = grouped["entity"][0][1] if owners else (grouped["final_class"] or [None])[0]
     if final is not None:
         yield from ((unit_id, ("tail", title, final)) for unit_id in grouped["tail"])
-    owners = grouped["entity"]
+    if named_class is not None:
+        yield from ((unit_id, ("tail_class", title, named_class)) for unit_id in grouped["tail"])
     named = sorted(({title} if owners else set()) | ({final} if final is not None else set()))
     if named:
-        yield from ((unit_id, ("name", title, named[0])) for unit_id in grouped["name"])
+        yield from ((unit_id, ("name", title, (named[0], named_class))) for unit_id in grouped["name"])
     aliases = sorted(set(grouped["alias"]))
     if aliases:
         yield from ((unit_id, ("aliases", title, aliases)) for unit_id in owners)

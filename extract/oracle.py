@@ -9,7 +9,7 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Iterable
 
-from extract.article import attach_aliases, extract_article, name_value, named_value_key
+from extract.article import attach_aliases, check_ranges, extract_article, name_value, named_value_key
 from extract.as_of import AsOfChoice, choose_as_of
 from extract.classify import (
     Redirect,
@@ -87,6 +87,8 @@ def extract_records(records: Iterable[Page | SkippedRecord], config: ExtractConf
     names = {entity.title: entity.title for entity in entities}
     names.update((alias, target) for target, titles in aliases.items() for alias in titles)
     relations = [name_value(r, names.get(named_value_key(r) or "")) for r in relations]
+    classes = {entity.title: entity.type for entity in entities}
+    relations = check_ranges(relations, classes.get, excluded)
     order = sorted(range(len(relations)), key=lambda i: relation_sort_key(relations[i], i))
     return Extraction(
         entities=sorted(entities, key=lambda e: e.title),

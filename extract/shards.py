@@ -4,12 +4,19 @@ merges each shard's runs into the output file, streaming (`ground.io.merge_runs`
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import ChainMap, Counter
 from pathlib import Path
 
 import apache_beam as beam
 
-from extract.article import attach_aliases, distinct_relations, is_head, name_value, named_value_key
+from extract.article import (
+    attach_aliases,
+    check_ranges,
+    distinct_relations,
+    is_head,
+    name_value,
+    named_value_key,
+)
 from extract.classify import skip_page
 from extract.tables import SORT_KEYS, TABLES, relation_sort_key, shard_of, skipped_sort_key
 from extract.units import UnitParts
@@ -23,15 +30,16 @@ from wikitext.markup import normalize_title
 
 class FinishUnit(BoundedHeapDoFn):
     """Phase 2 for one unit: its rows with its fix-ups applied (duplicates dropped, link targets resolved,
-    named values turned into edges, aliases and the recency window set), written as one sorted run per
-    output table and shard. Yields the plumbing counts of its kept articles."""
+    named values turned into edges, linked pages range-checked by their class, aliases and the recency window
+    set), written as one sorted run per output table and shard. Yields the plumbing and range-check counts of
+    its kept articles."""
 
     def __init__(self, out_dir: str, shards: int, window_days: int):
         self.out_dir, self.shards, self.window_days = out_dir, shards, window_days
 
     def process(self, joined, as_of, losers):
         unit_id, grouped = joined
-        fixes: dict[str, dict] = {"tail": {}, "name": {}, "aliases": {}}
+        fixes: dict[str, dict] = {"tail": {}, "tail_class": {}, "name": {}, "aliases": {}}
         parts = UnitParts(self.out_dir, unit_id)
         rows: dict[str, list] = {table: [] for table in TABLES}
         for kind, *fix in grouped["fixups"]:
@@ -42,6 +50,7 @@ class FinishUnit(BoundedHeapDoFn):
         rows["skipped"].extend((skipped_sort_key(skip), skip) for skip in parts.rows("skipped"))
         entities, relations = parts.rows("entities"), parts.rows("relations")
         excluded: Counter = Counter()
+        tail_classes = {fixes["tail"].get(title, title): cls for title, cls in fixes["tail_class"].items()}
         for key, row, page in parts.articles():
             if row.skip_reason is None:
                 entity, page_relations = next(entities), [next(relations) for _ in range(row.relations)]
@@ -57,10 +66,15 @@ class FinishUnit(BoundedHeapDoFn):
             rows["pages"].append((entity.title, page.model_copy(update={"title": normalize_title(page.title)})))
             resolved = [r.model_copy(update={"tail": fixes["tail"][r.tail]}) if r.tail in fixes["tail"] else r
                         for r in page_relations]
-            for ordinal, relation in enumerate(distinct_relations(entity.title, resolved)):
-                name = named_value_key(relation)
-                rows["relations"].append((relation_sort_key(relation, ordinal),
-                                          name_value(relation, fixes["name"].get(name) if name else None)))
+            named, named_classes = [], {}
+            for relation in distinct_relations(entity.title, resolved):
+                target, cls = fixes["name"].get(named_value_key(relation) or "", (None, None))
+                named.append(name_value(relation, target))
+                if target is not None:
+                    named_classes[target] = cls
+            class_of = ChainMap(named_classes, tail_classes).get
+            for ordinal, relation in enumerate(check_ranges(named, class_of, excluded)):
+                rows["relations"].append((relation_sort_key(relation, ordinal), relation))
         for table, keyed in rows.items():
             model = TABLES[table]
             by_shard: list[list] = [[] for _ in range(self.shards)]

@@ -21,14 +21,16 @@ IMPLAUSIBLE_COUNT = "implausible_timestamps"  # revisions dated after the dump's
 def outcome_counts(pages_in: int, kept: int, skip_reasons: Iterable[str], relation_sources: Iterable[str],
                    heads: int, excluded: dict[str, int] | None = None) -> dict[str, int]:
     """Counts by outcome: `pages_in == kept + skipped`, `skipped == sum(skipped:<reason>)`, and the infobox
-    values left out as plumbing by reason (`excluded:image_size`, ...)."""
+    values left out as plumbing or by the range check, by reason (`excluded:image_size`, `excluded:range`, ...),
+    and the range check's other outcomes (`range_check:fits`, `range_check:unknown_class`, ...)."""
     reasons = Counter(skip_reasons)
     sources = Counter(relation_sources)
     counts = {"pages_in": pages_in, "kept": kept, "skipped": sum(reasons.values()), "head_entities": heads,
               "relations": sum(sources.values())}
     counts.update({f"skipped:{reason}": n for reason, n in reasons.items()})
     counts.update({f"relations:{source}": n for source, n in sources.items()})
-    counts.update({f"excluded:{reason}": n for reason, n in sorted((excluded or {}).items())})
+    counts.update({reason if ":" in reason else f"excluded:{reason}": n  # `range_check:fits` is no exclusion
+                   for reason, n in sorted((excluded or {}).items())})
     return counts
 
 

@@ -25,6 +25,7 @@ from extract.joins import (
     contested_articles,
     contested_title,
     decide_duplicates,
+    final_classes,
     title_fixups,
     unit_redirects,
     unit_titles,
@@ -84,7 +85,8 @@ class ExtractUnits(beam.PTransform):
 class ExtractGraph(beam.PTransform):
     """(unit id, extracted now?) -> the stage's tables written under `out_dir` (phase 2: the joins).
 
-    Only keys cross the shuffle (see `extract.joins`). Side inputs: the as-of choice (one value), the
+    Only keys cross the shuffle (see `extract.joins`); a redirect's final page's class reaches the title join
+by one more keyed join at the final title (`final_classes`). Side inputs: the as-of choice (one value), the
     titles seen twice and the duplicates' keys (sized by the duplicated titles, not by the wiki), the
     unit ids (one per unit) and the count of resolved redirects (one value, read by `UnitKeys` to wait)."""
 
@@ -114,8 +116,15 @@ class ExtractGraph(beam.PTransform):
                     | "ResolveRedirects" >> ResolveRedirects())
         resolved_count = beam.pvalue.AsSingleton(resolved.resolved | "CountResolved" >> beam.combiners.Count.Globally())
         keys = units | "UnitKeys" >> beam.ParDo(UnitKeys(out_dir), losers, resolved_count)
+        classes = (
+            (keys | "EntityKeys" >> beam.Filter(lambda kv: kv[1][0] == "entity"),
+             resolved.resolved | "RedirectedTo" >> beam.MapTuple(lambda title, final: (final, ("redirected", title))))
+            | "AllClassKeys" >> beam.Flatten()
+            | "JoinFinals" >> beam.GroupByKey()
+            | "FinalClasses" >> beam.FlatMap(final_classes)
+        )
         fixups = (
-            (keys,
+            (keys, classes,
              resolved.resolved | "Finals" >> beam.MapTuple(lambda title, final: (title, ("final", final))),
              resolved.resolved | "AliasOf" >> beam.MapTuple(lambda title, final: (final, ("alias", title))))
             | "AllTitleKeys" >> beam.Flatten()

@@ -210,7 +210,9 @@ def run_walks(
         return run.finished
     work_dir = run.work_dir
     _run_pipeline(graph_dir, resolved, work_dir, beam, list(beam_args))
-    counts = Counter({f"rejected:{name}": 0 for name in STEP_CONDITIONS + PATH_CONDITIONS + DEDUP_LEVELS})
+    # every count the summary and the yield floors name, zero when no start was eligible (no task ran)
+    counts = Counter({f"rejected:{name}": 0 for name in STEP_CONDITIONS + PATH_CONDITIONS + DEDUP_LEVELS}
+                     | {"walks:attempted": 0, "walks:completed": 0, "paths:kept": 0})
     counts.update(json.loads((work_dir / "counts.json").read_text()))
     (work_dir / "counts.json").unlink()
     shards = sorted(p.name for p in (work_dir / "paths").glob("*.parquet"))

@@ -83,7 +83,7 @@ class Ontology:
 
     def __init__(self, properties: dict[str, Property], classes: dict[str, OntologyClass],
                  templates: dict[str, list[ClassRule]], parameters: dict[tuple[str, str], str],
-                 overlay: dict, non_facts: list[dict[str, str]]):
+                 overlay: dict, non_facts: list[dict[str, str]], object_ranges: list[dict[str, str]] = ()):
         self.properties = properties
         self.classes = classes
         self.templates = templates
@@ -110,6 +110,10 @@ class Ontology:
         self.category_words: dict[str, str] = types.get("category_words", {})
         self.lead_noun_drop: frozenset[str] = frozenset(types.get("lead_noun_drop", []))
         self.role_templates: frozenset[str] = frozenset(types.get("role_templates", []))
+        self.range_role_classes: tuple[str, ...] = tuple(overlay.get("range_role_classes", []))
+        self.range_superclasses: dict[str, list[str]] = overlay.get("range_superclasses", {})
+        self.object_ranges: dict[str, tuple[str, tuple[str, ...]]] = {
+            row["property"]: (_dash(row["range"]), tuple(_dash(row["excludes"]).split())) for row in object_ranges}
         self._ancestors: dict[str, tuple[str, ...]] = {}
         self._plumbing: dict[str, str | None] = {}
         self._lower_classes = {name.lower(): name for name in classes}
@@ -279,6 +283,35 @@ class Ontology:
             return "range_mismatch"
         return None
 
+    def range_check(self, prop: str, object_class: str | None) -> str:
+        """How a linked page of class `object_class` meets what `prop` holds (its range as object_ranges.tsv
+        corrects it): `violates` (the class is outside the range, or one the table excludes: not that fact),
+        `fits`, `broader_class` (a superclass of the range: it may fit), `no_range` or `unknown_class` (an untyped
+        page, or one the input lacks). Only `violates` excludes. Classes under one of `range_role_classes`
+        (persons, settlements) are roles: a musician typed by his band infobox may still star in a film."""
+        entry = self.properties.get(prop)
+        default = entry.range if entry is not None and entry.range in self.classes else ""
+        range_, excludes = self.object_ranges.get(prop, (default, ()))
+        if not range_ and not excludes:
+            return "no_range"
+        cls = self.find_class(object_class or "")
+        if cls is None or cls == ROOT_CLASS:
+            return "unknown_class"
+        if any(self._falls_under(cls, excluded) for excluded in excludes):
+            return "violates"
+        if not range_ or self._falls_under(cls, range_):
+            return "fits"
+        if self._falls_under(range_, cls):
+            return "broader_class"
+        if any(self.is_a(cls, role) and self.is_a(range_, role) for role in self.range_role_classes):
+            return "fits"
+        return "violates"
+
+    def _falls_under(self, cls: str, ancestor: str) -> bool:
+        """`is_a`, with the superclasses the overlay adds for the range check (`range_superclasses`)."""
+        return self.is_a(cls, ancestor) or any(self.is_a(extra, ancestor) for own in self.ancestors(cls)
+                                               for extra in self.range_superclasses.get(own, ()))
+
     def parameter_unit(self, parameter: str) -> str | None:
         """The unit a parameter's name states (`area_total_km2` -> km2, `elevation_ft` -> ft), if any."""
         for suffix, unit in self.parameter_units.items():
@@ -338,6 +371,11 @@ def parameter_key(raw: str) -> str:
     return re.sub(r"[\s_]+", "_", raw.strip().lower()).strip("_")
 
 
+def _dash(cell: str) -> str:
+    """A table cell with `-` for none."""
+    return "" if cell.strip() == "-" else cell.strip()
+
+
 def _split_camel(name: str) -> str:
     """`birthPlace` -> "birth place" (for properties without an English label)."""
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name.split(":")[-1]).lower()
@@ -377,7 +415,8 @@ def load_ontology(data_dir: str | Path = DATA_DIR) -> Ontology:
     parameters = {(row["template"], row["parameter"]): row["property"] for row in _rows(data_dir / "parameters.tsv")}
     for row in overlay.get("parameters", []):
         parameters[(row.get("template", ANY_TEMPLATE), row["parameter"])] = row["property"]
-    return Ontology(properties, classes, templates, parameters, overlay, _rows(data_dir / "non_facts.tsv"))
+    return Ontology(properties, classes, templates, parameters, overlay, _rows(data_dir / "non_facts.tsv"),
+                    _rows(data_dir / "object_ranges.tsv"))
 
 
 def _replace(prop: Property, **changes) -> Property:

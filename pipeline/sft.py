@@ -16,6 +16,13 @@ turns the critic kept and nothing else. Messages are chat messages a chat templa
 `sft_dataset(folder, config)` gives a `datasets.Dataset` of `{prompt, completion, tools}` whose message and
 tool columns are `datasets.Json`, so rows keep their own keys (arrow would otherwise merge the tools' schemas
 into one struct, null-filled). One line per trainer: see README "Training on the dataset".
+
+ms-swift reads the `loss` flag itself: a `loss=0` assistant message gets no labels, so `swift sft` takes the
+nanbeige and toolmind shards as they are, with two faults `write_swift_jsonl` removes. Its template labels a
+conversation's closing `<|im_end|>` whatever the last turn's flag, so a row whose final answer is `loss=0`
+would train that turn's end; the converter ends each conversation at its last `loss=1` turn (nothing trained
+sees what follows). And it drops `reasoning_content` (its thinking templates take the thought inside
+`content` as `<think>...</think>`), so the converter moves the openai config's thoughts there.
 """
 
 from __future__ import annotations
@@ -38,9 +45,14 @@ def tool_schemas(tools: list) -> list[dict[str, Any]]:
     return [json.loads(tool) if isinstance(tool, str) else tool for tool in tools]
 
 
+def _set_keys(message: dict) -> dict:
+    """A stored message without the keys its role leaves unset (arrow stores them as null)."""
+    return {key: value for key, value in message.items() if value is not None}
+
+
 def openai_chat(row: dict) -> tuple[list[dict], list[dict]]:
     """An `openai` row's messages without `loss` and unset keys, and its tools as JSON schemas."""
-    messages = [{k: v for k, v in m.items() if v is not None and k != "loss"} for m in row["messages"]]
+    messages = [{k: v for k, v in _set_keys(m).items() if k != "loss"} for m in row["messages"]]
     return messages, tool_schemas(row["tools"])
 
 
@@ -77,6 +89,40 @@ def toolmind_chat(row: dict) -> tuple[list[dict], list[dict]]:
     return [{"role": m["role"], "content": m["content"]} for m in row["conversations"]], []
 
 
+def swift_row(config: str, row: dict) -> dict[str, Any] | None:
+    """A row as ms-swift trains on it: `messages` with their `loss` flags up to the last `loss=1` assistant
+    message; openai rows with each thought moved into `content` as `<think>...</think>` and tools as JSON
+    schemas (the others declare their tools in the system turn's text). None for a row with no `loss=1`
+    assistant message: it trains nothing."""
+    if config not in _MESSAGES:
+        raise ValueError(f"unknown SFT config {config!r}; choose one of {', '.join(SFT_CONFIGS)}")
+    messages = [_set_keys(message) for message in row[_MESSAGES[config]]]
+    trained = [position for position, message in enumerate(messages)
+               if message["role"] == "assistant" and message.get("loss")]
+    if not trained:
+        return None
+    messages = messages[: trained[-1] + 1]
+    if config != "openai":
+        return {"messages": messages}
+    for message in messages:
+        reasoning = message.pop("reasoning_content", None)
+        if reasoning is not None:
+            message["content"] = f"<think>\n{reasoning}\n</think>\n\n{message.get('content') or ''}"
+    return {"messages": messages, "tools": tool_schemas(row["tools"])}
+
+
+def write_swift_jsonl(dataset_dir: str | Path, config: str, out: str | Path,
+                      split: str = "train") -> tuple[int, int]:
+    """A config's split as ms-swift's messages JSONL at `out` (`swift sft --dataset out`), one line per row
+    that trains a turn; returns how many rows it wrote and how many it left out for training nothing."""
+    converted = [swift_row(config, row) for row in config_rows(dataset_dir, config, split)]
+    with open(out, "w", encoding="utf-8") as lines:
+        for row in filter(None, converted):
+            lines.write(json.dumps(row, ensure_ascii=False) + "\n")
+    written = sum(row is not None for row in converted)
+    return written, len(converted) - written
+
+
 CHATS = {"openai": openai_chat, "nanbeige": nanbeige_chat, "toolmind": toolmind_chat}
 
 
@@ -93,14 +139,19 @@ def sft_rows(config: str, row: dict) -> list[dict[str, Any]]:
             if loss and message["role"] == "assistant"]
 
 
-def sft_dataset(dataset_dir: str | Path, config: str, split: str = "train"):
-    """A config's split as a `datasets.Dataset` of prompt-completion examples (one per trained turn)."""
+def config_rows(dataset_dir: str | Path, config: str, split: str = "train") -> list[dict]:
+    """Every row of a config's split, shard by shard."""
     import pyarrow.parquet as pq
 
     shards = sorted((Path(dataset_dir) / "data" / config).glob(f"{split}-*.parquet"))
     if not shards:
         raise FileNotFoundError(f"no {config!r} {split} shards in {dataset_dir}/data/{config}")
-    return examples_dataset([example for shard in shards for row in pq.read_table(shard).to_pylist()
+    return [row for shard in shards for row in pq.read_table(shard).to_pylist()]
+
+
+def sft_dataset(dataset_dir: str | Path, config: str, split: str = "train"):
+    """A config's split as a `datasets.Dataset` of prompt-completion examples (one per trained turn)."""
+    return examples_dataset([example for row in config_rows(dataset_dir, config, split)
                              for example in sft_rows(config, row)])
 
 

@@ -69,11 +69,12 @@ def _ask(ctx: QuestionContext, path: Path, plan: Plan, subject: str, rng: random
 
 
 def final_frames(entry: Entry, answer_type: str, person: bool, answer_noun: str | None, ended: bool) -> list[str]:
-    """The final question's frames ({n} the noun, {s} the subject): the phrasebook's own read best ("Where was
-    {s} born?"), "Name the ..." adds variety; else "<wh> is the {n} of {s}?", the wh-word by answer class."""
+    """The final question's frames ({n} the noun, {s} the subject): the phrasebook's own, reviewed, where it
+    has them ("Where was {s} born?"; a reader found "Name the award of this novel" stilted); else "<wh> is the
+    {n} of {s}?", the wh-word by answer class, and "Name the ..." for variety."""
     wh = "Who" if person else entry.wh
     if entry.ask:
-        frames = [*entry.ask, "Name the {n} of {s}."] if answer_type == "entity" else list(entry.ask)
+        frames = list(entry.ask)
         if ended:
             frames = [_past(f) for f in frames if _past(f) != f] or [f"{wh} was the {{n}} of {{s}}?"]
         return frames

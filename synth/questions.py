@@ -71,9 +71,10 @@ TABLES = ("questions", "skipped")
 
 
 def _question(ctx: QuestionContext, path: Path, draft: Draft, aliases: list[str]) -> Question:
-    """The kept question; its answer as a person writes it, the raw value among the aliases."""
+    """The kept question; its answer as a person writes it, the raw value among the aliases. Its id names
+    the text too: another seed's wording of the same path is another question (runs merged keep both)."""
     return Question(
-        question_id=stable_hash(path.path_id, draft.engine),
+        question_id=stable_hash(path.path_id, draft.engine, draft.text),
         text=draft.text,
         answer=written_answer(ctx, path),
         aliases=aliases,

@@ -1,6 +1,7 @@
-"""Fact semantics on crafted pages (issue 25): a link inside a phrase is not the value, parenthesised years and
-end notes become start/end qualifiers, list pages and plain-text lists are no single value, an officeholder
-infobox is no occupation, and a question is as of its oldest fact's page, with ended facts in the past."""
+"""Fact semantics on crafted pages (issue 25): a link inside a phrase is not the value, a linked page whose class
+the property's range rules out is not the fact, parenthesised years and end notes become start/end qualifiers,
+list pages and plain-text lists are no single value, an officeholder infobox is no occupation, and a question is
+as of its oldest fact's page, with ended facts in the past."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ import datetime as dt
 import pytest
 
 from extract.article import ArticleResult, extract_article
+from extract.oracle import extract_records
+from extract.sources.dump_writer import page_xml, site_header
+from extract.stage import run_extract
+from ground.io import read_records
 from ground.stage import begin_stage
+from knowledge.ontology import load_ontology
 from pipeline.dataset import stage_dirs
 from pipeline.run_summary import window_lines
 from schemas.config import ExtractConfig, QuestionConfig
-from schemas.wiki import Page
+from schemas.wiki import Page, Relation
 from synth.question_plan import EntityInfo, QuestionContext, plan_question, question_as_of
 from synth.question_writers import write_template
 from tests.test_questions import path_of
@@ -83,6 +89,89 @@ def test_a_link_inside_a_phrase_is_not_the_value():
     assert [f.tail for f in box.facts] == ["Austro-Hungarian Empire"]  # the head relates the subject to the link
     (box,) = parse_infoboxes("{{Infobox person|birth_place=[[Bonn]], [[West Germany]]}}")
     assert [f.tail for f in box.facts] == ["Bonn", "West Germany"] and not box.excluded
+
+
+RANGE_PAGES = [
+    page("Social Democratic Party of Germany", "{{Infobox political party\n| name = SPD\n}}\n'''The Social "
+         "Democratic Party of Germany''' is a political party.", dt.datetime(2012, 1, 1, tzinfo=dt.UTC)),
+    page("SPD", "#REDIRECT [[Social Democratic Party of Germany]]", dt.datetime(2012, 1, 1, tzinfo=dt.UTC)),
+    page("Silvio Berlusconi", "{{Infobox officeholder\n| name = Silvio Berlusconi\n}}\n'''Silvio Berlusconi''' "
+         "is an Italian politician.", dt.datetime(2012, 1, 1, tzinfo=dt.UTC)),
+    page("Lviv", "{{Infobox settlement\n| settlement_type = City\n}}\n'''Lviv''' is a city.",
+         dt.datetime(2012, 1, 1, tzinfo=dt.UTC)),
+    page("Ukraine", "{{Infobox country\n| conventional_long_name = Ukraine\n}}\n'''Ukraine''' is a country.",
+         dt.datetime(2012, 1, 1, tzinfo=dt.UTC)),
+    page("Anna Weber", """{{Infobox officeholder
+| name = Anna Weber
+| office = [[Social Democratic Party of Germany]]
+| office2 = [[SPD]]
+| office3 = [[Chancellor of Germany]]
+| party = [[SPD]]
+| known_for = [[Silvio Berlusconi]]
+}}
+'''Anna Weber''' (born 1950) is a German politician.""", dt.datetime(2012, 3, 5, tzinfo=dt.UTC)),
+    page("Okean Elzy", "{{Infobox musical artist\n| name = Okean Elzy\n| background = group_or_band\n"
+         "| origin = [[Lviv]], [[Ukraine]]\n}}\n'''Okean Elzy''' is a Ukrainian rock band.",
+         dt.datetime(2012, 3, 5, tzinfo=dt.UTC)),
+]
+
+
+def fact_row(relation: Relation) -> str:
+    return relation.model_dump_json(exclude={"provenance"})
+
+
+def range_facts(relations, head: str) -> set[tuple]:
+    return {(r.relation, r.tail) for r in relations if r.head == head and r.source == "infobox" and r.tail}
+
+
+def assert_range_checked(relations, counts):
+    """A party as an office (linked directly or through a redirect) and a person as what one is known for
+    are no such facts; the party as a party, an office the input lacks (unknown class: kept) and, of a band's
+    origin "[[Lviv]], [[Ukraine]]", the link that fits the range (a settlement as hometown) stay."""
+    assert range_facts(relations, "Anna Weber") == {("office", "Chancellor of Germany"),
+                                                    ("party", "Social Democratic Party of Germany")}
+    assert range_facts(relations, "Okean Elzy") == {("hometown", "Lviv")}
+    assert counts["excluded:range"] == 4  # two offices, the person known for, the country as hometown
+    assert counts["range_check:fits"] == 2 and counts["range_check:unknown_class"] == 1
+
+
+def test_a_linked_page_outside_the_range_is_not_the_fact():
+    ontology = load_ontology()
+    assert ontology.range_check("office", "PoliticalParty") == "violates"  # object_ranges.tsv: no party
+    assert ontology.range_check("knownFor", "Politician") == "violates"  # ... and no person
+    assert ontology.range_check("hometown", "Country") == "violates"  # DBpedia's range: Settlement
+    assert ontology.range_check("hometown", "City") == "fits"
+    assert ontology.range_check("producer", "Person") == "fits"  # Agent includes persons (range_superclasses)
+    assert ontology.range_check("starring", "MusicalArtist") == "fits"  # a singer may act (range_role_classes)
+    assert ontology.range_check("party", "Organisation") == "broader_class"  # may be a party: kept
+    assert ontology.range_check("spouse", "thing") == "unknown_class"
+    assert ontology.range_check("occupation", "Person") == "no_range"  # "A lawyer is a person who ...": unchecked
+    extraction = extract_records(RANGE_PAGES, ExtractConfig())
+    assert_range_checked(extraction.relations, extraction.counts())
+
+
+def test_the_range_tables_name_known_properties_and_classes():
+    ontology = load_ontology()
+    assert ontology.object_ranges
+    for prop, (range_, excludes) in ontology.object_ranges.items():
+        assert prop in ontology.properties, prop
+        assert all(cls in ontology.classes for cls in (range_, *excludes) if cls), (prop, range_, excludes)
+    named = [*ontology.range_role_classes, *ontology.range_superclasses,
+             *(cls for extra in ontology.range_superclasses.values() for cls in extra)]
+    assert named and all(cls in ontology.classes for cls in named), named
+
+
+def test_the_beam_pipeline_range_checks_through_redirects_as_the_oracle_does(tmp_path):
+    dump = tmp_path / "range-pages-articles.xml"
+    dump.write_text(site_header() + "".join(page_xml(p) for p in RANGE_PAGES) + "</mediawiki>\n")
+    config = ExtractConfig(dump=str(dump), output_shards=1)
+    manifest = run_extract(config, tmp_path / "graph")
+    relations = list(read_records(Relation, tmp_path / "graph" / "relations"))
+    assert_range_checked(relations, manifest.counts)
+    local = extract_records(RANGE_PAGES, config)
+    assert sorted(map(fact_row, relations)) == sorted(map(fact_row, local.relations))
+    assert {k: v for k, v in manifest.counts.items() if "range" in k} == {
+        k: v for k, v in local.counts().items() if "range" in k}
 
 
 def test_list_pages_and_plain_text_lists_are_no_single_value():

@@ -355,3 +355,21 @@ def test_cli_walk_then_questions(tmp_path, capsys):
     assert main(["questions", "--graph", str(graph_dir), "--paths", str(paths_dir), "--out", str(out),
                  "--writer-base-url", "http://127.0.0.1:9/v1"]) == 2  # a base URL without a model
     assert "needs --writer-model" in capsys.readouterr().err
+
+
+def test_another_seed_s_wording_of_the_same_path_is_another_question(tmp_path):
+    """Runs of several seeds merged keep every wording under its own id (the reader found one id with three
+    texts over seeds 0-2); the same text keeps its id."""
+    graph_dir = write_graph(tmp_path / "graph", MERKEL, MERKEL_FACTS)
+    run_walks(graph_dir, tmp_path / "paths", WalkConfig(hops=[2, 3], walks_per_start=30, hub_quantile=1.0))
+    by_seed = {}
+    for seed in range(4):
+        config = QuestionConfig(describe_start=0.0, max_answer_share=1.0, seed=seed)
+        run_questions(graph_dir, tmp_path / "paths", tmp_path / f"q{seed}", config, cache_dir=None)
+        by_seed[seed] = list(read_records(Question, tmp_path / f"q{seed}" / "questions"))
+    texts_of_id = {}
+    for questions in by_seed.values():
+        for q in questions:
+            texts_of_id.setdefault(q.question_id, set()).add(q.text)
+    assert all(len(texts) == 1 for texts in texts_of_id.values())
+    assert len(texts_of_id) > len(by_seed[0])  # some path worded differently by another seed

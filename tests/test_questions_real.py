@@ -1,6 +1,6 @@
 """Stage 1 to questions on real Wikipedia exports (../shared/wikisamples, skipped when absent): a yield floor
-per file, every question over mapped relations and real values only, every stated fact in the graph, and
-terms of office read from a real officeholder infobox.
+per file, every question over mapped relations and real values only, no phrasebook break in its text or
+answer, every stated fact in the graph, and terms of office read from a real officeholder infobox.
 
 Each file runs at its default as-of (its newest plausible revision), so its head entities are the pages
 edited in the 182 days before. Files that yield no path say why in the walk's counts: their infobox facts
@@ -18,6 +18,7 @@ from graph.walk_stage import run_walks
 from ground.io import read_records
 from ground.yields import below_floor
 from knowledge.ontology import load_ontology
+from knowledge.phrasebook import answer_breaks, breaks
 from schemas.config import ExtractConfig, IndexConfig, QuestionConfig, WalkConfig
 from schemas.questions import Question
 from schemas.wiki import Relation
@@ -86,6 +87,15 @@ def test_questions_use_mapped_relations_and_no_plumbing(run):
             if hop.value is not None:
                 assert ontology.value_plumbing(hop.value) is None, hop.value
         assert ontology.value_plumbing(question.answer) is None, question.answer
+
+
+def test_no_phrasebook_break_in_real_questions_or_answers(run):
+    """On real pages as on the sample: the break scanner (data/ontology/phrasebook_breaks.toml) finds nothing in
+    a question's text, and no answer keeps a disambiguator, a raw list or an ungrouped 5+ digit number."""
+    _, _, _, _, questions = run
+    for question in questions:
+        assert breaks(question.text) == [], question.text
+        assert answer_breaks(question.answer, question.path.answer_type) == [], question.answer
 
 
 def test_every_stated_fact_of_a_real_question_holds(run):

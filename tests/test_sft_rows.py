@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import renders
-from pipeline.sft import nanbeige_chat, openai_chat, sft_rows
+from pipeline.sft import nanbeige_chat, openai_chat, sft_rows, swift_row
 from schemas.base import to_row
 from tests.dataset_fixtures import make_judged, make_question
 
@@ -63,3 +63,22 @@ def test_chat_messages_render_through_the_qwen3_template_with_every_think_kept(t
     assert all(f"<think>\n{thought}\n</think>" in text for thought in thoughts)
     # after their system turns, the openai and nanbeige rows are one conversation under the template
     assert text.partition("<|im_start|>user")[2] == render_text(nanbeige["messages"]).partition("<|im_start|>user")[2]
+
+
+@pytest.mark.parametrize("config", sorted(RENDERS))
+def test_swift_rows_end_at_the_last_trained_turn_with_thoughts_in_content(config):
+    judged = make_judged(make_question(1, hops=3))
+    row = stored(config, judged)
+    swift = swift_row(config, row)
+    stored_messages = row["conversations" if config == "toolmind" else "messages"]
+    last_trained = max(i for i, m in enumerate(stored_messages) if m["role"] == "assistant" and m["loss"])
+    assert [m["loss"] for m in swift["messages"]] == [m["loss"] for m in stored_messages[: last_trained + 1]]
+    assert swift["messages"][-1]["role"] == "assistant" and swift["messages"][-1]["loss"] == 1
+    if config == "openai":
+        assert all(isinstance(tool, dict) for tool in swift["tools"])
+        for message, original in zip(swift["messages"], stored_messages, strict=False):
+            assert "reasoning_content" not in message and None not in message.values()
+            if original["reasoning_content"] is not None:
+                assert message["content"].startswith(f"<think>\n{original['reasoning_content']}\n</think>\n\n")
+    untrained = row | {k: [m | {"loss": 0} for m in v] for k, v in row.items() if k in ("messages", "conversations")}
+    assert swift_row(config, untrained) is None

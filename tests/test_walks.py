@@ -323,3 +323,14 @@ def test_hops_are_read_in_whole_row_groups_of_a_bounded_number_of_rows(monkeypat
     sizes = [5, 5, 5, 30, 5, 5]
     reads = [read.tolist() for read in csr_module._row_group_reads(np.array([0, 1, 2, 3, 5]), sizes)]
     assert reads == [[0, 1], [2], [3], [5]]  # a group larger than a read is read alone
+
+
+def test_the_walk_command_reports_a_graph_without_any_start(tmp_path, capsys):
+    """A graph none of whose entities is a head (a file of old pages): no task runs, and the command still
+    prints its summary with zero walks (it once failed on the missing count)."""
+    from cli.main import main
+
+    graph_dir = write_graph(tmp_path / "graph", others("A", "B"), [fact("A", "spouse", "B")])
+    assert main(["walk", "--graph", str(graph_dir), "--out", str(tmp_path / "paths")]) == 0
+    out = capsys.readouterr().out
+    assert "walk: 0 paths from 0 start entities (0 walks, 0 completed)" in out

@@ -13,8 +13,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from rl.chat import IM_END
+
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "data" / "chat_templates" / "qwen3_tool_calling.jinja"
+CONFIGS = {"openai": "messages", "nanbeige": "messages", "toolmind": "conversations"}
 
 
 @pytest.fixture(scope="session")
@@ -53,3 +56,24 @@ def tiny_qwen3(tokenizer):
                          num_attention_heads=2, num_key_value_heads=1, head_dim=16, max_position_embeddings=65536,
                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
     return Qwen3ForCausalLM(config)
+
+
+def rendered_turn(config: str, message: dict) -> str:
+    """The text a trained turn must be, from the stored message alone (not from the loader or the template)."""
+    if config != "openai":
+        return message["content"] + IM_END
+    calls = "".join(f'<tool_call>\n{{"name": "{c["function"]["name"]}", "arguments": {c["function"]["arguments"]}}}'
+                    "\n</tool_call>" for c in message["tool_calls"] or [])
+    return f"<think>\n{message['reasoning_content']}\n</think>\n\n{message['content'] or ''}{calls}{IM_END}"
+
+
+def trained_turns(rows: list[dict], config: str) -> tuple[list[str], int]:
+    """The expected completion of every `loss=1` assistant message in row order, and the loss=0 count."""
+    expected, untrained = [], 0
+    for row in rows:
+        for message in row[CONFIGS[config]]:
+            if message["role"] == "assistant" and message["loss"] == 1:
+                expected.append(rendered_turn(config, message))
+            elif message["role"] == "assistant":
+                untrained += 1
+    return expected, untrained

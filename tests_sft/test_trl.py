@@ -9,31 +9,7 @@ import math
 import pytest
 
 from pipeline.sft import examples_dataset, sft_dataset, sft_rows
-from rl.chat import IM_END
-from tests_sft.conftest import read_rows, tiny_qwen3
-
-CONFIGS = {"openai": "messages", "nanbeige": "messages", "toolmind": "conversations"}
-
-
-def rendered_turn(config: str, message: dict) -> str:
-    """The text a trained turn must be, from the stored message alone (not from the loader or the template)."""
-    if config != "openai":
-        return message["content"] + IM_END
-    calls = "".join(f'<tool_call>\n{{"name": "{c["function"]["name"]}", "arguments": {c["function"]["arguments"]}}}'
-                    "\n</tool_call>" for c in message["tool_calls"] or [])
-    return f"<think>\n{message['reasoning_content']}\n</think>\n\n{message['content'] or ''}{calls}{IM_END}"
-
-
-def trained_turns(rows: list[dict], config: str) -> tuple[list[str], int]:
-    """The expected completion of every `loss=1` assistant message in row order, and the loss=0 count."""
-    expected, untrained = [], 0
-    for row in rows:
-        for message in row[CONFIGS[config]]:
-            if message["role"] == "assistant" and message["loss"] == 1:
-                expected.append(rendered_turn(config, message))
-            elif message["role"] == "assistant":
-                untrained += 1
-    return expected, untrained
+from tests_sft.conftest import CONFIGS, read_rows, tiny_qwen3, trained_turns
 
 
 def spread(rows: list[dict], count: int = 10) -> list[dict]:
