@@ -14,7 +14,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "dataset",
         help="run every stage from a dump to a publishable Hub folder (out/dataset)",
-        description="Run extract, walk, questions, index, trajectories, judge and dataset in order, skipping "
+        description="Run extract, walk, index, questions, trajectories, difficulty, judge and dataset in order, skipping "
         "finished stages; a killed run, rerun, resumes. With no --config and no --dump it uses the shipped "
         "sample and the offline engines. Unknown --options are Apache Beam pipeline options.",
     )
@@ -28,6 +28,16 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--as-of", type=parse_as_of, help="snapshot date (default: newest revision in the dump)"
     )
+    parser.add_argument(
+        "--pass-band", type=float, nargs=2, metavar=("LO", "HI"),
+        help="the rl config keeps the questions whose measured pass rate lies in [LO, HI] (default: strictly "
+        "between 0 and 1, so every GRPO group has both outcomes; 0 1 keeps all)",
+    )
+    parser.add_argument(
+        "--no-difficulty", action="store_true",
+        help="skip the difficulty stage (each question's pass rate under [difficulty]'s eval policy, by default "
+        "the offline searcher at k=4): no pass_rate column, every question an RL prompt",
+    )
     parser.set_defaults(func=_handle)
 
 
@@ -38,6 +48,8 @@ def _handle(args: argparse.Namespace, beam_args: list[str]) -> int:
         "extract.dump": args.dump,
         "extract.index": args.index,
         "as_of": args.as_of.isoformat() if args.as_of else None,
+        "rl_pass_band": args.pass_band,
+        "difficulty.enabled": False if args.no_difficulty else None,
     }
     config = load_config(args.config, overrides)
     manifest = run_dataset(config, beam_args)

@@ -27,6 +27,7 @@ from schemas.critic import CRITERIA, JudgedTrajectory  # noqa: E402
 from schemas.dataset import ToolMindRow  # noqa: E402
 from schemas.manifest import Manifest  # noqa: E402
 from schemas.questions import Question  # noqa: E402
+from synth.difficulty import BUCKETS, difficulty_bucket  # noqa: E402
 
 PLOTS_DIR = "plots"
 DEFAULT_CONFIG = "toolmind"  # what `load_dataset(<repo>)` without a config name returns
@@ -89,6 +90,11 @@ class DatasetStats:
     sft_assistant_turns: int = 0
     sft_loss_turns: int = 0
     sft_critical_turns: int = 0
+    # hops -> pass-rate bucket -> questions, measured by `difficulty_policy`; RL prompts kept by `pass_band`
+    difficulty: dict[int, Counter] = field(default_factory=lambda: defaultdict(Counter))
+    difficulty_policy: str | None = None
+    difficulty_rollouts: set = field(default_factory=set)
+    pass_band: str = ""
 
     def add_question(self, question: Question) -> None:
         self.questions += 1
@@ -97,6 +103,36 @@ class DatasetStats:
         self.question_engines[question.engine] += 1
         if question.model:
             self.served_models["writer"][question.model] += 1
+
+    def add_pass_rate(self, hops: int, rate: float, rollouts: int) -> None:
+        self.difficulty[hops][difficulty_bucket(rate)] += 1
+        self.difficulty_rollouts.add(rollouts)
+
+    def difficulty_rows(self) -> list[list[Any]]:
+        """The difficulty histogram: a row per hop count (and all), questions per pass-rate bucket."""
+        rows = [[hops, *(self.difficulty[hops][b] for b in BUCKETS), sum(self.difficulty[hops].values())]
+                for hops in sorted(self.difficulty)]
+        total = [sum(self.difficulty[h][b] for h in self.difficulty) for b in BUCKETS]
+        return [*rows, ["all", *total, sum(total)]]
+
+    def difficulty_section(self, rl_prompts: int) -> list[str]:
+        if self.difficulty_policy is None:
+            return []
+        offline = self.difficulty_policy.startswith("offline:")
+        who = (f"the offline searcher (`{self.difficulty_policy}`: the trajectories stage's honest searcher with "
+               "no injected errors, so not its training rollouts, whose injected errors fail some runs)"
+               if offline else f"the eval policy `{self.difficulty_policy}`")
+        rollouts = "/".join(map(str, sorted(self.difficulty_rollouts))) or "k"
+        return [
+            "## Difficulty\n",
+            f"Each question's pass rate is the share of correct rollouts when {who} solves it "
+            f"{rollouts} times over the run's search index (`hopsmith eval`'s "
+            "episode loop and answer matching; the `difficulty` stage). The `questions` config keeps it as "
+            "`pass_rate`, with `pass_rate_policy` and `pass_rate_rollouts`. Questions by hop count and pass rate:\n",
+            _table(["hops", *BUCKETS, "questions"], self.difficulty_rows()) + "\n",
+            f"The `rl` config keeps the {rl_prompts} questions whose pass rate is {self.pass_band} (`--pass-band`); "
+            f"{self.skipped['rl_outside_pass_band']} are left out.\n",
+        ]
 
     def add_trajectory(self, judged: JudgedTrajectory) -> None:
         trajectory = judged.trajectory
@@ -141,10 +177,8 @@ class DatasetStats:
         correct), and where the questions it never solved go."""
         parts = [f"{hops} hops: {len(self.solved[hops])}/{len(self.searched[hops])} "
                  f"({len(self.solved[hops]) / len(self.searched[hops]):.0%})" for hops in sorted(self.searched)]
-        unsolved = sum(len(self.searched[h] - self.solved[h]) for h in self.searched)
         return (f"Offline searcher solve rate: {self.scripted_solved / max(1, self.scripted):.1%} of rollouts; "
-                f"questions solved by hop count: {', '.join(parts)}. The {unsolved} questions it never solved "
-                "stay in the `rl` config as prompts.")
+                f"questions solved by hop count: {', '.join(parts)}.")
 
     def supervision_counts(self) -> dict[str, int]:
         """The SFT supervision in manifest counts (the run summary prints them)."""
@@ -442,6 +476,7 @@ def render_card(
             "Rows left out of the training renders, by reason:\n",
             _table(["reason", "rows"], skipped) + "\n",
         ]
+    parts += stats.difficulty_section(sum(split_rows.get("rl", {}).values()))
     if questions is not None:
         from synth.report import report_rows
 

@@ -39,8 +39,11 @@ from pipeline.run_summary import print_summary, watch_units
 from runtime.beam import pipeline_options, use_filesystem_options
 from schemas.config import DatasetConfig, ValidationError, config_error_line
 from schemas.critic import JudgedTrajectory
+from schemas.dataset import QuestionRow
 from schemas.manifest import Manifest
 from schemas.questions import Question
+from synth.difficulty import PassRate, read_pass_rates
+from synth.evaluation import band_text, in_band
 from synth.report import measure, print_report
 
 log = logging.getLogger(__name__)
@@ -55,11 +58,12 @@ STAGE_FOLDERS = {
     "index": "index",  # before questions: their one-search gate searches the agents' index
     "questions": "questions",
     "trajectories": "trajectories",
+    "difficulty": "difficulty",  # the eval policy's pass rate a question (`synth.difficulty`)
     "judge": "judged",
     STAGE: "dataset",
 }
 # stages that write resumable work units, and the parts table whose files count finished units
-UNIT_TABLES = {"questions": "questions", "trajectories": "trajectories", "judge": "judged"}
+UNIT_TABLES = {"questions": "questions", "trajectories": "trajectories", "difficulty": "results", "judge": "judged"}
 
 
 def stage_dirs(out: str | Path) -> dict[str, Path]:
@@ -85,6 +89,7 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
     from critic.judge import run_judge
     from extract.stage import run_extract
     from graph.walk_stage import run_walks
+    from synth.difficulty import run_difficulty
     from synth.environment import build_index
     from synth.questions import run_questions
     from synth.trajectories import run_trajectories
@@ -113,6 +118,12 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
             ),
         ),
         (
+            "difficulty",
+            lambda: run_difficulty(
+                dirs["questions"], dirs["index"], dirs["difficulty"], config.difficulty, cache, **beam
+            ),
+        ),
+        (
             "judge",
             lambda: run_judge(
                 dirs["trajectories"],
@@ -126,6 +137,8 @@ def run_dataset(config: DatasetConfig, beam_args: Sequence[str] = ()) -> Manifes
         ),
         (STAGE, lambda: build_dataset(config, dirs)),
     ]
+    if not config.difficulty.enabled:
+        steps = [step for step in steps if step[0] != "difficulty"]
     out = console()
     reused = []
     manifest = None
@@ -171,6 +184,8 @@ def planned_units(stage: str, config: DatasetConfig, dirs: dict[str, Path]) -> i
         rows, size = _count_rows(dirs["questions"] / "questions"), config.trajectories.questions_per_unit
         if config.trajectories.max_questions is not None:
             rows = min(rows, config.trajectories.max_questions)
+    elif stage == "difficulty":
+        rows, size = _count_rows(dirs["questions"] / "questions"), config.difficulty.questions_per_unit
     else:
         rows, size = _count_rows(dirs["trajectories"] / "trajectories"), config.judge.batch_size
     return -(-rows // size)
@@ -224,16 +239,41 @@ def layout_config(config: DatasetConfig) -> dict[str, Any]:
         "max_rows_per_shard": config.max_rows_per_shard,
         "max_shard_mb": config.max_shard_mb,
         "sft_only_correct": config.sft_only_correct,
+        "difficulty": config.difficulty.enabled,
+        "rl_pass_band": config.rl_pass_band,
     }
 
 
+def measured_difficulty(config: DatasetConfig, dirs: dict[str, Path]) -> tuple[dict[str, PassRate], str] | None:
+    """Each question's pass rate and what measured it (the difficulty stage's policy), or None when the run
+    measures no difficulty."""
+    if not config.difficulty.enabled:
+        return None
+    manifest = read_manifest(dirs["difficulty"])
+    if manifest is None:
+        raise UserError(f"no finished difficulty output in {dirs['difficulty']} (run `hopsmith dataset`)")
+    return read_pass_rates(dirs["difficulty"]), manifest.engines["policy"]
+
+
+def question_row(question: Question, difficulty: tuple[dict[str, PassRate], str] | None) -> QuestionRow:
+    """The `questions` config's row: the question with its measured pass rate (None when unmeasured)."""
+    measured = difficulty[0].get(question.question_id) if difficulty is not None else None
+    if measured is None:
+        return QuestionRow(**dict(question))
+    return QuestionRow(**dict(question), pass_rate=measured.rate, pass_rate_policy=difficulty[1],
+                       pass_rate_rollouts=measured.rollouts)
+
+
 def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
-    """Stage `dataset`: every config's shards, the card and its plots, then the manifest."""
+    """Stage `dataset`: every config's shards, the card and its plots, then the manifest. With difficulty
+    measured, the `questions` config carries each pass rate and the `rl` config keeps the questions whose
+    rate lies in the pass band (the others counted as `rl_outside_pass_band`)."""
+    upstream = ("questions", "index", "judge") + (("difficulty",) if config.difficulty.enabled else ())
     run = begin_stage(
         STAGE,
         dirs[STAGE],
         layout_config(config),
-        upstream_dirs={s: dirs[s] for s in ("questions", "index", "judge")},
+        upstream_dirs={s: dirs[s] for s in upstream},
         beside=True,  # a failed rebuild leaves the previous dataset in place, loadable
     )
     if run.done:
@@ -248,6 +288,9 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
     }
     stats = DatasetStats()
     counts: Counter = Counter()
+    difficulty = measured_difficulty(config, dirs)
+    if difficulty is not None:
+        stats.difficulty_policy, stats.pass_band = difficulty[1], band_text(config.rl_pass_band)
     conversations: set[str] = set()
 
     questions_folder = dirs["questions"] / "questions"
@@ -258,9 +301,17 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
         "questions",
     ):
         split = split_of(question.question_id, config.test_fraction)
-        writers["questions", split].add(question)
-        writers["rl", split].add(renders.render_rl(question, environment))
+        row = question_row(question, difficulty)
+        writers["questions", split].add(row)
         stats.add_question(question)
+        if difficulty is not None and row.pass_rate is None:
+            stats.skipped["question_without_pass_rate"] += 1  # kept as a prompt: no rate to select it by
+        elif row.pass_rate is not None:
+            stats.add_pass_rate(question.hops, row.pass_rate, row.pass_rate_rollouts)
+            if not in_band(row.pass_rate, config.rl_pass_band):
+                stats.skipped["rl_outside_pass_band"] += 1
+                continue
+        writers["rl", split].add(renders.render_rl(question, environment))
 
     judged_folder = dirs["judge"] / "judged"
     judged_records = read_records(JudgedTrajectory, judged_folder)

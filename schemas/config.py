@@ -248,6 +248,28 @@ class TrajectoryConfig(_Config):
     seed: int = Field(default=0, ge=0)
 
 
+class DifficultyConfig(_Config):
+    """The difficulty stage: each question's pass rate under one eval policy (`hopsmith eval`'s settings),
+    solved `rollouts` times over the run's search index. The default, the offline searcher without injected
+    errors, differs from the trajectories stage's rollouts, whose injected errors fail some of them."""
+
+    enabled: bool = Field(default=True, description="measure the pass rates (off: no rate column, no RL selection)")
+    policy: Literal["offline", "naive", "llm"] = "offline"
+    framework: Literal["react", "function_calling", "tagged"] = "function_calling"
+    role: LLMRole | None = Field(default=None, description="the LLM policy's endpoint (policy = llm)")
+    rollouts: int = Field(default=4, ge=1, description="k: rollouts a question; the rate is correct ones / k")
+    max_turns: int = Field(default=30, ge=1, le=10_000)
+    search_top_k: int = Field(default=5, ge=1)
+    questions_per_unit: int = Field(default=16, ge=1, description="questions in one resumable work unit")
+    seed: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _llm_needs_a_role(self) -> DifficultyConfig:
+        if self.policy == "llm" and self.role is None:
+            raise ValueError("policy = llm needs [difficulty.role] with base_url and model")
+        return self
+
+
 class JudgeConfig(_Config):
     judge: LLMRole = Field(default_factory=LLMRole)
     thresholds: dict[str, Share] = Field(
@@ -304,11 +326,17 @@ class DatasetConfig(_Config):
     index: IndexConfig = Field(default_factory=IndexConfig)
     trajectories: TrajectoryConfig = Field(default_factory=TrajectoryConfig)
     judge: JudgeConfig = Field(default_factory=JudgeConfig)
+    difficulty: DifficultyConfig = Field(default_factory=DifficultyConfig)
+    rl_pass_band: list[Share] | None = Field(
+        default=None, min_length=2, max_length=2,
+        description="the `rl` config keeps the questions whose pass rate lies in [LO, HI]; unset: strictly "
+        "between 0 and 1 (GRPO groups with both outcomes)",
+    )
     beam: BeamOptions = Field(default_factory=BeamOptions)
 
     @model_validator(mode="after")
     def _propagate_seed_and_as_of(self) -> DatasetConfig:
-        for stage in (self.walk, self.questions, self.trajectories):
+        for stage in (self.walk, self.questions, self.trajectories, self.difficulty):
             if "seed" not in stage.model_fields_set:
                 stage.seed = self.seed
         if self.as_of is not None:
@@ -317,4 +345,6 @@ class DatasetConfig(_Config):
             for stage in (self.walk, self.questions):
                 if "as_of" not in stage.model_fields_set:
                     stage.as_of = self.as_of.date()
+        if self.rl_pass_band is not None and self.rl_pass_band[0] > self.rl_pass_band[1]:
+            raise ValueError(f"rl_pass_band needs LO <= HI, got {list(self.rl_pass_band)}")
         return self

@@ -12,6 +12,16 @@ from schemas.critic import JudgedTrajectory
 from schemas.questions import Question
 
 
+class QuestionRow(Question):
+    """One row of the `questions` config: the question, and its pass rate under the eval policy the difficulty
+    stage ran (`pass_rate_policy`, `policy:framework[:model]`), over `pass_rate_rollouts` rollouts; all three
+    are None when the run measured no difficulty."""
+
+    pass_rate: float | None = None
+    pass_rate_policy: str | None = None
+    pass_rate_rollouts: int | None = None
+
+
 class PromptMessage(BaseModel):
     model_config = ConfigDict(extra="forbid")
     role: str
@@ -137,7 +147,7 @@ class TurnRow(Record):
 
 # The published configs and the record type of each one's rows (`pipeline.layout` writes them).
 CONFIGS: dict[str, type[BaseModel]] = {
-    "questions": Question,
+    "questions": QuestionRow,
     "trajectories": JudgedTrajectory,
     "toolmind": ToolMindRow,
     "nanbeige": NanbeigeRow,

@@ -17,7 +17,7 @@ import asyncio
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -338,12 +338,28 @@ def run_file(result: QuestionResult, rollout: int = 0) -> dict:
     }
 
 
+def in_band(rate: float, band: Sequence[float] | None) -> bool:
+    """Whether a pass rate lies in [LO, HI]; with no band, strictly between 0 and 1 (a GRPO group of a
+    question the policy neither always nor never solves has both outcomes)."""
+    return 0.0 < rate < 1.0 if band is None else band[0] <= rate <= band[1]
+
+
+def band_text(band: Sequence[float] | None) -> str:
+    return "strictly between 0 and 1" if band is None else f"in [{band[0]:g}, {band[1]:g}]"
+
+
 def in_pass_band(results: list[QuestionResult], low: float, high: float) -> list[str]:
     """Ids of the questions whose pass rate lies in [low, high]: RL prompts worth a GRPO group (neither always
     nor never solved) with e.g. 0.01 0.99."""
     if not 0.0 <= low <= high <= 1.0:
         raise ValueError(f"a pass band needs 0 <= LO <= HI <= 1, got {low} {high}")
-    return [r.query_id for r in results if low <= r.pass_rate <= high]
+    return [r.query_id for r in results if in_band(r.pass_rate, (low, high))]
+
+
+def measured_by(settings: EvalSettings) -> str:
+    """What measured a pass rate, as the dataset's rows and card name it: `policy:framework[:model]`."""
+    model = settings.role.model if settings.policy == "llm" and settings.role is not None else None
+    return ":".join(part for part in (settings.policy, settings.framework, model) if part)
 
 
 RESULTS = "results.jsonl"

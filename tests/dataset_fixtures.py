@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from schemas.critic import CriterionScore, JudgedTrajectory, TurnJudgement
+from schemas.evaluation import OutputItem, QuestionResult, RolloutResult
 from schemas.questions import Path, PathHop, Question
 from schemas.trajectory import Outcome, ToolCall, Trajectory, Turn
 from schemas.wiki import Provenance
@@ -168,23 +169,39 @@ def make_judged(
     )
 
 
-def write_upstream(out, questions: list[Question], judged: list[JudgedTrajectory]) -> dict:
-    """Finished `questions`, `index` and `judge` stage folders holding the given records (no real stages)."""
+def make_result(question: Question, correct: list[bool]) -> QuestionResult:
+    """The difficulty stage's record of a question whose rollouts were graded `correct`."""
+    rollouts = [
+        RolloutResult(rollout=i, tool_call_counts={"search": 1}, status="completed", retrieved_docids=["1"],
+                      result=[OutputItem(output=question.answer if ok else "wrong")],
+                      final_answer=question.answer if ok else "wrong", correct=ok, f1=float(ok), turns=2, searches=1)
+        for i, ok in enumerate(correct)
+    ]
+    return QuestionResult(query_id=question.question_id, query=question.text, hops=question.hops, shape="chain",
+                          final_relation=question.path.hops[-1].relation, evidence_docids=["1"], gold_docids=["1"],
+                          policy="scripted", framework="function_calling", engine="offline", rollouts=rollouts,
+                          pass_rate=sum(correct) / len(correct))
+
+
+def write_upstream(out, questions: list[Question], judged: list[JudgedTrajectory],
+                   correct: dict[str, list[bool]] | None = None) -> dict:
+    """Finished `questions`, `index`, `difficulty` and `judge` stage folders holding the given records (no real
+    stages). A question's difficulty rollouts are `correct[question_id]`, by default one right and one wrong."""
     from ground.io import write_records
     from ground.stage import begin_stage
     from pipeline.dataset import stage_dirs
 
     dirs = stage_dirs(out)
-    for stage, table, model, records in (
-        ("questions", "questions", Question, questions),
-        ("index", "pages", Question, []),
-        ("judge", "judged", JudgedTrajectory, judged),
+    results = [make_result(q, (correct or {}).get(q.question_id, [True, False])) for q in questions]
+    for stage, table, model, records, engines in (
+        ("questions", "questions", Question, questions, {"writer": "fixture"}),
+        ("index", "pages", Question, [], {"writer": "fixture"}),
+        ("difficulty", "results", QuestionResult, results, {"policy": "offline:function_calling"}),
+        ("judge", "judged", JudgedTrajectory, judged, {"writer": "fixture"}),
     ):
         run = begin_stage(stage, dirs[stage], {"fixture": len(records)})
         write_records(model, records, dirs[stage] / table / "part-00000.parquet")
-        run.finish(
-            {"kept": len(records)}, {table: [f"{table}/part-00000.parquet"]}, engines={"writer": "fixture"}
-        )
+        run.finish({"kept": len(records)}, {table: [f"{table}/part-00000.parquet"]}, engines=engines)
     return dirs
 
 

@@ -93,12 +93,12 @@ def _finished_at(out: Path) -> dict[str, object]:
 
 def test_every_kind_of_damage_in_every_stage_folder_is_named_and_rebuilt(small_dataset_run, tmp_path, caplog):
     """Three reruns cover every (folder, kind): the folders with three files or more take all three kinds at
-    once, the two with fewer (trajectories, judged) one kind per rerun."""
+    once, those with fewer (trajectories, difficulty, judged) one kind per rerun."""
     out = _copy(small_dataset_run, tmp_path)
     plan = [{folder: list(zip(KINDS, _listed(out / folder)[:3], strict=True)) for folder in FOLDERS
              if len(_listed(out / folder)) >= 3}]
     few = [folder for folder in FOLDERS if len(_listed(out / folder)) < 3]
-    assert set(few) <= {"trajectories", "judged"} and set(plan[0]) | set(few) == set(FOLDERS)
+    assert set(few) <= {"trajectories", "difficulty", "judged"} and set(plan[0]) | set(few) == set(FOLDERS)
     for kind in KINDS:
         if kind == KINDS[0]:
             plan[0].update({folder: [(kind, _listed(out / folder)[0])] for folder in few})

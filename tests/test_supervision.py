@@ -260,7 +260,7 @@ def test_no_sample_turn_with_loss_1_failed_or_led_nowhere(sample_run):
     assert trained > answers > 100
 
 
-def test_the_card_gives_the_searchers_solve_rate_by_hops_and_unsolved_questions_stay_rl_prompts(sample_run):
+def test_the_card_gives_the_searchers_solve_rate_by_hops_and_rl_prompts_are_the_questions_in_the_pass_band(sample_run):
     questions = {q.question_id: q for q in read_records(Question, sample_run / "questions" / "questions")}
     searched, solved = defaultdict(set), defaultdict(set)
     for record in read_records(JudgedTrajectory, sample_run / "judged" / "judged"):
@@ -274,5 +274,6 @@ def test_the_card_gives_the_searchers_solve_rate_by_hops_and_unsolved_questions_
     unsolved = set().union(*searched.values()) - set().union(*solved.values())
     assert unsolved, "the honest searcher solves some questions, not all"
     prompts = {row["question_id"] for row in _rows(sample_run / "dataset", "rl")}
-    assert unsolved <= prompts
+    rates = {row["question_id"]: row["pass_rate"] for row in _rows(sample_run / "dataset", "questions")}
+    assert prompts == {qid for qid, rate in rates.items() if 0 < rate < 1}  # the default band
     print(", ".join(f"{h} hops: {len(solved[h])}/{len(searched[h])}" for h in sorted(searched)))
