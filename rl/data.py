@@ -16,12 +16,13 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from ground.errors import UserError
-from ground.io import read_records, shard_files
+from ground.io import parquet_file, read_records, shard_files
 from ground.storage import StorePath, as_path
 from pipeline.renders import nanbeige_messages
 from rl.chat import PrefixPropertyError, check_full_encoding, check_prefix_property, render_tokens
 from schemas.critic import CRITERIA, JudgedTrajectory, TurnJudgement
-from schemas.dataset import RLPrompt
+from schemas.dataset import QuestionRow, RLPrompt
+from schemas.questions import Question
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -36,6 +37,15 @@ def read_config_shards(model: type[M], dataset_dir: str | Path | StorePath, conf
                         "run `make dataset` first or pass --shards DIR")
     for file in files:
         yield from read_records(model, file)
+
+
+def read_questions(dataset_dir: str | Path | StorePath) -> Iterator[Question]:
+    """The `questions` config's questions, from datasets written before its rows carried their pass rate
+    (`Question` shards) and after (`QuestionRow`), each as the bare question the critic judges against."""
+    for file in shard_files(as_path(dataset_dir) / "data" / "questions"):
+        model = QuestionRow if "pass_rate" in parquet_file(file).schema_arrow.names else Question
+        for row in read_records(model, file):
+            yield row if model is Question else Question(**{name: getattr(row, name) for name in Question.model_fields})
 
 
 def read_trajectories(dataset_dir: str | Path | StorePath, split: str | None = None,

@@ -33,6 +33,7 @@ from ground.stage import begin_stage
 from ground.storage import StorePath, as_path
 from pipeline.renders import render_tools
 from rl.config import DEFAULT_ESTIMATOR, ESTIMATOR_ENV, TURN_COEF_ENV
+from rl.data import read_questions
 from schemas.dataset import RLPrompt
 from schemas.manifest import Manifest
 from schemas.questions import Question
@@ -176,7 +177,7 @@ def export_verl(shards: str | Path, out_dir: str | Path, *, model: str = "Nanbei
         write_table(pa.Table.from_pylist(rows), out_dir / "data" / f"{split}.parquet")
         counts[f"rows:{split}"] = len(rows)
         outputs["data"].append(f"data/{split}.parquet")
-    questions = [q for f in question_files for q in read_records(Question, f)]
+    questions = list(read_questions(shards))
     write_records(Question, questions, out_dir / "questions.parquet")
     counts["questions"] = len(questions)
     agent_loops = [{"name": AGENT_NAME, "_target_": "rl.verl_plugin.HopsmithTurnAgentLoop",

@@ -34,8 +34,8 @@ from rl.data import (
     build_examples,
     make_example,
     ordered_judgements,
-    read_config_shards,
     read_prompts,
+    read_questions,
     read_trajectories,
     trajectory_messages,
 )
@@ -370,9 +370,7 @@ def critic_judge(shards: Path | StorePath, config: RLConfig) -> Judge:
     """The stage 4 critic's offline engine, judging rollouts against the dataset's questions."""
     from critic.scoring import judge_trajectory
     from schemas.config import JudgeConfig
-    from schemas.questions import Question
-
-    questions = {q.question_id: q for q in read_config_shards(Question, shards, "questions")}
+    questions = {q.question_id: q for q in read_questions(shards)}
     judge_config = JudgeConfig(failed_turns=config.failed_turns, failed_turn_reward=config.failed_turn_reward)
     return lambda trajectory: judge_trajectory(trajectory, questions.get(trajectory.question_id), judge_config)
 
