@@ -1,6 +1,9 @@
 """Phase 2 of the Beam pipeline: the output shards. `FinishUnit` rewrites one unit's rows from its parts
 with the fix-ups the joins sent it and writes them as sorted runs per output table and shard; `MergeShard`
-merges each shard's runs into the output file, streaming (`ground.io.merge_runs`)."""
+merges each shard's runs into the output file, streaming (`ground.io.merge_runs`). A unit's relations (most
+of its rows) stay Arrow: the page rules read only the fields they judge (`extract.article.RelationFacts`), and
+the kept rows are copied from the part with the fields the rules changed (`kept_rows`), never decoded into
+records, validated and encoded again."""
 
 from __future__ import annotations
 
