@@ -184,6 +184,9 @@ class QuestionConfig(_Config):
                                          "object of their final relation")
     max_answer_share: float = Field(default=0.02, gt=0.0, le=1.0,
                                     description="most questions of a run (share) with one answer")
+    plan_attempts: int = Field(default=16, ge=1, le=32, description="plans tried per path until one passes the "
+                               "plan and description gates: the lead's noun phrase, then class nouns, then "
+                               "attributes drawn afresh")
     description_search_top_k: int = Field(default=1, ge=0, description="a described entity's description searched "
                                           "alone must not list it in this many results (0: gate off; needs the index)")
     relation_answer_share: float = Field(default=0.10, gt=0.0, le=1.0, description="most questions (share) with "

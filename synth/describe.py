@@ -176,6 +176,16 @@ def restates(noun: str, attribute: Attribute) -> bool:
     return bool(name) and attribute.kind == "relation" and f" {name.lower()} " in f" {noun.lower()} "
 
 
+def copies_lead(lead: str, attribute: Attribute) -> bool:
+    """Whether an attribute states what the entity's own lead sentence says (its object's name is in it): a
+    search engine ranks the entity's page first for its lead's words, so such a description finds it."""
+    key = attribute.clue.object or ""
+    if not key or key.startswith(LITERAL_PREFIX):
+        return False
+    name = key.split(" (")[0].casefold()
+    return bool(name) and name in lead.casefold()
+
+
 MAX_NAME_CHARS = 40
 MAX_OPTIONS = 8  # objects of one relation offered as attributes (each one a candidate clue)
 

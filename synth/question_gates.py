@@ -31,7 +31,8 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
   country's capital, currency or language, a place's country or region) from the entity the final
   description pins down or from an entity the text names, so the final hop is answered from memory;
 - `description_search`: the description of the start or of an intermediate, searched alone in the agents'
-  index, lists that entity in the top `description_search_top_k`, so one search skips the chain before it;
+  index, lists that entity in the top `description_search_top_k` (the pages the description names left
+  out of the ranking), so one search skips the chain before it;
 - `untimed_hop`: a hop over a relation that holds several values over time (not single-valued in the
   ontology) whose fact carries a start or end date, stated without its time: the other values, missing
   from the slice, would answer it too ("the prime minister of a French president");
@@ -162,6 +163,26 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
     return None
 
 
+def start_gate(ctx: QuestionContext, path: Path, start: Plan,
+               environment: SearchEnvironment | None) -> tuple[str, str] | None:
+    """The gates the described start alone fails (`start` is `plan_question(..., start_only=True)`): a whole
+    plan describing the start so fails `plan_gate` or `search_gate` too, so a later attempt is turned down
+    before its other entities are described."""
+    if not start.start_described:
+        return None
+    if start.unresolved == 0:
+        return "start_not_unique", f"no attributes single out the start ({path.start})"
+    if (detail := gates.identifying_clue(ctx.facts, start.clues)) is not None:
+        return "identifying_clue", detail
+    if ctx.config.require_named_anchor and (detail := world_unique_start(ctx, start)):
+        return "not_unique_in_world", detail
+    top_k = ctx.config.description_search_top_k
+    if environment is not None and top_k and (detail := text_gates.description_search(
+            environment, [(path.start, described_as(start, 0), named_anchors(start, 0))], top_k)) is not None:
+        return "description_search", detail
+    return None
+
+
 def world_unique_start(ctx: QuestionContext, plan: Plan) -> str | None:
     """Why the start's description may fit many entities of the whole wiki, however few of the slice, or None.
 
@@ -187,6 +208,11 @@ def world_unique_start(ctx: QuestionContext, plan: Plan) -> str | None:
     if estimate > ctx.config.census_max_fits:
         return f"about {estimate:.0f} entities of the census's wiki fit the start's description"
     return None
+
+
+def named_anchors(plan: Plan, position: int) -> list[str]:
+    """The pages the description of the entity at `position` names (its facts' objects)."""
+    return [c.object for c in plan.clues if c.position == position and named_anchor(c)]
 
 
 def named_entities(path: Path, plan: Plan) -> list[str]:
@@ -224,7 +250,7 @@ def search_gate(ctx: QuestionContext, path: Path, plan: Plan,
     top_k = ctx.config.description_search_top_k
     if environment is None or not top_k:
         return None
-    descriptions = [(path.nodes[p], described_as(plan, p)) for p in sorted(plan.nouns)
+    descriptions = [(path.nodes[p], described_as(plan, p), named_anchors(plan, p)) for p in sorted(plan.nouns)
                     if p < len(path.nodes) - 1 and (p or plan.start_described)]
     if (detail := text_gates.description_search(environment, descriptions, top_k)) is not None:
         return "description_search", detail

@@ -114,16 +114,22 @@ def _adjacent_relations(path: Path, position: int) -> set[str]:
 
 
 def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, rng: random.Random,
-              reached: set[int] | None, class_nouns: bool = False) -> tuple[str | None, list[gates.Clue], list[Attribute], bool]:
+              reached: set[int] | None, attempt: int = 0) -> tuple[str | None, list[gates.Clue], list[Attribute], bool]:
     """The noun, type clue and attributes that describe the node at `position` among its competitors (the
     objects its hop `reached`, or (None) for the start every entity that fits the description), and
-    whether they single it out."""
+    whether they single it out. From the second `attempt` on the noun is the class noun; from the third
+    the attributes leave out what the entity's own lead sentence says and a seeded share of the rest, so
+    each attempt describes it afresh."""
     config = ctx.config
-    noun, checkable = _noun_for(ctx, path.nodes[position], class_nouns)
+    noun, checkable = _noun_for(ctx, path.nodes[position], attempt >= CLASS_NOUN_ATTEMPT)
     base = [gates.Clue(position=position, type_noun=checkable)] if checkable else []
     options = describe.attributes(ctx, ids[position], position, rng, checkable in PERSON_NOUNS,
                                   _adjacent_relations(path, position), set(path.nodes))
     options = [option for option in options if not describe.restates(noun or "", option)]
+    if attempt >= FRESH_ATTEMPT:
+        info = ctx.entities.get(path.nodes[position])
+        options = [o for o in options if not describe.copies_lead(info.description if info else "", o)
+                   and rng.random() >= WITHHELD_SHARE]
     if reached is None:
         minimum = max(config.start_attributes - len(base), 1)
 
@@ -206,14 +212,28 @@ def _choose_intersection(ctx: QuestionContext, options: list[Attribute], target:
 
 
 CLASS_NOUNS = "nouns:class"  # the obfuscation that marks a plan describing entities by their class noun
+PLAN_ATTEMPT = "plan:"  # the obfuscation that records which attempt's plan a question was written from
+CLASS_NOUN_ATTEMPT = 1  # attempts from this one on describe entities by their class noun
+FRESH_ATTEMPT = 2  # attempts from this one draw attributes afresh: none the lead sentence states, a share withheld
+WITHHELD_SHARE = 0.3  # share of an entity's attributes a fresh attempt leaves out (a seeded draw per attempt)
 
 
-def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, class_nouns: bool = False) -> Plan:
+def plan_attempt(obfuscations: list[str]) -> int:
+    """The attempt whose plan a question was written from (0 when none is recorded)."""
+    return next((int(o.removeprefix(PLAN_ATTEMPT)) for o in obfuscations if o.startswith(PLAN_ATTEMPT)), 0)
+
+
+def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, attempt: int = 0,
+                  start_only: bool = False) -> Plan:
     """Describe the start entity (unless it is named), every intermediate, and for a tree question the
     answer's branches, each chosen until the graph proves the description unique; then the tense of every
-    hop and the as-of statement. The clues recorded for the gates are exactly what the text states. With
-    `class_nouns`, entities are described by their class noun, not their lead sentence's noun phrase (the
-    stage's second plan when a description alone finds its entity in the agents' index)."""
+    hop and the as-of statement. The clues recorded for the gates are exactly what the text states.
+
+    `attempt` 0 describes entities by their lead sentence's noun phrase; later attempts (the stage tries up
+    to `plan_attempts` until one passes its gates) by their class noun, and from `FRESH_ATTEMPT` on by
+    attributes drawn afresh with a seeded draw of their own. Whether the start is described and the style
+    are drawn once per path, the same in every attempt. With `start_only` only the start is described (as
+    the whole plan describes it): what the start's own gates need to turn an attempt down cheaply."""
     config, graph = ctx.config, ctx.graph
     rng = seeded_rng(config, path, "plan")
     hops = len(path.hops)
@@ -222,19 +242,21 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, cl
     if style is None:
         named_nested = not start_described and (hops == 1 or rng.random() < {2: 0.5, 3: 0.25}.get(hops, 0.0))
         style = "nested" if named_nested else "clues"
+    if attempt:
+        rng = seeded_rng(config, path, f"{PLAN_ATTEMPT}{attempt}")
     nouns: dict[int, str] = {}
     attributes: dict[int, list[Attribute]] = {}
     clues: list[gates.Clue] = []
     obfuscations: list[str] = []
     tree_positions: list[int] = []
-    described_positions = ([0] if start_described else []) + (
+    described_positions = ([0] if start_described else []) + ([] if start_only else
         list(range(1, hops)) if style == "clues" else list(range(max(hops - 1, 1), hops)))
     for position in described_positions if ids is not None else []:
         reached = None
         if position:
             relation = graph.relation_id(path.hops[position - 1].relation)
             reached = {int(o) for o in graph.objects(ids[position - 1], relation)}
-        noun, base, chosen, unique = _describe(ctx, path, ids, position, rng, reached, class_nouns)
+        noun, base, chosen, unique = _describe(ctx, path, ids, position, rng, reached, attempt)
         if style == "nested" and position and not chosen:
             continue  # a bare ", a person," appositive adds nothing: the relation alone describes it
         nouns[position] = noun or "entity"
@@ -252,10 +274,10 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, cl
     else:
         unresolved = None
     for position in described_positions if unresolved is not None else []:
-        nouns.setdefault(position, _noun_for(ctx, path.nodes[position], class_nouns)[0] or "entity")  # text stays writable
+        nouns.setdefault(position, _noun_for(ctx, path.nodes[position], attempt >= CLASS_NOUN_ATTEMPT)[0] or "entity")  # text stays writable
     branches: list[Attribute] = []
     branching = False
-    if ids is not None and unresolved is None:
+    if ids is not None and unresolved is None and not start_only:
         final = graph.objects(ids[-2], graph.relation_id(path.hops[-1].relation))
         branching = len(final) > 1
         if branching:
@@ -282,8 +304,10 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, cl
         obfuscations.append(f"as_of:{as_of_text}")
     shape = "tree" if tree_positions else "chain"
     obfuscations += [f"style:{style}", f"shape:{shape}", *(f"tree_at:{p}" for p in tree_positions)]
-    if class_nouns:
+    if attempt >= CLASS_NOUN_ATTEMPT:
         obfuscations.append(CLASS_NOUNS)
+    if attempt:
+        obfuscations.append(f"{PLAN_ATTEMPT}{attempt}")
     return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
                 unresolved, tree_positions, branching, as_of)
 

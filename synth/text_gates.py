@@ -123,14 +123,22 @@ def _top_titles(environment, query: str, top_k: int) -> tuple[str, ...]:
     return tuple(hit.title for hit in environment.search(query, top_k))
 
 
-def description_search(environment, descriptions: Iterable[tuple[str, str]], top_k: int) -> str | None:
+def description_search(environment, descriptions: Iterable[tuple[str, str] | tuple[str, str, Iterable[str]]],
+                       top_k: int) -> str | None:
     """The description shortcut: an entity's description, searched alone, lists that entity's page in the
-    top k (`descriptions` are (title, description) pairs of the entities a question does not name)."""
-    for title, description in descriptions:
+    top k (`descriptions` are (title, description[, named anchors]) of the entities a question does not name).
+
+    The pages the description itself names (its named anchors: "starring Sissy Spacek") are left out of the
+    ranking: a searcher who reads the anchor's page first is one click from the entity, so an anchor ranked
+    above it hides nothing."""
+    for title, description, *named in descriptions:
         page = environment.resolve(title)
-        titles = _top_titles(environment, description, top_k)
+        anchors = {found.title for name in (named[0] if named else ()) if (found := environment.resolve(name))}
+        anchors.discard(page.title if page is not None else None)
+        titles = [t for t in _top_titles(environment, description, top_k + len(anchors)) if t not in anchors][:top_k]
         if page is not None and page.title in titles:
-            return f"{description!r} alone finds {page.title!r} at rank {titles.index(page.title) + 1}"
+            named_note = f" (leaving out the {len(anchors)} page(s) it names)" if anchors else ""
+            return f"{description!r} alone finds {page.title!r} at rank {titles.index(page.title) + 1}{named_note}"
     return None
 
 

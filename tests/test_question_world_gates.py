@@ -96,6 +96,34 @@ def test_a_description_that_finds_its_entity_alone_is_rejected():
     assert text_gates.description_search(index, [("Memento (film)", "a work released in the 2000s")], 1) is None
 
 
+def test_the_pages_a_description_names_do_not_hide_its_entity():
+    """"a film produced by Jennifer Todd" ranks her own page first; a searcher reads it and is one click from
+    the film, so the gate ranks without the pages the description names."""
+    index = _Index(PAGES)
+    index.search = lambda query, top_k: [_Page(t) for t in ("Jennifer Todd", "Memento (film)", "Insomnia (film)")][:top_k]
+    named = ("Memento (film)", "a film produced by Jennifer Todd")
+    assert text_gates.description_search(index, [named], 1) is None  # the anchor ranked first hid the film
+    why = text_gates.description_search(index, [(*named, ["Jennifer Todd"])], 1)
+    assert why and "'Memento (film)' at rank 1 (leaving out the 1 page(s) it names)" in why
+    # Only the named pages are left out: the film ranked after the one found stays outside the top 1.
+    assert text_gates.description_search(index, [("Insomnia (film)", named[1], ["Jennifer Todd"])], 1) is None
+    assert text_gates.description_search(index, [("Insomnia (film)", named[1], ["Jennifer Todd"])], 2)
+
+
+def test_a_fresh_plan_leaves_out_what_the_lead_sentence_says():
+    """The third plan on draws attributes afresh: none whose object the entity's own lead names."""
+    from graph.csr import LITERAL_PREFIX
+    from synth.describe import Attribute, copies_lead
+
+    lead = PAGES[0][1]
+
+    def stated(obj):
+        return Attribute("producer", "relation", f"whose producer is {obj}", "", gates.Clue(0, attribute="producer", object=obj))
+    assert copies_lead(lead, stated("Jennifer Todd")) and not copies_lead(lead, stated("Emma Thomas"))
+    assert copies_lead(lead, stated("Jennifer Todd (producer)"))  # the title's disambiguator is not read
+    assert not copies_lead(lead, stated(f"{LITERAL_PREFIX}string{LITERAL_PREFIX}Jennifer Todd"))  # a literal names no page
+
+
 def _questions(answers: list[str], relation: str = "spouse"):
     questions = []
     for i, answer in enumerate(answers):

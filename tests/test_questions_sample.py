@@ -10,11 +10,12 @@ from ground.io import read_manifest, read_records
 from knowledge.phrasebook import answer_breaks, breaks
 from pipeline.dataset import load_config
 from schemas.config import IndexConfig, QuestionConfig, WalkConfig
+from schemas.questions import Path as Path_
 from schemas.questions import Question
 from schemas.wiki import Entity, Relation, SkippedRecord
 from synth import describe, gates, text_gates
-from synth.question_plan import CLASS_NOUNS, plan_question, question_as_of
-from synth.questions import _load_context
+from synth.question_plan import CLASS_NOUNS, plan_attempt, plan_question, question_as_of
+from synth.questions import _load_context, first_passing_plan, template_text_gate
 from synth.report import question_report, report_rows, tree_note
 from tests.conftest import SAMPLE_CONFIG
 from tests.test_questions import assert_reads_as_english
@@ -49,7 +50,9 @@ def test_questions_of_two_three_and_four_hops_with_every_path_accounted_for(samp
     walks, manifest, questions, skipped, _, _, _ = sample
     assert {2, 3, 4} <= {q.hops for q in questions}
     # Issue 25's world gates (trivial final hop, description search, the answer prior per relation, named
-    # anchors, fame) leave fewer 4-hop questions: measured 70/42/7 for 2/3/4 hops (185/117/20 before them).
+    # anchors, fame) leave fewer 4-hop questions: measured 83/40/4 for 2/3/4 hops with several plans per path
+    # and the description search blind to the pages a description names (75/37/7 with one plan and a second
+    # of class nouns; 185/117/20 before the world gates).
     assert all(manifest.counts[f"questions:hops_{h}"] >= 3 for h in (2, 3, 4))
     assert len(questions) + len(skipped) == manifest.counts["paths:read"] == walks.counts["paths:kept"]
     assert all(walks.counts[f"rejected:{c}"] > 0 for c in ("dead_end", "hub", "multiple_objects", "inverse_hop"))
@@ -129,8 +132,8 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
         "filmmaker born in Brooklyn. This American filmmaker was educated at a private liberal arts college "
         "founded in the 1860s. In which city is this private liberal arts college located?",
     ("Michael Crichton", ("deathPlace", "populationTotal"), "3898747"):
-        "As of July 2026, an American author born in Chicago died in a city in California. What is the "
-        "population of this city?",
+        "As of July 2026, a writer born in Chicago died in a city in the United States. What is the population "
+        "of this city?",  # the second plan: class nouns ("writer"), since "an American author" found him
     ("Liam Neeson", ("spouse", "deathPlace"), "New York City"):  # a marriage that ended: in the past tense
         "An actor born in Northern Ireland was married to an English actress born in the 1960s. Where did this "
         "English actress die?",
@@ -138,8 +141,8 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
         "A book from the United Kingdom published in the early 1960s whose publisher is William Heinemann was "
         "written by a writer whose alma mater is the University of Manchester. When did this writer die?",  # class nouns: the lead's phrase found it
     ("Tabitha King", ("spouse", "notableWork"), "Carrie (novel)"):  # a tree: the branch picks one work
-        "As of August 2026, a writer born in Old Town, Maine is married to a writer with a career as an author. "
-        "Name the notable work of the latter writer that was published in the mid-1970s.",
+        "As of August 2026, a writer born in Old Town, Maine is married to a writer whose genres include science "
+        "fiction. Name the notable work of the latter writer that was published in the mid-1970s.",
     ("Thomas Keneally", ("birthPlace", "country", "capital"), "Canberra"):
         "An Australian novelist born in the 1930s was born in a city in New South Wales. This city is in a country "
         "whose currency is Australian dollar. Name the capital of this country.",  # not by his novel: it finds him
@@ -158,8 +161,15 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
         "was directed by a person born in Westminster. This person is a relative of a person born in the "
         "mid-1970s. Where was the latter person educated?",
     ("Dune (2021 film)", ("director", "almaMater"), "Université du Québec à Montréal"):  # an occupation in lower case
-        "An epic science fiction film released in the early 2020s starring Zendaya was directed by a Canadian "
-        "filmmaker who worked as a film director. Name the alma mater of this Canadian filmmaker.",
+        "A film released in the early 2020s starring Zendaya was directed by a person born in the 1960s. Where did "
+        "this person study?",  # a third plan, drawn afresh: Villeneuve, born 1967
+    ("A Clockwork Orange (novel)", ("author", "birthDate"), "1917-02-25"):  # Burgess, born in Manchester
+        "A book from the United Kingdom published in the early 1960s whose publisher is William Heinemann was "
+        "written by a writer born in Manchester. On what date was this writer born?",
+    ("Schindler's List", ("director", "birthPlace"), "Cincinnati"):  # Spielberg co-founded Amblin
+        "A film released in the early 1990s whose distributor is Universal Pictures and whose writer is Steven "
+        "Zaillian was directed by a person whose associated organisations include Amblin Entertainment. Where "
+        "was this person born?",
     ("Barbie (film)", ("writer", "education"), "Barnard College"):  # Gerwig, born 1983, not Baumbach
         "A fantasy comedy film whose distributor is Warner Bros. and whose lead actors include Margot Robbie was "
         "written by an American actress born in the late 20th century. Where was this American actress educated?",
@@ -172,7 +182,7 @@ def test_a_handful_checked_by_hand(sample):
     found = {chain: by_chain[chain] for chain in CHECKED if chain in by_chain}
     # Issue 25's world gates reject some by design: Keneally's country's capital (trivial_final_hop), Neeson's
     # ended marriage stated without its years (untimed_hop), King, Herbert and Roma found by their start's
-    # description alone (description_search): 6 of 14 found (measured).
+    # description alone (description_search); several plans per path find others: 6 of 16 found (measured).
     assert len(found) >= 5, sorted(set(CHECKED) - set(found))
     assert found == {chain: CHECKED[chain] for chain in found}
 
@@ -187,7 +197,8 @@ def assert_states_graph_facts(ctx, questions) -> None:
     and the text says the description the plan chose."""
     for question in questions:
         path = question.path
-        plan = plan_question(ctx, path, class_nouns=CLASS_NOUNS in question.obfuscations)
+        plan = plan_question(ctx, path, attempt=plan_attempt(question.obfuscations))
+        assert (CLASS_NOUNS in question.obfuscations) == (plan_attempt(question.obfuscations) >= 1)
         ids = gates.path_node_ids(ctx.graph, path)
         # No unnamed entity is described by a fact that picks it out in the world ("whose capital is London").
         assert gates.identifying_clue(ctx.facts, plan.clues) is None, question.text
@@ -215,21 +226,22 @@ def assert_states_graph_facts(ctx, questions) -> None:
 
 def test_the_question_report_shows_hard_questions(sample):
     _, _, questions, _, _, _, report = sample
-    # Below issue 25's 150: the world gates keep 119 of the sample's 1130 paths (322 before them), see
-    # docs/ARCHITECTURE.md's questions section for where the rest go.
-    assert report["questions"] == len(questions) >= 100
+    # Below issue 25's 150: the world gates keep 127 of the sample's 1130 paths (119 with one plan per path
+    # and a description search that an anchor ranked first could hide the start behind; 322 before the world
+    # gates), see docs/ARCHITECTURE.md's questions section for where the rest go.
+    assert report["questions"] == len(questions) >= 120
     assert {2, 3, 4} <= {q.hops for q in questions} and report["tree_share"] > 0
     assert report["names_start_share"] <= 0.10
     # Nor by a fact that identifies it in the world (measured 0.0 for both; 12.6% and 12.4% before the
     # planner avoided inverse-functional facts).
     assert report["identifies_start_share"] <= 0.01 and report["identifies_intermediate_share"] <= 0.01
-    # Probes that are not the gates: the text in a TF-IDF retriever (measured 1.7%), each description alone
-    # there (an intermediate first: 18.5%, 40.1% before the description gate; the start first: 59.7%, 68.0%
-    # before: the named anchor a start now states is a good TF-IDF query, though the agents' bm25s index ranks
-    # another page first; issue 25's 20% is met in the agents' index only), the leave-one-out prior guess per
-    # final relation (0.0%, 15.8% before).
+    # Probes that are not the gates: the text in a TF-IDF retriever (measured 1.6%), each description alone
+    # there (an intermediate first: 11.8%, 18.5% before the gate left the named pages out, 40.1% before the
+    # description gate; the start first: 18.9%, 58.0% when an anchor's page ranked first in the agents' index
+    # hid the start behind it, 68.0% before the gate), the leave-one-out prior guess per final relation (0.0%,
+    # 15.8% before its cap). Issue 25's bound for the start is 20%.
     assert report["question_search_share"] is not None and report["question_search_share"] <= 0.05
-    assert report["start_description_first_share"] <= 0.65 and report["unnamed_description_first_share"] <= 0.25
+    assert report["start_description_first_share"] <= 0.20 and report["unnamed_description_first_share"] <= 0.15
     assert report["prior_guess_share"] <= 0.10
     assert report["max_answer_share"] <= 0.02
     assert {"one_search", "start_not_unique", "description_search", "trivial_final_hop"} <= set(report["gates"])
@@ -261,6 +273,57 @@ def test_the_start_description_alone_rarely_finds_the_start_in_the_agents_index(
         hits = environment.search(description, 1) if description else []
         first += bool(hits) and hits[0].title == question.path.start
     assert first <= 0.20 * len(questions)
+
+
+def test_a_path_tries_plans_until_one_passes(sample_context, sample_dir):
+    """Kept questions written from a later plan (class nouns, attributes drawn afresh) fail with fewer plans,
+    with their first plan's reason and the count of plans tried, and pass again with as many as they took."""
+    from synth.search import SearchEnvironment
+
+    ctx, questions = sample_context
+    environment = SearchEnvironment.load(sample_dir / "index")
+    later = [q for q in questions if plan_attempt(q.obfuscations) >= 2]
+    assert len(later) >= 30  # measured 60 of 127 (50 more from the second plan, of class nouns)
+    for question in later[:5]:
+        tried = plan_attempt(question.obfuscations)
+        fewer = ctx.config.model_copy(update={"plan_attempts": tried})
+        ctx.config = fewer
+        try:
+            plan, failed = first_passing_plan(ctx, question.path, None, environment,
+                                              template_text_gate(ctx, question.path, environment))
+            assert plan is None and failed[1].endswith(f"({tried} plans tried)"), failed
+            ctx.config = fewer.model_copy(update={"plan_attempts": tried + 1})
+            plan, failed = first_passing_plan(ctx, question.path, None, environment,
+                                              template_text_gate(ctx, question.path, environment))
+            assert failed is None and f"plan:{tried}" in plan.obfuscations
+        finally:
+            ctx.config = QuestionConfig()
+
+
+def test_an_attempt_the_start_alone_turns_down_fails_as_a_whole_plan(sample_context, sample_dir):
+    """The stage turns later attempts down by the start's own gates before describing the rest; the whole
+    plan of each such attempt fails the plan or description gate too (so nothing is lost by it)."""
+    from synth.question_gates import plan_gate, search_gate, start_gate
+    from synth.search import SearchEnvironment
+
+    ctx, _ = sample_context
+    environment = SearchEnvironment.load(sample_dir / "index")
+    paths = sorted(read_records(Path_, sample_dir / "paths" / "paths"), key=lambda p: p.path_id)[::15]
+    turned_down = 0
+    for path in paths:
+        for attempt in (1, 2, 5):
+            start = plan_question(ctx, path, attempt=attempt, start_only=True)
+            if start_gate(ctx, path, start, environment) is None:
+                continue
+            turned_down += 1
+            whole = plan_question(ctx, path, attempt=attempt)
+            assert described_as_start(whole) == described_as_start(start), path.path_id
+            assert plan_gate(ctx, path, whole) or search_gate(ctx, path, whole, environment), path.path_id
+    assert turned_down >= 20
+
+
+def described_as_start(plan):
+    return describe.described(plan.nouns[0], plan.attributes.get(0, [])) if 0 in plan.nouns else None
 
 
 def test_the_report_takes_the_phrasebook_break_scanner(sample_dir):
