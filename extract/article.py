@@ -26,6 +26,7 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
+from typing import NamedTuple, TypeVar
 
 from mwparserfromhell.parser import ParserError
 
@@ -52,6 +53,7 @@ MAX_TITLE_CHARS = 255  # MediaWiki's limit: a longer value names no page
 LIST_CLASS = "List"
 PERSON_CLASS = "Person"
 OCCUPATION_PROPERTIES = frozenset({"occupation", "profession"})
+R = TypeVar("R", "Relation", "RelationFacts")  # what the page rules take: a relation, or its facts
 _CATEGORY = re.compile(r"\[\[\s*[Cc]ategory\s*:\s*([^\]|\n]+)")
 
 
@@ -61,6 +63,35 @@ class ArticleResult:
     relations: list[Relation]
     page: Page
     excluded: Counter = dataclasses.field(default_factory=Counter)  # plumbing left out, by reason
+
+
+class RelationFacts(NamedTuple):
+    """The fields of a `Relation` that the page rules read (`distinct_relations`, `named_value_key`,
+    `value_naming`, `check_ranges`). Phase 2 reads them column by column from a unit's relations part and
+    applies the rules to them, so that no relation row is decoded, validated and encoded again: the kept
+    ones are copied as Arrow rows (`row`: the relation's row in its part) with the fields the rules changed."""
+
+    row: int
+    head: str
+    relation: str
+    mapped: bool
+    group_index: int | None
+    tail: str | None
+    value: str | None
+    value_type: str
+    unit: str | None
+    qualifiers: list[Qualifier]
+    source: str
+
+
+RELATION_FACT_COLUMNS = RelationFacts._fields[1:]  # the relations part's columns a RelationFacts holds
+
+
+def relation_facts(columns: dict[str, list]) -> list[RelationFacts]:
+    """The RelationFacts of a relations part's rows, from its `RELATION_FACT_COLUMNS` as Python lists."""
+    qualifiers = [[Qualifier(**pair) for pair in pairs] if pairs else [] for pairs in columns["qualifiers"]]
+    fields = [qualifiers if name == "qualifiers" else columns[name] for name in RELATION_FACT_COLUMNS]
+    return [RelationFacts(row, *values) for row, values in enumerate(zip(*fields, strict=True))]
 
 
 def is_head(timestamp: dt.datetime, as_of: dt.datetime | None, window_days: int) -> bool:
@@ -162,11 +193,11 @@ def person_class(box: Infobox, lead: str) -> str:
     return next((cls for cls in candidates if cls and ontology.is_a(cls, PERSON_CLASS)), PERSON_CLASS)
 
 
-def distinct_relations(title: str, relations: Iterable[Relation]) -> list[Relation]:
+def distinct_relations(title: str, relations: Iterable[R]) -> list[R]:
     """A page's relations in order, without repeats: an infobox fact stated twice is kept once, a lead
     link once per target and never to the page itself. Keeping the first of each kind is stable under
     redirect resolution, so the join-based pipeline applies it again after resolving the tails."""
-    kept: list[Relation] = []
+    kept: list[R] = []
     seen: set[tuple] = set()
     for relation in relations:
         if relation.source == "link":
@@ -199,7 +230,7 @@ def _relation(head: str, fact: Fact, resolve: Callable[[str], str], provenance: 
     )
 
 
-def named_value_key(relation: Relation) -> str | None:
+def named_value_key(relation: Relation | RelationFacts) -> str | None:
     """The title a plain-text infobox value would name ("country = Angola"), or None when it cannot."""
     value = relation.value
     if relation.source != "infobox" or relation.value_type != "string" or not value:
@@ -211,17 +242,24 @@ def named_value_key(relation: Relation) -> str | None:
     return normalize_title(value) or None
 
 
-def name_value(relation: Relation, target: str | None) -> Relation:
-    """A plain-text value that exactly names a page (or a redirect to one) becomes an edge to that page."""
+def value_naming(relation: Relation | RelationFacts, target: str | None) -> dict | None:
+    """The fields that change when a plain-text value exactly names a page `target` (or a redirect to one):
+    it becomes an edge to that page. None when it names none (or its own page)."""
     if target is None or target == relation.head:
-        return relation
-    return relation.model_copy(update={"tail": target, "value": None, "value_type": "entity"})
+        return None
+    return {"tail": target, "value": None, "value_type": "entity"}
+
+
+def name_value(relation: Relation, target: str | None) -> Relation:
+    """`value_naming` applied to a relation."""
+    update = value_naming(relation, target)
+    return relation if update is None else relation.model_copy(update=update)
 
 
 RANGE_VIOLATION = "range"  # counted as `excluded:range`; the other outcomes as `range_check:<outcome>`
 
 
-def check_ranges(relations: Iterable[Relation], class_of: Callable[[str], str | None], counts: Counter) -> list[Relation]:
+def check_ranges(relations: Iterable[R], class_of: Callable[[str], str | None], counts: Counter) -> list[R]:
     """A page's relations without the infobox facts whose linked page the property's range rules out
     (`Ontology.range_check`): "office = [[Social Democratic Party of Germany]]" names a party, not an office.
     `class_of(tail)` is the class of the page a (resolved) tail names, None when the input lacks it; each

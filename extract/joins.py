@@ -118,7 +118,7 @@ class UnitKeys(BoundedHeapDoFn):
     def process(self, unit, losers, _resolved):
         unit_id = unit[0]
         parts = UnitParts(self.out_dir, unit_id)
-        entities, relations = parts.rows("entities"), parts.rows("relations")
+        entities, relations = parts.rows("entities"), iter(parts.relations()[0])
         tails, names = set(), set()
         for seq, row in enumerate(parts.rows("articles")):
             if row.skip_reason is not None:

@@ -1,31 +1,40 @@
 """Phase 2 of the Beam pipeline: the output shards. `FinishUnit` rewrites one unit's rows from its parts
 with the fix-ups the joins sent it and writes them as sorted runs per output table and shard; `MergeShard`
-merges each shard's runs into the output file, streaming (`ground.io.merge_runs`)."""
+merges each shard's runs into the output file, streaming (`ground.io.merge_runs`). A unit's relations (most
+of its rows) stay Arrow: the page rules read only the fields they judge (`extract.article.RelationFacts`), and
+the kept rows are copied from the part with the fields the rules changed (`kept_rows`), never decoded into
+records, validated and encoded again."""
 
 from __future__ import annotations
 
 from collections import ChainMap, Counter
 from pathlib import Path
+from typing import TypeVar
 
 import apache_beam as beam
+import pyarrow as pa
 
 from extract.article import (
+    RelationFacts,
     attach_aliases,
     check_ranges,
     distinct_relations,
     is_head,
-    name_value,
     named_value_key,
+    value_naming,
 )
 from extract.classify import skip_page
-from extract.tables import SORT_KEYS, TABLES, relation_sort_key, shard_of, skipped_sort_key
+from extract.tables import SORT_KEYS, TABLES, shard_of, skipped_sort_key
 from extract.units import UnitParts
 from ground.io import RUN_BATCH_ROWS, WorkUnits, merge_runs, write_run
 from ground.storage import as_path
 from runtime.beam import BoundedHeapDoFn
 from runtime.heap import release_freed_memory
 from schemas.base import arrow_schema, to_table
+from schemas.wiki import Relation
 from wikitext.markup import normalize_title
+
+T = TypeVar("T")
 
 
 class FinishUnit(BoundedHeapDoFn):
@@ -41,14 +50,19 @@ class FinishUnit(BoundedHeapDoFn):
         unit_id, grouped = joined
         fixes: dict[str, dict] = {"tail": {}, "tail_class": {}, "name": {}, "aliases": {}}
         parts = UnitParts(self.out_dir, unit_id)
-        rows: dict[str, list] = {table: [] for table in TABLES}
+        rows: dict[str, list] = {table: [] for table in TABLES if table != "relations"}  # relations: kept_rows
         for kind, *fix in grouped["fixups"]:
             if kind == "skip":
                 rows["skipped"].append((skipped_sort_key(fix[0]), fix[0]))
             else:
                 fixes[kind][fix[0]] = fix[1]
         rows["skipped"].extend((skipped_sort_key(skip), skip) for skip in parts.rows("skipped"))
-        entities, relations = parts.rows("entities"), parts.rows("relations")
+        entities = parts.rows("entities")
+        facts, part_relations = parts.relations()
+        relations = iter(facts)
+        # a relation's order: `relation_sort_key`, i.e. (head, provenance page id, ordinal in its page)
+        page_ids = part_relations.column("provenance").combine_chunks().field("page_id").to_pylist()
+        kept_relations: list[tuple[tuple, RelationFacts]] = []
         excluded: Counter = Counter()
         tail_classes = {fixes["tail"].get(title, title): cls for title, cls in fixes["tail_class"].items()}
         for key, row, page in parts.articles():
@@ -64,28 +78,51 @@ class FinishUnit(BoundedHeapDoFn):
             entity = entity.model_copy(update={"is_head": is_head(entity.last_modified, as_of, self.window_days)})
             rows["entities"].append((entity.title, attach_aliases(entity, fixes["aliases"].get(entity.title, ()))))
             rows["pages"].append((entity.title, page.model_copy(update={"title": normalize_title(page.title)})))
-            resolved = [r.model_copy(update={"tail": fixes["tail"][r.tail]}) if r.tail in fixes["tail"] else r
+            resolved = [r._replace(tail=fixes["tail"][r.tail]) if r.tail in fixes["tail"] else r
                         for r in page_relations]
             named, named_classes = [], {}
             for relation in distinct_relations(entity.title, resolved):
                 target, cls = fixes["name"].get(named_value_key(relation) or "", (None, None))
-                named.append(name_value(relation, target))
+                update = value_naming(relation, target)
+                named.append(relation if update is None else relation._replace(**update))
                 if target is not None:
                     named_classes[target] = cls
             class_of = ChainMap(named_classes, tail_classes).get
             for ordinal, relation in enumerate(check_ranges(named, class_of, excluded)):
-                rows["relations"].append((relation_sort_key(relation, ordinal), relation))
+                kept_relations.append(((relation.head, page_ids[relation.row], ordinal), relation))
         for table, keyed in rows.items():
             model = TABLES[table]
-            by_shard: list[list] = [[] for _ in range(self.shards)]
-            for sort_key, record in sorted(keyed, key=lambda pair: pair[0]):
-                by_shard[shard_of(sort_key, self.shards)].append(record)
-            for shard, records in enumerate(by_shard):
+            for shard, records in enumerate(self._by_shard(keyed)):
                 write_run(arrow_schema(model), [to_table(model, records)], _run_path(self.out_dir, table, unit_id, shard),
                           RUN_BATCH_ROWS)
-        del rows
+        for shard, kept in enumerate(self._by_shard(kept_relations)):
+            write_run(arrow_schema(Relation), [kept_rows(part_relations, kept)],
+                      _run_path(self.out_dir, "relations", unit_id, shard), RUN_BATCH_ROWS)
+        del rows, part_relations, kept_relations
         release_freed_memory()
         yield dict(excluded)
+
+
+    def _by_shard(self, keyed: list[tuple[tuple, T]]) -> list[list[T]]:
+        """(sort key, row) pairs -> each output shard's rows, in sort-key order."""
+        by_shard: list[list[T]] = [[] for _ in range(self.shards)]
+        for sort_key, row in sorted(keyed, key=lambda pair: pair[0]):
+            by_shard[shard_of(sort_key, self.shards)].append(row)
+        return by_shard
+
+
+# the fields of a relation the page rules may change; its other fields are copied as they are
+_CHANGED_FIELDS = ("tail", "value", "value_type")
+
+
+def kept_rows(part: pa.Table, kept: list[RelationFacts]) -> pa.Table:
+    """The relations part's rows of the `kept` facts, in their order, with the fields the rules changed."""
+    rows = part.take(pa.array([facts.row for facts in kept], type=pa.int64()))
+    for name in _CHANGED_FIELDS:
+        index = rows.schema.get_field_index(name)
+        values = pa.array([getattr(facts, name) for facts in kept], type=rows.schema.field(name).type)
+        rows = rows.set_column(index, rows.schema.field(name), values)
+    return rows.combine_chunks()
 
 
 def _run_path(out_dir: str, table: str, unit_id: str, shard: int) -> Path:

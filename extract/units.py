@@ -14,13 +14,14 @@ import datetime as dt
 from collections.abc import Iterable, Iterator
 
 import apache_beam as beam
+import pyarrow as pa
 from pydantic import AwareDatetime
 
-from extract.article import extract_article
+from extract.article import RELATION_FACT_COLUMNS, RelationFacts, extract_article, relation_facts
 from extract.as_of import NewestPlausible
 from extract.classify import Redirect, classify_record
 from extract.sources.dump import DumpUnit, dump_work_units, read_dump_unit
-from ground.io import WorkUnits, read_records
+from ground.io import WorkUnits, read_records, read_table
 from knowledge.ontology import load_ontology
 from runtime.beam import BoundedHeapDoFn
 from runtime.heap import release_freed_memory
@@ -146,6 +147,12 @@ class UnitParts:
 
     def rows(self, table: str) -> Iterator:
         return read_records(UNIT_TABLES[table], self.parts.part_path(table, self.unit_id))
+
+    def relations(self) -> tuple[list[RelationFacts], pa.Table]:
+        """The unit's relations as the facts the page rules read (`RelationFacts`, in the part's order),
+        and the part itself as Arrow, whose rows the kept relations are copied from."""
+        table = read_table(Relation, self.parts.part_path("relations", self.unit_id))
+        return relation_facts({name: table.column(name).to_pylist() for name in RELATION_FACT_COLUMNS}), table
 
     def articles(self) -> Iterator[tuple[tuple[str, int], ArticleRow, Page]]:
         """(key, row, page) for every article in the unit's order; `key` names it across the run."""

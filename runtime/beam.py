@@ -142,6 +142,29 @@ if not hasattr(beam_core.get_function_args_defaults, "beam_original"):
     beam_core.get_function_args_defaults = _remembered_signatures(beam_core.get_function_args_defaults)
 
 
+def _remembered_views(view_as):
+    """Beam's `PipelineOptions.view_as` that builds each view once per options object and view class.
+    Beam asks for a view at every transform it applies and every type hint it checks, and each one builds
+    an argparse parser and parses the flags again: 760 views to build and run the extract stage, a sixth
+    of its fixed start-up. A view keeps no values of its own (it reads and writes the options' shared
+    `_all_options`), so the first view of a class answers every later call (kept weakly, with its options)."""
+    remembered: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def remembered_view_as(self, cls):
+        views = remembered.setdefault(self, {})
+        view = views.get(cls)
+        if view is None or view._all_options is not self._all_options:
+            view = views[cls] = view_as(self, cls)
+        return view
+
+    remembered_view_as.beam_original = view_as
+    return remembered_view_as
+
+
+if not hasattr(PipelineOptions.view_as, "beam_original"):
+    PipelineOptions.view_as = _remembered_views(PipelineOptions.view_as)
+
+
 def pipeline_options(beam: BeamOptions | None = None, extra_args: list[str] | None = None) -> PipelineOptions:
     """PipelineOptions from a BeamOptions config plus raw `--flag value` arguments (the latter win).
 

@@ -94,7 +94,8 @@ def arrow_schema(model: type[BaseModel]) -> pa.Schema:
 
 # Converters between field values and Arrow values, compiled once per annotation and record type: every
 # record of every stage goes through them, and inspecting its annotations for every value cost more than the
-# parquet reads and writes themselves.
+# parquet reads and writes themselves. A field whose value passes unchanged has no converter (None): a call
+# per value of every such field cost as much again.
 Converter = typing.Callable[[Any], Any]
 
 
@@ -119,7 +120,11 @@ def _to_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _to_arrow_converter(annotation: Any) -> Converter:
+# values Arrow takes as they are (no enum member can hold one): written without a converter call
+_ARROW_NATIVE = (bool, int, float, dt.date)
+
+
+def _to_arrow_converter(annotation: Any) -> Converter | None:
     try:
         annotation, _ = _strip_optional(annotation)
     except TypeError as error:
@@ -131,14 +136,20 @@ def _to_arrow_converter(annotation: Any) -> Converter:
         return _to_arrow_converter(get_args(annotation)[0])
     if origin in (list, tuple):
         item = _to_arrow_converter(get_args(annotation)[0])
+        if item is None:
+            return _nullable(list)
         return _nullable(lambda value: [item(v) for v in value])
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         fields = _row_writers(annotation)
-        return _nullable(lambda value: {name: convert(getattr(value, name)) for name, convert in fields})
+        return _nullable(lambda value: _row(value, fields))
+    if annotation is AwareDatetime or (isinstance(annotation, type) and issubclass(annotation, _ARROW_NATIVE)
+                                       and not issubclass(annotation, enum.Enum)):
+        return None
     return _nullable(_plain)
 
 
-def _from_arrow_converter(annotation: Any) -> Converter:
+def _from_arrow_converter(annotation: Any) -> Converter | None:
+    """What turns an Arrow value into the value validation takes; None where it takes it as it is."""
     try:
         annotation, _ = _strip_optional(annotation)
     except TypeError as error:
@@ -150,31 +161,43 @@ def _from_arrow_converter(annotation: Any) -> Converter:
         return _from_arrow_converter(get_args(annotation)[0])
     if origin in (list, tuple):
         item = _from_arrow_converter(get_args(annotation)[0])
-        return _nullable(lambda value: [item(v) for v in value])
+        return None if item is None else _nullable(lambda value: [item(v) for v in value])
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         fields = _row_readers(annotation)
-        return _nullable(lambda value: {name: convert(value.get(name)) for name, convert in fields})
-    return lambda value: value
+        return _nullable(lambda value: _values(value, fields))
+    return None
+
+
+Converters = tuple[tuple[str, Converter | None], ...]
 
 
 @cache
-def _row_writers(model: type[BaseModel]) -> tuple[tuple[str, Converter], ...]:
+def _row_writers(model: type[BaseModel]) -> Converters:
     return tuple((name, _to_arrow_converter(info.annotation)) for name, info in model.model_fields.items())
 
 
 @cache
-def _row_readers(model: type[BaseModel]) -> tuple[tuple[str, Converter], ...]:
+def _row_readers(model: type[BaseModel]) -> Converters:
     return tuple((name, _from_arrow_converter(info.annotation)) for name, info in model.model_fields.items())
+
+
+def _row(record: BaseModel, fields: Converters) -> dict[str, Any]:
+    values = record.__dict__
+    return {name: values[name] if convert is None else convert(values[name]) for name, convert in fields}
+
+
+def _values(row: dict[str, Any], fields: Converters) -> dict[str, Any]:
+    return {name: row.get(name) if convert is None else convert(row.get(name)) for name, convert in fields}
 
 
 def to_row(record: BaseModel) -> dict[str, Any]:
     """A record as an Arrow-ready row (JSON-encoding free-form mappings)."""
-    return {name: convert(getattr(record, name)) for name, convert in _row_writers(type(record))}
+    return _row(record, _row_writers(type(record)))
 
 
 def from_row(model: type[M], row: dict[str, Any]) -> M:
     """Rebuild and validate a record from an Arrow row."""
-    return model.model_validate({name: convert(row.get(name)) for name, convert in _row_readers(model)})
+    return model.model_validate(_values(row, _row_readers(model)))
 
 
 def to_table(model: type[BaseModel], records: typing.Iterable[BaseModel]) -> pa.Table:

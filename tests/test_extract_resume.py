@@ -3,11 +3,13 @@ an extract killed mid-run resuming per work unit (multistream byte range) to ide
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import apache_beam as beam
@@ -18,9 +20,18 @@ from apache_beam.testing.util import assert_that, equal_to
 from bench.scale import AS_OF, synthetic_pages
 from cli.main import main
 from extract import tables
+from extract.article import (
+    RELATION_FACT_COLUMNS,
+    check_ranges,
+    distinct_relations,
+    named_value_key,
+    relation_facts,
+    value_naming,
+)
 from extract.classify import Redirect, classify_record, resolve_redirects
 from extract.joins import ResolveRedirects
 from extract.oracle import extract_records
+from extract.shards import kept_rows
 from extract.sources import iter_dump_pages
 from extract.sources.dump_writer import write_multistream
 from extract.stage import run_extract
@@ -145,6 +156,37 @@ def test_merge_keys_read_from_arrow_are_the_records_sort_keys():
                for model, records in ((SkippedRecord, skipped), (Relation, relations))}
     assert tables.skipped_sort_keys(batches[SkippedRecord]) == [tables.skipped_sort_key(r) for r in skipped]
     assert tables.relation_merge_keys(batches[Relation]) == [(r.head, r.provenance.page_id) for r in relations]
+
+
+def _apply_page_rules(relations, replace):
+    """The rules `FinishUnit` applies to a page's relations, with `replace(relation, fields)` making the
+    changed copy: every third tail resolved elsewhere, each value that could name a page named "Named
+    Page", then the range check with every linked page a Person."""
+    resolved = [replace(r, {"tail": f"{r.tail} (final)"}) if r.tail is not None and i % 3 == 0 else r
+                for i, r in enumerate(relations)]
+    named = []
+    for relation in distinct_relations(relations[0].head, resolved):
+        update = value_naming(relation, "Named Page" if named_value_key(relation) else None)
+        named.append(relation if update is None else replace(relation, update))
+    counts = Counter()
+    return check_ranges(named, lambda _: "Person", counts), counts
+
+
+def test_page_rules_on_relation_facts_copy_the_rows_the_records_give():
+    """Phase 2 reads a unit's relations as `RelationFacts` and copies the kept rows as Arrow with the
+    fields the rules changed (`kept_rows`): the table is the one the records give, rewritten and encoded."""
+    sample = ROOT / "data" / "sample" / "enwiki-sample-pages-articles-multistream.xml.bz2"
+    relations = extract_records(itertools.islice(iter_dump_pages(sample), 30), ExtractConfig()).relations
+    assert any(r.qualifiers for r in relations)
+    part = to_table(Relation, relations)
+    facts = relation_facts({name: part.column(name).to_pylist() for name in RELATION_FACT_COLUMNS})
+    kept_records, record_counts = _apply_page_rules(relations, lambda r, fields: r.model_copy(update=fields))
+    kept_facts, fact_counts = _apply_page_rules(facts, lambda f, fields: f._replace(**fields))
+    assert kept_rows(part, kept_facts).equals(to_table(Relation, kept_records))
+    assert fact_counts == record_counts and fact_counts["range"]  # the check dropped some
+    assert 0 < len(kept_records) < len(relations)
+    assert any(r.value_type == "entity" and r.tail == "Named Page" for r in kept_records)
+    assert any(r.tail and r.tail.endswith("(final)") for r in kept_records)
 
 
 def test_joins_across_units_match_the_plain_functions(tmp_path):

@@ -218,6 +218,28 @@ def test_beam_reads_each_functions_signature_once_with_the_same_answer():
     assert asked == [asked[0], plain, partial, partial] and asked[0].__func__ is Stateless.process
 
 
+def test_pipeline_options_views_are_built_once_and_share_the_options_values():
+    """Beam asks for a view of the options at every transform: each class's view is built once per options
+    object, and a value set through one view is what every view and the options read."""
+    from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+
+    from runtime.beam import _remembered_views, pipeline_options
+
+    built = []
+    original = PipelineOptions.view_as.beam_original
+    remembered = _remembered_views(lambda options, cls: built.append(cls) or original(options, cls))
+    options, other = pipeline_options(), pipeline_options()
+    views = [remembered(options, StandardOptions), remembered(options, StandardOptions),
+             remembered(options, DirectOptions), remembered(other, StandardOptions)]
+    assert views[0] is views[1] and views[3] is not views[0]
+    assert built == [StandardOptions, DirectOptions, StandardOptions]
+    views[0].streaming = True
+    assert options.view_as(StandardOptions).streaming and options.get_all_options()["streaming"]
+    assert not other.view_as(StandardOptions).streaming
+    options._all_options = dict(options._all_options)  # replaced options values: a new view reads them
+    assert remembered(options, StandardOptions) is not views[0] and len(built) == 4
+
+
 def test_a_merge_holds_a_batch_of_each_run_not_a_footer_that_grows_with_the_run(tmp_path):
     """Extract's last merge level opens up to MERGE_FAN_IN of the longest runs at once. Its runs are Arrow
     streams: opening one holds one batch, however long it is. The parquet intermediate runs they replaced
