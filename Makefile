@@ -96,9 +96,10 @@ $(VERL_STAMP): requirements-verl.txt requirements-verl.lock
 	$(VERL_VENV)/bin/python -m pip --disable-pip-version-check install --quiet -c requirements-verl.lock -r requirements-verl.txt
 	touch $@
 
-# `hopsmith rl export-verl` of the shipped sample's dataset, checked by the contract suite with the real verl
+# `hopsmith rl export-verl` of the shipped sample's dataset, checked by the contract suite with the real verl;
+# every question a prompt (`--pass-band 0 1`; the default band keeps ~10 on the sample), so verl reads them all
 verl-check: $(BASE_STAMP) $(VERL_STAMP)
-	$(BIN)/hopsmith dataset --out $(VERL_CHECK)/out
+	$(BIN)/hopsmith dataset --pass-band 0 1 --out $(VERL_CHECK)/out
 	$(BIN)/hopsmith rl export-verl --shards $(VERL_CHECK)/out/dataset --out $(VERL_CHECK)/verl
 	HOPSMITH_VERL_EXPORT=$(CURDIR)/$(VERL_CHECK)/verl PYTHONPATH=$(CURDIR) $(VERL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_verl
 
