@@ -108,6 +108,7 @@ def test_a_finished_stage_is_skipped_and_a_killed_one_resumes(snapshot, judged, 
                         snapshot / "cache")
     assert {f: f.stat().st_mtime_ns for f in kept} == kept
     assert unit_files[0].is_file()
+    assert not (killed / "parts" / "inputs").exists()  # the units' input parts go once judged
     assert resumed.counts == manifest.counts and resumed.key == manifest.key
     assert list(read_records(JudgedTrajectory, killed / "judged")) == records
 
