@@ -27,6 +27,7 @@ BENCHMARKS = (
     "bench.rl_logprobs",
     "bench.critic",
     "bench.dataset",
+    "bench.sample_run",
     "bench.scale",
     "bench.runner_input",
     "bench.merge",
