@@ -103,20 +103,21 @@ verl-check: $(BASE_STAMP) $(VERL_STAMP)
 	$(BIN)/hopsmith rl export-verl --shards $(VERL_CHECK)/out/dataset --out $(VERL_CHECK)/verl
 	HOPSMITH_VERL_EXPORT=$(CURDIR)/$(VERL_CHECK)/verl PYTHONPATH=$(CURDIR) $(VERL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests_verl
 
-# torch first, alone: `pip install torch==2.13.0` takes the CPU file on this machine's disk (never a CUDA build)
-$(SFT_STAMP): requirements-sft.txt requirements-sft.lock
-	test -x $(SFT_VENV)/bin/python || $(PYTHON) -m venv $(SFT_VENV)
-	$(SFT_VENV)/bin/python -m pip --disable-pip-version-check install --quiet pip==26.3
-	$(SFT_VENV)/bin/python -m pip --disable-pip-version-check install --quiet torch==2.13.0
-	$(SFT_VENV)/bin/python -m pip --disable-pip-version-check install --quiet -c requirements-sft.lock -r requirements-sft.txt
+# A trainer's venv ($(1)) from requirements-$(2).txt pinned by its .lock; torch first, alone:
+# `pip install torch==2.13.0` takes the CPU file on this machine's disk (never a CUDA build)
+define torch_venv
+	test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	$(1)/bin/python -m pip --disable-pip-version-check install --quiet pip==26.3
+	$(1)/bin/python -m pip --disable-pip-version-check install --quiet torch==2.13.0
+	$(1)/bin/python -m pip --disable-pip-version-check install --quiet -c requirements-$(2).lock -r requirements-$(2).txt
 	touch $@
+endef
+
+$(SFT_STAMP): requirements-sft.txt requirements-sft.lock
+	$(call torch_venv,$(SFT_VENV),sft)
 
 $(SWIFT_STAMP): requirements-swift.txt requirements-swift.lock
-	test -x $(SWIFT_VENV)/bin/python || $(PYTHON) -m venv $(SWIFT_VENV)
-	$(SWIFT_VENV)/bin/python -m pip --disable-pip-version-check install --quiet pip==26.3
-	$(SWIFT_VENV)/bin/python -m pip --disable-pip-version-check install --quiet torch==2.13.0
-	$(SWIFT_VENV)/bin/python -m pip --disable-pip-version-check install --quiet -c requirements-swift.lock -r requirements-swift.txt
-	touch $@
+	$(call torch_venv,$(SWIFT_VENV),swift)
 
 # The trainers on the shipped sample's dataset with a tiny random Qwen3 (tests_sft): TRL's SFTTrainer on the
 # openai, nanbeige and toolmind configs through `pipeline.sft` (.venv-sft), then ms-swift's loader, template

@@ -1,6 +1,7 @@
 """Benchmarks: each module measures hopsmith against a baseline run in the same process, as a ratio."""
 
 import multiprocessing
+import resource
 from collections.abc import Callable
 from typing import Any
 
@@ -15,3 +16,10 @@ def in_fresh_process(target: Callable[..., None], *args: Any) -> Any:
     result = queue.get()
     process.join()
     return result
+
+
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of this process's finished children: a subprocess's cost is the
+    difference around it."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime

@@ -18,7 +18,6 @@ from __future__ import annotations
 import bz2
 import datetime as dt
 import itertools
-import resource
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ from pathlib import Path
 
 import mwparserfromhell
 
-from bench import in_fresh_process
+from bench import children_cpu_s, in_fresh_process
 from extract.sources import iter_dump_pages
 from extract.sources.dump_writer import write_multistream
 from schemas.wiki import Page
@@ -58,18 +57,13 @@ def real_pages(exports: list[Path], count: int) -> Iterator[Page]:
         yield page.model_copy(update={"title": title, "page_id": page_id})
 
 
-def _cpu_of_children() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def stage_cpu(dump: Path, index: Path, out: Path) -> dict[str, float]:
     """`hopsmith extract` in a child process: its CPU seconds and wall seconds."""
     command = [sys.executable, "-m", "cli.main", "extract", "--dump", str(dump), "--index", str(index),
                "--out", str(out)]
-    cpu, wall = _cpu_of_children(), time.perf_counter()
+    cpu, wall = children_cpu_s(), time.perf_counter()
     subprocess.run(command, cwd=REPOSITORY, check=True, capture_output=True, text=True)
-    return {"cpu_s": _cpu_of_children() - cpu, "wall_s": time.perf_counter() - wall}
+    return {"cpu_s": children_cpu_s() - cpu, "wall_s": time.perf_counter() - wall}
 
 
 def _page_work(dump: str, method: str, queue) -> None:

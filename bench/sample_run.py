@@ -8,22 +8,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench import children_cpu_s
 from pipeline.dataset import stage_dirs
 
 REPOSITORY = Path(__file__).resolve().parents[1]
 TARGET_WALL_S = 45.0
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def stage_seconds(out: Path) -> dict[str, float]:
@@ -41,10 +36,10 @@ def stage_seconds(out: Path) -> dict[str, float]:
 def run(quick: bool = False) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="hopsmith-bench-sample-") as folder:
         out = Path(folder) / "out"
-        cpu, wall = _children_cpu(), time.perf_counter()
+        cpu, wall = children_cpu_s(), time.perf_counter()
         subprocess.run([sys.executable, "-m", "cli.main", "dataset", "--out", str(out)], cwd=REPOSITORY, check=True,
                        capture_output=True, text=True)
-        wall, cpu = time.perf_counter() - wall, _children_cpu() - cpu
+        wall, cpu = time.perf_counter() - wall, children_cpu_s() - cpu
         stages = stage_seconds(out)
     results = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "stages_s": round(sum(stages.values()), 2),
                "outside_stages_s": round(wall - sum(stages.values()), 2), "target_wall_s": TARGET_WALL_S,

@@ -65,18 +65,23 @@ def mt_grpo(outcome_rewards: torch.Tensor, turn_rewards: torch.Tensor, turn_vali
     return (outcome + turn_coef * turn) * turn_valid.float()
 
 
+def _outcome_at_last_turn(rewards: torch.Tensor, turns: torch.Tensor, outcome_rewards: torch.Tensor) -> torch.Tensor:
+    """`rewards` [B, T] with each row's outcome reward added at its last turn where `turns` is set (in place;
+    a row without such a turn gets none)."""
+    last = (turns.float() * torch.arange(1, turns.shape[1] + 1, device=turns.device)).argmax(dim=1)
+    has_turn = turns.any(dim=1)
+    rows = torch.arange(rewards.shape[0], device=rewards.device)
+    rewards[rows[has_turn], last[has_turn]] += outcome_rewards.float()[has_turn]
+    return rewards
+
+
 def discounted_turn_returns(outcome_rewards: torch.Tensor, turn_rewards: torch.Tensor, turn_valid: torch.Tensor,
                             gamma: float = 1.0) -> torch.Tensor:
     """G[b, t] = r[b, t] + gamma * G[b, t+1] over valid turns, the outcome reward added at the last valid turn.
 
     Invalid turns contribute no reward and are skipped by the recursion (the return passes through them).
     """
-    rewards = turn_rewards.float() * turn_valid.float()
-    valid_positions = turn_valid.float() * torch.arange(1, turn_valid.shape[1] + 1, device=turn_valid.device)
-    last = valid_positions.argmax(dim=1)
-    has_turn = turn_valid.any(dim=1)
-    rows = torch.arange(rewards.shape[0], device=rewards.device)
-    rewards[rows[has_turn], last[has_turn]] += outcome_rewards.float()[has_turn]
+    rewards = _outcome_at_last_turn(turn_rewards.float() * turn_valid.float(), turn_valid, outcome_rewards)
     returns = torch.zeros_like(rewards)
     running = torch.zeros(rewards.shape[0], device=rewards.device)
     for t in reversed(range(rewards.shape[1])):
@@ -98,11 +103,8 @@ def turn_reward_to_go(outcome_rewards: torch.Tensor, turn_rewards: torch.Tensor,
     """G[b, t] = turn_coef * r[b, t] + gamma * G[b, t+1] on every real turn, the outcome added at the last real
     turn; turns that are not valid (masked failed turns) add no reward but pass the return through -> [B, T]."""
     real = turn_real.bool()
-    rewards = turn_coef * turn_rewards.float() * turn_valid.float() * real.float()
-    last = (real.float() * torch.arange(1, real.shape[1] + 1, device=real.device)).argmax(dim=1)
-    has_turn = real.any(dim=1)
-    rows = torch.arange(rewards.shape[0], device=rewards.device)
-    rewards[rows[has_turn], last[has_turn]] += outcome_rewards.float()[has_turn]
+    rewards = _outcome_at_last_turn(turn_coef * turn_rewards.float() * turn_valid.float() * real.float(), real,
+                                    outcome_rewards)
     returns = torch.zeros_like(rewards)
     running = torch.zeros(rewards.shape[0], device=rewards.device)
     for t in reversed(range(rewards.shape[1])):

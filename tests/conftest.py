@@ -17,6 +17,7 @@ from pipeline.dataset import load_config, run_dataset, stage_dirs
 ROOT = Path(__file__).resolve().parent.parent
 SMALL_CONFIG = ROOT / "tests" / "data" / "dataset_small.toml"
 SAMPLE_CONFIG = ROOT / "configs" / "sample.toml"
+QWEN3_TEMPLATE = ROOT / "data" / "chat_templates" / "qwen3_tool_calling.jinja"
 FRONT_STAGES = ("extract", "walk", "index")  # what configs/sample.toml and the library defaults share
 
 
@@ -59,3 +60,14 @@ def sample_dataset_run(tmp_path_factory, sample_stages) -> Path:
     out = copy_stages(sample_stages, tmp_path_factory.mktemp("sample-run") / "out")
     run_dataset(load_config(str(SAMPLE_CONFIG), {"out": str(out)}))
     return out
+
+
+@pytest.fixture(scope="module")
+def template_tokenizer():
+    """A tiny tokenizer carrying the shipped Qwen3 tool-calling chat template (nothing downloaded)."""
+    pytest.importorskip("transformers")
+    from rl.tokenizer import train_tokenizer
+
+    tokenizer = train_tokenizer(["hopsmith"], vocab_size=300)
+    tokenizer.chat_template = QWEN3_TEMPLATE.read_text()
+    return tokenizer

@@ -13,13 +13,10 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 import datasets
-import pytest
 
 from pipeline.card import OPENAI_REQUEST_CODE
 from pipeline.renders import parse_nanbeige_assistant
 from pipeline.validate import toolmind_structure_problems
-
-TEMPLATE = Path(__file__).resolve().parent.parent / "data" / "chat_templates" / "qwen3_tool_calling.jinja"
 
 
 def load_rows(run: Path, config: str) -> list[dict]:
@@ -59,16 +56,6 @@ def test_openai_rows_validate_against_the_openai_types(small_dataset_run):
         called = {call["function"]["name"] for m in request["messages"] for call in m.get("tool_calls", [])}
         assert called <= declared, (row["trajectory_id"], called - declared)
         json.dumps(request)  # sendable as it is
-
-
-@pytest.fixture(scope="module")
-def template_tokenizer():
-    pytest.importorskip("transformers")
-    from rl.tokenizer import train_tokenizer
-
-    tokenizer = train_tokenizer(["hopsmith"], vocab_size=300)
-    tokenizer.chat_template = TEMPLATE.read_text()
-    return tokenizer
 
 
 def structured(messages: list[dict]) -> tuple[list[dict], list[dict]]:

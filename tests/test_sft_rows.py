@@ -4,7 +4,6 @@ Qwen3-style template renders as the row itself (the trainers' side is `make sft-
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,6 @@ from pipeline.sft import nanbeige_chat, openai_chat, sft_rows, swift_row
 from schemas.base import to_row
 from tests.dataset_fixtures import make_judged, make_question
 
-TEMPLATE = Path(__file__).resolve().parent.parent / "data" / "chat_templates" / "qwen3_tool_calling.jinja"
 RENDERS = {"openai": renders.render_openai, "nanbeige": renders.render_nanbeige, "toolmind": renders.render_toolmind}
 
 
@@ -35,16 +33,6 @@ def test_one_example_per_trained_turn_with_its_prefix(config):
     if config != "toolmind":
         assert all(isinstance(tool, dict) for tool in examples[0]["tools"])
         assert "answer" in {tool["function"]["name"] for tool in examples[0]["tools"]}
-
-
-@pytest.fixture(scope="module")
-def template_tokenizer():
-    pytest.importorskip("transformers")
-    from rl.tokenizer import train_tokenizer
-
-    tokenizer = train_tokenizer(["hopsmith"], vocab_size=300)
-    tokenizer.chat_template = TEMPLATE.read_text()
-    return tokenizer
 
 
 def test_chat_messages_render_through_the_qwen3_template_with_every_think_kept(template_tokenizer):

@@ -301,6 +301,15 @@ class Searcher:
                 return turn.observation
         return None
 
+    def _open_first_page(self, title: str, intent: str) -> Generator[Step, str, str | None]:
+        """Page 1 of `title`: the earlier observation when the episode read it, else an `open_page` call whose
+        note leads with the pending one (then spent)."""
+        page = self._read_page(title, 1)
+        if page is None:
+            page = yield Step(f"{self.note} {intent}".strip(), "open_page", {"title": title, "page": 1})
+            self.note = ""
+        return page
+
     # --- the plan ----------------------------------------------------------------------------------------
 
     def _steps(self) -> Generator[Step, str, None]:
@@ -382,10 +391,7 @@ class Searcher:
                 tried.add(norm(title))
                 named = re.search(rf"\b{re.escape(norm(bare(title)))}\b", norm(self.reading.text)) is not None
                 why = ("the question names it" if named else "its snippet matches the question's description")
-                page = self._read_page(title, 1)
-                if page is None:
-                    page = yield Step(f"{self.note} {title} is listed and {why}; I will read it.".strip(),
-                                      "open_page", {"title": title, "page": 1})
+                page = yield from self._open_first_page(title, f"{title} is listed and {why}; I will read it.")
                 self.note = ""
                 if not page or page.startswith("Error"):
                     continue
@@ -452,11 +458,7 @@ class Searcher:
         """Read the page until an observation states the relation: page 1, a lookup of the relation's noun,
         then the following pages."""
         self.entity, self.relation = title, relation.noun
-        page = self._read_page(title, 1)
-        if page is None:
-            page = yield Step(f"{self.note} I will open {title} to find its {relation.noun}.".strip(),
-                              "open_page", {"title": title, "page": 1})
-            self.note = ""
+        page = yield from self._open_first_page(title, f"I will open {title} to find its {relation.noun}.")
         if not page or page.startswith("Error"):
             return []
         values = self._values(page, relation, last, title)
@@ -495,11 +497,7 @@ class Searcher:
         """The page a value's name opens (or a search for the name lists); None when neither finds one."""
         listed = next((t for t, _ in self._listed() if norm(bare(t)) == norm(value.text)), None)
         name = listed or value.text
-        page = self._read_page(name, 1)
-        if page is None:
-            page = yield Step(f"{self.note} I will open {name} {purpose}.".strip(),
-                              "open_page", {"title": name, "page": 1})
-            self.note = ""
+        page = yield from self._open_first_page(name, f"I will open {name} {purpose}.")
         if page and not page.startswith("Error"):
             header = _PAGE_HEADER.match(page)
             return header.group(1) if header else name
