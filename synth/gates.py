@@ -379,6 +379,52 @@ def dominant_answer(index: FactIndex, path: Path) -> str | None:
     return f"{path.answer!r} is the most common object of {path.hops[-1].relation} ({heads} heads)"
 
 
+BROAD_ANCHORS_FILE = FsPath(__file__).resolve().parents[1] / "data" / "questions" / "broad_anchors.toml"
+
+
+@functools.cache
+def broad_anchors() -> dict:
+    """Classes, relations and place sizes whose objects thousands of subjects share (data/questions/broad_anchors.toml)."""
+    with BROAD_ANCHORS_FILE.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def _population(index: FactIndex, node: int, relation: str) -> float | None:
+    if (rel := index.relation(relation)) is None:
+        return None
+    for obj in index.objects(node, rel):
+        key = index.graph.keys[obj]
+        if key.startswith(LITERAL_PREFIX):
+            try:
+                return float(split_literal_key(key)[1].replace(",", ""))
+            except ValueError:
+                continue
+    return None
+
+
+def broad_anchor(index: FactIndex, clue: Clue) -> str | None:
+    """Why a clue's named object is shared by thousands of subjects of the whole wiki (`broad_anchors`), or
+    None when it may single its subject out: a country or a genre, a distributor's film or a university's
+    alumnus, a birthplace of a large (or unmeasured) city."""
+    table = broad_anchors()
+    if clue.attribute in table["relations"]:
+        return f"{clue.attribute} is shared by thousands of subjects"
+    node = index.node(clue.object or "")
+    ontology = load_ontology()
+    cls = ontology.find_class(index.graph.entity_type[node] or "") if node is not None else None
+    if cls is None:
+        return None
+    if broad := next((c for c in table["classes"] if ontology.is_a(cls, c)), None):
+        return f"{clue.object!r} is a {broad}"
+    places = table["places"]
+    if not ontology.is_a(cls, "PopulatedPlace"):
+        return None
+    population = _population(index, node, places["population_relation"])
+    if population is None:
+        return f"{clue.object!r} is a {cls} of unrecorded population" if cls in places["unknown_broad_classes"] else None
+    return f"{clue.object!r} has {population:,.0f} inhabitants" if population >= places["max_population"] else None
+
+
 TRIVIAL_HOPS_FILE = FsPath(__file__).resolve().parents[1] / "data" / "questions" / "trivial_hops.toml"
 
 

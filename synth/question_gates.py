@@ -39,7 +39,8 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
 - `relation_answer_cap`: one answer already fills its share of the questions that end in the same
   relation (applied by the stage; `relation_answer_share`, from `relation_answer_min` such questions);
 - `not_unique_in_world`: the start's description may fit many entities of the whole wiki (a census of a
-  full dump estimates how many; without one, it states no fact that names a page: no named anchor);
+  full dump estimates how many; without one, it names no page that few subjects share: no narrow anchor,
+  data/questions/broad_anchors.toml);
 - `famous`: the start or the answer is among the graph's most linked-to pages, and the seeded draw that
   keeps such paths at `famous_keep` dropped it (weights the questions toward the long tail);
 - `dominant_answer`: the answer is the most common object of its final relation across the graph (a
@@ -65,7 +66,7 @@ from schemas.questions import Path
 from synth import describe, gates, text_gates
 from synth.environment import SearchEnvironment
 from synth.phrasing import answer_form, date_variants, is_list_value, number_variants, parse_date, reviewed
-from synth.question_plan import Plan, QuestionContext, described_as, named_anchor, seeded_rng
+from synth.question_plan import Plan, QuestionContext, described_as, named_anchor, narrow_anchor, seeded_rng
 
 GATES = ("unreviewed_relation", "list_answer", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
          "identifying_clue", "clue_shortcut",
@@ -189,11 +190,16 @@ def world_unique_start(ctx: QuestionContext, plan: Plan) -> str | None:
     With a census (`synth.census`) of a full dump: the fewest subjects of the wiki that state one of the
     description's facts, times the share of the slice's holders of that fact that the whole description
     keeps, must stay within `census_max_fits`. Without one, the conservative rule: some stated fact names a
-    page (a place, a person, a work); dates, numbers and keywords alone fit thousands."""
+    page that few subjects share (a person, a work, a small place; not a country, a genre, a distributor or a
+    large city: `gates.broad_anchor`); dates, numbers, keywords and hub values alone fit thousands."""
     clues = [c for c in plan.clues if c.position == 0]
     census = ctx.census
     if census is None:
-        return None if any(named_anchor(c) for c in clues) else "no stated fact names a page (no census: a named anchor is required)"
+        if any(narrow_anchor(ctx, c) for c in clues):
+            return None
+        broad = [why for c in clues if named_anchor(c) and (why := gates.broad_anchor(ctx.facts, c))]
+        return (f"only broad anchors ({'; '.join(broad)}): no census, a narrow named anchor is required" if broad
+                else "no stated fact names a page (no census: a named anchor is required)")
     counted = [c for c in clues if c.attribute and c.object]
     if not counted:
         return "no stated fact the census counts (dates and types only)"

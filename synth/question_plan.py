@@ -140,7 +140,7 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
             chosen = _choose_intersection(ctx, candidates, ids[position], base) if _tree_drawn(ctx, path) else None
             chosen = chosen or describe.choose(list(candidates), fits, ids[position], base, minimum,
                                                config.max_attributes)
-            if ctx.census is None and config.require_named_anchor and not any(named_anchor(a.clue) for a in chosen or []):
+            if ctx.census is None and config.require_named_anchor and not any(narrow_anchor(ctx, a.clue) for a in chosen or []):
                 return _anchored(ctx, candidates, fits, ids[position], base, minimum) or chosen
             return chosen
     else:
@@ -172,11 +172,17 @@ def named_anchor(clue: gates.Clue) -> bool:
     return bool(clue.attribute and clue.object and not clue.object.startswith(LITERAL_PREFIX))
 
 
+def narrow_anchor(ctx: QuestionContext, clue: gates.Clue) -> bool:
+    """A named anchor that few subjects of the whole wiki share (`gates.broad_anchor`): what keeps a start's
+    description unique beyond the slice when no census is given."""
+    return named_anchor(clue) and gates.broad_anchor(ctx.facts, clue) is None
+
+
 def _anchored(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],
               minimum: int) -> list[Attribute] | None:
-    """A start description that states a named anchor first, then whatever else singles the start out (the
-    rule that keeps a description unique beyond the slice when no census is given); None if none does."""
-    for anchor in [o for o in options if named_anchor(o.clue)]:
+    """A start description that states a narrow named anchor first, then whatever else singles the start out
+    (the rule that keeps a description unique beyond the slice when no census is given); None if none does."""
+    for anchor in [o for o in options if narrow_anchor(ctx, o.clue)]:
         rest = [o for o in options if o is not anchor and o.relation != anchor.relation]
         more = describe.choose(rest, fits, target, [*base, anchor.clue], max(minimum - 1, 0),
                                ctx.config.max_attributes - 1)

@@ -168,17 +168,20 @@ def test_the_report_probes_move_on_bad_questions():
     assert scan_question("Who is the child of the director of this film?", "Sam Lee") == []
 
 
-def _two_alumni(ada_born_in_lyon: bool):
+def _two_alumni(ada_born_in_lyon: bool, lyon_population: str | None = "40000"):
     entities = [*PLACES, entity("Bob Stone", "Person")]
     facts = [*PLACE_FACTS, fact("Ada Stone", "birthDate", "1950-02-03", "date"),
              fact("Bob Stone", "birthDate", "1990-05-05", "date"), fact("Bob Stone", "almaMater", "Hill College")]
+    if lyon_population is not None:
+        facts.append(fact("Lyon", "populationTotal", lyon_population, "quantity"))
     if not ada_born_in_lyon:
         facts = [f for f in facts if not (f.head == "Ada Stone" and f.relation == "birthPlace")]
     return entities, facts
 
 
 def test_a_described_start_is_unique_beyond_the_slice():
-    # With a named anchor to state, the planner states it ("a person born in Lyon"): unique beyond the slice.
+    # With a narrow anchor to state, the planner states it ("a person born in Lyon", a town of 40,000 here):
+    # unique beyond the slice.
     ctx = context(*_two_alumni(True), describe_start=1.0, reject_dominant_answer=False)
     path = path_of(ctx, "Ada Stone", "Hill College", "Paris")
     plan = plan_question(ctx, path)
@@ -192,6 +195,26 @@ def test_a_described_start_is_unique_beyond_the_slice():
     plan = plan_question(ctx, path)
     assert plan.start_described and plan_gate(ctx, path, plan)[0] == "not_unique_in_world"
     assert "named anchor" in world_unique_start(ctx, plan)
+
+
+def test_a_hub_is_no_anchor_without_a_census():
+    # Lyon as it is (500,000 inhabitants), or a city whose population the slice does not record: thousands
+    # were born there, so "a person born in Lyon" is not unique in the world.
+    for population, why in (("500000", "500,000 inhabitants"), (None, "City of unrecorded population")):
+        ctx = context(*_two_alumni(True, population), describe_start=1.0, reject_dominant_answer=False)
+        path = path_of(ctx, "Ada Stone", "Hill College", "Paris")
+        plan = plan_question(ctx, path)
+        assert plan.start_described and plan_gate(ctx, path, plan)[0] == "not_unique_in_world"
+        assert why in world_unique_start(ctx, plan)
+    # A country (by its class), a university's alumni or a distributor's films (by the relation) are broad;
+    # a person or an unclassified small place is not.
+    ctx = context(*_two_alumni(True))
+    broad = {obj: gates.broad_anchor(ctx.facts, gates.Clue(position=0, attribute=relation, object=obj))
+             for relation, obj in (("country", "France"), ("birthPlace", "France"), ("almaMater", "Hill College"),
+                                   ("spouse", "Bob Stone"), ("birthPlace", "Lyon"), ("birthPlace", "Cluny"))}
+    assert "a Country" in broad["France"] and broad["Bob Stone"] is None and broad["Cluny"] is None
+    assert "almaMater" in broad["Hill College"] and broad["Lyon"] is None
+    assert gates.broad_anchor(ctx.facts, gates.Clue(position=0, attribute="distributor", object="Bob Stone"))
 
 
 def test_famous_starts_and_answers_are_weighted_toward_the_long_tail():
