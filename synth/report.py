@@ -258,7 +258,7 @@ def measure(folders: dict[str, Path], top_k: int | None = None,
         "prior_guess_share": _share(prior_guess_hits(questions), total),
         "phrasebook_break_share": _share(broken, total),
         "world_uniqueness": ("" if not config.require_named_anchor else f"census {config.census}" if config.census
-                             else "named anchor"),
+                             else "narrow anchor"),
         "fame": {"quantile": config.fame_quantile, "famous_keep": config.famous_keep,
                  "famous_start_share": _share(famous_start, total), "famous_answer_share": _share(famous_answer, total)},
         "top_answers": [[answer, count] for answer, count in top],

@@ -244,6 +244,6 @@ def test_the_card_says_how_uniqueness_beyond_the_slice_was_checked():
 
     def said(world: str) -> str:
         return _how_made({}, {"gates": ["not_unique_in_world"], "world_uniqueness": world})[-1]
-    assert "a named anchor; no census of a full dump was given" in said("named anchor")
+    assert "a narrow anchor: no country" in said("narrow anchor") and "no census of a full dump was given" in said("narrow anchor")
     assert "against a census full.json" in said("census full.json")
     assert "Beyond the slice" not in said("")
