@@ -551,7 +551,7 @@ def _how_made(manifests: dict[str, Manifest], questions: dict[str, Any] | None) 
                         if "identifying_clue" in questions["gates"] else "")
                      + {"narrow anchor": " Beyond the slice, a described start states a fact whose object is a "
                         "page few subjects share (a narrow anchor: no country, language, genre, distributor, "
-                        "publisher, university or city of 250,000 people or of unrecorded size, "
+                        "publisher, university or city of 100,000 people or of unrecorded size, "
                         "data/questions/broad_anchors.toml; no census of a full dump was given); how many entities "
                         "of the whole wiki fit it was not counted.",
                         "": ""}.get(questions.get("world_uniqueness", ""),
