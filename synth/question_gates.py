@@ -32,7 +32,10 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
   description pins down or from an entity the text names, so the final hop is answered from memory;
 - `description_search`: the description of the start or of an intermediate, searched alone in the agents'
   index, lists that entity in the top `description_search_top_k` (the pages the description names left
-  out of the ranking), so one search skips the chain before it;
+  out of the ranking), so one search skips the chain before it; k is `one_search_top_k` unless set, the
+  results an agent reads;
+- `description_answer`: a page that one search of such a description puts before a reader (its top k results
+  and the pages it names) states the answer, so the hops before that page are decoration;
 - `untimed_hop`: a hop over a relation that holds several values over time (not single-valued in the
   ontology) whose fact carries a start or end date, stated without its time: the other values, missing
   from the slice, would answer it too ("the prime minister of a French president");
@@ -69,7 +72,7 @@ from synth.question_plan import Plan, QuestionContext, described_as, named_ancho
 
 GATES = ("unreviewed_relation", "list_answer", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
          "identifying_clue", "clue_shortcut",
-         "not_unique_in_world", "trivial_final_hop", "description_search", "untimed_hop", "famous",
+         "not_unique_in_world", "trivial_final_hop", "description_search", "description_answer", "untimed_hop", "famous",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
          "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap", "relation_answer_cap")
 
@@ -176,10 +179,21 @@ def start_gate(ctx: QuestionContext, path: Path, start: Plan,
         return "identifying_clue", detail
     if ctx.config.require_named_anchor and (detail := world_unique_start(ctx, start)):
         return "not_unique_in_world", detail
+    return description_gates(ctx, path, [(path.start, described_as(start, 0), named_anchors(start, 0))], environment)
+
+
+def description_gates(ctx: QuestionContext, path: Path, descriptions: list[tuple[str, str, list[str]]],
+                      environment: SearchEnvironment | None) -> tuple[str, str] | None:
+    """`description_search`, then `description_answer`, on (title, description, named anchors) of the
+    entities the question does not name."""
     top_k = ctx.config.description_search_top_k
-    if environment is not None and top_k and (detail := text_gates.description_search(
-            environment, [(path.start, described_as(start, 0), named_anchors(start, 0))], top_k)) is not None:
+    if environment is None or not top_k:
+        return None
+    if (detail := text_gates.description_search(environment, descriptions, top_k)) is not None:
         return "description_search", detail
+    forms = [written_answer(ctx, path), *answer_aliases(ctx, path)]
+    if (detail := text_gates.description_answer(environment, descriptions, path.answer, forms, top_k)) is not None:
+        return "description_answer", detail
     return None
 
 
@@ -245,16 +259,12 @@ def untimed_hop(path: Path, plan: Plan, text: str) -> str | None:
 
 def search_gate(ctx: QuestionContext, path: Path, plan: Plan,
                 environment: SearchEnvironment | None) -> tuple[str, str] | None:
-    """The description shortcut before any text: every description of an entity the question does not name,
-    searched alone in the agents' index, must not list that entity in the top `description_search_top_k`."""
-    top_k = ctx.config.description_search_top_k
-    if environment is None or not top_k:
-        return None
+    """The description shortcuts before any text: every description of an entity the question does not name
+    (the start, each intermediate), searched alone in the agents' index, must list neither that entity nor a
+    page stating the answer in the top `description_search_top_k` (`description_gates`)."""
     descriptions = [(path.nodes[p], described_as(plan, p), named_anchors(plan, p)) for p in sorted(plan.nouns)
                     if p < len(path.nodes) - 1 and (p or plan.start_described)]
-    if (detail := text_gates.description_search(environment, descriptions, top_k)) is not None:
-        return "description_search", detail
-    return None
+    return description_gates(ctx, path, descriptions, environment)
 
 
 def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: list[str],
