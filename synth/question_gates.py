@@ -30,10 +30,11 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
 - `trivial_final_hop`: the answer follows in one well-known hop (`data/questions/trivial_hops.toml`: a
   country's capital, currency or language, a place's country or region) from the entity the final
   description pins down or from an entity the text names, so the final hop is answered from memory;
-- `description_search`: the description of the start or of an intermediate, searched alone in the agents'
-  index, lists that entity in the top `description_search_top_k` (the pages the description names left
-  out of the ranking), so one search skips the chain before it; k is `one_search_top_k` unless set, the
-  results an agent reads;
+- `description_search`: the description of an intermediate, searched alone in the agents' index, lists that
+  entity in the top `description_search_top_k` (the pages the description names left out of the ranking),
+  so one search skips the chain before it (k is `one_search_top_k` unless set: the results an agent reads);
+  the start's description must not list the start in the top `start_description_search_top_k` (1: finding
+  the start is the solve's first step, but not by one search of its description);
 - `description_answer`: a page that one search of such a description puts before a reader (its top k results
   and the pages it names) states the answer, so the hops before that page are decoration;
 - `untimed_hop`: a hop over a relation that holds several values over time (not single-valued in the
@@ -179,21 +180,30 @@ def start_gate(ctx: QuestionContext, path: Path, start: Plan,
         return "identifying_clue", detail
     if ctx.config.require_named_anchor and (detail := world_unique_start(ctx, start)):
         return "not_unique_in_world", detail
-    return description_gates(ctx, path, [(path.start, described_as(start, 0), named_anchors(start, 0))], environment)
+    return description_gates(ctx, path, [(0, path.start, described_as(start, 0), named_anchors(start, 0))],
+                             environment)
 
 
-def description_gates(ctx: QuestionContext, path: Path, descriptions: list[tuple[str, str, list[str]]],
+def description_gates(ctx: QuestionContext, path: Path, descriptions: list[tuple[int, str, str, list[str]]],
                       environment: SearchEnvironment | None) -> tuple[str, str] | None:
-    """`description_search`, then `description_answer`, on (title, description, named anchors) of the
-    entities the question does not name."""
-    top_k = ctx.config.description_search_top_k
-    if environment is None or not top_k:
+    """`description_search`, then `description_answer`, on (position, title, description, named anchors) of
+    the entities the question does not name: the start's read to `start_description_search_top_k`, the
+    others' to `description_search_top_k`."""
+    if environment is None:
         return None
-    if (detail := text_gates.description_search(environment, descriptions, top_k)) is not None:
-        return "description_search", detail
-    forms = [written_answer(ctx, path), *answer_aliases(ctx, path)]
-    if (detail := text_gates.description_answer(environment, descriptions, path.answer, forms, top_k)) is not None:
-        return "description_answer", detail
+    config = ctx.config
+    by_k: dict[int, list[tuple[str, str, list[str]]]] = {}
+    for position, *described in descriptions:
+        top_k = config.start_description_search_top_k if position == 0 else config.description_search_top_k
+        if top_k:
+            by_k.setdefault(top_k, []).append(tuple(described))
+    for top_k, group in by_k.items():
+        if (detail := text_gates.description_search(environment, group, top_k)) is not None:
+            return "description_search", detail
+    forms = [written_answer(ctx, path), *answer_aliases(ctx, path)] if by_k else []
+    for top_k, group in by_k.items():
+        if (detail := text_gates.description_answer(environment, group, path.answer, forms, top_k)) is not None:
+            return "description_answer", detail
     return None
 
 
@@ -261,8 +271,8 @@ def search_gate(ctx: QuestionContext, path: Path, plan: Plan,
                 environment: SearchEnvironment | None) -> tuple[str, str] | None:
     """The description shortcuts before any text: every description of an entity the question does not name
     (the start, each intermediate), searched alone in the agents' index, must list neither that entity nor a
-    page stating the answer in the top `description_search_top_k` (`description_gates`)."""
-    descriptions = [(path.nodes[p], described_as(plan, p), named_anchors(plan, p)) for p in sorted(plan.nouns)
+    page stating the answer in the top k results (`description_gates`)."""
+    descriptions = [(p, path.nodes[p], described_as(plan, p), named_anchors(plan, p)) for p in sorted(plan.nouns)
                     if p < len(path.nodes) - 1 and (p or plan.start_described)]
     return description_gates(ctx, path, descriptions, environment)
 

@@ -42,8 +42,9 @@ RANKED = [("Stephen King", "Stephen King is an American author born in Portland,
 
 
 def test_the_description_gate_reads_as_many_results_as_an_agent():
-    """Review defect 4: "a writer born in Old Town, Maine" ranks Tabitha King third; k = 1 let it through, the
-    default k is now the one-search gate's 5 (an agent reads the top 5), and follows it unless set."""
+    """Review defect 4: "a writer born in Old Town, Maine" (an intermediate) ranks Tabitha King third; k = 1 let
+    it through, the default k is now the one-search gate's 5 (an agent reads the top 5), and follows it unless
+    set. The start's own k stays 1: finding the start is the solve's first step, not a skipped hop."""
     index = _Index(RANKED)
     described = ("Tabitha King", "a writer born in Old Town, Maine")
     assert text_gates.description_search(index, [described], 1) is None
@@ -57,6 +58,7 @@ def test_the_description_gate_reads_as_many_results_as_an_agent():
     assert QuestionConfig(one_search_top_k=3).description_search_top_k == 3
     assert QuestionConfig(one_search_top_k=3, description_search_top_k=1).description_search_top_k == 1
     assert QuestionConfig(description_search_top_k=0).description_search_top_k == 0  # the gate off
+    assert config.start_description_search_top_k == 1
 
 
 def test_a_page_the_description_reaches_that_states_the_answer_is_rejected():
@@ -105,3 +107,29 @@ def test_a_college_under_the_university_template_is_a_college():
         "women's liberal arts college", "research university").replace("women's college", "university")
     result = extract_article(page("Columbia University", university), str, AS_OF, ExtractConfig())
     assert result.entity.type == "University" and not result.excluded[PAGE_OVER_TEMPLATE]
+
+
+def test_the_start_and_the_intermediates_are_read_to_their_own_k():
+    """`description_gates`: a start whose description ranks it third passes at the start's k (1); an
+    intermediate ranked third fails at the intermediates' k (5); each reason is counted by its gate name."""
+    from synth.question_gates import description_gates
+    from tests.test_questions import context, path_of
+    from tests.walk_graphs import entity, fact
+
+    entities = [entity("Misery (novel)", "Book"), entity("Stephen King", "Writer", head=False),
+                entity("Tabitha King", "Writer", head=False)]
+    facts = [fact("Misery (novel)", "author", "Stephen King"), fact("Stephen King", "spouse", "Tabitha King"),
+             fact("Tabitha King", "birthDate", "1949-03-24", "date")]
+    ctx = context(entities, facts)
+    path = path_of(ctx, "Misery (novel)", "Stephen King", "Tabitha King", "1949-03-24")
+    index = _Index([("Old Town, Maine", "Old Town."), ("Stephen King", "An author."), ("Misery (novel)", "A novel."),
+                    ("Tabitha King", "A writer born on 24 March 1949.")])
+    start = (0, "Misery (novel)", "a novel published in the late 1980s", [])
+    assert description_gates(ctx, path, [start], index) is None
+    reason, detail = description_gates(ctx, path, [start, (2, "Tabitha King", "a writer born in Old Town", [])], index)
+    assert reason == "description_search" and "'Tabitha King' at rank 4" in detail
+    # The intermediate ranked past k, but a page among its top 5 states the answer: counted apart.
+    ranked = [("Tabitha King", "A writer born on 24 March 1949."), *((f"Page {n}", "filler") for n in range(5)),
+              ("Stephen King", "An author.")]
+    reason, detail = description_gates(ctx, path, [(1, "Stephen King", "an author from Maine", [])], _Index(ranked))
+    assert reason == "description_answer" and "'Tabitha King', whose page states '24 march 1949'" in detail
