@@ -68,7 +68,15 @@ from knowledge.ontology import load_ontology
 from schemas.questions import Path
 from synth import describe, gates, text_gates
 from synth.environment import SearchEnvironment
-from synth.phrasing import answer_form, date_variants, is_list_value, number_variants, parse_date, reviewed
+from synth.phrasing import (
+    answer_form,
+    date_variants,
+    is_list_value,
+    number_variants,
+    parse_date,
+    reviewed,
+    type_noun,
+)
 from synth.question_plan import Plan, QuestionContext, described_as, named_anchor, seeded_rng
 
 GATES = ("unreviewed_relation", "list_answer", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
@@ -273,8 +281,17 @@ def search_gate(ctx: QuestionContext, path: Path, plan: Plan,
     (the start, each intermediate), searched alone in the agents' index, must list neither that entity nor a
     page stating the answer in the top k results (`description_gates`)."""
     descriptions = [(p, path.nodes[p], described_as(plan, p), named_anchors(plan, p)) for p in sorted(plan.nouns)
-                    if p < len(path.nodes) - 1 and (p or plan.start_described)]
+                    if p < len(path.nodes) - 1 and (p or plan.start_described) and not class_noun_only(ctx, path, plan, p)]
     return description_gates(ctx, path, descriptions, environment)
+
+
+def class_noun_only(ctx: QuestionContext, path: Path, plan: Plan, position: int) -> bool:
+    """Whether the entity at `position` is described by its class noun alone ("was preceded by a television
+    series"): that states nothing a search could find it by in the world, only the hop does; in a slice with
+    few pages of its class the search would still list it (two series in a 27-page export)."""
+    info = ctx.entities.get(path.nodes[position])
+    return (not plan.attributes.get(position) and info is not None
+            and plan.nouns.get(position) == type_noun(info.type) != "entity")
 
 
 def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: list[str],
