@@ -133,3 +133,26 @@ def test_the_start_and_the_intermediates_are_read_to_their_own_k():
               ("Stephen King", "An author.")]
     reason, detail = description_gates(ctx, path, [(1, "Stephen King", "an author from Maine", [])], _Index(ranked))
     assert reason == "description_answer" and "'Tabitha King', whose page states '24 march 1949'" in detail
+
+
+def test_an_entity_described_by_its_class_noun_alone_is_not_searched():
+    """"... was written by a writer": the class noun states nothing a search finds the writer by (in a slice
+    with few writers it still ranks him high); his lead's noun phrase does, and is searched."""
+    from synth.question_gates import search_gate
+    from synth.question_plan import described_as, plan_question
+    from tests.test_questions import context, path_of
+    from tests.walk_graphs import entity, fact
+
+    def gate(description: str):
+        entities = [entity("Misery (novel)", "Book"), entity("Tabitha King", "Writer", head=False),
+                    entity("Stephen King", "Writer", head=False, description=description)]
+        facts = [fact("Misery (novel)", "author", "Stephen King"), fact("Stephen King", "spouse", "Tabitha King")]
+        ctx = context(entities, facts)
+        path = path_of(ctx, "Misery (novel)", "Stephen King", "Tabitha King")
+        plan = plan_question(ctx, path)
+        index = _Index([("Stephen King", "Stephen King is an American author."), ("Misery (novel)", "A novel.")])
+        return described_as(plan, 1), search_gate(ctx, path, plan, index)
+
+    assert gate("Stephen King (writer)") == ("a writer", None)
+    described, (reason, detail) = gate("Stephen King is an American author.")
+    assert described == "an American author" and reason == "description_search" and "at rank 1" in detail
