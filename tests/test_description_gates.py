@@ -156,3 +156,20 @@ def test_an_entity_described_by_its_class_noun_alone_is_not_searched():
     assert gate("Stephen King (writer)") == ("a writer", None)
     described, (reason, detail) = gate("Stephen King is an American author.")
     assert described == "an American author" and reason == "description_search" and "at rank 1" in detail
+
+
+def test_the_question_as_one_search_must_not_show_the_answer():
+    """`one_search`: the whole text searched once lists the answer's page, or shows the answer in a result."""
+    from synth.search import SearchHit
+
+    class Hits(_Index):
+        def search(self, query, top_k):
+            return [SearchHit(title, 1.0, self.pages[title].chunks[0]) for title in self.ranked[:top_k]]
+
+    index = Hits(RANKED)
+    text = "Where did the writer born in Old Town, Maine study?"
+    assert "the answer's page 'University of Maine' is result 4" in text_gates.one_search(
+        index, text, "University of Maine", [], 5)
+    assert text_gates.one_search(index, text, "University of Maine", [], 3) is None
+    assert "result 1 ('Stephen King') shows 'Portland, Maine'" in text_gates.one_search(
+        index, text, "Portland, Maine", ["Portland"], 5)

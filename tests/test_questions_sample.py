@@ -58,7 +58,10 @@ def test_questions_of_two_three_and_four_hops_with_every_path_accounted_for(samp
     assert manifest.counts["questions:hops_4"] >= 1
     assert len(questions) + len(skipped) == manifest.counts["paths:read"] == walks.counts["paths:kept"]
     assert all(walks.counts[f"rejected:{c}"] > 0 for c in ("dead_end", "hub", "multiple_objects", "inverse_hop"))
-    for gate in ("alternative_answer", "multi_valued_hop", "start_not_unique", "dominant_answer", "one_search",
+    # Not one_search: each description read to the top 5 turns down first what the whole text's search found
+    # (measured 0 first reasons; 4 while descriptions were read to the top 1; the gate's own test is crafted:
+    # tests/test_description_gates.py).
+    for gate in ("alternative_answer", "multi_valued_hop", "start_not_unique", "dominant_answer",
                  "answer_cap", "trivial_final_hop", "description_search", "relation_answer_cap", "famous",
                  "not_unique_in_world"):
         assert manifest.counts[f"rejected:{gate}"] > 0, gate
