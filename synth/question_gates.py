@@ -281,7 +281,8 @@ def search_gate(ctx: QuestionContext, path: Path, plan: Plan,
     (the start, each intermediate), searched alone in the agents' index, must list neither that entity nor a
     page stating the answer in the top k results (`description_gates`)."""
     descriptions = [(p, path.nodes[p], described_as(plan, p), named_anchors(plan, p)) for p in sorted(plan.nouns)
-                    if p < len(path.nodes) - 1 and (p or plan.start_described) and not class_noun_only(ctx, path, plan, p)]
+                    if p < len(path.nodes) - 1 and (p or plan.start_described)
+                    and not class_noun_only(ctx, path, plan, p)]
     return description_gates(ctx, path, descriptions, environment)
 
 

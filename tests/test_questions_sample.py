@@ -232,9 +232,10 @@ def assert_states_graph_facts(ctx, questions) -> None:
 def test_the_question_report_shows_hard_questions(sample):
     _, _, questions, _, _, _, report = sample
     # Below issue 25's 150: the world gates keep 110 of the sample's 1130 paths with an intermediate's description
-    # read to the top 5 (88 while a class noun alone was searched too; 127 to the top 1; 33 with the start's read to the top 5 too; 119 with one plan per path
-    # and a description search that an anchor ranked first could hide the start behind; 322 before the world
-    # gates), see docs/ARCHITECTURE.md's questions section for where the rest go.
+    # read to the top 5 (88 while a class noun alone was searched too; 127 to the top 1; 33 with the start's read
+    # to the top 5 too; 119 with one plan per path and a description search that an anchor ranked first could
+    # hide the start behind; 322 before the world gates), see docs/ARCHITECTURE.md's questions section for where
+    # the rest go.
     assert report["questions"] == len(questions) >= 100
     assert {2, 3, 4} <= {q.hops for q in questions} and report["tree_share"] > 0
     assert report["names_start_share"] <= 0.10
@@ -243,8 +244,8 @@ def test_the_question_report_shows_hard_questions(sample):
     assert report["identifies_start_share"] <= 0.01 and report["identifies_intermediate_share"] <= 0.01
     # Probes that are not the gates: the text in a TF-IDF retriever (measured 1.6%), each description alone
     # there (an intermediate first: 0.9% read to the top 5, 11.8% to the top 1, 18.5% before the gate left the
-    # named pages out, 40.1% before the description gate; the start first: 18.2%, 18.9% before, 58.0% when an anchor's page ranked first in the agents' index
-    # hid the start behind it, 68.0% before the gate), the leave-one-out prior guess per final relation (0.0%,
+    # named pages out, 40.1% before the description gate; the start first: 18.2%, 18.9% before, 58.0% when an
+    # anchor's page ranked first in the agents' index hid the start behind it, 68.0% before the gate), the leave-one-out prior guess per final relation (0.0%,
     # 15.8% before its cap). Issue 25's bound for the start is 20%.
     assert report["question_search_share"] is not None and report["question_search_share"] <= 0.05
     assert report["start_description_first_share"] <= 0.20 and report["unnamed_description_first_share"] <= 0.15
