@@ -18,9 +18,10 @@ from synth import describe, gates, text_gates
 from synth.phrasing import (
     CONSONANT_SOUND,
     as_common_noun,
+    date_periods,
     date_variants,
-    fuzz_year,
     number_variants,
+    period_years,
     phrase,
     type_noun,
 )
@@ -206,16 +207,20 @@ def test_surface_forms_vary_with_the_seed():
 
 
 def test_date_fuzzing_and_literal_aliases():
-    assert fuzz_year(1993, 0) == ("the early 1990s", (1990, 1993))
-    assert fuzz_year(1995, 0) == ("the mid-1990s", (1994, 1996))
-    assert fuzz_year(1998, 1) == ("the 1990s", (1990, 1999))
-    assert fuzz_year(1949, 2) == ("the mid-20th century", (1940, 1969))
-    assert fuzz_year(1209, 0) == fuzz_year(1209, 2) == ("the early 13th century", (1201, 1239))  # not "the 1200s"
-    assert fuzz_year(1809, 2) == ("the early 19th century", (1801, 1839))
-    # Centuries split as read: the first four decades, the next three, the last three (1969 is not "late").
-    assert fuzz_year(1969, 2) == ("the mid-20th century", (1940, 1969))
-    assert fuzz_year(1970, 2) == ("the late 20th century", (1970, 2000))
-    assert fuzz_year(2000, 2) == ("the late 20th century", (1970, 2000))
+    # Each period with the years a reader takes it to mean (data/questions/date_periods.toml).
+    assert date_periods(1993) == [("the early 1990s", (1990, 1993)), ("the 1990s", (1990, 1999))]
+    assert date_periods(1995) == [("the mid-1990s", (1994, 1996)), ("the 1990s", (1990, 1999))]
+    assert date_periods(1998) == [("the late 1990s", (1997, 1999)), ("the 1990s", (1990, 1999))]
+    # No part of a century: "the late 20th century" fits 1969 as well as 1983 to a reader.
+    assert not any("century" in label for year in range(1910, 2030) for label, _ in date_periods(year))
+    # "The 1900s" and "the early 1200s" read as centuries: a century's first decade has its own words.
+    assert date_periods(1209) == [("the first decade of the 13th century", (1200, 1210))]
+    assert date_periods(1900) == [("the first decade of the 20th century", (1900, 1910))]
+    assert date_periods(2002) == [("the early 2000s", (2000, 2003)), ("the 2000s", (2000, 2009))]
+    assert date_periods(45) == []  # "the 40s" would read as the 1940s
+    for year in (1209, 1900, 1969, 1983, 2004):
+        for label, span in date_periods(year):
+            assert span[0] <= year <= span[1] and period_years(label) == span
     assert date_variants("1990-05-12") == ["1990-05-12", "12 May 1990", "May 12, 1990"]
     assert date_variants("1990-05") == ["1990-05", "May 1990"]
     assert number_variants("8848", "m") == ["8848 m", "8,848 m", "8848", "8,848"]
