@@ -135,7 +135,8 @@ def _attributes(ctx, node: int, position: int, person: bool, skip_relations: set
             entry = phrase(relation)
             name = _name(label, entry)
             ended = _ended(graph, edge, ctx.as_of)
-            several = objects_of[graph.rel[edge]] > 1 and _current_objects(ctx, node, graph.rel[edge]) > 1
+            several = (objects_of[graph.rel[edge]] > 1 and _current_objects(ctx, node, graph.rel[edge]) > 1
+                       or relation in gates.partial_lists())  # a selection: "whose notable works include X"
             modifier, predicate = relation_clauses(entry, name, its, ended, several)
             if not ended and (variant := _variant(str(graph.keys[node]), relation)) is not None:
                 modifier = variant["modifier"].format(o=name, a=with_article(name))
