@@ -150,7 +150,7 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
         def pick(candidates):
             minimum = min(config.attributes_per_entity, len(candidates))
             return (_selection_anchored(ctx, path.hops[position - 1].relation, candidates, fits, ids[position], base,
-                                        minimum)
+                                        minimum, needed=False)
                     or _choose_needing_hop(ctx, candidates, fits, ids[position], base, minimum, reached))
     chosen = _avoiding_identifying(ctx, options, pick)
     # Nothing singles it out: keep a plain description and let the plan gate count why.
@@ -189,13 +189,13 @@ def _anchored(ctx: QuestionContext, options: list[Attribute], fits, target: int,
 
 
 def _selection_anchored(ctx: QuestionContext, relation: str, options: list[Attribute], fits, target: int,
-                        base: list[gates.Clue], minimum: int) -> list[Attribute] | None:
+                        base: list[gates.Clue], minimum: int, needed: bool) -> list[Attribute] | None:
     """For the object of a relation whose infobox list is a selection (`gates.partial_lists`), a description
-    that names a page first (`_anchored`), one needed to tell the listed values apart: what the
-    `partial_list` gate asks of it. None for other relations."""
+    that names a page first (`_anchored`; for a tree's branches, `needed`, one without which the rest would
+    not tell the listed values apart): what the `partial_list` gate asks of it. None for other relations."""
     if relation not in gates.partial_lists():
         return None
-    return _anchored(ctx, options, fits, target, base, minimum, needed=True)
+    return _anchored(ctx, options, fits, target, base, minimum, needed)
 
 
 MAX_FIRST_BRANCHES = 6  # first branches tried when describing a start drawn to be a tree
@@ -304,7 +304,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
             def fits(branch_clues):
                 return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)}
             branches = _avoiding_identifying(ctx, options, lambda candidates: (
-                _selection_anchored(ctx, path.hops[-1].relation, candidates, fits, ids[-1], [], 1)
+                _selection_anchored(ctx, path.hops[-1].relation, candidates, fits, ids[-1], [], 1, needed=True)
                 or _choose_needing_hop(ctx, candidates, fits, ids[-1], [], 1, reached))) or []
             clues += [b.clue for b in branches]
             if branches and needs_intersection(ctx, reached, ids[-1], [b.clue for b in branches]):
