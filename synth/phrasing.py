@@ -197,33 +197,37 @@ def _period_forms() -> tuple[dict, ...]:
 
 
 def date_periods(year: int) -> list[tuple[str, tuple[int, int]]]:
-    """The periods a date in `year` may be stated as ("the early 1990s", "the 1990s"), each with the years a
-    reader takes it to mean (`data/questions/date_periods.toml`): a clue built from one is checked by those
-    years, so it tells two entities apart only when a reader would. In a century's first decade before 2000
-    only its own form ("the first decade of the 20th century"), since "the 1900s" reads as a century."""
+    """The periods a date in `year` may be stated as ("the early 1990s", "the 1990s", "the late 20th century"),
+    each with the years a reader takes it to mean (`data/questions/date_periods.toml`): a clue built from one
+    is checked by those years, so it tells two entities apart only when a reader would. In a century's first
+    decade before 2000 no decade form but its own ("the first decade of the 20th century"), since "the
+    1900s" reads as a century."""
     if year < MIN_PERIOD_YEAR:
         return []
-    decade, digit = year - year % 10, year % 10
+    century = year - year % 100  # as a reader counts: 1900-1999 is the 20th century
     first_decade = year % 100 < 10 and year < 2000
     periods = []
     for form in _period_forms():
-        if form.get("first_decade", False) != first_decade or not form["stated"][0] <= digit <= form["stated"][1]:
+        by_century = form.get("scope") == "century"
+        origin = century if by_century else year - year % 10
+        if not by_century and form.get("first_decade", False) != first_decade:
             continue
-        label = form["label"].format(decade=decade, century=_ordinal(year // 100 + 1))
-        periods.append((label, (decade + form["read"][0], decade + form["read"][1])))
+        if form["stated"][0] <= year - origin <= form["stated"][1]:
+            label = form["label"].format(decade=origin, century=_ordinal(century // 100 + 1))
+            periods.append((label, (origin + form["read"][0], origin + form["read"][1])))
     return periods
 
 
 @functools.cache
 def period_years(label: str) -> tuple[int, int] | None:
-    """The years a stated period means to a reader ("the mid-1960s" -> 1963-1967), read back from the table:
+    """The years a stated period means to a reader ("the mid-1960s" -> 1964-1966), read back from the table:
     what the scripted searcher checks a page's years against. None for words no form writes."""
     digits = re.search(r"\d+", label)
     if digits is None:
         return None
     number = int(digits.group())
-    decade = (number - 1) * 100 if label.endswith(" century") else number
-    return next((span for year in range(decade, decade + 10) for found, span in date_periods(year) if found == label),
+    first, span = ((number - 1) * 100, 100) if label.endswith(" century") else (number, 10)
+    return next((found for year in range(first, first + span) for said, found in date_periods(year) if said == label),
                 None)
 
 

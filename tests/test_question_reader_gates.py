@@ -5,8 +5,10 @@ city) is a trivial hop."""
 
 from __future__ import annotations
 
+import random
+
 from knowledge.ontology import load_ontology
-from synth import gates
+from synth import describe, gates
 from synth.phrasing import period_years
 from synth.question_gates import path_gate, plan_gate, structural_gate
 from synth.question_plan import described_as, plan_question
@@ -32,12 +34,16 @@ def test_a_date_clue_tells_co_writers_apart_only_as_a_reader_reads_it():
     plan = plan_question(ctx, path)
     assert plan.unresolved is None and structural_gate(ctx, path, plan) is None
     said = described_as(plan, 1)
-    text = write_template(ctx, path, plan).text
-    assert said in text and "century" not in text  # no part of a century: "late 20th" fits 1969 to a reader
+    assert said in write_template(ctx, path, plan).text
     (clue,) = [c for c in plan.clues if c.position == 1 and c.years]
     period = said.split("born in ")[1]
-    assert period in ("the early 1980s", "the 1980s") and clue.years == period_years(period)
+    assert clue.years == period_years(period)  # the gates check what the words mean to a reader ...
     assert clue.years[0] <= 1983 <= clue.years[1] and not clue.years[0] <= 1969 <= clue.years[1]
+    assert period in ("the early 1980s", "the 1980s")  # ... so "the late 20th century" (1960-2000) is no clue
+    late = next(a for a in describe.attributes(ctx, ctx.graph.node_id("Greta Lane"), 1, random.Random(0), True,
+                                               set(), set()) if "century" in a.modifier)
+    assert late.modifier == "born in the late 20th century"
+    assert gates.satisfies(ctx.facts, ctx.graph.node_id("Noah Bell"), late.clue)  # Baumbach, 1969, fits it
     # A co-writer born a year earlier reads as "the early 1980s" and "the 1980s" too: no date tells them
     # apart, so the plan is refused with its reason rather than stated as if it did.
     ctx = context(*_co_writers("1982-01-10"), reject_dominant_answer=False)

@@ -54,7 +54,7 @@ STRONG_MATCH = 2  # question keywords a result's title and snippet share for it 
 MAX_PAGES_READ = 3  # pages of one article read on when page 1 does not state the relation
 SPOKEN_PARTS = 2
 STEP_BUDGET = 45  # own steps before the searcher gives up (the episode's turn limit is 60)
-_PERIOD = re.compile(r"\bthe (?:(?:early |mid-|late )?\d{3,4}s|first decade of the \d{1,2}(?:st|nd|rd|th) century)\b")
+_PERIOD = re.compile(r"\bthe (?:early |mid-|late |first decade of the )?(?:\d{3,4}s|\d{1,2}(?:st|nd|rd|th) century)\b")
 _NAME = re.compile(r"\"([^\"]+)\"|\b([A-Z0-9][\w'.&-]*(?:(?:\s+|:\s+)(?:of |the |de |von |van |and |a |in )*[A-Z0-9][\w'.&-]*)*)")
 _DATE = re.compile(r"\b(?:\d{1,2} )?(?:January|February|March|April|May|June|July|August|September|October|"
                    r"November|December)(?: \d{1,2},)? \d{4}\b|\b\d{4}\b")
