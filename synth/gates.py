@@ -400,6 +400,21 @@ def partial_lists() -> dict[str, dict]:
         return tomllib.load(handle)
 
 
+def partial_list(path: Path) -> str | None:
+    """Why a hop of the path singles out a value of a relation whose infobox list is a selection, or None.
+
+    Whatever the question says of that value (a date, a country, a genre, a publisher), the world holds other
+    values the list leaves out that may fit it too: King's notable works include Carrie (1974) but not 'Salem's
+    Lot (1975), and both are American novels of the mid-1970s; Jonathan Nolan's relatives born in London are
+    two brothers, the infobox names one. Nor can the asked hop be one ("the notable work of X"). So such a
+    relation is never a hop; a description states it as membership ("whose notable works include Carrie"),
+    which stays true however partial the list."""
+    for position, hop in enumerate(path.hops):
+        if (entry := partial_lists().get(hop.relation)) is not None:
+            return f"hop {position + 1} ({hop.relation}) singles out one of its values, but {entry['why']}"
+    return None
+
+
 def _trivial_from(graph: CSRGraph, relation: str, head: int, reached_by: str | None = None,
                   answer: str | None = None) -> str | None:
     """Why `relation` of the entity `head` is common knowledge (the table's entry for its class), or None.

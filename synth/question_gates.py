@@ -9,6 +9,11 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
   so no question text for it was ever read by a person ("the merged with of X");
 - `list_answer`: a free-text answer is a list ("civil servant, politician"): a multi-valued fact that
   extraction left as one string, not one answer;
+- `partial_list`: a hop over a relation whose infobox list is a selection (`data/questions/partial_lists.toml`:
+  notable works, lead actors, relatives, awards): the hop singles one value out ("the notable work of X", "one
+  of the notable works of X is a novel from the United States published in the mid-1970s"), which is unique
+  among the listed values only; such a relation is stated only as membership, as an attribute ("a writer
+  whose notable works include Carrie");
 - `vague_answer`: a one-word lower-case string answer, an infobox keyword rather than a fact;
 - `answer_leak`: the answer or one of its aliases appears in the question text;
 - `evidence_leak`: the question copies a long n-gram of a hop's evidence sentence;
@@ -27,9 +32,6 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
   is London"): one search finds it, so the chain before it is never needed (the ontology's
   inverse-functional properties; the planner avoids such facts where others single the entity out);
 - `tree_branch`: a tree question's branch does not hold for the answer, or is not needed to single it out;
-- `partial_list`: a hop over a relation whose infobox list is a selection (`data/questions/partial_lists.toml`:
-  notable works, lead actors, awards) is asked ("the notable work of X": one of several in the world), or its
-  object is told apart from the other values by a date or a type alone, which an unlisted value may fit too;
 - `trivial_final_hop`: the answer follows in one well-known hop (`data/questions/trivial_hops.toml`: a
   country's capital, currency or language, a place's country or region) from the entity the final
   description pins down or from an entity the text names, so the final hop is answered from memory;
@@ -70,9 +72,9 @@ from synth.environment import SearchEnvironment
 from synth.phrasing import answer_form, date_variants, is_list_value, number_variants, parse_date, reviewed
 from synth.question_plan import Plan, QuestionContext, described_as, named_anchor, seeded_rng
 
-GATES = ("unreviewed_relation", "list_answer", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
+GATES = ("unreviewed_relation", "list_answer", "partial_list", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
          "identifying_clue", "clue_shortcut",
-         "not_unique_in_world", "partial_list", "trivial_final_hop", "description_search", "untimed_hop", "famous",
+         "not_unique_in_world", "trivial_final_hop", "description_search", "untimed_hop", "famous",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
          "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap", "relation_answer_cap")
 
@@ -112,6 +114,8 @@ def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
         return "unreviewed_relation", f"no reviewed phrasebook entry for {relation}"
     if is_list_value(path.answer, path.answer_type):
         return "list_answer", f"a list, not one answer: {path.answer!r}"
+    if (detail := gates.partial_list(path)) is not None:
+        return "partial_list", detail
     if (detail := gates.vague_answer(path)) is not None:
         return "vague_answer", detail
     if (detail := gates.fewer_hops(ctx.graph, path)) is not None:
@@ -158,8 +162,6 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
         return "clue_shortcut", detail
     if plan.start_described and ctx.config.require_named_anchor and (detail := world_unique_start(ctx, plan)):
         return "not_unique_in_world", detail
-    if (detail := partial_list(path, plan)) is not None:
-        return "partial_list", detail
     if (detail := gates.trivial_final_hop(ctx.facts, path, named_entities(path, plan))) is not None:
         return "trivial_final_hop", detail
     if 0 in plan.tree_positions and (detail := gates.start_intersection(
@@ -212,26 +214,6 @@ def world_unique_start(ctx: QuestionContext, plan: Plan) -> str | None:
     estimate = min(world(c) for c in counted)
     if estimate > ctx.config.census_max_fits:
         return f"about {estimate:.0f} entities of the census's wiki fit the start's description"
-    return None
-
-
-def partial_list(path: Path, plan: Plan) -> str | None:
-    """Why the question singles out a value of a relation whose infobox list is a selection, or None.
-
-    Such a value is unique among the listed ones only; the world holds others (`gates.partial_lists`). So it
-    is never what the question asks for unless branches that name a page tell it apart ("which of X's notable
-    works did Chilton Books publish?"), and on the chain the clues on it must name a page: a date or a type
-    alone ("one of the notable works of X is a novel published in the 1980s") fits unlisted values as well.
-    A page named is the conservative rule `require_named_anchor` holds a described start to."""
-    last = len(path.hops) - 1
-    for position, hop in enumerate(path.hops):
-        if (entry := gates.partial_lists().get(hop.relation)) is None:
-            continue
-        said = [b.clue for b in plan.branches] if position == last else [
-            c for c in plan.clues if c.position == position + 1]
-        if not any(named_anchor(c) for c in said):
-            asked = "asked" if position == last else "told apart by a date or a type alone"
-            return f"hop {position + 1} ({hop.relation}) is {asked}, but {entry['why']}"
     return None
 
 

@@ -149,9 +149,7 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
 
         def pick(candidates):
             minimum = min(config.attributes_per_entity, len(candidates))
-            return (_selection_anchored(ctx, path.hops[position - 1].relation, candidates, fits, ids[position], base,
-                                        minimum, needed=False)
-                    or _choose_needing_hop(ctx, candidates, fits, ids[position], base, minimum, reached))
+            return _choose_needing_hop(ctx, candidates, fits, ids[position], base, minimum, reached)
     chosen = _avoiding_identifying(ctx, options, pick)
     # Nothing singles it out: keep a plain description and let the plan gate count why.
     minimum = max(config.start_attributes - len(base), 1) if reached is None else config.attributes_per_entity
@@ -175,27 +173,16 @@ def named_anchor(clue: gates.Clue) -> bool:
 
 
 def _anchored(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],
-              minimum: int, needed: bool = False) -> list[Attribute] | None:
+              minimum: int) -> list[Attribute] | None:
     """A start description that states a named anchor first, then whatever else singles the start out (the
-    rule that keeps a description unique beyond the slice when no census is given); None if none does. With
-    `needed`, only an anchor without which the rest would not single it out (a tree's branch must be)."""
+    rule that keeps a description unique beyond the slice when no census is given); None if none does."""
     for anchor in [o for o in options if named_anchor(o.clue)]:
         rest = [o for o in options if o is not anchor and o.relation != anchor.relation]
         more = describe.choose(rest, fits, target, [*base, anchor.clue], max(minimum - 1, 0),
                                ctx.config.max_attributes - 1)
-        if more is not None and not (needed and fits([*base, *(m.clue for m in more)]) == {target}):
+        if more is not None:
             return [anchor, *more]
     return None
-
-
-def _selection_anchored(ctx: QuestionContext, relation: str, options: list[Attribute], fits, target: int,
-                        base: list[gates.Clue], minimum: int, needed: bool) -> list[Attribute] | None:
-    """For the object of a relation whose infobox list is a selection (`gates.partial_lists`), a description
-    that names a page first (`_anchored`; for a tree's branches, `needed`, one without which the rest would
-    not tell the listed values apart): what the `partial_list` gate asks of it. None for other relations."""
-    if relation not in gates.partial_lists():
-        return None
-    return _anchored(ctx, options, fits, target, base, minimum, needed)
 
 
 MAX_FIRST_BRANCHES = 6  # first branches tried when describing a start drawn to be a tree
@@ -303,9 +290,8 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
 
             def fits(branch_clues):
                 return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)}
-            branches = _avoiding_identifying(ctx, options, lambda candidates: (
-                _selection_anchored(ctx, path.hops[-1].relation, candidates, fits, ids[-1], [], 1, needed=True)
-                or _choose_needing_hop(ctx, candidates, fits, ids[-1], [], 1, reached))) or []
+            branches = _avoiding_identifying(
+                ctx, options, lambda candidates: _choose_needing_hop(ctx, candidates, fits, ids[-1], [], 1, reached)) or []
             clues += [b.clue for b in branches]
             if branches and needs_intersection(ctx, reached, ids[-1], [b.clue for b in branches]):
                 tree_positions.append(hops)

@@ -17,7 +17,7 @@ from knowledge.lexicon import PAST_TENSE, TIDY
 from knowledge.phrasebook import VAGUE_NOUNS, Entry
 from llm.client import LLMClient
 from schemas.questions import Path
-from synth import describe, gates
+from synth import describe
 from synth.phrasing import (
     PERSON_NOUNS,
     display_title,
@@ -111,7 +111,7 @@ def _is_work(ctx: QuestionContext, title: str) -> bool:
 def _clue_sentence(relation: str, subject: str, obj: str, ended: bool, work: bool = False,
                   several: bool = False) -> str:
     """A clue sentence for a hop, subject first and object last (so "the latter" then means the object); a hop
-    with `several` objects (a tree's, or a relation whose list is a selection) states one of them, not "the" one."""
+    with `several` objects (a tree's) states one of them, not "the" one."""
     entry = phrase(relation, work)
     if several and entry.forward.startswith(f"The {entry.noun} of "):
         return sentence(f"{entry.of(subject, several=True)} {'was' if ended else 'is'} {obj}.")
@@ -167,7 +167,7 @@ def write_template(ctx: QuestionContext, path: Path, plan: Plan) -> Draft:
             sentences.append(_clue_sentence(hop.relation, subject,
                                             describe.described(noun, plan.attributes.get(position, [])),
                                             position - 1 in plan.ended, _is_work(ctx, hop.head),
-                                            position in plan.tree_positions or hop.relation in gates.partial_lists()))
+                                            position in plan.tree_positions))
             used[noun] += 1
             subject = f"this {noun}" if used[noun] == 1 else f"the latter {noun}"
         sentences.append(sentence(_ask(ctx, path, plan, subject, rng)))
@@ -195,8 +195,6 @@ Rules:
 - Ask for exactly the final object of the chain; the question must need every hop. When "answer_constraints"
   are given, the final relation has several objects: ask for the one that satisfies every constraint.
 - Write a hop marked "ended": true in the past tense ("was married to"), never as a present fact.
-- State a hop marked "one_of_several": true as one of several ("one of the notable works of X is ..."),
-  never as "the" one: the list is a selection.
 - If "as_of" is given, begin with "As of <as_of>," because the facts can change.
 - Write one fluent, grammatical English question (clue sentences before it are allowed).
 Reply with JSON {"question": str, "obfuscations": [str]} listing how you disguised entities and dates."""
@@ -211,8 +209,6 @@ def writer_messages(ctx: QuestionContext, path: Path, plan: Plan) -> list[dict[s
         position = index + 1
         item = {"subject": "start" if index == 0 else f"entity {index}", "relation": hop.relation,
                 "relation_meaning": phrase(hop.relation).noun, "ended": index in plan.ended}
-        if hop.relation in gates.partial_lists():
-            item["one_of_several"] = True  # the infobox lists a selection: "one of the notable works of X"
         if position < len(path.nodes) - 1:
             info = ctx.entities.get(path.nodes[position])
             item["object"] = f"entity {position}"
