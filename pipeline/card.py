@@ -55,7 +55,8 @@ CONFIG_DESCRIPTIONS = {
     "nanbeige": "messages in the Nanbeige4.1 (Qwen3 ChatML) `<tool_call>`/`<tool_response>` template",
     "openai": "OpenAI chat messages with `tool_calls` and `tool` results, plus the `tools` declarations",
     "turns": "one row per critic-approved assistant turn: the conversation prefix ending at it",
-    "rl": "RL prompts in the nanbeige template with gold answers and the search environment to roll out in",
+    "rl": "RL prompts in the nanbeige template with gold answers, the search environment to roll out in and the "
+          "question's pass rate",
 }
 
 
@@ -130,8 +131,11 @@ class DatasetStats:
             "episode loop and answer matching; the `difficulty` stage). The `questions` config keeps it as "
             "`pass_rate`, with `pass_rate_policy` and `pass_rate_rollouts`. Questions by hop count and pass rate:\n",
             _table(["hops", *BUCKETS, "questions"], self.difficulty_rows()) + "\n",
-            f"The `rl` config keeps the {rl_prompts} questions whose pass rate is {self.pass_band} (`--pass-band`); "
-            f"{self.skipped['rl_outside_pass_band']} are left out.\n",
+            f"The `rl` config keeps the {rl_prompts} questions whose pass rate is {self.pass_band} (`--pass-band`), "
+            "each row with its rate; "
+            f"{self.skipped['rl_outside_pass_band']} are left out. The `questions` config keeps them all, so "
+            "`hopsmith rl train` and `hopsmith rl export-verl` take `--pass-band LO HI` to build prompts for "
+            "another band from it (`--pass-band 0 1`: every question, the never-solved ones too).\n",
         ]
 
     def add_trajectory(self, judged: JudgedTrajectory) -> None:
