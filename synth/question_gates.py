@@ -35,9 +35,13 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
 - `trivial_final_hop`: the answer follows in one well-known hop (`data/questions/trivial_hops.toml`: a
   country's capital, currency or language, a place's country or region) from the entity the final
   description pins down or from an entity the text names, so the final hop is answered from memory;
-- `description_search`: the description of the start or of an intermediate, searched alone in the agents'
-  index, lists that entity in the top `description_search_top_k` (the pages the description names left
-  out of the ranking), so one search skips the chain before it;
+- `description_search`: the description of an intermediate, searched alone in the agents' index, lists that
+  entity in the top `description_search_top_k` (the pages the description names left out of the ranking),
+  so one search skips the chain before it (k is `one_search_top_k` unless set: the results an agent reads);
+  the start's description must not list the start in the top `start_description_search_top_k` (1: finding
+  the start is the solve's first step, but not by one search of its description);
+- `description_answer`: a page that one search of such a description puts before a reader (its top k results
+  and the pages it names) states the answer, so the hops before that page are decoration;
 - `untimed_hop`: a hop over a relation that holds several values over time (not single-valued in the
   ontology) whose fact carries a start or end date, stated without its time: the other values, missing
   from the slice, would answer it too ("the prime minister of a French president");
@@ -69,12 +73,20 @@ from knowledge.ontology import load_ontology
 from schemas.questions import Path
 from synth import describe, gates, text_gates
 from synth.environment import SearchEnvironment
-from synth.phrasing import answer_form, date_variants, is_list_value, number_variants, parse_date, reviewed
+from synth.phrasing import (
+    answer_form,
+    date_variants,
+    is_list_value,
+    number_variants,
+    parse_date,
+    reviewed,
+    type_noun,
+)
 from synth.question_plan import Plan, QuestionContext, described_as, named_anchor, seeded_rng
 
 GATES = ("unreviewed_relation", "list_answer", "partial_list", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
          "identifying_clue", "clue_shortcut",
-         "not_unique_in_world", "trivial_final_hop", "description_search", "untimed_hop", "famous",
+         "not_unique_in_world", "trivial_final_hop", "description_search", "description_answer", "untimed_hop", "famous",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
          "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap", "relation_answer_cap")
 
@@ -183,10 +195,30 @@ def start_gate(ctx: QuestionContext, path: Path, start: Plan,
         return "identifying_clue", detail
     if ctx.config.require_named_anchor and (detail := world_unique_start(ctx, start)):
         return "not_unique_in_world", detail
-    top_k = ctx.config.description_search_top_k
-    if environment is not None and top_k and (detail := text_gates.description_search(
-            environment, [(path.start, described_as(start, 0), named_anchors(start, 0))], top_k)) is not None:
-        return "description_search", detail
+    return description_gates(ctx, path, [(0, path.start, described_as(start, 0), named_anchors(start, 0))],
+                             environment)
+
+
+def description_gates(ctx: QuestionContext, path: Path, descriptions: list[tuple[int, str, str, list[str]]],
+                      environment: SearchEnvironment | None) -> tuple[str, str] | None:
+    """`description_search`, then `description_answer`, on (position, title, description, named anchors) of
+    the entities the question does not name: the start's read to `start_description_search_top_k`, the
+    others' to `description_search_top_k`."""
+    if environment is None:
+        return None
+    config = ctx.config
+    by_k: dict[int, list[tuple[str, str, list[str]]]] = {}
+    for position, *described in descriptions:
+        top_k = config.start_description_search_top_k if position == 0 else config.description_search_top_k
+        if top_k:
+            by_k.setdefault(top_k, []).append(tuple(described))
+    for top_k, group in by_k.items():
+        if (detail := text_gates.description_search(environment, group, top_k)) is not None:
+            return "description_search", detail
+    forms = [written_answer(ctx, path), *answer_aliases(ctx, path)] if by_k else []
+    for top_k, group in by_k.items():
+        if (detail := text_gates.description_answer(environment, group, path.answer, forms, top_k)) is not None:
+            return "description_answer", detail
     return None
 
 
@@ -252,16 +284,22 @@ def untimed_hop(path: Path, plan: Plan, text: str) -> str | None:
 
 def search_gate(ctx: QuestionContext, path: Path, plan: Plan,
                 environment: SearchEnvironment | None) -> tuple[str, str] | None:
-    """The description shortcut before any text: every description of an entity the question does not name,
-    searched alone in the agents' index, must not list that entity in the top `description_search_top_k`."""
-    top_k = ctx.config.description_search_top_k
-    if environment is None or not top_k:
-        return None
-    descriptions = [(path.nodes[p], described_as(plan, p), named_anchors(plan, p)) for p in sorted(plan.nouns)
-                    if p < len(path.nodes) - 1 and (p or plan.start_described)]
-    if (detail := text_gates.description_search(environment, descriptions, top_k)) is not None:
-        return "description_search", detail
-    return None
+    """The description shortcuts before any text: every description of an entity the question does not name
+    (the start, each intermediate), searched alone in the agents' index, must list neither that entity nor a
+    page stating the answer in the top k results (`description_gates`)."""
+    descriptions = [(p, path.nodes[p], described_as(plan, p), named_anchors(plan, p)) for p in sorted(plan.nouns)
+                    if p < len(path.nodes) - 1 and (p or plan.start_described)
+                    and not class_noun_only(ctx, path, plan, p)]
+    return description_gates(ctx, path, descriptions, environment)
+
+
+def class_noun_only(ctx: QuestionContext, path: Path, plan: Plan, position: int) -> bool:
+    """Whether the entity at `position` is described by its class noun alone ("was preceded by a television
+    series"): that states nothing a search could find it by in the world, only the hop does; in a slice with
+    few pages of its class the search would still list it (two series in a 27-page export)."""
+    info = ctx.entities.get(path.nodes[position])
+    return (not plan.attributes.get(position) and info is not None
+            and plan.nouns.get(position) == type_noun(info.type) != "entity")
 
 
 def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: list[str],

@@ -148,7 +148,7 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
             return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
 
         def pick(candidates):
-            minimum = min(config.attributes_per_entity, len(candidates))
+            minimum = min(0 if bare_intermediates(attempt) else config.attributes_per_entity, len(candidates))
             return _choose_needing_hop(ctx, candidates, fits, ids[position], base, minimum, reached)
     chosen = _avoiding_identifying(ctx, options, pick)
     # Nothing singles it out: keep a plain description and let the plan gate count why.
@@ -216,6 +216,14 @@ PLAN_ATTEMPT = "plan:"  # the obfuscation that records which attempt's plan a qu
 CLASS_NOUN_ATTEMPT = 1  # attempts from this one on describe entities by their class noun
 FRESH_ATTEMPT = 2  # attempts from this one draw attributes afresh: none the lead sentence states, a share withheld
 WITHHELD_SHARE = 0.3  # share of an entity's attributes a fresh attempt leaves out (a seeded draw per attempt)
+
+
+def bare_intermediates(attempt: int) -> bool:
+    """Whether an attempt describes each intermediate by no more than its hop needs to single it out (often
+    its noun alone, "a writer"): every other fresh attempt, since an attribute added only for colour ("a
+    writer born in Old Town, Maine") is what a description search finds the entity by, skipping the hops
+    before it."""
+    return attempt >= FRESH_ATTEMPT and attempt % 2 == 1
 
 
 def plan_attempt(obfuscations: list[str]) -> int:

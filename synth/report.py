@@ -325,8 +325,8 @@ def gates_run(config: QuestionConfig, searched: bool, closed_book: bool = True) 
         ran.append("dominant_answer")
     if searched and config.one_search_top_k:
         ran.append("one_search")
-    if searched and config.description_search_top_k:
-        ran.append("description_search")
+    if searched and (config.description_search_top_k or config.start_description_search_top_k):
+        ran += ["description_search", "description_answer"]
     if config.shortcut is not None and not config.shortcut.offline and closed_book:
         ran.append("shortcut")
     return sorted(ran)

@@ -30,7 +30,9 @@ from tests.test_questions import assert_reads_as_english
 from tests.test_questions_sample import assert_states_graph_facts
 
 WIKISAMPLES = Path(__file__).resolve().parents[2] / "shared" / "wikisamples" / "xml"
-# file -> fewest questions (measured: 2, 7, 0, 0, 0 with several plans per path; 0, 0 with one plan and a
+# file -> fewest questions (measured: 3, 5, 0, 0, 0 with intermediates' descriptions read to the top 5, those of
+# a class noun alone not searched: "preceded by a television series" in a 27-page export with two series;
+# 1, 0 when they were; 2, 7, 0, 0, 0 read to the top 1 with several plans per path; 0, 0 with one plan and a
 # class-noun retry; 11 and 8 before issue 25's world gates: on these slices a description of a band by a
 # member, an anthem by its composer or a series by its composer finds its entity first in the agents' index,
 # and a country's capital, currency or demonym is a trivial final hop; later plans describe them otherwise).

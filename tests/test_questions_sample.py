@@ -50,14 +50,19 @@ def test_questions_of_two_three_and_four_hops_with_every_path_accounted_for(samp
     walks, manifest, questions, skipped, _, _, _ = sample
     assert {2, 3, 4} <= {q.hops for q in questions}
     # Issue 25's world gates (trivial final hop, description search, the answer prior per relation, named
-    # anchors, fame) leave fewer 4-hop questions: measured 74/28/2 for 2/3/4 hops with several plans per path,
-    # the description search blind to the pages a description names, and no hop over a relation whose
-    # infobox list is a selection (83/40/4 before `partial_list`: two of those four went through Stephen King's
-    # notable works; 75/37/7 with one plan and a second of class nouns; 185/117/20 before the world gates).
-    assert all(manifest.counts[f"questions:hops_{h}"] >= 2 for h in (2, 3, 4))
+    # anchors, fame) leave fewer 4-hop questions: measured 59/21/2 for 2/3/4 hops with an intermediate's
+    # description read to the top 5 as an agent reads them, one of its class noun alone not searched, and no hop
+    # over a relation whose infobox list is a selection (77/30/3 before `partial_list`: a 4-hop one went through
+    # Stephen King's notable works; 63/23/2 when a class noun alone was searched; 83/40/4 read to the top 1;
+    # 75/37/7 with one plan and a second of class nouns; 185/117/20 before the world gates).
+    assert all(manifest.counts[f"questions:hops_{h}"] >= 3 for h in (2, 3))
+    assert manifest.counts["questions:hops_4"] >= 1
     assert len(questions) + len(skipped) == manifest.counts["paths:read"] == walks.counts["paths:kept"]
     assert all(walks.counts[f"rejected:{c}"] > 0 for c in ("dead_end", "hub", "multiple_objects", "inverse_hop"))
-    for gate in ("alternative_answer", "multi_valued_hop", "start_not_unique", "dominant_answer", "one_search",
+    # Not one_search: each description read to the top 5 turns down first what the whole text's search found
+    # (measured 0 first reasons; 4 while descriptions were read to the top 1; the gate's own test is crafted:
+    # tests/test_description_gates.py).
+    for gate in ("alternative_answer", "multi_valued_hop", "start_not_unique", "dominant_answer",
                  "answer_cap", "trivial_final_hop", "description_search", "relation_answer_cap", "famous",
                  "not_unique_in_world", "partial_list"):
         assert manifest.counts[f"rejected:{gate}"] > 0, gate
@@ -140,7 +145,7 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
         "English actress die?",
     ("A Clockwork Orange (novel)", ("author", "deathDate"), "1993-11-22"):
         "A book from the United Kingdom published in the early 1960s whose publisher is William Heinemann was "
-        "written by a writer whose alma mater is the University of Manchester. When did this writer die?",  # class nouns: the lead's phrase found it
+        "written by a writer. When did this writer die?",  # "a writer whose alma mater is ..." found Burgess in the top 5
     ("Thomas Keneally", ("birthPlace", "country", "capital"), "Canberra"):
         "An Australian novelist born in the 1930s was born in a city in New South Wales. This city is in a country "
         "whose currency is Australian dollar. Name the capital of this country.",  # not by his novel: it finds him
@@ -154,9 +159,9 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
     ("Dune (2021 film)", ("director", "almaMater"), "Université du Québec à Montréal"):  # an occupation in lower case
         "A film released in the early 2020s starring Zendaya was directed by a person born in the 1960s. Where did "
         "this person study?",  # a third plan, drawn afresh: Villeneuve, born 1967
-    ("A Clockwork Orange (novel)", ("author", "birthDate"), "1917-02-25"):  # Burgess, born in Manchester
+    ("A Clockwork Orange (novel)", ("author", "birthDate"), "1917-02-25"):  # the intermediate by its hop alone
         "A book from the United Kingdom published in the early 1960s whose publisher is William Heinemann was "
-        "written by a writer born in Manchester. On what date was this writer born?",
+        "written by a writer. On what date was this writer born?",
     ("Schindler's List", ("director", "birthPlace"), "Cincinnati"):  # Spielberg co-founded Amblin
         "A film released in the early 1990s whose distributor is Universal Pictures and whose writer is Steven "
         "Zaillian was directed by a person whose associated organisations include Amblin Entertainment. Where "
@@ -170,10 +175,10 @@ def test_a_handful_checked_by_hand(sample):
     found = {chain: by_chain[chain] for chain in CHECKED if chain in by_chain}
     # Issue 25's world gates reject some by design: Keneally's country's capital (trivial_final_hop), Neeson's
     # ended marriage stated without its years (untimed_hop), King, Herbert and Roma found by their start's
-    # description alone (description_search); several plans per path find others: 5 of 12 found (measured;
+    # description alone (description_search); several plans per path find others: 4 of 12 found (measured;
     # the hand-checked chains through notable works and relatives, and Barbie's writer "born in the late 20th
     # century", are refused by partial_list and the reader's reading of dates: tests/test_question_reader_gates.py).
-    assert len(found) >= 5, sorted(set(CHECKED) - set(found))
+    assert len(found) >= 4, sorted(set(CHECKED) - set(found))
     assert found == {chain: CHECKED[chain] for chain in found}
 
 
@@ -216,20 +221,22 @@ def assert_states_graph_facts(ctx, questions) -> None:
 
 def test_the_question_report_shows_hard_questions(sample):
     _, _, questions, _, _, _, report = sample
-    # Below issue 25's 150: the world gates keep 104 of the sample's 1130 paths (127 before `partial_list`
-    # refused hops over a selection list, notable works and relatives; 119 with one plan per path and a
-    # description search that an anchor ranked first could hide the start behind; 322 before the world
-    # gates), see docs/ARCHITECTURE.md's questions section for where the rest go.
-    assert report["questions"] == len(questions) >= 100
+    # Below issue 25's 150: the world gates keep 82 of the sample's 1130 paths with an intermediate's description
+    # read to the top 5 and no hop over a selection list (110 before `partial_list` refused hops through notable
+    # works and relatives; 88 while a class noun alone was searched too; 127 to the top 1; 33 with the start's
+    # read to the top 5 too; 119 with one plan per path and a description search that an anchor ranked first
+    # could hide the start behind; 322 before the world gates), see docs/ARCHITECTURE.md's questions section
+    # for where the rest go.
+    assert report["questions"] == len(questions) >= 80
     assert {2, 3, 4} <= {q.hops for q in questions} and report["tree_share"] > 0
     assert report["names_start_share"] <= 0.10
     # Nor by a fact that identifies it in the world (measured 0.0 for both; 12.6% and 12.4% before the
     # planner avoided inverse-functional facts).
     assert report["identifies_start_share"] <= 0.01 and report["identifies_intermediate_share"] <= 0.01
     # Probes that are not the gates: the text in a TF-IDF retriever (measured 1.6%), each description alone
-    # there (an intermediate first: 11.8%, 18.5% before the gate left the named pages out, 40.1% before the
-    # description gate; the start first: 18.9%, 58.0% when an anchor's page ranked first in the agents' index
-    # hid the start behind it, 68.0% before the gate), the leave-one-out prior guess per final relation (0.0%,
+    # there (an intermediate first: 0.9% read to the top 5, 11.8% to the top 1, 18.5% before the gate left the
+    # named pages out, 40.1% before the description gate; the start first: 18.2%, 18.9% before, 58.0% when an
+    # anchor's page ranked first in the agents' index hid the start behind it, 68.0% before the gate), the leave-one-out prior guess per final relation (0.0%,
     # 15.8% before its cap). Issue 25's bound for the start is 20%.
     assert report["question_search_share"] is not None and report["question_search_share"] <= 0.05
     assert report["start_description_first_share"] <= 0.20 and report["unnamed_description_first_share"] <= 0.15
@@ -274,7 +281,7 @@ def test_a_path_tries_plans_until_one_passes(sample_context, sample_dir):
     ctx, questions = sample_context
     environment = SearchEnvironment.load(sample_dir / "index")
     later = [q for q in questions if plan_attempt(q.obfuscations) >= 2]
-    assert len(later) >= 30  # measured 49 of 104 (42 more from the second plan, of class nouns)
+    assert len(later) >= 30  # measured 55 of 82 (71 of 110 before partial_list; 60 of 127 at k 1)
     for question in later[:5]:
         tried = plan_attempt(question.obfuscations)
         fewer = ctx.config.model_copy(update={"plan_attempts": tried})
