@@ -9,6 +9,11 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
   so no question text for it was ever read by a person ("the merged with of X");
 - `list_answer`: a free-text answer is a list ("civil servant, politician"): a multi-valued fact that
   extraction left as one string, not one answer;
+- `partial_list`: a hop over a relation whose infobox list is a selection (`data/questions/partial_lists.toml`:
+  notable works, lead actors, relatives, awards): the hop singles one value out ("the notable work of X", "one
+  of the notable works of X is a novel from the United States published in the mid-1970s"), which is unique
+  among the listed values only; such a relation is stated only as membership, as an attribute ("a writer
+  whose notable works include Carrie");
 - `vague_answer`: a one-word lower-case string answer, an infobox keyword rather than a fact;
 - `answer_leak`: the answer or one of its aliases appears in the question text;
 - `evidence_leak`: the question copies a long n-gram of a hop's evidence sentence;
@@ -80,7 +85,7 @@ from synth.phrasing import (
 )
 from synth.question_plan import Plan, QuestionContext, described_as, named_anchor, narrow_anchor, seeded_rng
 
-GATES = ("unreviewed_relation", "list_answer", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
+GATES = ("unreviewed_relation", "list_answer", "partial_list", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
          "identifying_clue", "clue_shortcut",
          "not_unique_in_world", "trivial_final_hop", "description_search", "description_answer", "untimed_hop", "famous",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
@@ -122,6 +127,8 @@ def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
         return "unreviewed_relation", f"no reviewed phrasebook entry for {relation}"
     if is_list_value(path.answer, path.answer_type):
         return "list_answer", f"a list, not one answer: {path.answer!r}"
+    if (detail := gates.partial_list(path)) is not None:
+        return "partial_list", detail
     if (detail := gates.vague_answer(path)) is not None:
         return "vague_answer", detail
     if (detail := gates.fewer_hops(ctx.graph, path)) is not None:

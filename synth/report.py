@@ -311,7 +311,7 @@ def tree_note(folders: dict[str, Path], walk, walk_config: WalkConfig, tree_shar
 def gates_run(config: QuestionConfig, searched: bool, closed_book: bool = True) -> list[str]:
     """The gates every kept question passed in this configuration (the card claims no other); `closed_book`
     is False when some question's shortcut check fell back to the offline gates."""
-    ran = ["vague_answer", "fewer_hops", "reversed_place", "multi_valued_hop", "alternative_answer", "tree_branch",
+    ran = ["vague_answer", "partial_list", "fewer_hops", "reversed_place", "multi_valued_hop", "alternative_answer", "tree_branch",
            "identifying_clue", "clue_shortcut", "trivial_final_hop", "answer_leak",
            "evidence_leak", "intermediate_leak", "missing_as_of", "untimed_hop", "duplicate", "answer_cap",
            "relation_answer_cap"]

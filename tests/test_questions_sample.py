@@ -50,10 +50,11 @@ def test_questions_of_two_three_and_four_hops_with_every_path_accounted_for(samp
     walks, manifest, questions, skipped, _, _, _ = sample
     assert {2, 3, 4} <= {q.hops for q in questions}
     # Issue 25's world gates (trivial final hop, description search, the answer prior per relation, named
-    # anchors, fame) leave fewer 4-hop questions: measured 77/30/3 for 2/3/4 hops with an intermediate's
-    # description read to the top 5 as an agent reads them, one of its class noun alone not searched (63/23/2
-    # when it was; 83/40/4 read to the top 1; 75/37/7 with one plan
-    # and a second of class nouns; 185/117/20 before the world gates).
+    # anchors, fame) leave fewer 4-hop questions: measured 59/20/2 for 2/3/4 hops with an intermediate's
+    # description read to the top 5 as an agent reads them, one of its class noun alone not searched, and no hop
+    # over a relation whose infobox list is a selection (77/30/3 before `partial_list`: a 4-hop one went through
+    # Stephen King's notable works; 63/23/2 when a class noun alone was searched; 83/40/4 read to the top 1;
+    # 75/37/7 with one plan and a second of class nouns; 185/117/20 before the world gates).
     assert all(manifest.counts[f"questions:hops_{h}"] >= 3 for h in (2, 3))
     assert manifest.counts["questions:hops_4"] >= 1
     assert len(questions) + len(skipped) == manifest.counts["paths:read"] == walks.counts["paths:kept"]
@@ -63,7 +64,7 @@ def test_questions_of_two_three_and_four_hops_with_every_path_accounted_for(samp
     # tests/test_description_gates.py).
     for gate in ("alternative_answer", "multi_valued_hop", "start_not_unique", "dominant_answer",
                  "answer_cap", "trivial_final_hop", "description_search", "relation_answer_cap", "famous",
-                 "not_unique_in_world"):
+                 "not_unique_in_world", "partial_list"):
         assert manifest.counts[f"rejected:{gate}"] > 0, gate
     # The walks step around shorter routes (the shortcut condition), so the fewer_hops gate finds none left.
     assert walks.counts["rejected:shortcut"] > 0 and manifest.counts["rejected:fewer_hops"] == 0
@@ -145,9 +146,6 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
     ("A Clockwork Orange (novel)", ("author", "deathDate"), "1993-11-22"):
         "A book from the United Kingdom published in the early 1960s whose publisher is William Heinemann was "
         "written by a writer. When did this writer die?",  # "a writer whose alma mater is ..." found Burgess in the top 5
-    ("Tabitha King", ("spouse", "notableWork"), "Carrie (novel)"):  # a tree: the branch picks one work
-        "As of August 2026, a writer born in Old Town, Maine is married to a writer whose genres include science "
-        "fiction. Name the notable work of the latter writer that was published in the mid-1970s.",
     ("Thomas Keneally", ("birthPlace", "country", "capital"), "Canberra"):
         "An Australian novelist born in the 1930s was born in a city in New South Wales. This city is in a country "
         "whose currency is Australian dollar. Name the capital of this country.",  # not by his novel: it finds him
@@ -155,16 +153,9 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
         "A drama film whose lead actors include Marina de Tavira was directed by a Mexican filmmaker born in the "
         "early 1960s. This Mexican filmmaker studied at a public research university in Mexico. When was this "
         "public research university founded?",
-    ("Frank Herbert", ("notableWork", "publisher"), "Chilton Books"):
-        "One of the notable works of a writer who died in Madison, Wisconsin is a science fiction novel "
-        "published in the mid-1960s. Who published this science fiction novel?",  # subject first, object last
     ("Stephen King", ("spouse", "birthPlace"), "Old Town, Maine"):
         "As of May 2026, an American author whose genres include suspense is married to an American novelist "
         "whose alma mater is the University of Maine. Where was this American novelist born?",
-    ("Tenet (film)", ("director", "relative", "education"), "Georgetown University"):  # two persons: "the latter"
-        "A science fiction action thriller film released in the 2020s whose lead actors include Kenneth Branagh "
-        "was directed by a person born in Westminster. This person is a relative of a person born in the "
-        "mid-1970s. Where was the latter person educated?",
     ("Dune (2021 film)", ("director", "almaMater"), "Université du Québec à Montréal"):  # an occupation in lower case
         "A film released in the early 2020s starring Zendaya was directed by a person born in the 1960s. Where did "
         "this person study?",  # a third plan, drawn afresh: Villeneuve, born 1967
@@ -175,9 +166,6 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
         "A film released in the early 1990s whose distributor is Universal Pictures and whose writer is Steven "
         "Zaillian was directed by a person whose associated organisations include Amblin Entertainment. Where "
         "was this person born?",
-    ("Barbie (film)", ("writer", "education"), "Barnard College"):  # Gerwig, born 1983, not Baumbach
-        "A fantasy comedy film whose distributor is Warner Bros. and whose lead actors include Margot Robbie was "
-        "written by an American actress born in the late 20th century. Where was this American actress educated?",
 }
 
 
@@ -187,8 +175,10 @@ def test_a_handful_checked_by_hand(sample):
     found = {chain: by_chain[chain] for chain in CHECKED if chain in by_chain}
     # Issue 25's world gates reject some by design: Keneally's country's capital (trivial_final_hop), Neeson's
     # ended marriage stated without its years (untimed_hop), King, Herbert and Roma found by their start's
-    # description alone (description_search); several plans per path find others: 6 of 16 found (measured).
-    assert len(found) >= 5, sorted(set(CHECKED) - set(found))
+    # description alone (description_search); several plans per path find others: 4 of 12 found (measured;
+    # the hand-checked chains through notable works and relatives, and Barbie's writer "born in the late 20th
+    # century", are refused by partial_list and the reader's reading of dates: tests/test_question_reader_gates.py).
+    assert len(found) >= 4, sorted(set(CHECKED) - set(found))
     assert found == {chain: CHECKED[chain] for chain in found}
 
 
@@ -231,12 +221,13 @@ def assert_states_graph_facts(ctx, questions) -> None:
 
 def test_the_question_report_shows_hard_questions(sample):
     _, _, questions, _, _, _, report = sample
-    # Below issue 25's 150: the world gates keep 110 of the sample's 1130 paths with an intermediate's description
-    # read to the top 5 (88 while a class noun alone was searched too; 127 to the top 1; 33 with the start's read
-    # to the top 5 too; 119 with one plan per path and a description search that an anchor ranked first could
-    # hide the start behind; 322 before the world gates), see docs/ARCHITECTURE.md's questions section for where
-    # the rest go.
-    assert report["questions"] == len(questions) >= 100
+    # Below issue 25's 150: the world gates keep 81 of the sample's 1130 paths with an intermediate's description
+    # read to the top 5 and no hop over a selection list (110 before `partial_list` refused hops through notable
+    # works and relatives; 88 while a class noun alone was searched too; 127 to the top 1; 33 with the start's
+    # read to the top 5 too; 119 with one plan per path and a description search that an anchor ranked first
+    # could hide the start behind; 322 before the world gates), see docs/ARCHITECTURE.md's questions section
+    # for where the rest go.
+    assert report["questions"] == len(questions) >= 80
     assert {2, 3, 4} <= {q.hops for q in questions} and report["tree_share"] > 0
     assert report["names_start_share"] <= 0.10
     # Nor by a fact that identifies it in the world (measured 0.0 for both; 12.6% and 12.4% before the
@@ -251,7 +242,7 @@ def test_the_question_report_shows_hard_questions(sample):
     assert report["start_description_first_share"] <= 0.20 and report["unnamed_description_first_share"] <= 0.15
     assert report["prior_guess_share"] <= 0.10
     assert report["max_answer_share"] <= 0.02
-    assert {"one_search", "start_not_unique", "description_search", "trivial_final_hop"} <= set(report["gates"])
+    assert {"one_search", "start_not_unique", "description_search", "trivial_final_hop", "partial_list"} <= set(report["gates"])
     assert report["world_uniqueness"] == "narrow anchor" and "not_unique_in_world" in report["gates"]
     # Where the yield goes, per hop count, and why trees fall short of the configured share (if they do).
     assert set(report["yield_by_hops"]) == {"2", "3", "4"}
@@ -290,7 +281,7 @@ def test_a_path_tries_plans_until_one_passes(sample_context, sample_dir):
     ctx, questions = sample_context
     environment = SearchEnvironment.load(sample_dir / "index")
     later = [q for q in questions if plan_attempt(q.obfuscations) >= 2]
-    assert len(later) >= 30  # measured 71 of 110 (35 more from the second plan, of class nouns; 60 of 127 at k 1)
+    assert len(later) >= 30  # measured 54 of 81 (71 of 110 before partial_list; 60 of 127 at k 1)
     for question in later[:5]:
         tried = plan_attempt(question.obfuscations)
         fewer = ctx.config.model_copy(update={"plan_attempts": tried})
