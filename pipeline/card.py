@@ -554,10 +554,10 @@ def _how_made(manifests: dict[str, Manifest], questions: dict[str, Any] | None) 
                         "combination of facts that together identify an entity in the world is not checked."
                         if "identifying_clue" in questions["gates"] else "")
                      + {"narrow anchor": " Beyond the slice, a described start states a fact whose object is a "
-                        "page few subjects share (a narrow anchor: no country, language, genre, distributor, "
-                        "publisher, university or city of 100,000 people or of unrecorded size, "
-                        "data/questions/broad_anchors.toml; no census of a full dump was given); how many entities "
-                        "of the whole wiki fit it was not counted.",
+                        "page that is no hub (a narrow anchor: no country, language, genre, occupation, industry or "
+                        "city of a million people, data/questions/broad_anchors.toml; a distributor, publisher, "
+                        "university or smaller city still counts; no census of a full dump was given); how many "
+                        "entities of the whole wiki fit it was not counted.",
                         "": ""}.get(questions.get("world_uniqueness", ""),
                                    f" Beyond the slice, each described start was estimated unique against a "
                                    f"{questions.get('world_uniqueness', '')} (subjects per fact of a full dump's "

@@ -90,9 +90,7 @@ PEOPLE_FACTS = [
 
 
 def test_the_start_is_described_by_attributes_that_single_it_out():
-    # How the planner singles a start out; whether Trinity's alumni are too many in the world is the
-    # not_unique_in_world gate's concern (tests/test_question_world_gates.py), off here.
-    ctx = context(PEOPLE, PEOPLE_FACTS, describe_start=1.0, attributes_per_entity=0, require_named_anchor=False)
+    ctx = context(PEOPLE, PEOPLE_FACTS, describe_start=1.0, attributes_per_entity=0)
     path = path_of(ctx, "Ada Lane", "Galway", "Lorient")
     plan = plan_question(ctx, path)
     assert plan.start_described and structural_gate(ctx, path, plan) is None
@@ -119,7 +117,7 @@ def test_a_start_drawn_to_be_a_tree_is_described_by_facts_that_only_together_fin
     # Ada Lane also holds an award no one else holds: alone it names her (a chain's description). Drawn to be
     # a tree, her start is instead described by a birth period and a college, each shared with another novelist.
     facts = [*PEOPLE_FACTS, fact("Ada Lane", "award", "Galway Pen Prize")]
-    ctx = context(PEOPLE, facts, describe_start=1.0, attributes_per_entity=0, require_named_anchor=False)
+    ctx = context(PEOPLE, facts, describe_start=1.0, attributes_per_entity=0)
     path = path_of(ctx, "Ada Lane", "Galway", "Lorient")
     ada = ctx.graph.node_id("Ada Lane")
     chain = plan_question(ctx, path)
@@ -462,8 +460,8 @@ def _novels(genre_tells_apart: bool):
 
 def test_a_start_is_not_described_by_a_fact_that_identifies_it_in_the_world():
     # "A novel followed by Glass Sequel" is Glass Novel to any searcher: the start is described by its
-    # publisher and genre, which only together single it out (both broad in the world: that gate is off here).
-    ctx = context(*_novels(genre_tells_apart=True), describe_start=1.0, require_named_anchor=False)
+    # publisher and genre, which only together single it out.
+    ctx = context(*_novels(genre_tells_apart=True), describe_start=1.0)
     path = path_of(ctx, "Glass Novel", "Ann Writer", "Leeds")
     plan = plan_question(ctx, path)
     assert plan.start_described

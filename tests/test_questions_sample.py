@@ -49,8 +49,9 @@ def sample_context(sample, sample_dir):
 def test_questions_of_two_three_and_four_hops_with_every_path_accounted_for(sample):
     walks, manifest, questions, skipped, _, _, _ = sample
     assert {2, 3, 4} <= {q.hops for q in questions}
-    # Issue 25's world gates (trivial final hop, description search, the answer prior per relation, named
-    # anchors, fame) leave fewer 4-hop questions: measured 59/20/2 for 2/3/4 hops with an intermediate's
+    # Issue 25's world gates (trivial final hop, description search, the answer prior per relation, narrow
+    # anchors, fame) leave fewer 4-hop questions: measured 33/17/1 for 2/3/4 hops with no start described by
+    # hub values alone (data/questions/broad_anchors.toml); 59/20/2 before that, with an intermediate's
     # description read to the top 5 as an agent reads them, one of its class noun alone not searched, and no hop
     # over a relation whose infobox list is a selection (77/30/3 before `partial_list`: a 4-hop one went through
     # Stephen King's notable works; 63/23/2 when a class noun alone was searched; 83/40/4 read to the top 1;
@@ -62,8 +63,9 @@ def test_questions_of_two_three_and_four_hops_with_every_path_accounted_for(samp
     # Not one_search: each description read to the top 5 turns down first what the whole text's search found
     # (measured 0 first reasons; 4 while descriptions were read to the top 1; the gate's own test is crafted:
     # tests/test_description_gates.py).
+    # Not answer_cap either: 51 questions leave no answer over its 2% share (measured 0; it fired at 81).
     for gate in ("alternative_answer", "multi_valued_hop", "start_not_unique", "dominant_answer",
-                 "answer_cap", "trivial_final_hop", "description_search", "relation_answer_cap", "famous",
+                 "trivial_final_hop", "description_search", "relation_answer_cap", "famous",
                  "not_unique_in_world", "partial_list"):
         assert manifest.counts[f"rejected:{gate}"] > 0, gate
     # The walks step around shorter routes (the shortcut condition), so the fewer_hops gate finds none left.
@@ -162,6 +164,17 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
     ("A Clockwork Orange (novel)", ("author", "birthDate"), "1917-02-25"):  # the intermediate by its hop alone
         "A book from the United Kingdom published in the early 1960s whose publisher is William Heinemann was "
         "written by a writer. On what date was this writer born?",
+    ("Tabitha King", ("spouse", "birthDate"), "1947-09-21"):  # Old Town, Maine: a narrow anchor
+        "As of August 2026, a writer born in Old Town, Maine is married to a writer whose genres include science "
+        "fiction. On what date was the latter writer born?",
+    ("Tabitha King", ("almaMater", "foundingDate"), "1865"):  # the University of Maine, established 1865
+        "A writer born in Old Town, Maine studied at a university. In what year was this university founded?",
+    ("Peter Benchley", ("almaMater", "foundingDate"), "1636"):  # died in Princeton; Harvard, founded 1636
+        "A writer who died in Princeton, New Jersey studied at a university in the United States. In what year "
+        "was this university founded?",
+    ("Memento (film)", ("director", "spouse", "birthDate"), "1971-12-09"):  # Nolan's wife Emma Thomas
+        "As of October 2026, a film whose lead actors include Carrie-Anne Moss was directed by a person. This "
+        "person is married to a person. When was the latter person born?",
     ("Schindler's List", ("director", "birthPlace"), "Cincinnati"):  # Spielberg co-founded Amblin
         "A film released in the early 1990s whose distributor is Universal Pictures and whose writer is Steven "
         "Zaillian was directed by a person whose associated organisations include Amblin Entertainment. Where "
@@ -175,7 +188,10 @@ def test_a_handful_checked_by_hand(sample):
     found = {chain: by_chain[chain] for chain in CHECKED if chain in by_chain}
     # Issue 25's world gates reject some by design: Keneally's country's capital (trivial_final_hop), Neeson's
     # ended marriage stated without its years (untimed_hop), King, Herbert and Roma found by their start's
-    # description alone (description_search); several plans per path find others: 4 of 12 found (measured;
+    # description alone (description_search); hub-only starts ("a writer born in Chicago", "a book from the
+    # United Kingdom ... whose publisher is William Heinemann") need a narrow anchor (not_unique_in_world);
+    # the four added after that change were read against the sample's wikitext (data/sample/source); several
+    # plans per path find others: 5 of 16 found (measured;
     # the hand-checked chains through notable works and relatives, and Barbie's writer "born in the late 20th
     # century", are refused by partial_list and the reader's reading of dates: tests/test_question_reader_gates.py).
     assert len(found) >= 4, sorted(set(CHECKED) - set(found))
@@ -221,13 +237,16 @@ def assert_states_graph_facts(ctx, questions) -> None:
 
 def test_the_question_report_shows_hard_questions(sample):
     _, _, questions, _, _, _, report = sample
-    # Below issue 25's 150: the world gates keep 81 of the sample's 1130 paths with an intermediate's description
+    # Below issue 25's 150: the world gates keep 51 of the sample's 1130 paths once a described start needs a
+    # narrow anchor (no country, language, genre, occupation or city of millions alone: 81 before, with
+    # hub-only starts such as "a company in the United States founded in the 1980s"; 41 when distributors,
+    # publishers, universities and cities of 100,000 were hubs too), with an intermediate's description
     # read to the top 5 and no hop over a selection list (110 before `partial_list` refused hops through notable
     # works and relatives; 88 while a class noun alone was searched too; 127 to the top 1; 33 with the start's
     # read to the top 5 too; 119 with one plan per path and a description search that an anchor ranked first
     # could hide the start behind; 322 before the world gates), see docs/ARCHITECTURE.md's questions section
     # for where the rest go.
-    assert report["questions"] == len(questions) >= 80
+    assert report["questions"] == len(questions) >= 50
     assert {2, 3, 4} <= {q.hops for q in questions} and report["tree_share"] > 0
     assert report["names_start_share"] <= 0.10
     # Nor by a fact that identifies it in the world (measured 0.0 for both; 12.6% and 12.4% before the
