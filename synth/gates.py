@@ -384,7 +384,7 @@ BROAD_ANCHORS_FILE = FsPath(__file__).resolve().parents[1] / "data" / "questions
 
 @functools.cache
 def broad_anchors() -> dict:
-    """Classes, relations and place sizes whose objects thousands of subjects share (data/questions/broad_anchors.toml)."""
+    """Classes, relations and place sizes whose objects are hubs (data/questions/broad_anchors.toml)."""
     with BROAD_ANCHORS_FILE.open("rb") as handle:
         return tomllib.load(handle)
 
@@ -403,9 +403,9 @@ def _population(index: FactIndex, node: int, relation: str) -> float | None:
 
 
 def broad_anchor(index: FactIndex, clue: Clue) -> str | None:
-    """Why a clue's named object is shared by thousands of subjects of the whole wiki (`broad_anchors`), or
-    None when it may single its subject out: a country or a genre, a distributor's film or a university's
-    alumnus, a birthplace of a large (or unmeasured) city."""
+    """Why a clue's named object is a hub that thousands of subjects of the whole wiki share (`broad_anchors`:
+    a country, a language or a genre by its class; any object of a relation such as occupation or genre; a
+    city whose recorded population is in the millions), or None when it may single its subject out."""
     table = broad_anchors()
     if clue.attribute in table["relations"]:
         return f"{clue.attribute} is shared by thousands of subjects"

@@ -48,7 +48,7 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
 - `relation_answer_cap`: one answer already fills its share of the questions that end in the same
   relation (applied by the stage; `relation_answer_share`, from `relation_answer_min` such questions);
 - `not_unique_in_world`: the start's description may fit many entities of the whole wiki (a census of a
-  full dump estimates how many; without one, it names no page that few subjects share: no narrow anchor,
+  full dump estimates how many; without one, it names no page that is no hub: no narrow anchor,
   data/questions/broad_anchors.toml);
 - `famous`: the start or the answer is among the graph's most linked-to pages, and the seeded draw that
   keeps such paths at `famous_keep` dropped it (weights the questions toward the long tail);
@@ -229,8 +229,8 @@ def world_unique_start(ctx: QuestionContext, plan: Plan) -> str | None:
     With a census (`synth.census`) of a full dump: the fewest subjects of the wiki that state one of the
     description's facts, times the share of the slice's holders of that fact that the whole description
     keeps, must stay within `census_max_fits`. Without one, the conservative rule: some stated fact names a
-    page that few subjects share (a person, a work, a small place; not a country, a genre, a distributor or a
-    large city: `gates.broad_anchor`); dates, numbers, keywords and hub values alone fit thousands."""
+    page that is no hub (a person, a work, a place; not a country, a genre, an occupation or a city of
+    millions: `gates.broad_anchor`); dates, numbers, keywords and hub values alone fit thousands."""
     clues = [c for c in plan.clues if c.position == 0]
     census = ctx.census
     if census is None:

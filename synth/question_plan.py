@@ -173,7 +173,7 @@ def named_anchor(clue: gates.Clue) -> bool:
 
 
 def narrow_anchor(ctx: QuestionContext, clue: gates.Clue) -> bool:
-    """A named anchor that few subjects of the whole wiki share (`gates.broad_anchor`): what keeps a start's
+    """A named anchor that is no hub of the whole wiki (`gates.broad_anchor`): what keeps a start's
     description unique beyond the slice when no census is given."""
     return named_anchor(clue) and gates.broad_anchor(ctx.facts, clue) is None
 
