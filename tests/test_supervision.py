@@ -236,7 +236,8 @@ def test_no_sample_turn_names_a_path_entity_a_value_or_the_answer_before_anythin
                       if _names(said, form) and not _names(seen, form)]
             seen += "\n" + (turn.observation or "").casefold()
             turns += 1
-    assert turns > 5_000 and not leaks, (len(leaks), leaks[:5])
+    assert turns > 3_000, turns  # 3,431 turns of 51 questions (5,000+ of 127 before the hub rule)
+    assert not leaks, (len(leaks), leaks[:5])
 
 
 def _date_forms(value: str) -> list[str]:
