@@ -9,7 +9,7 @@ rows, and the shuffle carries keys, not pages. The decisions are plain functions
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import apache_beam as beam
 
@@ -55,6 +55,19 @@ class ResolveRedirects(beam.PTransform):
         return state | "Final" >> beam.ParDo(_SplitResolved()).with_outputs("cycles", main="resolved")
 
 
+def resolve_pointers(pairs: Iterable[tuple[str, str]], rounds: int = REDIRECT_ROUNDS) -> tuple[list, list]:
+    """`ResolveRedirects` in memory, round for round (the same chain limit): the (title, final target)
+    pairs of resolved chains, and the titles caught in a cycle."""
+    targets: dict[str, str] = {}
+    for title, target in pairs:  # OneTargetPerTitle
+        targets[title] = max(targets[title], target) if title in targets else target
+    state = {title: (target, False) for title, target in targets.items()}
+    for _ in range(rounds):
+        state = {title: own if own[1] else state.get(own[0], (own[0], True)) for title, own in state.items()}
+    return ([(title, pointer) for title, (pointer, done) in state.items() if done],
+            [title for title, (_, done) in state.items() if not done])
+
+
 class _SplitResolved(beam.DoFn):
     def process(self, element):
         title, (pointer, done) = element
@@ -88,17 +101,24 @@ def contested_articles(unit, out_dir: str, contested: dict):
             yield row.title, (key, page)
 
 
-def decide_duplicates(keyed):
-    """`pick_duplicate` over the articles sharing a title: the losers' keys (tag "losers"), and each
-    loser's `duplicate` skip addressed to its unit. Ties go to the smaller key, whatever the runner."""
+def duplicate_decisions(keyed) -> Iterator[tuple[str, tuple]]:
+    """`pick_duplicate` over the articles sharing a title: each loser's key ("losers", (key, True)) and its
+    `duplicate` skip addressed to its unit ("skips", (unit id, ("skip", skip))). Ties go to the smaller
+    key, whatever the runner."""
     _, articles = keyed
     articles = sorted(articles, key=lambda article: article[0])
     _, skips = pick_duplicate([page for _, page in articles])
     order = sorted(range(len(articles)), key=lambda i: duplicate_rank(articles[i][1]), reverse=True)
     for i, skip in zip(order[1:], skips, strict=True):
         key = articles[i][0]
-        yield beam.pvalue.TaggedOutput("losers", (key, True))
-        yield key[0], ("skip", skip)
+        yield "losers", (key, True)
+        yield "skips", (key[0], ("skip", skip))
+
+
+def decide_duplicates(keyed):
+    """`duplicate_decisions` as a Beam step: the losers' keys on the tagged output "losers"."""
+    for tag, value in duplicate_decisions(keyed):
+        yield beam.pvalue.TaggedOutput(tag, value) if tag == "losers" else value
 
 
 class UnitKeys(BoundedHeapDoFn):

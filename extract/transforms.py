@@ -43,16 +43,16 @@ API_UNITS = 16  # hash buckets an API read is cut into
 STATS_FILE = ".extract-stats.json"
 
 
-def _unit_stats(unit, out_dir: str) -> Iterator[UnitStats]:
+def unit_stats(unit, out_dir: str) -> Iterator[UnitStats]:
     return UnitParts(out_dir, unit[0]).rows("stats")
 
 
-def _choose_as_of(stats: list[UnitStats], config: ExtractConfig, ceiling) -> AsOfChoice:
+def choose_as_of_from_stats(stats: list[UnitStats], config: ExtractConfig, ceiling) -> AsOfChoice:
     merged = NewestPlausible(ceiling[0]).merge_accumulators((s.newest_plausible, s.implausible) for s in stats)
     return AsOfChoice.choose(config.as_of, *merged, ceiling)
 
 
-def _write_stats(stats: list[UnitStats], choice: AsOfChoice, excluded: dict, units: list, out_dir: str) -> None:
+def write_stats(stats: list[UnitStats], choice: AsOfChoice, excluded: dict, units: list, out_dir: str) -> None:
     summary = {"pages_in": sum(s.pages_in for s in stats),
                "as_of": choice.as_of.isoformat() if choice.as_of else None,
                "as_of_reason": choice.reason, "implausible": choice.implausible, "excluded": excluded,
@@ -96,8 +96,8 @@ by one more keyed join at the final title (`final_classes`). Side inputs: the as
 
     def expand(self, units):
         config, out_dir, shards = self.config, self.out_dir, self.config.output_shards
-        stats = units | "ReadStats" >> beam.FlatMap(_unit_stats, out_dir) | "AllStats" >> beam.combiners.ToList()
-        choice = stats | "ChooseAsOf" >> beam.Map(_choose_as_of, config, self.ceiling)
+        stats = units | "ReadStats" >> beam.FlatMap(unit_stats, out_dir) | "AllStats" >> beam.combiners.ToList()
+        choice = stats | "ChooseAsOf" >> beam.Map(choose_as_of_from_stats, config, self.ceiling)
         as_of = beam.pvalue.AsSingleton(choice | "AsOf" >> beam.Map(lambda chosen: chosen.as_of))
         contested = beam.pvalue.AsDict(
             units
@@ -144,5 +144,5 @@ by one more keyed join at the final title (`final_classes`). Side inputs: the as
              | "SpreadMerges" >> beam.Reshuffle()
              | "MergeShards" >> beam.ParDo(MergeShard(out_dir, shards), unit_ids, excluded))
         all_units = units | "AllUnits" >> beam.combiners.ToList()
-        return stats | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice), excluded,
+        return stats | "Stats" >> beam.Map(write_stats, beam.pvalue.AsSingleton(choice), excluded,
                                            beam.pvalue.AsSingleton(all_units), out_dir)
