@@ -2,8 +2,9 @@
 each keyed join a dict instead of a shuffle.
 
 `run_extract` takes this path where Beam would run the same steps in this process anyway (its in-process
-runner, one worker, in-memory mode, a dump): building and running the pipeline there cost more than the
-joins themselves (about 1.2 CPU-s of fixed cost, and a coder round trip of every key). The steps are the
+runner, one worker, in-memory mode, a local dump): there, importing Beam, building the pipeline and running
+its bundles cost more than the joins themselves (about 2.5 CPU-s of fixed cost, and a coder round trip of
+every key), and nothing on this path imports Beam. The steps are the
 Beam path's own DoFns and functions (`ExtractUnit`, `UnitKeys`, `final_classes`, `title_fixups`, `FinishUnit`,
 `MergeShard`), called in the same order, so a unit's parts, its runs and the output shards are the same
 bytes and a killed run resumes from the same finished units (tests/test_extract_paths.py). Any other runner,
@@ -29,8 +30,8 @@ from extract.joins import (
 )
 from extract.shards import FinishUnit, MergeShard
 from extract.tables import TABLES
-from extract.transforms import choose_as_of_from_stats, unit_stats, write_stats
-from extract.units import ExtractUnit, plan_dump_units
+from extract.units import ExtractUnit, choose_as_of_from_stats, plan_dump_units, unit_stats, write_stats
+from runtime.heap import freeze_start_up_objects, map_large_allocations
 from schemas.config import ExtractConfig
 
 
@@ -50,6 +51,8 @@ def extract_in_process(config: ExtractConfig, out_dir: str | Path, ceiling: tupl
     out_dir = str(out_dir)
     extractor = ExtractUnit(config, out_dir, ceiling[0])
     extractor.setup()
+    map_large_allocations()  # what `extract.transforms.Step` does on a Beam worker
+    freeze_start_up_objects()
     units = [done for unit in plan_dump_units(config) for done in extractor.process(unit)]
 
     stats = [row for unit in units for row in unit_stats(unit, out_dir)]
@@ -78,7 +81,6 @@ def extract_in_process(config: ExtractConfig, out_dir: str | Path, ceiling: tupl
 
     by_unit = dict(_grouped(fixups))
     finisher = FinishUnit(out_dir, config.output_shards, config.window_days)
-    finisher.setup()
     excluded: Counter = Counter()
     for unit_id, _ in units:
         for counts in finisher.process((unit_id, {"fixups": by_unit.get(unit_id, [])}), choice.as_of, losers):
