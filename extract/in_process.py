@@ -17,6 +17,8 @@ from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable
 from pathlib import Path
 
+import pyarrow as pa
+
 from extract.joins import (
     UnitKeys,
     contested_articles,
@@ -51,12 +53,31 @@ def extract_in_process(config: ExtractConfig, out_dir: str | Path, ceiling: tupl
     out_dir = str(out_dir)
     extractor = ExtractUnit(config, out_dir, ceiling[0])
     extractor.setup()
+    pa.array([])  # pyarrow imports pandas at its first conversion: before the freeze, or every collection scans it
     map_large_allocations()  # what `extract.transforms.Step` does on a Beam worker
     freeze_start_up_objects()
     units = [done for unit in plan_dump_units(config) for done in extractor.process(unit)]
 
     stats = [row for unit in units for row in unit_stats(unit, out_dir)]
     choice = choose_as_of_from_stats(stats, config, ceiling)
+    losers, by_unit = _fixups_by_unit(units, out_dir)
+    finisher = FinishUnit(out_dir, config.output_shards, config.window_days)
+    excluded: Counter = Counter()
+    for unit_id, _ in units:  # each unit's fix-ups let go once it is finished
+        for counts in finisher.process((unit_id, {"fixups": by_unit.pop(unit_id, [])}), choice.as_of, losers):
+            excluded.update(counts)
+    unit_ids = [unit_id for unit_id, _ in units]
+    merger = MergeShard(out_dir, config.output_shards)
+    for table in TABLES:
+        for shard in range(config.output_shards):
+            for _ in merger.process((table, shard), unit_ids, dict(excluded)):
+                pass
+    write_stats(stats, choice, dict(excluded), units, out_dir)
+
+
+def _fixups_by_unit(units: list[tuple[str, bool]], out_dir: str) -> tuple[dict, dict[str, list]]:
+    """`ExtractGraph`'s joins: the losing duplicates' keys, and each unit's fix-ups (duplicate and redirect
+    outcomes, link targets and their classes, named values, aliases)."""
     titles = (pair for unit in units for pair in unit_titles(unit, out_dir))
     contested = dict(pair for group in _grouped(titles) for pair in contested_title(group))
     articles = (pair for unit in units for pair in contested_articles(unit, out_dir, contested))
@@ -78,17 +99,4 @@ def extract_in_process(config: ExtractConfig, out_dir: str | Path, ceiling: tupl
     finals = ((title, ("final", final)) for title, final in resolved)
     aliases = ((final, ("alias", title)) for title, final in resolved)
     fixups += (pair for group in _grouped((*keys, *classes, *finals, *aliases)) for pair in title_fixups(group))
-
-    by_unit = dict(_grouped(fixups))
-    finisher = FinishUnit(out_dir, config.output_shards, config.window_days)
-    excluded: Counter = Counter()
-    for unit_id, _ in units:
-        for counts in finisher.process((unit_id, {"fixups": by_unit.get(unit_id, [])}), choice.as_of, losers):
-            excluded.update(counts)
-    unit_ids = [unit_id for unit_id, _ in units]
-    merger = MergeShard(out_dir, config.output_shards)
-    for table in TABLES:
-        for shard in range(config.output_shards):
-            for _ in merger.process((table, shard), unit_ids, dict(excluded)):
-                pass
-    write_stats(stats, choice, dict(excluded), units, out_dir)
+    return losers, dict(_grouped(fixups))
