@@ -33,7 +33,7 @@ LLM_STAMP := $(LLM_VENV)/.installed
 RECORD ?=
 NO_AMX := -U__AMX_TILE__ -U__AMX_INT8__ -U__AMX_BF16__
 
-.PHONY: dataset test test-scale bench lint rl clean venv llm-check verl-check sft-check
+.PHONY: dataset test test-scale bench lint rl clean venv llm-check verl-check sft-check browsecomp-check
 
 $(BASE_STAMP): pyproject.toml requirements.lock
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -73,6 +73,13 @@ $(LLM_STAMP): requirements-llm.txt
 # saves the transcript that tests/test_llm_replay.py replays.
 llm-check: $(BASE_STAMP) $(LLM_STAMP)
 	$(BIN)/python tests/llm_check.py --python $(LLM_VENV)/bin/python $(if $(RECORD),--record)
+
+# BrowseComp-Plus's own evaluator (scripts_evaluation/evaluate_with_openai.py) on `hopsmith export-benchmark`
+# and `hopsmith eval` output, its judge on 127.0.0.1 (not in CI: their code is not on the package registries).
+BROWSECOMP_PLUS_DIR ?=
+browsecomp-check: $(BASE_STAMP)
+	@test -n "$(BROWSECOMP_PLUS_DIR)" || { echo "set BROWSECOMP_PLUS_DIR to a checkout of https://github.com/texttron/BrowseComp-Plus"; exit 2; }
+	BROWSECOMP_PLUS_DIR=$(abspath $(BROWSECOMP_PLUS_DIR)) $(BIN)/python -m pytest -q tests/test_benchmark_export.py
 
 # make bench BENCH=scale SCALE_SIZES=100000,400000 SCALE_RUNS=worker,walk: the scale bench at the issue's
 # sizes (hours on 2 cores; the default sizes take minutes); SCALE_DUMPS=DIR keeps the generated dumps

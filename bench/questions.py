@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DUMP = ROOT / "data/sample/enwiki-sample-pages-articles-multistream.xml.bz2"
 INDEX = ROOT / "data/sample/enwiki-sample-pages-articles-multistream-index.txt.bz2"
 BASELINE = {"describe_start": 0.0, "reject_dominant_answer": False, "one_search_top_k": 0,
-            "description_search_top_k": 0, "famous_keep": 1.0}
+            "description_search_top_k": 0, "start_description_search_top_k": 0, "famous_keep": 1.0}
 
 
 def _rate(folder: Path, config: QuestionConfig, environment, repeats: int) -> tuple[float, float, int]:

@@ -13,6 +13,8 @@ from rl.config import DEFAULT_ESTIMATOR, Estimator
 from schemas.config import ValidationError, config_error_line
 
 PRESET_NAMES = ("tiny-cpu", "gpu")
+PASS_BAND_HELP = ("RL prompts from the `questions` config: every question whose recorded pass rate lies in "
+                  "[LO, HI] (e.g. `0 1` keeps the never-solved ones); default: the `rl` config as built")
 
 
 def _train_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
@@ -34,6 +36,8 @@ def _train_options(parser: argparse.ArgumentParser, defaults: bool) -> None:
     parser.add_argument("--estimator", choices=get_args(Estimator), default=default(None))
     parser.add_argument("--failed-turns", choices=("mask", "penalty"), default=default(None))
     parser.add_argument("--max-trajectories", type=int, default=default(None))
+    parser.add_argument("--pass-band", type=float, nargs=2, metavar=("LO", "HI"), default=default(None),
+                        help=PASS_BAND_HELP)
 
 
 def register(subparsers) -> None:
@@ -59,6 +63,7 @@ def register(subparsers) -> None:
     export.add_argument("--failed-turns", choices=("mask", "penalty"), default="mask")
     export.add_argument("--max-turns", type=int, default=60)
     export.add_argument("--gpus", type=int, default=8, help="GPUs per node")
+    export.add_argument("--pass-band", type=float, nargs=2, metavar=("LO", "HI"), default=None, help=PASS_BAND_HELP)
     export.set_defaults(func=handle_export)
 
 
@@ -69,7 +74,7 @@ def build_config(args: argparse.Namespace):
     overrides = json.loads(as_path(args.config).read_text()) if args.config else {}
     flags = {"model": args.model, "index_dir": args.index, "split": args.split, "seed": args.seed,
              "offline_steps": args.offline_steps, "online_steps": args.online_steps, "estimator": args.estimator,
-             "failed_turns": args.failed_turns, "max_trajectories": args.max_trajectories,
+             "failed_turns": args.failed_turns, "max_trajectories": args.max_trajectories, "pass_band": args.pass_band,
              "modes": args.modes.split(",") if args.modes else None}
     try:
         return preset_config(preset, **{**overrides, **{k: v for k, v in flags.items() if v is not None}})
@@ -100,7 +105,7 @@ def handle_export(args: argparse.Namespace, beam_args: list[str]) -> int:
 
     manifest = export_verl(args.shards, args.out, model=args.model, index_dir=args.index, estimator=args.estimator,
                            turn_coef=args.turn_coef, failed_turns=args.failed_turns, max_turns=args.max_turns,
-                           n_gpus=args.gpus, run_dir=args.run_dir)
+                           n_gpus=args.gpus, run_dir=args.run_dir, pass_band=args.pass_band)
     launch = Path(args.run_dir or args.out) / "run_verl.sh"
     print(f"export-verl: {json.dumps(manifest.counts, sort_keys=True)}; launch with {launch}")
     return 0

@@ -32,7 +32,7 @@ from mwparserfromhell.parser import ParserError
 
 from extract.classify import skip_page
 from ground.deadline import Deadline, PageTimeout
-from knowledge.ontology import load_ontology
+from knowledge.ontology import lead_noun_phrase, load_ontology
 from schemas.base import utc
 from schemas.config import ExtractConfig
 from schemas.wiki import Entity, Page, Provenance, Qualifier, Relation, SkippedRecord
@@ -55,6 +55,8 @@ PERSON_CLASS = "Person"
 OCCUPATION_PROPERTIES = frozenset({"occupation", "profession"})
 R = TypeVar("R", "Relation", "RelationFacts")  # what the page rules take: a relation, or its facts
 _CATEGORY = re.compile(r"\[\[\s*[Cc]ategory\s*:\s*([^\]|\n]+)")
+_SHORT_DESCRIPTION = re.compile(r"\{\{\s*[Ss]hort description\s*\|\s*([^{}|]+?)\s*[|}]")
+PAGE_OVER_TEMPLATE = "typed:page_over_template"  # counted: a page's own kind replaced its template's class
 
 
 @dataclasses.dataclass
@@ -153,7 +155,7 @@ def _read_article(
         excluded.update(box.excluded)
     entity = Entity(
         title=title,
-        type=entity_class(title, boxes, sentences[0].text if sentences else "", text),
+        type=entity_class(title, boxes, sentences[0].text if sentences else "", text, excluded),
         description=sentences[0].text if sentences else "",
         last_modified=page.timestamp,
         is_head=is_head(page.timestamp, as_of, config.window_days),
@@ -166,20 +168,40 @@ def _read_article(
     return ArticleResult(entity, relations, kept_page, excluded)
 
 
-def entity_class(title: str, boxes: list[Infobox], lead: str, text: str) -> str:
-    """The page's ontology class: its first mapped infobox's, `List` for a list page, else the lead sentence's
-    "X is a ..." noun, else a category's words (the overlay's tables), else `thing` (untyped). A person whose
-    infobox names an office (`role_templates`) is typed by occupation: `person_class`."""
+def entity_class(title: str, boxes: list[Infobox], lead: str, text: str, counts: Counter | None = None) -> str:
+    """The page's ontology class: its first mapped infobox's (or the page's own kind where that is a sibling of
+    it: `own_class`), `List` for a list page, else the lead sentence's "X is a ..." noun, else a category's
+    words (the overlay's tables), else `thing` (untyped). A person whose infobox names an office
+    (`role_templates`) is typed by occupation: `person_class`."""
     ontology = load_ontology()
     for box in boxes:
         if box.cls:
             if ontology.is_role_template(box.name) and ontology.is_a(box.cls, PERSON_CLASS):
                 return person_class(box, lead)
+            if (own := own_class(box, lead, text)) is not None:
+                if counts is not None:
+                    counts[PAGE_OVER_TEMPLATE] += 1
+                return own
             return box.cls
     if is_list_page(title):
         return LIST_CLASS
     return (ontology.type_from_lead(lead) or ontology.type_from_categories(_CATEGORY.findall(text))
             or UNTYPED_ENTITY)
+
+
+def own_class(box: Infobox, lead: str, text: str) -> str | None:
+    """The class the page names itself by where its infobox template's class is too coarse a fit: the value of
+    the box's own-kind parameter ("type = Private women's liberal arts college", the overlay's
+    `own_type_parameters`), else its short description ("Private women's college in New York City"), else its
+    lead sentence's noun, when that class is a sibling of the template's (`Infobox university` also serves
+    Barnard College: a College, not a University). None: the template's class stands."""
+    ontology = load_ontology()
+    nouns = [fact.value or "" for fact in box.facts if fact.relation in ontology.own_type_parameters]
+    nouns += [lead_noun_phrase(f"It is a {found}") or "" for found in _SHORT_DESCRIPTION.findall(text)[:1]]
+    candidates = [ontology.lead_noun_class(lead_noun_phrase(f"It is a {noun}") or "") for noun in nouns]
+    candidates.append(ontology.type_from_lead(lead))
+    own = next((cls for cls in candidates if cls), None)
+    return own if own is not None and ontology.siblings(own, box.cls) else None
 
 
 def person_class(box: Infobox, lead: str) -> str:

@@ -110,6 +110,7 @@ class Ontology:
         self.category_words: dict[str, str] = types.get("category_words", {})
         self.lead_noun_drop: frozenset[str] = frozenset(types.get("lead_noun_drop", []))
         self.role_templates: frozenset[str] = frozenset(types.get("role_templates", []))
+        self.own_type_parameters: frozenset[str] = frozenset(types.get("own_type_parameters", []))
         self.range_role_classes: tuple[str, ...] = tuple(overlay.get("range_role_classes", []))
         self.range_superclasses: dict[str, list[str]] = overlay.get("range_superclasses", {})
         self.object_ranges: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -187,10 +188,14 @@ class Ontology:
         if cls is None:
             return None
         entity = self.find_class(entity_class) or ""
-        siblings = entity in self.classes and cls in self.classes and self.classes[entity].parent == self.classes[cls].parent
-        if entity in ("", ROOT_CLASS) or self.is_a(cls, entity) or self.is_a(entity, cls) or siblings:
+        if entity in ("", ROOT_CLASS) or self.is_a(cls, entity) or self.is_a(entity, cls) or self.siblings(cls, entity):
             return kept  # "a liberal arts college" for a University: a sibling class reads right too
         return None
+
+    def siblings(self, cls: str, other: str) -> bool:
+        """Two different classes under one parent (College and University under EducationalInstitution)."""
+        return (cls != other and cls in self.classes and other in self.classes
+                and self.classes[cls].parent == self.classes[other].parent)
 
     def type_from_categories(self, categories: Iterable[str]) -> str | None:
         """A class from category names ("1954 births" -> Person); the first category that names one."""

@@ -55,7 +55,8 @@ CONFIG_DESCRIPTIONS = {
     "nanbeige": "messages in the Nanbeige4.1 (Qwen3 ChatML) `<tool_call>`/`<tool_response>` template",
     "openai": "OpenAI chat messages with `tool_calls` and `tool` results, plus the `tools` declarations",
     "turns": "one row per critic-approved assistant turn: the conversation prefix ending at it",
-    "rl": "RL prompts in the nanbeige template with gold answers and the search environment to roll out in",
+    "rl": "RL prompts in the nanbeige template with gold answers, the search environment to roll out in and the "
+          "question's pass rate",
 }
 
 
@@ -130,8 +131,11 @@ class DatasetStats:
             "episode loop and answer matching; the `difficulty` stage). The `questions` config keeps it as "
             "`pass_rate`, with `pass_rate_policy` and `pass_rate_rollouts`. Questions by hop count and pass rate:\n",
             _table(["hops", *BUCKETS, "questions"], self.difficulty_rows()) + "\n",
-            f"The `rl` config keeps the {rl_prompts} questions whose pass rate is {self.pass_band} (`--pass-band`); "
-            f"{self.skipped['rl_outside_pass_band']} are left out.\n",
+            f"The `rl` config keeps the {rl_prompts} questions whose pass rate is {self.pass_band} (`--pass-band`), "
+            "each row with its rate; "
+            f"{self.skipped['rl_outside_pass_band']} are left out. The `questions` config keeps them all, so "
+            "`hopsmith rl train` and `hopsmith rl export-verl` take `--pass-band LO HI` to build prompts for "
+            "another band from it (`--pass-band 0 1`: every question, the never-solved ones too).\n",
         ]
 
     def add_trajectory(self, judged: JudgedTrajectory) -> None:
@@ -549,9 +553,11 @@ def _how_made(manifests: dict[str, Manifest], questions: dict[str, Any] | None) 
                         "whose one value identifies its subject in the world (a capital, a spouse, a sequel); a "
                         "combination of facts that together identify an entity in the world is not checked."
                         if "identifying_clue" in questions["gates"] else "")
-                     + {"named anchor": " Beyond the slice, a described start states a fact whose object is a "
-                        "page (a named anchor; no census of a full dump was given); how many entities of the whole "
-                        "wiki fit it was not counted.",
+                     + {"narrow anchor": " Beyond the slice, a described start states a fact whose object is a "
+                        "page that is no hub (a narrow anchor: no country, language, genre, occupation, industry or "
+                        "city of a million people, data/questions/broad_anchors.toml; a distributor, publisher, "
+                        "university or smaller city still counts; no census of a full dump was given); how many "
+                        "entities of the whole wiki fit it was not counted.",
                         "": ""}.get(questions.get("world_uniqueness", ""),
                                    f" Beyond the slice, each described start was estimated unique against a "
                                    f"{questions.get('world_uniqueness', '')} (subjects per fact of a full dump's "

@@ -264,6 +264,12 @@ def question_row(question: Question, difficulty: tuple[dict[str, PassRate], str]
                        pass_rate_rollouts=measured.rollouts)
 
 
+def is_rl_prompt(row: QuestionRow, band: Sequence[float] | None) -> bool:
+    """Whether a `questions` row becomes an RL prompt: its pass rate lies in the band (`in_band`: unset,
+    strictly between 0 and 1); a question without a rate has nothing to select it by and stays one."""
+    return row.pass_rate is None or in_band(row.pass_rate, band)
+
+
 def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
     """Stage `dataset`: every config's shards, the card and its plots, then the manifest. With difficulty
     measured, the `questions` config carries each pass rate and the `rl` config keeps the questions whose
@@ -308,10 +314,10 @@ def build_dataset(config: DatasetConfig, dirs: dict[str, Path]) -> Manifest:
             stats.skipped["question_without_pass_rate"] += 1  # kept as a prompt: no rate to select it by
         elif row.pass_rate is not None:
             stats.add_pass_rate(question.hops, row.pass_rate, row.pass_rate_rollouts)
-            if not in_band(row.pass_rate, config.rl_pass_band):
-                stats.skipped["rl_outside_pass_band"] += 1
-                continue
-        writers["rl", split].add(renders.render_rl(question, environment))
+        if not is_rl_prompt(row, config.rl_pass_band):
+            stats.skipped["rl_outside_pass_band"] += 1
+            continue
+        writers["rl", split].add(renders.render_rl(row, environment))
 
     judged_folder = dirs["judge"] / "judged"
     judged_records = read_records(JudgedTrajectory, judged_folder)

@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 from schemas.critic import JudgedTrajectory, TurnJudgement
 from schemas.dataset import (
+    PASS_RATE_FIELDS,
     ConversationMessage,
     NanbeigeRow,
     OpenAIFunction,
@@ -43,6 +44,7 @@ from schemas.dataset import (
     OpenAIToolCall,
     ProducedBy,
     PromptMessage,
+    QuestionRow,
     RLPrompt,
     ToolMindRow,
     TurnRow,
@@ -608,8 +610,10 @@ def render_turns(judged: JudgedTrajectory) -> list[TurnRow]:
 
 
 def render_rl(question: Question, environment: str) -> RLPrompt:
-    """An RL prompt in the nanbeige template, with gold answers and the search environment to launch."""
+    """An RL prompt in the nanbeige template, with gold answers and the search environment to launch; a
+    `questions` row (`QuestionRow`) passes on its pass rate, a bare question has none."""
     as_of = question.as_of.isoformat()
+    measured = {name: getattr(question, name) for name in PASS_RATE_FIELDS} if isinstance(question, QuestionRow) else {}
     return RLPrompt(
         prompt_id=question.question_id,
         question_id=question.question_id,
@@ -625,4 +629,5 @@ def render_rl(question: Question, environment: str) -> RLPrompt:
         tools=render_tools(),
         writer_engine=question.engine,
         writer_model=question.model,
+        **measured,
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from schemas.config import Share
 
@@ -41,6 +41,9 @@ class RLConfig(BaseModel):
     modes: list[Mode] = ["offline", "online"]
     split: str | None = Field("train", description="dataset split to train on (file prefix); None reads every "
                                                   "split (the test split is held out by default)")
+    pass_band: list[Share] | None = Field(None, min_length=2, max_length=2,
+                                          description="online prompts: the `questions` config's questions whose "
+                                          "pass rate lies in [LO, HI] instead of the `rl` config")
     seed: int = Field(0, ge=0)
     max_len: int = Field(2048, ge=1, description="tokens per trajectory at most")
     logprob_chunk: int = Field(512, ge=1)
@@ -77,6 +80,13 @@ class RLConfig(BaseModel):
     kl_coef: float = Field(0.01, ge=0)
     index_dir: str | None = Field(None, description="search index folder; default: the prompt's environment, "
                                                     "else <shards>/../index")
+
+    @field_validator("pass_band")
+    @classmethod
+    def _band_in_order(cls, band: list[float] | None) -> list[float] | None:
+        if band is not None and band[0] > band[1]:
+            raise ValueError(f"pass_band needs LO <= HI, got {band}")
+        return band
 
 
 PRESETS: dict[str, dict] = {

@@ -7,35 +7,47 @@ accounts. Every trajectory is either kept or counted as skipped with a reason.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 from typing import TypeVar
 
+import pyarrow as pa
 from pydantic import BaseModel
 
 from ground.errors import UserError
-from ground.io import parquet_file, read_records, shard_files
+from ground.io import parquet_file, read_manifest, read_records, shard_files
 from ground.storage import StorePath, as_path
-from pipeline.renders import nanbeige_messages
+from pipeline.renders import nanbeige_messages, render_rl
 from rl.chat import PrefixPropertyError, check_full_encoding, check_prefix_property, render_tokens
+from schemas.base import arrow_schema, from_table
 from schemas.critic import CRITERIA, JudgedTrajectory, TurnJudgement
-from schemas.dataset import QuestionRow, RLPrompt
+from schemas.dataset import PASS_RATE_FIELDS, QuestionRow, RLPrompt
 from schemas.questions import Question
 
 M = TypeVar("M", bound=BaseModel)
 
 
-def read_config_shards(model: type[M], dataset_dir: str | Path | StorePath, config: str,
-                       split: str | None = None) -> Iterator[M]:
-    """Records of one dataset config (`data/<config>/<split>-*.parquet`); all splits when `split` is None."""
+def split_of(path: Path | StorePath) -> str:
+    """`train-00000-of-00001.parquet` -> `train` (the Hub layout's split prefix)."""
+    return path.name.split("-", 1)[0]
+
+
+def config_files(dataset_dir: str | Path | StorePath, config: str, split: str | None = None) -> list[Path | StorePath]:
+    """The shards of one dataset config (`data/<config>/<split>-*.parquet`); all splits when `split` is None."""
     folder = as_path(dataset_dir) / "data" / config
-    files = [f for f in shard_files(folder) if split is None or f.name.startswith(f"{split}-")]
+    files = [f for f in shard_files(folder) if split is None or split_of(f) == split]
     if not files:
         raise UserError(f"no {config!r} shards{f' for split {split!r}' if split else ''} in {folder}; "
                         "run `make dataset` first or pass --shards DIR")
-    for file in files:
+    return files
+
+
+def read_config_shards(model: type[M], dataset_dir: str | Path | StorePath, config: str,
+                       split: str | None = None) -> Iterator[M]:
+    """Records of one dataset config; all splits when `split` is None."""
+    for file in config_files(dataset_dir, config, split):
         yield from read_records(model, file)
 
 
@@ -54,8 +66,61 @@ def read_trajectories(dataset_dir: str | Path | StorePath, split: str | None = N
     return list(islice(read_config_shards(JudgedTrajectory, dataset_dir, "trajectories", split), limit))
 
 
-def read_prompts(dataset_dir: str | Path | StorePath, split: str | None = None) -> list[RLPrompt]:
-    return list(read_config_shards(RLPrompt, dataset_dir, "rl", split))
+def read_prompt_shard(file: Path | StorePath) -> list[RLPrompt]:
+    """An `rl` shard's prompts; a shard written before the rows carried their pass rate reads with it None."""
+    schema = arrow_schema(RLPrompt)
+    table = parquet_file(file).read()
+    for name in PASS_RATE_FIELDS:
+        if name not in table.column_names:
+            table = table.append_column(schema.field(name), pa.nulls(table.num_rows, schema.field(name).type))
+    return from_table(RLPrompt, table.select(schema.names).cast(schema))
+
+
+def band_prompts(dataset_dir: str | Path | StorePath, pass_band: Sequence[float],
+                 split: str | None = None) -> dict[str, list[RLPrompt]]:
+    """Split -> RL prompts of every question in the `questions` config whose recorded pass rate lies in
+    [LO, HI], rendered and selected as the dataset stage renders and selects its `rl` config
+    (`pipeline.dataset.is_rl_prompt`, `render_rl`), so another band needs no rebuild: the `questions`
+    config keeps every question with its rate, the `rl` config only the dataset's own band."""
+    from pipeline.dataset import is_rl_prompt  # lazily: it brings Beam, which `hopsmith rl` needs only here
+
+    low, high = pass_band
+    if not 0.0 <= low <= high <= 1.0:
+        raise UserError(f"a pass band needs 0 <= LO <= HI <= 1, got {low:g} {high:g}")
+    files = config_files(dataset_dir, "questions", split)
+    if any(PASS_RATE_FIELDS[0] not in parquet_file(f).schema_arrow.names for f in files):
+        raise UserError(f"the 'questions' shards in {as_path(dataset_dir)} carry no pass rate (written before "
+                        "the rate column): --pass-band needs a dataset built by `hopsmith dataset` with difficulty")
+    rows = [(split_of(f), row) for f in files for row in read_records(QuestionRow, f)]
+    if all(row.pass_rate is None for _, row in rows):
+        raise UserError(f"the dataset in {as_path(dataset_dir)} measured no pass rates (`--no-difficulty`), so "
+                        "--pass-band has nothing to select by; rebuild it with difficulty on")
+    manifest = read_manifest(dataset_dir)
+    if manifest is None or "index" not in manifest.upstream:
+        raise UserError(f"no dataset manifest naming its search index in {as_path(dataset_dir)}: --pass-band "
+                        "renders the prompts with the index they were written against")
+    by_split: dict[str, list[RLPrompt]] = {}
+    for name, row in rows:
+        if is_rl_prompt(row, pass_band):
+            by_split.setdefault(name, []).append(render_rl(row, manifest.upstream["index"]))
+    return by_split
+
+
+def prompts_by_split(dataset_dir: str | Path | StorePath, split: str | None = None,
+                     pass_band: Sequence[float] | None = None) -> dict[str, list[RLPrompt]]:
+    """Split -> RL prompts: the `rl` config's, or with `pass_band` those of the questions in that band."""
+    if pass_band is not None:
+        return band_prompts(dataset_dir, pass_band, split)
+    by_split: dict[str, list[RLPrompt]] = {}
+    for file in config_files(dataset_dir, "rl", split):
+        by_split.setdefault(split_of(file), []).extend(read_prompt_shard(file))
+    return by_split
+
+
+def read_prompts(dataset_dir: str | Path | StorePath, split: str | None = None,
+                 pass_band: Sequence[float] | None = None) -> list[RLPrompt]:
+    """The RL prompts of one split (all when None), from the `rl` config or, given a band, the `questions` config."""
+    return [p for prompts in prompts_by_split(dataset_dir, split, pass_band).values() for p in prompts]
 
 
 def trajectory_messages(judged: JudgedTrajectory) -> list[dict[str, str]]:

@@ -13,7 +13,7 @@ imports nothing of verl. Output folder:
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ from ground.errors import UserError
 from ground.io import (
     atomic_write_text,
     read_manifest,
-    read_records,
     shard_files,
     write_records,
     write_table,
@@ -33,7 +32,7 @@ from ground.stage import begin_stage
 from ground.storage import StorePath, as_path
 from pipeline.renders import render_tools
 from rl.config import DEFAULT_ESTIMATOR, ESTIMATOR_ENV, TURN_COEF_ENV
-from rl.data import read_questions
+from rl.data import config_files, prompts_by_split, read_questions
 from schemas.dataset import RLPrompt
 from schemas.manifest import Manifest
 from schemas.questions import Question
@@ -41,11 +40,6 @@ from schemas.questions import Question
 AGENT_NAME = "hopsmith_turn_agent"
 ABILITY = "deep_search"
 REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-def split_of(path: Path | StorePath) -> str:
-    """`train-00000-of-00001.parquet` -> `train` (the Hub layout's split prefix)."""
-    return path.name.split("-", 1)[0]
 
 
 def verl_row(prompt: RLPrompt, index: int, index_dir: str) -> dict[str, Any]:
@@ -139,8 +133,10 @@ def launch_script(estimator: str, turn_coef: float) -> str:
 def export_verl(shards: str | Path, out_dir: str | Path, *, model: str = "Nanbeige/Nanbeige4.1-3B",
                 index_dir: str | Path | None = None, estimator: str = DEFAULT_ESTIMATOR, turn_coef: float = 1.0,
                 failed_turns: str = "mask", failed_turn_reward: float = -1.0, max_turns: int = 60,
-                n_gpus: int = 8, run_dir: str | Path | None = None) -> Manifest:
-    """Write verl's data, configs and launch script for the `rl` shards of a dataset folder.
+                n_gpus: int = 8, run_dir: str | Path | None = None,
+                pass_band: Sequence[float] | None = None) -> Manifest:
+    """Write verl's data, configs and launch script for the `rl` shards of a dataset folder, or with
+    `pass_band` (LO, HI) for the questions of its `questions` config whose pass rate lies in that band.
 
     `shards`, `out_dir` and `index_dir` may be URLs (`s3://`, `gs://`). The configs name the files by the
     folder verl runs in, `run_dir`: `out_dir` when local; an export to object storage must say where it
@@ -152,9 +148,12 @@ def export_verl(shards: str | Path, out_dir: str | Path, *, model: str = "Nanbei
                         "files: pass --run-dir, the local folder you will copy the export to on the training "
                         "machine (e.g. `aws s3 sync` it there, then run run_verl.sh from it)")
     run_dir = Path(run_dir).resolve() if run_dir is not None else out_dir
-    files = shard_files(shards / "data" / "rl")
-    if not files:
-        raise UserError(f"no 'rl' shards in {shards / 'data' / 'rl'}; run `make dataset` first")
+    # with a band the prompts come from the `questions` config (every question with its rate), else the `rl` config
+    by_split = prompts_by_split(shards, pass_band=pass_band)
+    if not by_split:
+        raise UserError(f"no question of {shards} has a pass rate in the band {list(pass_band or ())}")
+    question_files = shard_files(shards / "data" / "questions")
+    files = question_files + (config_files(shards, "rl") if pass_band is None else [])
     index_dir = as_path(index_dir) if index_dir else shards.resolve().parent / "index"
     if read_manifest(index_dir) is None:
         raise UserError(f"no finished search index in {index_dir} (pass --index DIR)")
@@ -163,13 +162,11 @@ def export_verl(shards: str | Path, out_dir: str | Path, *, model: str = "Nanbei
                 "n_gpus": n_gpus}
     if run_dir != out_dir:
         settings["run_dir"] = str(run_dir)
-    question_files = shard_files(shards / "data" / "questions")
-    run = begin_stage("export-verl", out_dir, settings, input_files=files + question_files)
+    if pass_band is not None:
+        settings["pass_band"] = list(pass_band)
+    run = begin_stage("export-verl", out_dir, settings, input_files=files)
     if run.done:
         return run.finished
-    by_split: dict[str, list[RLPrompt]] = defaultdict(list)
-    for file in files:
-        by_split[split_of(file)].extend(read_records(RLPrompt, file))
     counts: dict[str, int] = {}
     outputs: dict[str, list[str]] = {"data": []}
     for split, prompts in sorted(by_split.items()):

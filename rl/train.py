@@ -387,8 +387,9 @@ def run_rl(shards: str | Path, out_dir: str | Path, config: RLConfig, judge: Jud
 
     shards, out_dir = as_path(shards), as_path(out_dir)
     judged = read_trajectories(shards, config.split, config.max_trajectories)
-    prompts = read_prompts(shards, config.split) if "online" in config.modes else []
-    shard_inputs = shard_files(shards / "data" / "trajectories") + shard_files(shards / "data" / "rl")
+    prompts = read_prompts(shards, config.split, config.pass_band) if "online" in config.modes else []
+    prompt_config = "rl" if config.pass_band is None else "questions"  # where the prompts come from
+    shard_inputs = shard_files(shards / "data" / "trajectories") + shard_files(shards / "data" / prompt_config)
     run = begin_stage("rl", out_dir, config, input_files=shard_inputs)
     if run.done:
         return run.finished

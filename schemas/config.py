@@ -187,8 +187,13 @@ class QuestionConfig(_Config):
     plan_attempts: int = Field(default=16, ge=1, le=32, description="plans tried per path until one passes the "
                                "plan and description gates: the lead's noun phrase, then class nouns, then "
                                "attributes drawn afresh")
-    description_search_top_k: int = Field(default=1, ge=0, description="a described entity's description searched "
-                                          "alone must not list it in this many results (0: gate off; needs the index)")
+    description_search_top_k: int | None = Field(default=None, ge=0, description="an intermediate's description "
+                                                 "searched alone must not list it, nor a page stating the answer, in "
+                                                 "this many results (default: one_search_top_k, the results an agent "
+                                                 "reads; 0: gate off; needs the index)")
+    start_description_search_top_k: int = Field(default=1, ge=0, description="the same for the start's description: "
+                                                "the solve's first step, which must not find it first (an "
+                                                "intermediate found in the top k skips the hops before it)")
     relation_answer_share: float = Field(default=0.10, gt=0.0, le=1.0, description="most questions (share) with "
                                          "one answer among those ending in the same relation")
     relation_answer_min: int = Field(default=10, ge=1, description="questions ending in one relation from which "
@@ -205,6 +210,15 @@ class QuestionConfig(_Config):
                                "is famous (1: no long-tail weighting)")
     paths_per_unit: int = Field(default=32, ge=1, description="paths per resumable work unit")
     shards: int = Field(default=4, ge=1)
+
+    @model_validator(mode="after")
+    def _description_k_follows_one_search(self) -> QuestionConfig:
+        """An agent reads the same results page for a description as for the question: unset, the description
+        gate's k is the one-search gate's (k = 1 let an intermediate's description through whose entity ranked
+        second, so that one search skipped the hops before it)."""
+        if self.description_search_top_k is None:
+            self.description_search_top_k = self.one_search_top_k
+        return self
 
 
 class IndexConfig(_Config):

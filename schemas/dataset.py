@@ -11,6 +11,9 @@ from schemas.base import Record
 from schemas.critic import JudgedTrajectory
 from schemas.questions import Question
 
+# the difficulty columns a `questions` row and an `rl` row share
+PASS_RATE_FIELDS = ("pass_rate", "pass_rate_policy", "pass_rate_rollouts")
+
 
 class QuestionRow(Question):
     """One row of the `questions` config: the question, and its pass rate under the eval policy the difficulty
@@ -43,6 +46,10 @@ class RLPrompt(Record):
     tools: list[dict[str, Any]] = []
     writer_engine: str | None = None  # which engine wrote the question, and the model its server reported
     writer_model: str | None = None
+    # the question's pass rate as the `questions` config records it (None when the run measured no difficulty)
+    pass_rate: float | None = None
+    pass_rate_policy: str | None = None
+    pass_rate_rollouts: int | None = None
 
 
 class ConversationMessage(BaseModel):

@@ -2,7 +2,7 @@
 proves they single it out among the candidates it competes with.
 
 A description is a noun ("a Canadian filmmaker", checked by its coarse type) plus attributes: a date
-fact fuzzed into a period ("born in the late 1960s"), a place it lies in or is based in ("in Ireland"),
+fact stated as a period ("born in the late 1960s", checked by the years a reader takes it to mean), a place it lies in or is based in ("in Ireland"),
 or another relation with its object named ("whose distributor is Warner Bros."). Which date and place
 relations qualify, and how they read, is data (`data/questions/attributes.toml`). Candidates come from
 the caller: the objects a hop reaches, or for an unnamed start entity every entity the graph shows
@@ -27,8 +27,8 @@ from knowledge.phrasebook import Entry
 from synth import gates
 from synth.phrasing import (
     as_common_noun,
+    date_periods,
     display_title,
-    fuzz_year,
     has_ended,
     is_work,
     parse_date,
@@ -67,9 +67,9 @@ ORDER = {"date": 0, "place": 1, "relation": 2}
 def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
                skip_relations: set[str], skip_labels: set[str]) -> list[Attribute]:
     """Facts of the node usable as attributes, in a seeded random order: each object of a relation (the
-    choice keeps at most one per relation, or two of several), one date per date relation, offered at every
-    fuzzing level (a third of a decade, a decade, a part of a century) so that the level that tells the
-    candidates apart can be chosen.
+    choice keeps at most one per relation, or two of several), one date per date relation, offered as every
+    period that holds it (a third of a decade, a decade: `phrasing.date_periods`) so that the one that tells
+    the candidates apart can be chosen; its clue holds the years a reader takes the period to mean.
 
     Relations in `skip_relations` (the hops into and out of the node) and objects in `skip_labels` (the
     path's nodes) are left out: stating them would give a hop away. An entity fact is offered when the
@@ -114,7 +114,7 @@ def _attributes(ctx, node: int, position: int, person: bool, skip_relations: set
                 found[relation] = [
                     Attribute(relation, "date", forms["modifier"].format(p=period, who=who),
                               forms["predicate"].format(p=period), clue(years=years), f"date:{value}->{period}")
-                    for period, years in (fuzz_year(parsed[0], level) for level in range(3))]
+                    for period, years in date_periods(parsed[0])]
         elif graph.kind[obj] == LITERAL and not _named_value(graph, obj, relation):
             continue
         elif relation in table["places"]:
@@ -135,7 +135,8 @@ def _attributes(ctx, node: int, position: int, person: bool, skip_relations: set
             entry = phrase(relation)
             name = _name(label, entry)
             ended = _ended(graph, edge, ctx.as_of)
-            several = objects_of[graph.rel[edge]] > 1 and _current_objects(ctx, node, graph.rel[edge]) > 1
+            several = (objects_of[graph.rel[edge]] > 1 and _current_objects(ctx, node, graph.rel[edge]) > 1
+                       or relation in gates.partial_lists())  # a selection: "whose notable works include X"
             modifier, predicate = relation_clauses(entry, name, its, ended, several)
             if not ended and (variant := _variant(str(graph.keys[node]), relation)) is not None:
                 modifier = variant["modifier"].format(o=name, a=with_article(name))

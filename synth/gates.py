@@ -379,6 +379,52 @@ def dominant_answer(index: FactIndex, path: Path) -> str | None:
     return f"{path.answer!r} is the most common object of {path.hops[-1].relation} ({heads} heads)"
 
 
+BROAD_ANCHORS_FILE = FsPath(__file__).resolve().parents[1] / "data" / "questions" / "broad_anchors.toml"
+
+
+@functools.cache
+def broad_anchors() -> dict:
+    """Classes, relations and place sizes whose objects are hubs (data/questions/broad_anchors.toml)."""
+    with BROAD_ANCHORS_FILE.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def _population(index: FactIndex, node: int, relation: str) -> float | None:
+    if (rel := index.relation(relation)) is None:
+        return None
+    for obj in index.objects(node, rel):
+        key = index.graph.keys[obj]
+        if key.startswith(LITERAL_PREFIX):
+            try:
+                return float(split_literal_key(key)[1].replace(",", ""))
+            except ValueError:
+                continue
+    return None
+
+
+def broad_anchor(index: FactIndex, clue: Clue) -> str | None:
+    """Why a clue's named object is a hub that thousands of subjects of the whole wiki share (`broad_anchors`:
+    a country, a language or a genre by its class; any object of a relation such as occupation or genre; a
+    city whose recorded population is in the millions), or None when it may single its subject out."""
+    table = broad_anchors()
+    if clue.attribute in table["relations"]:
+        return f"{clue.attribute} is shared by thousands of subjects"
+    node = index.node(clue.object or "")
+    ontology = load_ontology()
+    cls = ontology.find_class(index.graph.entity_type[node] or "") if node is not None else None
+    if cls is None:
+        return None
+    if broad := next((c for c in table["classes"] if ontology.is_a(cls, c)), None):
+        return f"{clue.object!r} is a {broad}"
+    places = table["places"]
+    if not ontology.is_a(cls, "PopulatedPlace"):
+        return None
+    population = _population(index, node, places["population_relation"])
+    if population is None:
+        return f"{clue.object!r} is a {cls} of unrecorded population" if cls in places["unknown_broad_classes"] else None
+    return f"{clue.object!r} has {population:,.0f} inhabitants" if population >= places["max_population"] else None
+
+
 TRIVIAL_HOPS_FILE = FsPath(__file__).resolve().parents[1] / "data" / "questions" / "trivial_hops.toml"
 
 
@@ -389,10 +435,45 @@ def trivial_hops() -> dict[str, dict]:
         return tomllib.load(handle)
 
 
-def _trivial_from(graph: CSRGraph, relation: str, head: int) -> str | None:
-    """Why `relation` of the entity `head` is common knowledge (the table's entry for its class), or None."""
+PARTIAL_LISTS_FILE = FsPath(__file__).resolve().parents[1] / "data" / "questions" / "partial_lists.toml"
+
+
+@functools.cache
+def partial_lists() -> dict[str, dict]:
+    """Relation -> {why}: relations whose infobox list is a selection of the world's values, so that a value
+    singled out among the listed ones may not be unique in the world (data/questions/partial_lists.toml)."""
+    with PARTIAL_LISTS_FILE.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def partial_list(path: Path) -> str | None:
+    """Why a hop of the path singles out a value of a relation whose infobox list is a selection, or None.
+
+    Whatever the question says of that value (a date, a country, a genre, a publisher), the world holds other
+    values the list leaves out that may fit it too: King's notable works include Carrie (1974) but not 'Salem's
+    Lot (1975), and both are American novels of the mid-1970s; Jonathan Nolan's relatives born in London are
+    two brothers, the infobox names one. Nor can the asked hop be one ("the notable work of X"). So such a
+    relation is never a hop; a description states it as membership ("whose notable works include Carrie"),
+    which stays true however partial the list."""
+    for position, hop in enumerate(path.hops):
+        if (entry := partial_lists().get(hop.relation)) is not None:
+            return f"hop {position + 1} ({hop.relation}) singles out one of its values, but {entry['why']}"
+    return None
+
+
+def _trivial_from(graph: CSRGraph, relation: str, head: int, reached_by: str | None = None,
+                  answer: str | None = None) -> str | None:
+    """Why `relation` of the entity `head` is common knowledge (the table's entry for its class), or None.
+
+    An entry with `after` holds only for an entity the path reached over one of those relations (a
+    publisher's headquarters), one with `answers` only when the answer is one of them: the default guess
+    ("New York City" for an American publisher), not every value."""
     entry = trivial_hops().get(relation)
     if entry is None:
+        return None
+    if entry.get("after") and reached_by not in entry["after"]:
+        return None
+    if entry.get("answers") and answer not in entry["answers"]:
         return None
     if entry["heads"]:
         ontology = load_ontology()
@@ -404,14 +485,20 @@ def _trivial_from(graph: CSRGraph, relation: str, head: int) -> str | None:
 
 def trivial_final_hop(index: FactIndex, path: Path, named: Iterable[str]) -> str | None:
     """Why the answer follows in one well-known hop (`trivial_hops`) from the entity the final description
-    pins down, or from an entity the question names (the start when named, a clue's object), or None."""
+    pins down, or from an entity the question names (the start when named, a clue's object), or None. An
+    earlier hop whose object is its relation's default guess (`answers`: an American publisher's city is New
+    York City) counts too: the question reduces to what follows that guess."""
     graph = index.graph
     ids = path_node_ids(graph, path)
     if ids is None:
         return None
     answer = ids[-1]
-    if (why := _trivial_from(graph, path.hops[-1].relation, ids[-2])) is not None:
-        return f"{path.hops[-1].relation} of {path.nodes[-2]!r} is {why}"
+    for position in range(len(path.hops) - 1, -1, -1):
+        hop, reached_by = path.hops[position], path.hops[position - 1].relation if position else None
+        if position < len(path.hops) - 1 and not trivial_hops().get(hop.relation, {}).get("answers"):
+            continue  # a well-known hop mid-chain still needs the chain to find its subject; a guess does not
+        if (why := _trivial_from(graph, hop.relation, ids[position], reached_by, path.nodes[position + 1])) is not None:
+            return f"{hop.relation} of {path.nodes[position]!r} is {why}"
     for name in dict.fromkeys(named):
         node = index.node(name)
         if node is None or node == answer:

@@ -12,6 +12,7 @@ are ontology classes, named by the nouns of `data/ontology/type_nouns.toml`.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 import tomllib
 
@@ -184,31 +185,50 @@ def _ordinal(n: int) -> str:
     return f"{n}{suffix}"
 
 
-def fuzz_year(year: int, style: int) -> tuple[str, tuple[int, int]]:
-    """A vague period containing `year` and the year range it stands for.
+DATE_PERIODS_FILE = DATA_DIR.parent / "questions" / "date_periods.toml"
+MIN_PERIOD_YEAR = 100  # "the 40s" would read as the 1940s: earlier years are not stated as periods
 
-    style 0: "the early 1990s" (third of a decade); style 1: "the 1990s"; style 2: "the late 19th century",
-    a century's first four decades (early), the next three (mid-) or the last three (late), as the words are
-    read: 1969 is in the mid-20th century, 1970 in the late one.
-    """
-    if year <= 0:
-        return "antiquity", (-10_000, 0)
-    if year % 100 < 10 and year < 2000:
-        style = 2  # "the 1200s" reads as a century, not as the decade 1200-1209
-    if style == 1:
-        decade = year - year % 10
-        return f"the {decade}s", (decade, decade + 9)
-    if style == 2:
-        century = (year - 1) // 100 + 1
-        start = (century - 1) * 100 + 1
-        part = 2 if year % 100 == 0 else (0, 0, 0, 0, 1, 1, 1, 2, 2, 2)[year % 100 // 10]
-        label = ("early", "mid-", "late")[part]
-        span = ((start, start + 38), (start + 39, start + 68), (start + 69, start + 99))[part]
-        return f"the {label}{'' if label.endswith('-') else ' '}{_ordinal(century)} century", span
-    decade = year - year % 10
-    part = year % 10
-    label, span = ("early", (0, 3)) if part <= 3 else ("mid", (4, 6)) if part <= 6 else ("late", (7, 9))
-    return f"the {label} {decade}s" if label != "mid" else f"the mid-{decade}s", (decade + span[0], decade + span[1])
+
+@functools.cache
+def _period_forms() -> tuple[dict, ...]:
+    """The period forms of `data/questions/date_periods.toml`, in the table's order."""
+    with DATE_PERIODS_FILE.open("rb") as handle:
+        return tuple(tomllib.load(handle)["forms"])
+
+
+def date_periods(year: int) -> list[tuple[str, tuple[int, int]]]:
+    """The periods a date in `year` may be stated as ("the early 1990s", "the 1990s", "the late 20th century"),
+    each with the years a reader takes it to mean (`data/questions/date_periods.toml`): a clue built from one
+    is checked by those years, so it tells two entities apart only when a reader would. In a century's first
+    decade before 2000 no decade form but its own ("the first decade of the 20th century"), since "the
+    1900s" reads as a century."""
+    if year < MIN_PERIOD_YEAR:
+        return []
+    century = year - year % 100  # as a reader counts: 1900-1999 is the 20th century
+    first_decade = year % 100 < 10 and year < 2000
+    periods = []
+    for form in _period_forms():
+        by_century = form.get("scope") == "century"
+        origin = century if by_century else year - year % 10
+        if not by_century and form.get("first_decade", False) != first_decade:
+            continue
+        if form["stated"][0] <= year - origin <= form["stated"][1]:
+            label = form["label"].format(decade=origin, century=_ordinal(century // 100 + 1))
+            periods.append((label, (origin + form["read"][0], origin + form["read"][1])))
+    return periods
+
+
+@functools.cache
+def period_years(label: str) -> tuple[int, int] | None:
+    """The years a stated period means to a reader ("the mid-1960s" -> 1964-1966), read back from the table:
+    what the scripted searcher checks a page's years against. None for words no form writes."""
+    digits = re.search(r"\d+", label)
+    if digits is None:
+        return None
+    number = int(digits.group())
+    first, span = ((number - 1) * 100, 100) if label.endswith(" century") else (number, 10)
+    return next((found for year in range(first, first + span) for said, found in date_periods(year) if said == label),
+                None)
 
 
 def month_year(day: dt.date) -> str:

@@ -9,6 +9,11 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
   so no question text for it was ever read by a person ("the merged with of X");
 - `list_answer`: a free-text answer is a list ("civil servant, politician"): a multi-valued fact that
   extraction left as one string, not one answer;
+- `partial_list`: a hop over a relation whose infobox list is a selection (`data/questions/partial_lists.toml`:
+  notable works, lead actors, relatives, awards): the hop singles one value out ("the notable work of X", "one
+  of the notable works of X is a novel from the United States published in the mid-1970s"), which is unique
+  among the listed values only; such a relation is stated only as membership, as an attribute ("a writer
+  whose notable works include Carrie");
 - `vague_answer`: a one-word lower-case string answer, an infobox keyword rather than a fact;
 - `answer_leak`: the answer or one of its aliases appears in the question text;
 - `evidence_leak`: the question copies a long n-gram of a hop's evidence sentence;
@@ -30,16 +35,21 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
 - `trivial_final_hop`: the answer follows in one well-known hop (`data/questions/trivial_hops.toml`: a
   country's capital, currency or language, a place's country or region) from the entity the final
   description pins down or from an entity the text names, so the final hop is answered from memory;
-- `description_search`: the description of the start or of an intermediate, searched alone in the agents'
-  index, lists that entity in the top `description_search_top_k` (the pages the description names left
-  out of the ranking), so one search skips the chain before it;
+- `description_search`: the description of an intermediate, searched alone in the agents' index, lists that
+  entity in the top `description_search_top_k` (the pages the description names left out of the ranking),
+  so one search skips the chain before it (k is `one_search_top_k` unless set: the results an agent reads);
+  the start's description must not list the start in the top `start_description_search_top_k` (1: finding
+  the start is the solve's first step, but not by one search of its description);
+- `description_answer`: a page that one search of such a description puts before a reader (its top k results
+  and the pages it names) states the answer, so the hops before that page are decoration;
 - `untimed_hop`: a hop over a relation that holds several values over time (not single-valued in the
   ontology) whose fact carries a start or end date, stated without its time: the other values, missing
   from the slice, would answer it too ("the prime minister of a French president");
 - `relation_answer_cap`: one answer already fills its share of the questions that end in the same
   relation (applied by the stage; `relation_answer_share`, from `relation_answer_min` such questions);
 - `not_unique_in_world`: the start's description may fit many entities of the whole wiki (a census of a
-  full dump estimates how many; without one, it states no fact that names a page: no named anchor);
+  full dump estimates how many; without one, it names no page that is no hub: no narrow anchor,
+  data/questions/broad_anchors.toml);
 - `famous`: the start or the answer is among the graph's most linked-to pages, and the seeded draw that
   keeps such paths at `famous_keep` dropped it (weights the questions toward the long tail);
 - `dominant_answer`: the answer is the most common object of its final relation across the graph (a
@@ -64,12 +74,20 @@ from knowledge.ontology import load_ontology
 from schemas.questions import Path
 from synth import describe, gates, text_gates
 from synth.environment import SearchEnvironment
-from synth.phrasing import answer_form, date_variants, is_list_value, number_variants, parse_date, reviewed
-from synth.question_plan import Plan, QuestionContext, described_as, named_anchor, seeded_rng
+from synth.phrasing import (
+    answer_form,
+    date_variants,
+    is_list_value,
+    number_variants,
+    parse_date,
+    reviewed,
+    type_noun,
+)
+from synth.question_plan import Plan, QuestionContext, described_as, named_anchor, narrow_anchor, seeded_rng
 
-GATES = ("unreviewed_relation", "list_answer", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
+GATES = ("unreviewed_relation", "list_answer", "partial_list", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
          "identifying_clue", "clue_shortcut",
-         "not_unique_in_world", "trivial_final_hop", "description_search", "untimed_hop", "famous",
+         "not_unique_in_world", "trivial_final_hop", "description_search", "description_answer", "untimed_hop", "famous",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
          "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap", "relation_answer_cap")
 
@@ -109,6 +127,8 @@ def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
         return "unreviewed_relation", f"no reviewed phrasebook entry for {relation}"
     if is_list_value(path.answer, path.answer_type):
         return "list_answer", f"a list, not one answer: {path.answer!r}"
+    if (detail := gates.partial_list(path)) is not None:
+        return "partial_list", detail
     if (detail := gates.vague_answer(path)) is not None:
         return "vague_answer", detail
     if (detail := gates.fewer_hops(ctx.graph, path)) is not None:
@@ -176,10 +196,30 @@ def start_gate(ctx: QuestionContext, path: Path, start: Plan,
         return "identifying_clue", detail
     if ctx.config.require_named_anchor and (detail := world_unique_start(ctx, start)):
         return "not_unique_in_world", detail
-    top_k = ctx.config.description_search_top_k
-    if environment is not None and top_k and (detail := text_gates.description_search(
-            environment, [(path.start, described_as(start, 0), named_anchors(start, 0))], top_k)) is not None:
-        return "description_search", detail
+    return description_gates(ctx, path, [(0, path.start, described_as(start, 0), named_anchors(start, 0))],
+                             environment)
+
+
+def description_gates(ctx: QuestionContext, path: Path, descriptions: list[tuple[int, str, str, list[str]]],
+                      environment: SearchEnvironment | None) -> tuple[str, str] | None:
+    """`description_search`, then `description_answer`, on (position, title, description, named anchors) of
+    the entities the question does not name: the start's read to `start_description_search_top_k`, the
+    others' to `description_search_top_k`."""
+    if environment is None:
+        return None
+    config = ctx.config
+    by_k: dict[int, list[tuple[str, str, list[str]]]] = {}
+    for position, *described in descriptions:
+        top_k = config.start_description_search_top_k if position == 0 else config.description_search_top_k
+        if top_k:
+            by_k.setdefault(top_k, []).append(tuple(described))
+    for top_k, group in by_k.items():
+        if (detail := text_gates.description_search(environment, group, top_k)) is not None:
+            return "description_search", detail
+    forms = [written_answer(ctx, path), *answer_aliases(ctx, path)] if by_k else []
+    for top_k, group in by_k.items():
+        if (detail := text_gates.description_answer(environment, group, path.answer, forms, top_k)) is not None:
+            return "description_answer", detail
     return None
 
 
@@ -189,11 +229,16 @@ def world_unique_start(ctx: QuestionContext, plan: Plan) -> str | None:
     With a census (`synth.census`) of a full dump: the fewest subjects of the wiki that state one of the
     description's facts, times the share of the slice's holders of that fact that the whole description
     keeps, must stay within `census_max_fits`. Without one, the conservative rule: some stated fact names a
-    page (a place, a person, a work); dates, numbers and keywords alone fit thousands."""
+    page that is no hub (a person, a work, a place; not a country, a genre, an occupation or a city of
+    millions: `gates.broad_anchor`); dates, numbers, keywords and hub values alone fit thousands."""
     clues = [c for c in plan.clues if c.position == 0]
     census = ctx.census
     if census is None:
-        return None if any(named_anchor(c) for c in clues) else "no stated fact names a page (no census: a named anchor is required)"
+        if any(narrow_anchor(ctx, c) for c in clues):
+            return None
+        broad = [why for c in clues if named_anchor(c) and (why := gates.broad_anchor(ctx.facts, c))]
+        return (f"only broad anchors ({'; '.join(broad)}): no census, a narrow named anchor is required" if broad
+                else "no stated fact names a page (no census: a named anchor is required)")
     counted = [c for c in clues if c.attribute and c.object]
     if not counted:
         return "no stated fact the census counts (dates and types only)"
@@ -245,16 +290,22 @@ def untimed_hop(path: Path, plan: Plan, text: str) -> str | None:
 
 def search_gate(ctx: QuestionContext, path: Path, plan: Plan,
                 environment: SearchEnvironment | None) -> tuple[str, str] | None:
-    """The description shortcut before any text: every description of an entity the question does not name,
-    searched alone in the agents' index, must not list that entity in the top `description_search_top_k`."""
-    top_k = ctx.config.description_search_top_k
-    if environment is None or not top_k:
-        return None
-    descriptions = [(path.nodes[p], described_as(plan, p), named_anchors(plan, p)) for p in sorted(plan.nouns)
-                    if p < len(path.nodes) - 1 and (p or plan.start_described)]
-    if (detail := text_gates.description_search(environment, descriptions, top_k)) is not None:
-        return "description_search", detail
-    return None
+    """The description shortcuts before any text: every description of an entity the question does not name
+    (the start, each intermediate), searched alone in the agents' index, must list neither that entity nor a
+    page stating the answer in the top k results (`description_gates`)."""
+    descriptions = [(p, path.nodes[p], described_as(plan, p), named_anchors(plan, p)) for p in sorted(plan.nouns)
+                    if p < len(path.nodes) - 1 and (p or plan.start_described)
+                    and not class_noun_only(ctx, path, plan, p)]
+    return description_gates(ctx, path, descriptions, environment)
+
+
+def class_noun_only(ctx: QuestionContext, path: Path, plan: Plan, position: int) -> bool:
+    """Whether the entity at `position` is described by its class noun alone ("was preceded by a television
+    series"): that states nothing a search could find it by in the world, only the hop does; in a slice with
+    few pages of its class the search would still list it (two series in a 27-page export)."""
+    info = ctx.entities.get(path.nodes[position])
+    return (not plan.attributes.get(position) and info is not None
+            and plan.nouns.get(position) == type_noun(info.type) != "entity")
 
 
 def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: list[str],

@@ -140,7 +140,7 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
             chosen = _choose_intersection(ctx, candidates, ids[position], base) if _tree_drawn(ctx, path) else None
             chosen = chosen or describe.choose(list(candidates), fits, ids[position], base, minimum,
                                                config.max_attributes)
-            if ctx.census is None and config.require_named_anchor and not any(named_anchor(a.clue) for a in chosen or []):
+            if ctx.census is None and config.require_named_anchor and not any(narrow_anchor(ctx, a.clue) for a in chosen or []):
                 return _anchored(ctx, candidates, fits, ids[position], base, minimum) or chosen
             return chosen
     else:
@@ -148,7 +148,7 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
             return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
 
         def pick(candidates):
-            minimum = min(config.attributes_per_entity, len(candidates))
+            minimum = min(0 if bare_intermediates(attempt) else config.attributes_per_entity, len(candidates))
             return _choose_needing_hop(ctx, candidates, fits, ids[position], base, minimum, reached)
     chosen = _avoiding_identifying(ctx, options, pick)
     # Nothing singles it out: keep a plain description and let the plan gate count why.
@@ -172,11 +172,17 @@ def named_anchor(clue: gates.Clue) -> bool:
     return bool(clue.attribute and clue.object and not clue.object.startswith(LITERAL_PREFIX))
 
 
+def narrow_anchor(ctx: QuestionContext, clue: gates.Clue) -> bool:
+    """A named anchor that is no hub of the whole wiki (`gates.broad_anchor`): what keeps a start's
+    description unique beyond the slice when no census is given."""
+    return named_anchor(clue) and gates.broad_anchor(ctx.facts, clue) is None
+
+
 def _anchored(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],
               minimum: int) -> list[Attribute] | None:
-    """A start description that states a named anchor first, then whatever else singles the start out (the
-    rule that keeps a description unique beyond the slice when no census is given); None if none does."""
-    for anchor in [o for o in options if named_anchor(o.clue)]:
+    """A start description that states a narrow named anchor first, then whatever else singles the start out
+    (the rule that keeps a description unique beyond the slice when no census is given); None if none does."""
+    for anchor in [o for o in options if narrow_anchor(ctx, o.clue)]:
         rest = [o for o in options if o is not anchor and o.relation != anchor.relation]
         more = describe.choose(rest, fits, target, [*base, anchor.clue], max(minimum - 1, 0),
                                ctx.config.max_attributes - 1)
@@ -216,6 +222,14 @@ PLAN_ATTEMPT = "plan:"  # the obfuscation that records which attempt's plan a qu
 CLASS_NOUN_ATTEMPT = 1  # attempts from this one on describe entities by their class noun
 FRESH_ATTEMPT = 2  # attempts from this one draw attributes afresh: none the lead sentence states, a share withheld
 WITHHELD_SHARE = 0.3  # share of an entity's attributes a fresh attempt leaves out (a seeded draw per attempt)
+
+
+def bare_intermediates(attempt: int) -> bool:
+    """Whether an attempt describes each intermediate by no more than its hop needs to single it out (often
+    its noun alone, "a writer"): every other fresh attempt, since an attribute added only for colour ("a
+    writer born in Old Town, Maine") is what a description search finds the entity by, skipping the hops
+    before it."""
+    return attempt >= FRESH_ATTEMPT and attempt % 2 == 1
 
 
 def plan_attempt(obfuscations: list[str]) -> int:

@@ -258,7 +258,7 @@ def measure(folders: dict[str, Path], top_k: int | None = None,
         "prior_guess_share": _share(prior_guess_hits(questions), total),
         "phrasebook_break_share": _share(broken, total),
         "world_uniqueness": ("" if not config.require_named_anchor else f"census {config.census}" if config.census
-                             else "named anchor"),
+                             else "narrow anchor"),
         "fame": {"quantile": config.fame_quantile, "famous_keep": config.famous_keep,
                  "famous_start_share": _share(famous_start, total), "famous_answer_share": _share(famous_answer, total)},
         "top_answers": [[answer, count] for answer, count in top],
@@ -311,7 +311,7 @@ def tree_note(folders: dict[str, Path], walk, walk_config: WalkConfig, tree_shar
 def gates_run(config: QuestionConfig, searched: bool, closed_book: bool = True) -> list[str]:
     """The gates every kept question passed in this configuration (the card claims no other); `closed_book`
     is False when some question's shortcut check fell back to the offline gates."""
-    ran = ["vague_answer", "fewer_hops", "reversed_place", "multi_valued_hop", "alternative_answer", "tree_branch",
+    ran = ["vague_answer", "partial_list", "fewer_hops", "reversed_place", "multi_valued_hop", "alternative_answer", "tree_branch",
            "identifying_clue", "clue_shortcut", "trivial_final_hop", "answer_leak",
            "evidence_leak", "intermediate_leak", "missing_as_of", "untimed_hop", "duplicate", "answer_cap",
            "relation_answer_cap"]
@@ -325,8 +325,8 @@ def gates_run(config: QuestionConfig, searched: bool, closed_book: bool = True) 
         ran.append("dominant_answer")
     if searched and config.one_search_top_k:
         ran.append("one_search")
-    if searched and config.description_search_top_k:
-        ran.append("description_search")
+    if searched and (config.description_search_top_k or config.start_description_search_top_k):
+        ran += ["description_search", "description_answer"]
     if config.shortcut is not None and not config.shortcut.offline and closed_book:
         ran.append("shortcut")
     return sorted(ran)

@@ -142,6 +142,34 @@ def description_search(environment, descriptions: Iterable[tuple[str, str] | tup
     return None
 
 
+def description_answer(environment, descriptions: Iterable[tuple[str, str, Iterable[str]]], answer: str,
+                       forms: Iterable[str], top_k: int) -> str | None:
+    """The description shortcut to the answer: a page that one search of a description puts before a reader
+    (its top k results, the pages it names left out of the ranking, and those named pages themselves) states
+    the answer, so the hops before the answer's page are decoration ("a company whose founders include X"
+    where X's page gives the company's founding year). `descriptions` are (title, description, named anchors)
+    of the entities a question does not name; `forms` the answer's written forms and aliases."""
+    answer_page = environment.resolve(answer)
+    needles = [f" {' '.join(tokens)} " for form in dict.fromkeys([answer, *forms]) if (tokens := _tokens(form))]
+    for _, description, named in descriptions:
+        anchors = [page.title for name in named if (page := environment.resolve(name)) is not None]
+        hits = [t for t in _top_titles(environment, description, top_k + len(anchors)) if t not in anchors][:top_k]
+        for title in dict.fromkeys([*anchors, *hits]):
+            if answer_page is not None and title == answer_page.title:
+                return f"{description!r} alone finds the answer's page {title!r}"
+            text = _page_text(environment, title)
+            if (form := next((n for n in needles if n in text), None)) is not None:
+                return f"{description!r} alone finds {title!r}, whose page states {form.strip()!r}"
+    return None
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _page_text(environment, title: str) -> str:
+    """A page's whole text as padded normalised tokens (`_padded`), cached: descriptions share their results."""
+    page = environment.resolve(title)
+    return f" {' '.join(_tokens(' '.join(page.chunks)))} " if page is not None else " "
+
+
 class ClosedBookAnswer(BaseModel):
     answer: str
 

@@ -1,6 +1,7 @@
 """Real HTTP servers on 127.0.0.1 for tests and benchmarks: an OpenAI-compatible chat endpoint.
 
-The server speaks the wire protocol (`POST /v1/chat/completions`, `GET /v1/models`); what it answers comes
+The server speaks the wire protocol (`POST /v1/chat/completions`, `POST /v1/responses` for a text reply,
+`GET /v1/models`); what it answers comes
 from a handler the test supplies, so a test can script 429s, slow answers, invalid JSON or tool calls.
 """
 
@@ -90,6 +91,21 @@ def _completion(reply: Reply, model: str) -> dict[str, Any]:
     }
 
 
+def _response(reply: Reply, model: str) -> dict[str, Any]:
+    """The Responses API's shape of a text reply (what `client.responses.create` returns)."""
+    text = {"type": "output_text", "text": reply.content or "", "annotations": []}
+    return {
+        "id": "resp-test",
+        "object": "response",
+        "created_at": 0,
+        "model": model,
+        "status": "completed",
+        "output": [{"type": "message", "id": "msg-test", "role": "assistant", "status": "completed", "content": [text]}],
+        "usage": {"input_tokens": reply.prompt_tokens, "output_tokens": reply.completion_tokens,
+                  "total_tokens": reply.prompt_tokens + reply.completion_tokens},
+    }
+
+
 class OpenAIServer:
     """`with OpenAIServer(handler) as server:` serves on `server.base_url` until the block ends.
 
@@ -152,7 +168,8 @@ class OpenAIServer:
                     error = {"error": {"message": reply.error or "error", "type": "test", "code": reply.status}}
                     self._send(reply.status, error, reply.headers)
                     return
-                self._send(200, _completion(reply, reply.model or body.get("model", "test-model")), reply.headers)
+                shape = _response if self.path.rstrip("/").endswith("/responses") else _completion
+                self._send(200, shape(reply, reply.model or body.get("model", "test-model")), reply.headers)
 
         return Handler
 

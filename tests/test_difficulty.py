@@ -10,9 +10,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from cli.main import main
+from ground.errors import UserError
 from ground.io import read_manifest, read_records
 from pipeline.dataset import build_dataset, load_config
 from pipeline.validate import validate_dataset
+from rl.data import read_prompts
 from schemas.config import DatasetConfig
 from schemas.evaluation import QuestionResult
 from schemas.questions import Question
@@ -101,6 +103,15 @@ def test_the_pass_band_keeps_exactly_the_questions_whose_recorded_rate_is_in_it(
     assert recorded == {qid: sum(flags) / 4 for qid, flags in correct.items()}
     inside = {qid for qid, rate in recorded.items() if (0 < rate < 1 if band is None else band[0] <= rate <= band[1])}
     assert {row["question_id"] for row in rows(dataset, "rl")} == inside
+    # an rl row carries its question's rate, the policy that measured it and k
+    assert {row["question_id"]: (row["pass_rate"], row["pass_rate_policy"], row["pass_rate_rollouts"])
+            for row in rows(dataset, "rl")} == {qid: (recorded[qid], "offline:function_calling", 4) for qid in inside}
+    # `hopsmith rl --pass-band` selects from the `questions` config and renders what the dataset stage renders
+    selected = read_prompts(dataset, pass_band=band or (0.25, 0.75))
+    expected = inside if band else {qid for qid, rate in recorded.items() if 0.25 <= rate <= 0.75}
+    assert {p.question_id for p in selected} == expected
+    as_built = {p.question_id: p.model_dump() for p in read_prompts(dataset)}
+    assert all(p.model_dump() == as_built[p.question_id] for p in selected if p.question_id in as_built)
     assert manifest.counts.get("skipped:rl_outside_pass_band", 0) == len(questions) - len(inside)
     card = (dataset / "README.md").read_text()
     assert f"The `rl` config keeps the {len(inside)} questions" in card
@@ -147,4 +158,7 @@ def test_without_difficulty_the_rate_is_absent_and_every_question_is_an_rl_promp
     dataset = dirs["dataset"]
     assert {(row["pass_rate"], row["pass_rate_policy"]) for row in rows(dataset, "questions")} == {(None, None)}
     assert len(rows(dataset, "rl")) == len(questions)
+    assert {(row["pass_rate"], row["pass_rate_rollouts"]) for row in rows(dataset, "rl")} == {(None, None)}
+    with pytest.raises(UserError, match="measured no pass rates"):  # nothing for `rl --pass-band` to select by
+        read_prompts(dataset, pass_band=(0.0, 1.0))
     assert "## Difficulty" not in (dataset / "README.md").read_text()

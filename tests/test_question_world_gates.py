@@ -168,17 +168,20 @@ def test_the_report_probes_move_on_bad_questions():
     assert scan_question("Who is the child of the director of this film?", "Sam Lee") == []
 
 
-def _two_alumni(ada_born_in_lyon: bool):
+def _two_alumni(ada_born_in_lyon: bool, lyon_population: str | None = "40000"):
     entities = [*PLACES, entity("Bob Stone", "Person")]
     facts = [*PLACE_FACTS, fact("Ada Stone", "birthDate", "1950-02-03", "date"),
              fact("Bob Stone", "birthDate", "1990-05-05", "date"), fact("Bob Stone", "almaMater", "Hill College")]
+    if lyon_population is not None:
+        facts.append(fact("Lyon", "populationTotal", lyon_population, "quantity"))
     if not ada_born_in_lyon:
         facts = [f for f in facts if not (f.head == "Ada Stone" and f.relation == "birthPlace")]
     return entities, facts
 
 
 def test_a_described_start_is_unique_beyond_the_slice():
-    # With a named anchor to state, the planner states it ("a person born in Lyon"): unique beyond the slice.
+    # With a narrow anchor to state, the planner states it ("a person born in Lyon", a town of 40,000 here):
+    # unique beyond the slice.
     ctx = context(*_two_alumni(True), describe_start=1.0, reject_dominant_answer=False)
     path = path_of(ctx, "Ada Stone", "Hill College", "Paris")
     plan = plan_question(ctx, path)
@@ -192,6 +195,24 @@ def test_a_described_start_is_unique_beyond_the_slice():
     plan = plan_question(ctx, path)
     assert plan.start_described and plan_gate(ctx, path, plan)[0] == "not_unique_in_world"
     assert "named anchor" in world_unique_start(ctx, plan)
+
+
+def test_a_hub_is_no_anchor_without_a_census():
+    # Lyon with 2,000,000 inhabitants: tens of thousands were born there, so "a person born in Lyon" is not
+    # unique in the world; with no population recorded it stays an anchor (data/questions/broad_anchors.toml).
+    ctx = context(*_two_alumni(True, "2000000"), describe_start=1.0, reject_dominant_answer=False)
+    path = path_of(ctx, "Ada Stone", "Hill College", "Paris")
+    plan = plan_question(ctx, path)
+    assert plan.start_described and plan_gate(ctx, path, plan)[0] == "not_unique_in_world"
+    assert "2,000,000 inhabitants" in world_unique_start(ctx, plan)
+    # A country (by its class, whatever the relation) or a genre (by the relation) is broad; a person, a
+    # college or a place of unrecorded size is not.
+    ctx = context(*_two_alumni(True, None))
+    broad = {(relation, obj): gates.broad_anchor(ctx.facts, gates.Clue(position=0, attribute=relation, object=obj))
+             for relation, obj in (("birthPlace", "France"), ("genre", "Cluny"), ("almaMater", "Hill College"),
+                                   ("spouse", "Bob Stone"), ("birthPlace", "Lyon"))}
+    assert "a Country" in broad["birthPlace", "France"] and "genre" in broad["genre", "Cluny"]
+    assert broad["almaMater", "Hill College"] is broad["spouse", "Bob Stone"] is broad["birthPlace", "Lyon"] is None
 
 
 def test_famous_starts_and_answers_are_weighted_toward_the_long_tail():
@@ -221,6 +242,6 @@ def test_the_card_says_how_uniqueness_beyond_the_slice_was_checked():
 
     def said(world: str) -> str:
         return _how_made({}, {"gates": ["not_unique_in_world"], "world_uniqueness": world})[-1]
-    assert "a named anchor; no census of a full dump was given" in said("named anchor")
+    assert "a narrow anchor: no country" in said("narrow anchor") and "no census of a full dump was given" in said("narrow anchor")
     assert "against a census full.json" in said("census full.json")
     assert "Beyond the slice" not in said("")

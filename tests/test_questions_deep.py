@@ -151,34 +151,36 @@ def test_the_start_intersection_gate_checks_each_branch():
     assert gates.start_intersection(ctx.facts, [writer, prize, galway], ada) == "branch birthPlace is not needed"
 
 
+# Ida Orbit's children: a relation whose infobox list is the whole family (a company's `product` list, which
+# these tests used first, is a selection the partial_list gate refuses to single a value out of by a date).
 STUDIO = [
     entity("Orbit Pictures", "Company"),
-    *(entity(title, "Film", head=False) for title in ("Red Moon", "Blue Sun", "Grey Star")),
+    *(entity(title, "Person", head=False) for title in ("Red Moon", "Blue Sun", "Grey Star")),
 ]
 STUDIO_FACTS = [
     fact("Orbit Pictures", "founder", "Ida Orbit"),
     fact("Orbit Pictures", "foundingDate", "1931-04-01", "date"),
-    *(fact(title, "distributor", "Orbit Pictures") for title in ("Red Moon", "Blue Sun", "Grey Star")),
-    fact("Red Moon", "releaseDate", "1952-01-01", "date"),
-    fact("Blue Sun", "releaseDate", "1987-01-01", "date"),
-    fact("Grey Star", "releaseDate", "1999-01-01", "date"),
-    fact("Red Moon", "director", "Lee Park"),
-    fact("Blue Sun", "director", "Lee Park"),
-    fact("Grey Star", "director", "Max Ode"),
-    fact("Ida Orbit", "product", "Red Moon"),
-    fact("Ida Orbit", "product", "Blue Sun"),
-    fact("Ida Orbit", "product", "Grey Star"),
+    *(fact(title, "employer", "Orbit Pictures") for title in ("Red Moon", "Blue Sun", "Grey Star")),
+    fact("Red Moon", "birthDate", "1952-01-01", "date"),
+    fact("Blue Sun", "birthDate", "1987-01-01", "date"),
+    fact("Grey Star", "birthDate", "1999-01-01", "date"),
+    fact("Red Moon", "almaMater", "Lee Park"),
+    fact("Blue Sun", "almaMater", "Lee Park"),
+    fact("Grey Star", "almaMater", "Max Ode"),
+    fact("Ida Orbit", "child", "Red Moon"),
+    fact("Ida Orbit", "child", "Blue Sun"),
+    fact("Ida Orbit", "child", "Grey Star"),
 ]
 
 
-# A film outside Ida Orbit's products, released near Blue Sun and by the same director: no branch on the
+# A person outside Ida Orbit's children, born near Blue Sun and at the same college: no branch on the
 # answer singles Blue Sun out of the whole graph, only together with the hop from Ida Orbit.
-GOLD_RAIN = [fact("Gold Rain", "releaseDate", "1988-06-01", "date"), fact("Gold Rain", "director", "Lee Park"),
-             fact("Gold Rain", "distributor", "Orbit Pictures")]
+GOLD_RAIN = [fact("Gold Rain", "birthDate", "1988-06-01", "date"), fact("Gold Rain", "almaMater", "Lee Park"),
+             fact("Gold Rain", "employer", "Orbit Pictures")]
 
 
 def test_a_tree_question_needs_each_branch_and_each_holds():
-    entities = [*STUDIO, entity("Ida Orbit", "Person", head=False), entity("Gold Rain", "Film", head=False)]
+    entities = [*STUDIO, entity("Ida Orbit", "Person", head=False), entity("Gold Rain", "Person", head=False)]
     ctx = context(entities, STUDIO_FACTS + GOLD_RAIN, max_attributes=3)
     path = path_of(ctx, "Orbit Pictures", "Ida Orbit", "Blue Sun")
     plan = plan_question(ctx, path, "clues")
@@ -192,20 +194,20 @@ def test_a_tree_question_needs_each_branch_and_each_holds():
     text = write_template(ctx, path, plan).text
     assert_reads_as_english(text)
     assert any(b.predicate in text for b in plan.branches) and "shape:tree" in plan.obfuscations
-    # The final hop alone reaches three films; the branches leave one.
-    final = {int(o) for o in ctx.graph.objects(ctx.graph.node_id("Ida Orbit"), ctx.graph.relation_id("product"))}
+    # The final hop alone reaches three children; the branches leave one.
+    final = {int(o) for o in ctx.graph.objects(ctx.graph.node_id("Ida Orbit"), ctx.graph.relation_id("child"))}
     assert len(final) == 3
     assert {o for o in final if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)} == {answer}
     # A branch that does not hold for the answer, or one that is not needed, fails the gate.
-    wrong = gates.Clue(position=2, attribute="releaseDate", years=(1950, 1959))
+    wrong = gates.Clue(position=2, attribute="birthDate", years=(1950, 1959))
     assert "does not hold" in gates.tree_branches(ctx.facts, path, [wrong])
-    exact = gates.Clue(position=2, attribute="releaseDate", years=(1987, 1987))
-    redundant = gates.Clue(position=2, attribute="director", object="Lee Park")
+    exact = gates.Clue(position=2, attribute="birthDate", years=(1987, 1987))
+    redundant = gates.Clue(position=2, attribute="almaMater", object="Lee Park")
     assert "not needed" in gates.tree_branches(ctx.facts, path, [exact, redundant])
 
 
 def test_a_branch_that_alone_singles_out_the_answer_makes_no_tree():
-    # Without Gold Rain, "released in the late 1980s" picks Blue Sun out of the whole graph: the hop from Ida
+    # Without Gold Rain, "born in the late 1980s" picks Blue Sun out of the whole graph: the hop from Ida
     # Orbit adds nothing to find it, so the question is kept but not counted as a tree.
     entities = [*STUDIO, entity("Ida Orbit", "Person", head=False)]
     ctx = context(entities, STUDIO_FACTS, max_attributes=3)

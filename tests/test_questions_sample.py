@@ -49,16 +49,24 @@ def sample_context(sample, sample_dir):
 def test_questions_of_two_three_and_four_hops_with_every_path_accounted_for(sample):
     walks, manifest, questions, skipped, _, _, _ = sample
     assert {2, 3, 4} <= {q.hops for q in questions}
-    # Issue 25's world gates (trivial final hop, description search, the answer prior per relation, named
-    # anchors, fame) leave fewer 4-hop questions: measured 83/40/4 for 2/3/4 hops with several plans per path
-    # and the description search blind to the pages a description names (75/37/7 with one plan and a second
-    # of class nouns; 185/117/20 before the world gates).
-    assert all(manifest.counts[f"questions:hops_{h}"] >= 3 for h in (2, 3, 4))
+    # Issue 25's world gates (trivial final hop, description search, the answer prior per relation, narrow
+    # anchors, fame) leave fewer 4-hop questions: measured 33/17/1 for 2/3/4 hops with no start described by
+    # hub values alone (data/questions/broad_anchors.toml); 59/20/2 before that, with an intermediate's
+    # description read to the top 5 as an agent reads them, one of its class noun alone not searched, and no hop
+    # over a relation whose infobox list is a selection (77/30/3 before `partial_list`: a 4-hop one went through
+    # Stephen King's notable works; 63/23/2 when a class noun alone was searched; 83/40/4 read to the top 1;
+    # 75/37/7 with one plan and a second of class nouns; 185/117/20 before the world gates).
+    assert all(manifest.counts[f"questions:hops_{h}"] >= 3 for h in (2, 3))
+    assert manifest.counts["questions:hops_4"] >= 1
     assert len(questions) + len(skipped) == manifest.counts["paths:read"] == walks.counts["paths:kept"]
     assert all(walks.counts[f"rejected:{c}"] > 0 for c in ("dead_end", "hub", "multiple_objects", "inverse_hop"))
-    for gate in ("alternative_answer", "multi_valued_hop", "start_not_unique", "dominant_answer", "one_search",
-                 "answer_cap", "trivial_final_hop", "description_search", "relation_answer_cap", "famous",
-                 "not_unique_in_world"):
+    # Not one_search: each description read to the top 5 turns down first what the whole text's search found
+    # (measured 0 first reasons; 4 while descriptions were read to the top 1; the gate's own test is crafted:
+    # tests/test_description_gates.py).
+    # Not answer_cap either: 51 questions leave no answer over its 2% share (measured 0; it fired at 81).
+    for gate in ("alternative_answer", "multi_valued_hop", "start_not_unique", "dominant_answer",
+                 "trivial_final_hop", "description_search", "relation_answer_cap", "famous",
+                 "not_unique_in_world", "partial_list"):
         assert manifest.counts[f"rejected:{gate}"] > 0, gate
     # The walks step around shorter routes (the shortcut condition), so the fewer_hops gate finds none left.
     assert walks.counts["rejected:shortcut"] > 0 and manifest.counts["rejected:fewer_hops"] == 0
@@ -139,10 +147,7 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
         "English actress die?",
     ("A Clockwork Orange (novel)", ("author", "deathDate"), "1993-11-22"):
         "A book from the United Kingdom published in the early 1960s whose publisher is William Heinemann was "
-        "written by a writer whose alma mater is the University of Manchester. When did this writer die?",  # class nouns: the lead's phrase found it
-    ("Tabitha King", ("spouse", "notableWork"), "Carrie (novel)"):  # a tree: the branch picks one work
-        "As of August 2026, a writer born in Old Town, Maine is married to a writer whose genres include science "
-        "fiction. Name the notable work of the latter writer that was published in the mid-1970s.",
+        "written by a writer. When did this writer die?",  # "a writer whose alma mater is ..." found Burgess in the top 5
     ("Thomas Keneally", ("birthPlace", "country", "capital"), "Canberra"):
         "An Australian novelist born in the 1930s was born in a city in New South Wales. This city is in a country "
         "whose currency is Australian dollar. Name the capital of this country.",  # not by his novel: it finds him
@@ -150,29 +155,30 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
         "A drama film whose lead actors include Marina de Tavira was directed by a Mexican filmmaker born in the "
         "early 1960s. This Mexican filmmaker studied at a public research university in Mexico. When was this "
         "public research university founded?",
-    ("Frank Herbert", ("notableWork", "publisher"), "Chilton Books"):
-        "One of the notable works of a writer who died in Madison, Wisconsin is a science fiction novel "
-        "published in the mid-1960s. Who published this science fiction novel?",  # subject first, object last
     ("Stephen King", ("spouse", "birthPlace"), "Old Town, Maine"):
         "As of May 2026, an American author whose genres include suspense is married to an American novelist "
         "whose alma mater is the University of Maine. Where was this American novelist born?",
-    ("Tenet (film)", ("director", "relative", "education"), "Georgetown University"):  # two persons: "the latter"
-        "A science fiction action thriller film released in the 2020s whose lead actors include Kenneth Branagh "
-        "was directed by a person born in Westminster. This person is a relative of a person born in the "
-        "mid-1970s. Where was the latter person educated?",
     ("Dune (2021 film)", ("director", "almaMater"), "Université du Québec à Montréal"):  # an occupation in lower case
         "A film released in the early 2020s starring Zendaya was directed by a person born in the 1960s. Where did "
         "this person study?",  # a third plan, drawn afresh: Villeneuve, born 1967
-    ("A Clockwork Orange (novel)", ("author", "birthDate"), "1917-02-25"):  # Burgess, born in Manchester
+    ("A Clockwork Orange (novel)", ("author", "birthDate"), "1917-02-25"):  # the intermediate by its hop alone
         "A book from the United Kingdom published in the early 1960s whose publisher is William Heinemann was "
-        "written by a writer born in Manchester. On what date was this writer born?",
+        "written by a writer. On what date was this writer born?",
+    ("Tabitha King", ("spouse", "birthDate"), "1947-09-21"):  # Old Town, Maine: a narrow anchor
+        "As of August 2026, a writer born in Old Town, Maine is married to a writer whose genres include science "
+        "fiction. On what date was the latter writer born?",
+    ("Tabitha King", ("almaMater", "foundingDate"), "1865"):  # the University of Maine, established 1865
+        "A writer born in Old Town, Maine studied at a university. In what year was this university founded?",
+    ("Peter Benchley", ("almaMater", "foundingDate"), "1636"):  # died in Princeton; Harvard, founded 1636
+        "A writer who died in Princeton, New Jersey studied at a university in the United States. In what year "
+        "was this university founded?",
+    ("Memento (film)", ("director", "spouse", "birthDate"), "1971-12-09"):  # Nolan's wife Emma Thomas
+        "As of October 2026, a film whose lead actors include Carrie-Anne Moss was directed by a person. This "
+        "person is married to a person. When was the latter person born?",
     ("Schindler's List", ("director", "birthPlace"), "Cincinnati"):  # Spielberg co-founded Amblin
         "A film released in the early 1990s whose distributor is Universal Pictures and whose writer is Steven "
         "Zaillian was directed by a person whose associated organisations include Amblin Entertainment. Where "
         "was this person born?",
-    ("Barbie (film)", ("writer", "education"), "Barnard College"):  # Gerwig, born 1983, not Baumbach
-        "A fantasy comedy film whose distributor is Warner Bros. and whose lead actors include Margot Robbie was "
-        "written by an American actress born in the late 20th century. Where was this American actress educated?",
 }
 
 
@@ -182,8 +188,13 @@ def test_a_handful_checked_by_hand(sample):
     found = {chain: by_chain[chain] for chain in CHECKED if chain in by_chain}
     # Issue 25's world gates reject some by design: Keneally's country's capital (trivial_final_hop), Neeson's
     # ended marriage stated without its years (untimed_hop), King, Herbert and Roma found by their start's
-    # description alone (description_search); several plans per path find others: 6 of 16 found (measured).
-    assert len(found) >= 5, sorted(set(CHECKED) - set(found))
+    # description alone (description_search); hub-only starts ("a writer born in Chicago", "a book from the
+    # United Kingdom ... whose publisher is William Heinemann") need a narrow anchor (not_unique_in_world);
+    # the four added after that change were read against the sample's wikitext (data/sample/source); several
+    # plans per path find others: 5 of 16 found (measured;
+    # the hand-checked chains through notable works and relatives, and Barbie's writer "born in the late 20th
+    # century", are refused by partial_list and the reader's reading of dates: tests/test_question_reader_gates.py).
+    assert len(found) >= 4, sorted(set(CHECKED) - set(found))
     assert found == {chain: CHECKED[chain] for chain in found}
 
 
@@ -226,26 +237,32 @@ def assert_states_graph_facts(ctx, questions) -> None:
 
 def test_the_question_report_shows_hard_questions(sample):
     _, _, questions, _, _, _, report = sample
-    # Below issue 25's 150: the world gates keep 127 of the sample's 1130 paths (119 with one plan per path
-    # and a description search that an anchor ranked first could hide the start behind; 322 before the world
-    # gates), see docs/ARCHITECTURE.md's questions section for where the rest go.
-    assert report["questions"] == len(questions) >= 120
+    # Below issue 25's 150: the world gates keep 51 of the sample's 1130 paths once a described start needs a
+    # narrow anchor (no country, language, genre, occupation or city of millions alone: 81 before, with
+    # hub-only starts such as "a company in the United States founded in the 1980s"; 41 when distributors,
+    # publishers, universities and cities of 100,000 were hubs too), with an intermediate's description
+    # read to the top 5 and no hop over a selection list (110 before `partial_list` refused hops through notable
+    # works and relatives; 88 while a class noun alone was searched too; 127 to the top 1; 33 with the start's
+    # read to the top 5 too; 119 with one plan per path and a description search that an anchor ranked first
+    # could hide the start behind; 322 before the world gates), see docs/ARCHITECTURE.md's questions section
+    # for where the rest go.
+    assert report["questions"] == len(questions) >= 50
     assert {2, 3, 4} <= {q.hops for q in questions} and report["tree_share"] > 0
     assert report["names_start_share"] <= 0.10
     # Nor by a fact that identifies it in the world (measured 0.0 for both; 12.6% and 12.4% before the
     # planner avoided inverse-functional facts).
     assert report["identifies_start_share"] <= 0.01 and report["identifies_intermediate_share"] <= 0.01
     # Probes that are not the gates: the text in a TF-IDF retriever (measured 1.6%), each description alone
-    # there (an intermediate first: 11.8%, 18.5% before the gate left the named pages out, 40.1% before the
-    # description gate; the start first: 18.9%, 58.0% when an anchor's page ranked first in the agents' index
-    # hid the start behind it, 68.0% before the gate), the leave-one-out prior guess per final relation (0.0%,
+    # there (an intermediate first: 0.9% read to the top 5, 11.8% to the top 1, 18.5% before the gate left the
+    # named pages out, 40.1% before the description gate; the start first: 18.2%, 18.9% before, 58.0% when an
+    # anchor's page ranked first in the agents' index hid the start behind it, 68.0% before the gate), the leave-one-out prior guess per final relation (0.0%,
     # 15.8% before its cap). Issue 25's bound for the start is 20%.
     assert report["question_search_share"] is not None and report["question_search_share"] <= 0.05
     assert report["start_description_first_share"] <= 0.20 and report["unnamed_description_first_share"] <= 0.15
     assert report["prior_guess_share"] <= 0.10
     assert report["max_answer_share"] <= 0.02
-    assert {"one_search", "start_not_unique", "description_search", "trivial_final_hop"} <= set(report["gates"])
-    assert report["world_uniqueness"] == "named anchor" and "not_unique_in_world" in report["gates"]
+    assert {"one_search", "start_not_unique", "description_search", "trivial_final_hop", "partial_list"} <= set(report["gates"])
+    assert report["world_uniqueness"] == "narrow anchor" and "not_unique_in_world" in report["gates"]
     # Where the yield goes, per hop count, and why trees fall short of the configured share (if they do).
     assert set(report["yield_by_hops"]) == {"2", "3", "4"}
     assert sum(row["questions"] for row in report["yield_by_hops"].values()) == report["questions"]
@@ -283,7 +300,7 @@ def test_a_path_tries_plans_until_one_passes(sample_context, sample_dir):
     ctx, questions = sample_context
     environment = SearchEnvironment.load(sample_dir / "index")
     later = [q for q in questions if plan_attempt(q.obfuscations) >= 2]
-    assert len(later) >= 30  # measured 60 of 127 (50 more from the second plan, of class nouns)
+    assert len(later) >= 30  # measured 54 of 81 (71 of 110 before partial_list; 60 of 127 at k 1)
     for question in later[:5]:
         tried = plan_attempt(question.obfuscations)
         fewer = ctx.config.model_copy(update={"plan_attempts": tried})

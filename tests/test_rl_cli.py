@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import pyarrow.parquet as pq
 import pytest
 
 pytest.importorskip("torch")
@@ -60,3 +61,20 @@ def test_user_errors_exit_with_a_message(tmp_path, capsys):
     assert main(["rl", "--shards", str(shards), "--out", str(tmp_path / "rl"), "--model", str(tmp_path / "none"),
                  "--modes", "offline", "--preset", "tiny-cpu"]) == 2
     assert "cannot load the tokenizer" in capsys.readouterr().err
+
+
+def test_train_with_a_pass_band_rolls_out_the_questions_in_it(small_dataset_run, tmp_path):
+    """`rl train --pass-band` takes its prompts from the `questions` config by recorded rate, not the `rl` config."""
+    dataset = small_dataset_run / "dataset"
+    rates = [row["pass_rate"] for path in sorted((dataset / "data" / "questions").glob("train-*.parquet"))
+             for row in pq.read_table(path, columns=["pass_rate"]).to_pylist()]
+    config = tmp_path / "rl.json"
+    config.write_text(json.dumps({"tiny": TINY, "online_steps": 0, "max_len": 512, "max_trajectories": 2}))
+    for band, out in (("1 1", "solved"), ("0 0.5", "hard")):
+        low, high = map(float, band.split())
+        assert main(["rl", "train", "--shards", str(dataset), "--out", str(tmp_path / out), "--modes", "online",
+                     "--config", str(config), "--pass-band", *band.split()]) == 0
+        counts = json.loads((tmp_path / out / "manifest.json").read_text())["counts"]
+        assert counts["prompts_in"] == sum(low <= rate <= high for rate in rates)
+        assert counts["prompts_other_index"] == 0  # rendered with the run's own index as their environment
+    assert main(["rl", "train", "--shards", str(dataset), "--out", str(tmp_path / "x"), "--pass-band", "1", "0"]) == 2

@@ -19,7 +19,7 @@ from schemas.trajectory import Trajectory
 from synth.environment import SearchEnvironment, build_index
 from synth.frameworks import FRAMEWORKS, get_framework
 from synth.matching import match_answer
-from synth.phrasing import fuzz_year
+from synth.phrasing import date_periods
 from synth.policies import ERROR_KINDS
 from synth.policies.searcher import UNIDENTIFIED_ANSWER, distinctive, question_periods, result_titles
 from synth.questions import run_questions
@@ -166,8 +166,7 @@ def test_the_searcher_reads_matching_results_first_rejects_misfits_and_backtrack
     assert all(done[k] > 0 for k in ("named first", "rejected", "ranked")), done
 
 
-@pytest.mark.parametrize("style", [0, 1, 2])
-def test_question_periods_read_back_every_period_the_phrasing_writes(style):
-    for year in (1901, 1933, 1950, 1965, 1969, 1987, 2000, 2024):
-        phrase, span = fuzz_year(year, style)
-        assert question_periods(f"A novel published in {phrase} was written by a writer.") == [(phrase, span)]
+def test_question_periods_read_back_every_period_the_phrasing_writes():
+    for year in (1209, 1901, 1933, 1950, 1965, 1969, 1987, 2000, 2024):
+        for phrase, span in date_periods(year):
+            assert question_periods(f"A novel published in {phrase} was written by a writer.") == [(phrase, span)]

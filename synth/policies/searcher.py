@@ -36,7 +36,7 @@ from schemas.questions import Question
 from schemas.trajectory import Turn
 from synth.environment import tokenize
 from synth.frameworks.base import ANSWER_TOOL
-from synth.phrasing import fuzz_year
+from synth.phrasing import period_years
 from wikitext.plain_text import INFOBOX_ROW, listed_values, split_sentences
 
 _RESULT_TITLE = re.compile(r"^\d+\. (.+)$", re.MULTILINE)
@@ -54,7 +54,7 @@ STRONG_MATCH = 2  # question keywords a result's title and snippet share for it 
 MAX_PAGES_READ = 3  # pages of one article read on when page 1 does not state the relation
 SPOKEN_PARTS = 2
 STEP_BUDGET = 45  # own steps before the searcher gives up (the episode's turn limit is 60)
-_PERIOD = re.compile(r"\bthe (?:early |mid-|late )?(?:(\d{3}0)s|(\d{1,2})(?:st|nd|rd|th) century)\b")
+_PERIOD = re.compile(r"\bthe (?:early |mid-|late |first decade of the )?(?:\d{3,4}s|\d{1,2}(?:st|nd|rd|th) century)\b")
 _NAME = re.compile(r"\"([^\"]+)\"|\b([A-Z0-9][\w'.&-]*(?:(?:\s+|:\s+)(?:of |the |de |von |van |and |a |in )*[A-Z0-9][\w'.&-]*)*)")
 _DATE = re.compile(r"\b(?:\d{1,2} )?(?:January|February|March|April|May|June|July|August|September|October|"
                    r"November|December)(?: \d{1,2},)? \d{4}\b|\b\d{4}\b")
@@ -99,19 +99,9 @@ def bare(title: str) -> str:
 
 
 def question_periods(text: str) -> list[tuple[str, tuple[int, int]]]:
-    """The vague periods a question gives and the years each stands for (read back through `fuzz_year`)."""
-    periods = []
-    for match in _PERIOD.finditer(text):
-        if match.group(2):  # "the late 19th century"
-            first, styles = (int(match.group(2)) - 1) * 100 + 1, (2,)
-            years = range(first, first + 100)
-        else:  # "the mid-1960s", "the 1960s"
-            years, styles = range(int(match.group(1)), int(match.group(1)) + 10), (0, 1)
-        spans = [span for year in years for style in styles
-                 for phrase, span in [fuzz_year(year, style)] if phrase == match.group(0)]
-        if spans:
-            periods.append((match.group(0), spans[0]))
-    return periods
+    """The periods a question places things in and the years each means to a reader (`period_years`)."""
+    return [(match.group(0), span) for match in _PERIOD.finditer(text)
+            if (span := period_years(match.group(0))) is not None]
 
 
 def distinctive(text: str) -> bool:
