@@ -1,5 +1,7 @@
 """The stage as two Beam composites: `ExtractUnits` (phase 1, `extract.units`) and `ExtractGraph` (phase 2,
-`extract.joins` and `extract.shards`).
+`extract.joins` and `extract.shards`). Their steps are plain classes and functions those modules hold, run
+here as DoFns (`Step`) and keyed joins; `extract.in_process` calls the same steps without Beam. What only
+Beam needs lives here: the pointer-doubling join (`ResolveRedirects`), tagged outputs and combiners.
 
 Scale: phase 1 extracts each work unit (a multistream byte range) into parts, so a killed run redoes only
 the units without parts; phase 2 resolves redirect chains, link targets and aliases by keyed joins
