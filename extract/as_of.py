@@ -1,6 +1,6 @@
 """The as-of time of a run: given by `--as-of`, else the newest plausible revision in the input, where a
 revision dated after the dump's own date (plus a slack) or after the run is implausible: kept, but it never
-chooses the as-of. `NewestPlausible` is both the Beam combiner and the plain accumulator."""
+chooses the as-of. `NewestPlausible` is the accumulator of that choice, per work unit and merged over them."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import datetime as dt
 import os
 import re
 from collections.abc import Iterable
-
-import apache_beam as beam
 
 from schemas.base import utc
 from schemas.config import ExtractConfig
@@ -64,7 +62,7 @@ class AsOfChoice:
         return cls(newest, "the newest plausible revision in the input" + ignored, implausible)
 
 
-class NewestPlausible(beam.CombineFn):
+class NewestPlausible:
     """(newest revision time not after the ceiling, count of revisions after it) over Page records."""
 
     def __init__(self, ceiling: dt.datetime):
@@ -86,9 +84,6 @@ class NewestPlausible(beam.CombineFn):
         accumulators = list(accumulators)
         stamps = [newest for newest, _ in accumulators if newest is not None]
         return (max(stamps) if stamps else None), sum(n for _, n in accumulators)
-
-    def extract_output(self, accumulator):
-        return accumulator
 
 
 def choose_as_of(records: Iterable[Page | SkippedRecord], config: ExtractConfig,

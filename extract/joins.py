@@ -5,26 +5,24 @@ unit), redirect pairs. What comes back to a unit is its own fix-ups (final targe
 its values, aliases of its entities, outcomes of its redirects and duplicates); `extract.shards` then
 rewrites the unit's rows from its parts and writes the output shards. So no step holds more than one unit's
 rows, and the shuffle carries keys, not pages. The decisions are plain functions (`title_fixups`,
-`decide_duplicates`, ...) the Beam steps of `ExtractGraph` call."""
+`duplicate_decisions`, ...) and steps (`UnitKeys`) that the Beam steps of `ExtractGraph` call, as does
+`extract.in_process`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import apache_beam as beam
+from collections.abc import Iterable, Iterator
 
 from extract.article import named_value_key
 from extract.classify import duplicate_rank, pick_duplicate
 from extract.tables import STAGE
 from extract.units import UnitParts
-from runtime.beam import BoundedHeapDoFn
 from runtime.heap import release_freed_memory
 from schemas.wiki import SkippedRecord
 
 REDIRECT_ROUNDS = 6  # pointer doubling: chains of up to 2**(6-1) = 32 redirects resolve; longer ones count as cycles
 
 
-def _step_pointers(joined):
+def step_pointers(joined):
     """One pointer-doubling round at title `p`: each redirect pointing at p moves on to p's own pointer,
     or ends at p when p is not a redirect (a state is (pointer, done))."""
     pointer, grouped = joined
@@ -33,32 +31,17 @@ def _step_pointers(joined):
         yield title, own[0] if own else (pointer, True)
 
 
-class ResolveRedirects(beam.PTransform):
-    """(redirect title, target) pairs -> (title, final target) for resolved chains, and the titles caught
-    in a cycle (tag "cycles"): `resolve_redirects` as a keyed join, whose memory grows with the largest
-    key group (the redirects pointing at one title), not with the wiki."""
-
-    def __init__(self, rounds: int = REDIRECT_ROUNDS):
-        super().__init__()
-        self.rounds = rounds
-
-    def expand(self, pairs):
-        state = pairs | "OneTargetPerTitle" >> beam.CombinePerKey(max) | "Start" >> beam.MapTuple(
-            lambda title, target: (title, (target, False)))
-        for round_ in range(self.rounds):
-            askers = state | f"Askers{round_}" >> beam.Filter(lambda kv: not kv[1][1]) | f"ByPointer{round_}" >> (
-                beam.MapTuple(lambda title, s: (s[0], title)))
-            done = state | f"Done{round_}" >> beam.Filter(lambda kv: kv[1][1])
-            stepped = {"askers": askers, "state": state} | f"Join{round_}" >> beam.CoGroupByKey() | (
-                f"Step{round_}" >> beam.FlatMap(_step_pointers))
-            state = (done, stepped) | f"Next{round_}" >> beam.Flatten()
-        return state | "Final" >> beam.ParDo(_SplitResolved()).with_outputs("cycles", main="resolved")
-
-
-class _SplitResolved(beam.DoFn):
-    def process(self, element):
-        title, (pointer, done) = element
-        yield (title, pointer) if done else beam.pvalue.TaggedOutput("cycles", title)
+def resolve_pointers(pairs: Iterable[tuple[str, str]], rounds: int = REDIRECT_ROUNDS) -> tuple[list, list]:
+    """`extract.transforms.ResolveRedirects` in memory, round for round (the same chain limit): the (title, final target)
+    pairs of resolved chains, and the titles caught in a cycle."""
+    targets: dict[str, str] = {}
+    for title, target in pairs:  # OneTargetPerTitle
+        targets[title] = max(targets[title], target) if title in targets else target
+    state = {title: (target, False) for title, target in targets.items()}
+    for _ in range(rounds):
+        state = {title: own if own[1] else state.get(own[0], (own[0], True)) for title, own in state.items()}
+    return ([(title, pointer) for title, (pointer, done) in state.items() if done],
+            [title for title, (_, done) in state.items() if not done])
 
 
 def unit_redirects(unit, out_dir: str) -> Iterator[tuple[str, str]]:
@@ -88,20 +71,21 @@ def contested_articles(unit, out_dir: str, contested: dict):
             yield row.title, (key, page)
 
 
-def decide_duplicates(keyed):
-    """`pick_duplicate` over the articles sharing a title: the losers' keys (tag "losers"), and each
-    loser's `duplicate` skip addressed to its unit. Ties go to the smaller key, whatever the runner."""
+def duplicate_decisions(keyed) -> Iterator[tuple[str, tuple]]:
+    """`pick_duplicate` over the articles sharing a title: each loser's key ("losers", (key, True)) and its
+    `duplicate` skip addressed to its unit ("skips", (unit id, ("skip", skip))). Ties go to the smaller
+    key, whatever the runner."""
     _, articles = keyed
     articles = sorted(articles, key=lambda article: article[0])
     _, skips = pick_duplicate([page for _, page in articles])
     order = sorted(range(len(articles)), key=lambda i: duplicate_rank(articles[i][1]), reverse=True)
     for i, skip in zip(order[1:], skips, strict=True):
         key = articles[i][0]
-        yield beam.pvalue.TaggedOutput("losers", (key, True))
-        yield key[0], ("skip", skip)
+        yield "losers", (key, True)
+        yield "skips", (key[0], ("skip", skip))
 
 
-class UnitKeys(BoundedHeapDoFn):
+class UnitKeys:
     """What one unit asks the title join about, each title once per unit, as (title, (kind, value)): its
     kept entities' titles ("entity", (unit id, class)), its link targets ("tail", unit id), its plain-text values
     that could name a page ("name", unit id) and its redirects ("redirect", (unit id, page id, target)).

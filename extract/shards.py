@@ -11,7 +11,6 @@ from collections import ChainMap, Counter
 from pathlib import Path
 from typing import TypeVar
 
-import apache_beam as beam
 import pyarrow as pa
 
 from extract.article import (
@@ -28,7 +27,6 @@ from extract.tables import SORT_KEYS, TABLES, shard_of, skipped_sort_key
 from extract.units import UnitParts
 from ground.io import RUN_BATCH_ROWS, WorkUnits, merge_runs, write_run
 from ground.storage import as_path
-from runtime.beam import BoundedHeapDoFn
 from runtime.heap import release_freed_memory
 from schemas.base import arrow_schema, to_table
 from schemas.wiki import Relation
@@ -37,7 +35,7 @@ from wikitext.markup import normalize_title
 T = TypeVar("T")
 
 
-class FinishUnit(BoundedHeapDoFn):
+class FinishUnit:
     """Phase 2 for one unit: its rows with its fix-ups applied (duplicates dropped, link targets resolved,
     named values turned into edges, linked pages range-checked by their class, aliases and the recency window
     set), written as one sorted run per output table and shard. Yields the plumbing and range-check counts of
@@ -129,7 +127,7 @@ def _run_path(out_dir: str, table: str, unit_id: str, shard: int) -> Path:
     return WorkUnits(out_dir, ()).folder / "runs" / table / f"{unit_id}-{shard:05d}.arrows"
 
 
-class MergeShard(BoundedHeapDoFn):
+class MergeShard:
     """One output shard: every unit's run for it merged in order (`merge_runs`) and written a row group at
     a time; an empty shard is not written."""
 
@@ -145,23 +143,3 @@ class MergeShard(BoundedHeapDoFn):
         release_freed_memory()
         if written:
             yield str(path)
-
-
-class SumCounts(beam.CombineFn):
-    """Per-page counters (plumbing left out, by reason) summed over the run."""
-
-    def create_accumulator(self):
-        return Counter()
-
-    def add_input(self, total, counts):
-        total.update(counts)
-        return total
-
-    def merge_accumulators(self, accumulators):
-        merged = Counter()
-        for accumulator in accumulators:
-            merged.update(accumulator)
-        return merged
-
-    def extract_output(self, total):
-        return dict(total)

@@ -1,5 +1,6 @@
 """Stage 1's life cycle: `run_extract` keys the run by its config and inputs, skips a finished identical
-run, runs the Beam pipeline (`extract.transforms`) and writes the manifest once the counts reconcile
+run, runs the Beam pipeline (`extract.transforms`), or its steps as plain calls where Beam would run them
+in this process with one worker (`extract.in_process`), and writes the manifest once the counts reconcile
 (`pages_in == kept + skipped`)."""
 
 from __future__ import annotations
@@ -10,17 +11,15 @@ import logging
 from collections import Counter
 from pathlib import Path
 
-import apache_beam as beam
-
 from extract.as_of import timestamp_ceiling
+from extract.in_process import extract_in_process
 from extract.sources import check_readable
 from extract.tables import IMPLAUSIBLE_COUNT, STAGE, TABLES, outcome_counts
-from extract.transforms import STATS_FILE, ExtractGraph, ExtractUnits
+from extract.units import STATS_FILE
 from ground.errors import StageIncomplete, UserError
 from ground.io import WorkUnits, read_column, shard_files, write_records
 from ground.stage import begin_stage
-from ground.storage import as_path, remove_tree
-from runtime.beam import pipeline_options, use_filesystem_options
+from ground.storage import as_path, is_url, remove_tree
 from schemas.config import BeamOptions, ExtractConfig
 from schemas.manifest import Manifest
 
@@ -30,8 +29,16 @@ def run_extract(
     config: ExtractConfig, out_dir: str | Path, beam: BeamOptions | None = None, beam_args=()
 ) -> Manifest:
     """Run stage 1 over the configured source into `out_dir`; a finished identical run is skipped."""
+    options, in_process = None, config.dump is not None
+    if config.dump is None or beam_args or (beam is not None and beam != BeamOptions()) or _remote(config, out_dir):
+        from runtime.beam import pipeline_options, runs_in_this_process, use_filesystem_options
+
+        options = pipeline_options(beam, list(beam_args))
+        use_filesystem_options(options)  # s3:// or gs:// dump and output folder
+        in_process = in_process and runs_in_this_process(options)
+    # else Beam's defaults: its in-process runner with one worker, whose steps run as plain calls without
+    # importing Beam (`extract.in_process`; the import alone is about 1.3 CPU-s of start-up)
     out_dir = as_path(out_dir)
-    use_filesystem_options(pipeline_options(beam, list(beam_args)))  # s3:// or gs:// dump and output folder
     # beside: the previous graph stays in place until the new one is complete (`ground.stage`)
     run = begin_stage(STAGE, out_dir, _stage_config(config), input_files=_input_files(config), beside=True)
     if run.done:
@@ -42,10 +49,22 @@ def run_extract(
         for stale in shard_files(work_dir / table):
             stale.unlink()
     ceiling = timestamp_ceiling(config)
-    with _pipeline(beam, beam_args) as pipeline:
-        _ = (pipeline | "ExtractUnits" >> ExtractUnits(config, work_dir, ceiling)
-             | "ExtractGraph" >> ExtractGraph(config, work_dir, ceiling))
+    if in_process:
+        extract_in_process(config, work_dir, ceiling)
+    else:
+        import apache_beam
+
+        from extract.transforms import ExtractGraph, ExtractUnits
+
+        with apache_beam.Pipeline(options=options) as pipeline:
+            _ = (pipeline | "ExtractUnits" >> ExtractUnits(config, work_dir, ceiling)
+                 | "ExtractGraph" >> ExtractGraph(config, work_dir, ceiling))
     return _finish(run, config, work_dir)
+
+
+def _remote(config: ExtractConfig, out_dir) -> bool:
+    """Whether a path is on object storage, read through Beam's FileSystems with the run's options."""
+    return any(is_url(path) for path in (config.dump, config.index, out_dir) if path is not None)
 
 
 def _stage_config(config: ExtractConfig) -> dict:
@@ -63,10 +82,6 @@ def _input_files(config: ExtractConfig) -> list[str]:
         raise UserError("choose one source: --dump PATH or --api URL")
     files = [(config.dump, "dump"), (config.index, "index")]
     return [check_readable(path, what) for path, what in files if path is not None]
-
-
-def _pipeline(beam_options: BeamOptions | None, beam_args) -> beam.Pipeline:
-    return beam.Pipeline(options=pipeline_options(beam_options, list(beam_args)))
 
 
 def no_page_message(config: ExtractConfig, counts: dict[str, int], out_dir: Path) -> str:

@@ -1,5 +1,7 @@
 """The stage as two Beam composites: `ExtractUnits` (phase 1, `extract.units`) and `ExtractGraph` (phase 2,
-`extract.joins` and `extract.shards`).
+`extract.joins` and `extract.shards`). Their steps are plain classes and functions those modules hold, run
+here as DoFns (`Step`) and keyed joins; `extract.in_process` calls the same steps without Beam. What only
+Beam needs lives here: the pointer-doubling join (`ResolveRedirects`), tagged outputs and combiners.
 
 Scale: phase 1 extracts each work unit (a multistream byte range) into parts, so a killed run redoes only
 the units without parts; phase 2 resolves redirect chains, link targets and aliases by keyed joins
@@ -12,52 +14,113 @@ or units reused."""
 from __future__ import annotations
 
 import datetime as dt
-import json
-from collections.abc import Iterator
+from collections import Counter
 from pathlib import Path
 
 import apache_beam as beam
 
-from extract.as_of import AsOfChoice, NewestPlausible
 from extract.joins import (
-    ResolveRedirects,
+    REDIRECT_ROUNDS,
     UnitKeys,
     contested_articles,
     contested_title,
-    decide_duplicates,
+    duplicate_decisions,
     final_classes,
+    step_pointers,
     title_fixups,
     unit_redirects,
     unit_titles,
 )
-from extract.shards import FinishUnit, MergeShard, SumCounts
-from extract.sources import source_transform
+from extract.shards import FinishUnit, MergeShard
+from extract.sources.transforms import source_transform
 from extract.tables import TABLES, shard_of
-from extract.units import ExtractUnit, UnitParts, UnitStats, plan_dump_units
-from ground.io import atomic_write_text
-from ground.storage import as_path
+from extract.units import ExtractUnit, choose_as_of_from_stats, plan_dump_units, unit_stats, write_stats
+from runtime.beam import BoundedHeapDoFn
 from schemas.config import ExtractConfig
 from wikitext.markup import normalize_title
 
 API_UNITS = 16  # hash buckets an API read is cut into
-STATS_FILE = ".extract-stats.json"
 
 
-def _unit_stats(unit, out_dir: str) -> Iterator[UnitStats]:
-    return UnitParts(out_dir, unit[0]).rows("stats")
+class Step(BoundedHeapDoFn):
+    """One of the stage's plain steps (`ExtractUnit`, `UnitKeys`, `FinishUnit`, `MergeShard`: `process`,
+    and `setup` where it has one) as a DoFn whose worker's heap is bounded (`runtime.heap`)."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def setup(self):
+        if hasattr(self.step, "setup"):
+            self.step.setup()  # first: what it loads is frozen with the worker's start-up objects
+        super().setup()
+
+    def process(self, element, *side_inputs):
+        yield from self.step.process(element, *side_inputs)
 
 
-def _choose_as_of(stats: list[UnitStats], config: ExtractConfig, ceiling) -> AsOfChoice:
-    merged = NewestPlausible(ceiling[0]).merge_accumulators((s.newest_plausible, s.implausible) for s in stats)
-    return AsOfChoice.choose(config.as_of, *merged, ceiling)
+class _ExtractUnitStep(Step):
+    """`ExtractUnit`, each unit counted in Beam's metrics as extracted or reused."""
+
+    def process(self, element):
+        for unit_id, extracted in self.step.process(element):
+            beam.metrics.Metrics.counter("hopsmith.extract", "units.extracted" if extracted else "units.reused").inc()
+            yield unit_id, extracted
 
 
-def _write_stats(stats: list[UnitStats], choice: AsOfChoice, excluded: dict, units: list, out_dir: str) -> None:
-    summary = {"pages_in": sum(s.pages_in for s in stats),
-               "as_of": choice.as_of.isoformat() if choice.as_of else None,
-               "as_of_reason": choice.reason, "implausible": choice.implausible, "excluded": excluded,
-               "units": len(units), "units_extracted": sum(extracted for _, extracted in units)}
-    atomic_write_text(as_path(out_dir) / STATS_FILE, json.dumps(summary))
+class ResolveRedirects(beam.PTransform):
+    """(redirect title, target) pairs -> (title, final target) for resolved chains, and the titles caught
+    in a cycle (tag "cycles"): `resolve_redirects` as a keyed join, whose memory grows with the largest
+    key group (the redirects pointing at one title), not with the wiki."""
+
+    def __init__(self, rounds: int = REDIRECT_ROUNDS):
+        super().__init__()
+        self.rounds = rounds
+
+    def expand(self, pairs):
+        state = pairs | "OneTargetPerTitle" >> beam.CombinePerKey(max) | "Start" >> beam.MapTuple(
+            lambda title, target: (title, (target, False)))
+        for round_ in range(self.rounds):
+            askers = state | f"Askers{round_}" >> beam.Filter(lambda kv: not kv[1][1]) | f"ByPointer{round_}" >> (
+                beam.MapTuple(lambda title, s: (s[0], title)))
+            done = state | f"Done{round_}" >> beam.Filter(lambda kv: kv[1][1])
+            stepped = {"askers": askers, "state": state} | f"Join{round_}" >> beam.CoGroupByKey() | (
+                f"Step{round_}" >> beam.FlatMap(step_pointers))
+            state = (done, stepped) | f"Next{round_}" >> beam.Flatten()
+        return state | "Final" >> beam.ParDo(_SplitResolved()).with_outputs("cycles", main="resolved")
+
+
+
+class _SplitResolved(beam.DoFn):
+    def process(self, element):
+        title, (pointer, done) = element
+        yield (title, pointer) if done else beam.pvalue.TaggedOutput("cycles", title)
+
+
+
+def decide_duplicates(keyed):
+    """`duplicate_decisions` as a Beam step: the losers' keys on the tagged output "losers"."""
+    for tag, value in duplicate_decisions(keyed):
+        yield beam.pvalue.TaggedOutput(tag, value) if tag == "losers" else value
+
+
+class SumCounts(beam.CombineFn):
+    """Per-page counters (plumbing left out, by reason) summed over the run."""
+
+    def create_accumulator(self):
+        return Counter()
+
+    def add_input(self, total, counts):
+        total.update(counts)
+        return total
+
+    def merge_accumulators(self, accumulators):
+        merged = Counter()
+        for accumulator in accumulators:
+            merged.update(accumulator)
+        return merged
+
+    def extract_output(self, total):
+        return dict(total)
 
 
 class ExtractUnits(beam.PTransform):
@@ -79,7 +142,7 @@ class ExtractUnits(beam.PTransform):
                 | "Bucket" >> beam.Map(lambda r: (f"api-{shard_of(normalize_title(r.title), API_UNITS):02d}", r))
                 | "Units" >> beam.GroupByKey()
             )
-        return units | "ExtractUnit" >> beam.ParDo(ExtractUnit(config, self.out_dir, self.ceiling[0]))
+        return units | "ExtractUnit" >> beam.ParDo(_ExtractUnitStep(ExtractUnit(config, self.out_dir, self.ceiling[0])))
 
 
 class ExtractGraph(beam.PTransform):
@@ -96,8 +159,8 @@ by one more keyed join at the final title (`final_classes`). Side inputs: the as
 
     def expand(self, units):
         config, out_dir, shards = self.config, self.out_dir, self.config.output_shards
-        stats = units | "ReadStats" >> beam.FlatMap(_unit_stats, out_dir) | "AllStats" >> beam.combiners.ToList()
-        choice = stats | "ChooseAsOf" >> beam.Map(_choose_as_of, config, self.ceiling)
+        stats = units | "ReadStats" >> beam.FlatMap(unit_stats, out_dir) | "AllStats" >> beam.combiners.ToList()
+        choice = stats | "ChooseAsOf" >> beam.Map(choose_as_of_from_stats, config, self.ceiling)
         as_of = beam.pvalue.AsSingleton(choice | "AsOf" >> beam.Map(lambda chosen: chosen.as_of))
         contested = beam.pvalue.AsDict(
             units
@@ -115,7 +178,7 @@ by one more keyed join at the final title (`final_classes`). Side inputs: the as
         resolved = (units | "RedirectPairs" >> beam.FlatMap(unit_redirects, out_dir)
                     | "ResolveRedirects" >> ResolveRedirects())
         resolved_count = beam.pvalue.AsSingleton(resolved.resolved | "CountResolved" >> beam.combiners.Count.Globally())
-        keys = units | "UnitKeys" >> beam.ParDo(UnitKeys(out_dir), losers, resolved_count)
+        keys = units | "UnitKeys" >> beam.ParDo(Step(UnitKeys(out_dir)), losers, resolved_count)
         classes = (
             (keys | "EntityKeys" >> beam.Filter(lambda kv: kv[1][0] == "entity"),
              resolved.resolved | "RedirectedTo" >> beam.MapTuple(lambda title, final: (final, ("redirected", title))))
@@ -134,7 +197,7 @@ by one more keyed join at the final title (`final_classes`). Side inputs: the as
         excluded = (
             {"fixups": (decided.skips, fixups) | "AllFixups" >> beam.Flatten(), "unit": units}
             | "ByUnit" >> beam.CoGroupByKey()
-            | "FinishUnits" >> beam.ParDo(FinishUnit(out_dir, shards, config.window_days), as_of, losers)
+            | "FinishUnits" >> beam.ParDo(Step(FinishUnit(out_dir, shards, config.window_days)), as_of, losers)
             | "SumExcluded" >> beam.CombineGlobally(SumCounts())
         )
         excluded = beam.pvalue.AsSingleton(excluded)
@@ -142,7 +205,7 @@ by one more keyed join at the final title (`final_classes`). Side inputs: the as
         _ = (units.pipeline
              | "MergeTasks" >> beam.Create([(table, shard) for table in TABLES for shard in range(shards)])
              | "SpreadMerges" >> beam.Reshuffle()
-             | "MergeShards" >> beam.ParDo(MergeShard(out_dir, shards), unit_ids, excluded))
+             | "MergeShards" >> beam.ParDo(Step(MergeShard(out_dir, shards)), unit_ids, excluded))
         all_units = units | "AllUnits" >> beam.combiners.ToList()
-        return stats | "Stats" >> beam.Map(_write_stats, beam.pvalue.AsSingleton(choice), excluded,
+        return stats | "Stats" >> beam.Map(write_stats, beam.pvalue.AsSingleton(choice), excluded,
                                            beam.pvalue.AsSingleton(all_units), out_dir)

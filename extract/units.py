@@ -11,19 +11,19 @@ reused."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Iterable, Iterator
 
-import apache_beam as beam
 import pyarrow as pa
 from pydantic import AwareDatetime
 
 from extract.article import RELATION_FACT_COLUMNS, RelationFacts, extract_article, relation_facts
-from extract.as_of import NewestPlausible
+from extract.as_of import AsOfChoice, NewestPlausible
 from extract.classify import Redirect, classify_record
 from extract.sources.dump import DumpUnit, dump_work_units, read_dump_unit
-from ground.io import WorkUnits, read_records, read_table
+from ground.io import WorkUnits, atomic_write_text, read_records, read_table
+from ground.storage import as_path
 from knowledge.ontology import load_ontology
-from runtime.beam import BoundedHeapDoFn
 from runtime.heap import release_freed_memory
 from schemas.base import Record
 from schemas.config import ExtractConfig
@@ -109,8 +109,9 @@ def plan_dump_units(config: ExtractConfig) -> list[tuple[str, DumpUnit]]:
     return [(dump_unit_id(unit), unit) for unit in units]
 
 
-class ExtractUnit(BoundedHeapDoFn):
+class ExtractUnit:
     """Phase 1 for one unit, unless its parts exist: yields (unit id, True when extracted in this run).
+    A step with `setup` and `process`, as Beam's DoFns have (`extract.transforms` runs it as one).
 
     A dump unit arrives as its DumpUnit and is read here only when needed."""
 
@@ -119,23 +120,42 @@ class ExtractUnit(BoundedHeapDoFn):
 
     def setup(self):
         load_ontology()  # once per worker, before any page's time limit starts (and before the freeze)
-        super().setup()
 
     def process(self, element):
         unit_id, source = element
         parts = WorkUnits(self.out_dir, UNIT_TABLES)
         # An API unit holds what this run fetched (a rerun fetches again): only dump units are reused.
         if isinstance(source, DumpUnit) and parts.is_done(unit_id):
-            beam.metrics.Metrics.counter("hopsmith.extract", "units.reused").inc()
             yield unit_id, False
             return
         records = read_dump_unit(DumpUnit(*source)) if isinstance(source, DumpUnit) else source
         rows = extract_unit(unit_id, records, self.config, self.ceiling)
         parts.write(unit_id, {table: (model, rows[table]) for table, model in UNIT_TABLES.items()})
-        beam.metrics.Metrics.counter("hopsmith.extract", "units.extracted").inc()
         del rows
         release_freed_memory()
         yield unit_id, True
+
+
+STATS_FILE = ".extract-stats.json"
+
+
+def unit_stats(unit, out_dir: str) -> Iterator[UnitStats]:
+    return UnitParts(out_dir, unit[0]).rows("stats")
+
+
+def choose_as_of_from_stats(stats: list[UnitStats], config: ExtractConfig, ceiling) -> AsOfChoice:
+    """The run's as-of from every unit's part of the choice."""
+    merged = NewestPlausible(ceiling[0]).merge_accumulators((s.newest_plausible, s.implausible) for s in stats)
+    return AsOfChoice.choose(config.as_of, *merged, ceiling)
+
+
+def write_stats(stats: list[UnitStats], choice: AsOfChoice, excluded: dict, units: list, out_dir: str) -> None:
+    """The run's counts for the manifest (`STATS_FILE`), written once phase 2 is done."""
+    summary = {"pages_in": sum(s.pages_in for s in stats),
+               "as_of": choice.as_of.isoformat() if choice.as_of else None,
+               "as_of_reason": choice.reason, "implausible": choice.implausible, "excluded": excluded,
+               "units": len(units), "units_extracted": sum(extracted for _, extracted in units)}
+    atomic_write_text(as_path(out_dir) / STATS_FILE, json.dumps(summary))
 
 
 class UnitParts:

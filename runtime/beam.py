@@ -191,6 +191,15 @@ def pipeline_options(beam: BeamOptions | None = None, extra_args: list[str] | No
     return options
 
 
+def runs_in_this_process(options: PipelineOptions) -> bool:
+    """Whether the options run a pipeline here, one bundle at a time: the in-process runner (the default,
+    and `--runner DirectRunner`) with one worker in in-memory mode. A stage may then call its steps as
+    plain functions; `--direct_running_mode multi_threading`, more workers or another runner run Beam."""
+    direct = options.view_as(DirectOptions)
+    return (options.view_as(StandardOptions).runner == IN_PROCESS_RUNNER and direct.direct_num_workers == 1
+            and direct.direct_running_mode == "in_memory")
+
+
 def use_filesystem_options(options: PipelineOptions) -> None:
     """Let Beam's FileSystems (`s3://`, `gs://`, ...) read with the run's options (`--s3_endpoint_url`,
     `--s3_region_name`, ...) outside the pipeline too: checksums and checks run on the launching machine.

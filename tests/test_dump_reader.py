@@ -17,16 +17,15 @@ from apache_beam.testing.util import assert_that, equal_to
 
 import extract.sources.dump as dump_module
 from cli.sources import add_source_arguments, source_config
-from extract.sources import source_transform
 from extract.sources.dump import (
     SKIP_REASONS,
-    ReadDump,
     dump_work_units,
     iter_dump_pages,
     read_dump_unit,
     read_multistream_index,
 )
 from extract.sources.dump_writer import page_xml, site_header, write_multistream
+from extract.sources.transforms import ReadDump, source_transform
 from ground.errors import UserError
 from runtime.beam import pipeline_options
 from schemas.config import BeamOptions, ExtractConfig

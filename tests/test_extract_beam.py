@@ -189,7 +189,7 @@ def test_an_api_outage_leaves_extract_unfinished_and_a_rerun_the_same_day_fetche
     """Transient API failures are not finished work (issue 10 item 13): no manifest, a rerun retries."""
     import functools
 
-    import extract.sources as sources
+    import extract.sources.transforms as sources
     from ground.errors import StageIncomplete
     from tests.mediawiki_server import MediaWikiServer, WikiPage, iso
 

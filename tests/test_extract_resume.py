@@ -29,13 +29,14 @@ from extract.article import (
     value_naming,
 )
 from extract.classify import Redirect, classify_record, resolve_redirects
-from extract.joins import ResolveRedirects
+from extract.joins import resolve_pointers
 from extract.oracle import extract_records
 from extract.shards import kept_rows
 from extract.sources import iter_dump_pages
 from extract.sources.dump_writer import write_multistream
 from extract.stage import run_extract
 from extract.tables import TABLES
+from extract.transforms import ResolveRedirects
 from extract.units import UNIT_TABLES
 from ground import io
 from ground.io import WorkUnits, read_manifest, read_records, read_table
@@ -54,11 +55,14 @@ def _sample_redirects() -> dict[str, str]:
 
 
 def _joined(redirects: dict[str, str]):
+    """The keyed join (Beam) and its in-memory twin (`resolve_pointers`) against the reference."""
     expected = resolve_redirects(redirects)
     with beam.Pipeline() as pipeline:
         out = pipeline | beam.Create(sorted(redirects.items())) | ResolveRedirects()
         assert_that(out.resolved, equal_to(sorted(expected.resolved.items())), label="Resolved")
         assert_that(out.cycles, equal_to(sorted(expected.cycles)), label="Cycles")
+    resolved, cycles = resolve_pointers(redirects.items())
+    assert (sorted(resolved), sorted(cycles)) == (sorted(expected.resolved.items()), sorted(expected.cycles))
     return expected
 
 

@@ -13,8 +13,8 @@ import pytest
 from apache_beam.testing.util import assert_that, equal_to
 
 from cli.sources import add_source_arguments, source_config
-from extract.sources import source_transform
-from extract.sources.mediawiki_api import SKIP_REASONS, ApiSettings, MediaWikiApi, ReadFromApi, user_agent
+from extract.sources.mediawiki_api import SKIP_REASONS, ApiSettings, MediaWikiApi, user_agent
+from extract.sources.transforms import ReadFromApi, source_transform
 from ground.errors import UserError
 from schemas.config import ExtractConfig
 from schemas.wiki import Page, SkippedRecord

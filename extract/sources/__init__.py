@@ -2,26 +2,23 @@
 
 `cli.sources` turns the command line's source flags into ExtractConfig fields; a stage reads with
 `source_transform(config)`: a PTransform from the pipeline root to a PCollection of `Page | SkippedRecord`
-(every page read is one or the other).
+(every page read is one or the other). The transforms live in `extract.sources.transforms`, imported on
+first use, so that the plain readers run without importing Beam.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
-import apache_beam as beam
-
 from extract.sources.dump import (
-    ReadDump,
     check_readable,
     dump_work_units,
     iter_dump_pages,
     read_multistream_index,
 )
-from extract.sources.mediawiki_api import ApiSettings, MediaWikiApi, ReadFromApi
-from ground.errors import UserError
-from schemas.config import ExtractConfig
+from extract.sources.mediawiki_api import ApiSettings, MediaWikiApi
+
+_BEAM_NAMES = ("ReadDump", "ReadFromApi", "source_transform")
 
 __all__ = [
     "ApiSettings",
@@ -46,11 +43,11 @@ def sibling_index(dump: str) -> str | None:
     return str(index) if index.is_file() else None
 
 
-def source_transform(config: ExtractConfig, now: dt.datetime | None = None) -> beam.PTransform:
-    """The reading PTransform for a config: ReadDump for a dump, ReadFromApi for an API URL."""
-    if (config.dump is None) == (config.api_url is None):
-        raise UserError("choose one source: a dump or an API URL")
-    if config.dump is not None:
-        return ReadDump(config.dump, config.index, config.streams_per_unit)
-    settings = ApiSettings(url=config.api_url, max_in_flight=config.api_max_in_flight)
-    return ReadFromApi(settings, titles=config.api_titles, recent_days=config.api_recent_days, now=now)
+def __getattr__(name: str):
+    """The Beam transforms (`extract.sources.transforms`), imported when first asked for: reading pages with
+    the plain iterators never imports Beam."""
+    if name in _BEAM_NAMES:
+        from extract.sources import transforms
+
+        return getattr(transforms, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

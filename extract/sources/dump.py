@@ -1,4 +1,4 @@
-"""Read a MediaWiki `pages-articles[-multistream].xml[.bz2]` dump page by page, as plain iterators and as Beam.
+"""Read a MediaWiki `pages-articles[-multistream].xml[.bz2]` dump page by page, as plain iterators (Beam: `ReadDump`).
 
 The reader never holds more than one page (plus one read block) in memory. It scans the decompressed
 bytes for `<page>` ... `</page>` and parses each page on its own with ElementTree. In well-formed
@@ -31,10 +31,6 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator, Mapping
 from typing import NamedTuple
-
-import apache_beam as beam
-from apache_beam.io.filesystem import CompressionTypes
-from apache_beam.io.filesystems import FileSystems
 
 from ground.errors import UserError
 from schemas.config import ExtractConfig
@@ -98,17 +94,26 @@ def _is_remote(path: str) -> bool:
     return "://" in path
 
 
+def _filesystems():
+    """Beam's FileSystems, imported for a remote path only: reading a local dump never imports Beam."""
+    from apache_beam.io.filesystems import FileSystems
+
+    return FileSystems
+
+
 def open_binary(path: str):
     """A seekable binary handle: local files directly, `gs://`, `s3://`, ... through Beam's FileSystems
     (so workers of a distributed runner read the same dump from object storage)."""
     if _is_remote(path):
-        return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
+        from apache_beam.io.filesystem import CompressionTypes
+
+        return _filesystems().open(path, compression_type=CompressionTypes.UNCOMPRESSED)
     return open(path, "rb")
 
 
 def _size(path: str) -> int:
     if _is_remote(path):
-        return FileSystems.match([path])[0].metadata_list[0].size_in_bytes
+        return _filesystems().match([path])[0].metadata_list[0].size_in_bytes
     return os.path.getsize(path)
 
 
@@ -117,7 +122,7 @@ def check_readable(path: str | os.PathLike, what: str = "dump") -> str:
     path = os.fspath(path)
     if _is_remote(path):
         try:
-            found = FileSystems.exists(path)
+            found = _filesystems().exists(path)
         except Exception as error:  # an unknown scheme or a missing filesystem extra: say which, in one line
             raise UserError(f"{what} path {path} cannot be read: {str(error).splitlines()[0]}") from None
         if not found:
@@ -537,48 +542,3 @@ def read_dump_unit(unit: DumpUnit) -> Iterator[Page | SkippedRecord]:
                   f"pages in this unit, {pages} were read")
         detail += f"; {unit.note}" if unit.note else ""
         yield _skip("index_mismatch", f"<unit {unit.start}-{end}>", detail)
-
-
-class _ReadUnitFn(beam.DoFn):
-    """Read one work unit, counting pages and skips by reason in Beam metrics."""
-
-    def process(self, unit: DumpUnit):
-        for record in read_dump_unit(unit):
-            name = "pages" if isinstance(record, Page) else f"skipped.{record.reason}"
-            beam.metrics.Metrics.counter("hopsmith.read", name).inc()
-            yield record
-
-
-def _plan_units(paths: tuple[str, str], streams_per_unit: int) -> list[DumpUnit]:
-    dump, index = paths
-    return dump_work_units(dump, index, streams_per_unit)
-
-
-class ReadDump(beam.PTransform):
-    """PBegin -> PCollection of Page | SkippedRecord read from a dump.
-
-    With a multistream index the index is read on a worker, split into units of `streams_per_unit`
-    streams and reshuffled so a distributed runner reads units in parallel. Without one, the dump is read
-    sequentially as one unit. Missing files are UserErrors at construction time.
-    """
-
-    def __init__(self, path: str | os.PathLike, index: str | os.PathLike | None = None,
-                 streams_per_unit: int = DEFAULT_STREAMS_PER_UNIT):
-        super().__init__()
-        self.index = check_readable(index, "index") if index is not None else None
-        self.path = check_readable(path) if index is None else check_multistream(path)
-        if streams_per_unit < 1:
-            raise UserError(f"streams per unit must be at least 1, got {streams_per_unit}")
-        self.streams_per_unit = streams_per_unit
-
-    def expand(self, pbegin):
-        if self.index is None:
-            units = pbegin | "WholeDump" >> beam.Create([DumpUnit(self.path)])
-        else:
-            units = (
-                pbegin
-                | "Index" >> beam.Create([(self.path, self.index)])
-                | "PlanUnits" >> beam.FlatMap(_plan_units, self.streams_per_unit)
-                | "SpreadUnits" >> beam.Reshuffle()
-            )
-        return units | "ReadUnits" >> beam.ParDo(_ReadUnitFn())

@@ -1,4 +1,4 @@
-"""Read pages' latest revisions from the MediaWiki Action API, politely, as plain iterators and as Beam.
+"""Read pages' latest revisions from the MediaWiki Action API, politely, as plain iterators (Beam: `ReadFromApi`).
 
 Two ways to choose pages: a list of titles, or the main-namespace pages changed in the last N days
 (`list=recentchanges`, which only reaches back 30 days). Revisions come from
@@ -30,7 +30,6 @@ from itertools import islice
 from typing import Any
 from urllib.parse import urlsplit
 
-import apache_beam as beam
 import requests
 import urllib3
 from requests.adapters import HTTPAdapter
@@ -241,7 +240,7 @@ def _retry_after(response: requests.Response) -> float | None:
     return max(0.0, (utc(when) - dt.datetime.now(dt.UTC)).total_seconds())
 
 
-def _batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
+def batched(items: Iterable[str], size: int) -> Iterator[list[str]]:
     iterator = iter(items)
     while batch := list(islice(iterator, size)):
         yield batch
@@ -507,7 +506,7 @@ class MediaWikiApi:
                 return
             seen.update(normalise_title(t) for t in wanted)
             targets = []
-            batches = _batched(wanted, TITLES_PER_REQUEST)
+            batches = batched(wanted, TITLES_PER_REQUEST)
             for records in _ordered_parallel(self.fetch_batch, batches, self.settings.max_in_flight):
                 for record in records:
                     seen.add(normalise_title(record.title))
@@ -563,73 +562,3 @@ def check_recent_days(days: int) -> int:
             f"reaches back {RECENT_CHANGES_MAX_DAYS} days (got {days}); use a dump for older changes"
         )
     return days
-
-
-class _FetchBatchFn(beam.DoFn):
-    """Fetch one batch of titles (a work unit) with a client built on the worker."""
-
-    def __init__(self, settings: ApiSettings):
-        self.settings = settings
-        self.api: MediaWikiApi | None = None
-
-    def setup(self):
-        self.api = MediaWikiApi(self.settings)
-
-    def process(self, titles: list[str]):
-        for record in self.api.fetch_pages(titles):
-            name = "pages" if isinstance(record, Page) else f"skipped.{record.reason}"
-            beam.metrics.Metrics.counter("hopsmith.read", name).inc()
-            yield record
-
-
-def _recent_batches(days: int, settings: ApiSettings, now: dt.datetime | None) -> Iterator[list[str]]:
-    return _batched(MediaWikiApi(settings).recent_titles(days, now), TITLES_PER_REQUEST)
-
-
-def _record_key(record: Page | SkippedRecord) -> str:
-    """Records of the same page (a redirect target reached from two batches) share a key."""
-    if isinstance(record, Page):
-        return f"page:{record.page_id}"
-    return f"skip:{normalise_title(record.title)}:{record.reason}"
-
-
-def _first_by_content(records: Iterable[Page | SkippedRecord]) -> Page | SkippedRecord:
-    return min(records, key=lambda record: record.model_dump_json())
-
-
-class ReadFromApi(beam.PTransform):
-    """PBegin -> PCollection of Page | SkippedRecord from the Action API: `titles`, or `recent_days`.
-
-    Titles are batched 50 to a request; batches are the work units, reshuffled across workers. Each
-    worker process keeps at most `settings.max_in_flight` requests in flight. Records of a page reached
-    from several batches (a shared redirect target) are kept once.
-    """
-
-    def __init__(self, settings: ApiSettings, titles: Iterable[str] = (), recent_days: int | None = None,
-                 now: dt.datetime | None = None):
-        super().__init__()
-        check_api_url(settings.url)
-        self.settings = settings
-        self.titles = list(dict.fromkeys(titles))
-        self.recent_days = check_recent_days(recent_days) if recent_days is not None else None
-        if bool(self.titles) == (self.recent_days is not None):
-            raise UserError("the API source needs either titles or a number of recent days, not both")
-        self.now = now
-
-    def expand(self, pbegin):
-        if self.titles:
-            batches = pbegin | "TitleBatches" >> beam.Create(list(_batched(self.titles, TITLES_PER_REQUEST)))
-        else:
-            batches = (
-                pbegin
-                | "RecentDays" >> beam.Create([self.recent_days])
-                | "ListRecentChanges" >> beam.FlatMap(_recent_batches, self.settings, self.now)
-            )
-        return (
-            batches
-            | "SpreadBatches" >> beam.Reshuffle()
-            | "FetchRevisions" >> beam.ParDo(_FetchBatchFn(self.settings))
-            | "KeyByPage" >> beam.WithKeys(_record_key)
-            | "OnePerPage" >> beam.CombinePerKey(_first_by_content)
-            | "DropKeys" >> beam.Values()
-        )
