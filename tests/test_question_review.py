@@ -1,7 +1,10 @@
-"""docs/QUESTION_REVIEW.md (issue 25's reading of 40 questions) stays consistent with itself: its table parses,
-each row's keep verdict is the four criteria together, every "no" carries a reason naming its criterion, the
-stated keepable shares equal a recount of the rows, and each failure pattern's counts and rows agree with the
-table. The verdicts themselves are a reader's judgement; this guards the figures quoted from them."""
+"""docs/QUESTION_REVIEW.md (issue 25's readings of questions against their pages) stays consistent with itself.
+
+The document holds two readings: the first (rows R1.., S1..) and, under "## Second reading", the second (rows
+R2-1.., S2-1..). For each reading on its own: its table parses, each row's keep verdict is the four criteria
+together, every "no" carries a reason naming its criterion, the stated keepable shares equal a recount of that
+reading's rows, and each failure pattern's counts and rows agree with that reading's table. The verdicts
+themselves are a reader's judgement; this guards the figures quoted from them."""
 
 from __future__ import annotations
 
@@ -13,6 +16,11 @@ import pytest
 REVIEW = Path(__file__).resolve().parents[1] / "docs" / "QUESTION_REVIEW.md"
 CRITERIA = ("a", "b", "c", "d")
 VERDICTS = {"yes", "no"}
+HEADER = "| # | source (start → relations; run) | id | question | gold answer | a | b | c | d | keep | reason for each no |"
+SECOND = "\n## Second reading"
+# reading -> (row id pattern with the kind letter and the number as groups, the most rows it may hold)
+READINGS = {"first": (r"([RS])(\d+)", 40), "second": (r"([RS])2-(\d+)", 80)}
+SHARES = r"^- Keepable, (real pages|shipped sample|all): (\d+) of (\d+) \((\d+\.\d)%\)$"
 
 
 def _cells(line: str) -> list[str]:
@@ -20,60 +28,97 @@ def _cells(line: str) -> list[str]:
     return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line.strip())[1:-1]]
 
 
-@pytest.fixture(scope="module")
-def review() -> tuple[str, dict[str, dict[str, str]]]:
+def _sections() -> dict[str, str]:
     text = REVIEW.read_text(encoding="utf-8")
-    header = "| # | source (start → relations; run) | id | question | gold answer | a | b | c | d | keep | reason for each no |"
-    assert header in text
+    assert text.count(SECOND) == 1, "one second reading, after the first"
+    first, second = text.split(SECOND)
+    return {"first": first, "second": SECOND + second}
+
+
+def _rows(section: str, pattern: str) -> dict[str, dict[str, str]]:
+    assert HEADER in section
     rows = {}
-    for line in text.splitlines():
+    for line in section.splitlines():
         cells = _cells(line) if line.startswith("| ") else []
-        if cells and re.fullmatch(r"[RS]\d+", cells[0]):
+        if cells and re.fullmatch(pattern, cells[0]):
             assert len(cells) == 11, line
             number, _, _, question, answer, *verdicts, keep, reason = cells
+            assert number not in rows, number
             rows[number] = dict(zip(CRITERIA, verdicts, strict=True), keep=keep, reason=reason, question=question, answer=answer)
-    return text, rows
+    return rows
 
 
-def test_rows_are_numbered_and_complete(review):
-    _, rows = review
-    assert 0 < len(rows) <= 40
+@pytest.fixture(scope="module", params=sorted(READINGS))
+def reading(request) -> tuple[str, str, dict[str, dict[str, str]]]:
+    section = _sections()[request.param]
+    pattern, _ = READINGS[request.param]
+    return request.param, section, _rows(section, pattern)
+
+
+def _kind(reading_name: str, number: str) -> str:
+    return re.fullmatch(READINGS[reading_name][0], number).group(1)
+
+
+def test_readings_do_not_share_rows():
+    """Each reading's row ids match only its own pattern, so neither recount picks up the other's rows."""
+    sections = _sections()
+    for name, (pattern, _) in READINGS.items():
+        for other in set(READINGS) - {name}:
+            assert not _rows(sections[other], pattern), (name, other)
+
+
+def test_rows_are_numbered_and_complete(reading):
+    name, _, rows = reading
+    pattern, most = READINGS[name]
+    assert 0 < len(rows) <= most
     for kind in "RS":
-        numbers = sorted(int(n[1:]) for n in rows if n[0] == kind)
-        assert numbers == list(range(1, len(numbers) + 1)), kind
+        numbers = sorted(int(re.fullmatch(pattern, n).group(2)) for n in rows if _kind(name, n) == kind)
+        assert numbers == list(range(1, len(numbers) + 1)), (name, kind)
     for number, row in rows.items():
         assert row["question"] and row["answer"], number
         assert {row[c] for c in CRITERIA} | {row["keep"]} <= VERDICTS, number
 
 
-def test_keep_is_all_four_and_every_no_is_explained(review):
-    _, rows = review
+def test_keep_is_all_four_and_every_no_is_explained(reading):
+    _, _, rows = reading
     for number, row in rows.items():
         failed = [c for c in CRITERIA if row[c] == "no"]
         assert row["keep"] == ("no" if failed else "yes"), number
         assert (row["reason"] == "-") == (not failed), number
         for criterion in failed:
             assert re.search(rf"(^|; ){criterion}: ", row["reason"]), (number, criterion)
+        for criterion in set(CRITERIA) - set(failed):
+            assert not re.search(rf"(^|; ){criterion}: ", row["reason"]), (number, criterion, "reason for a yes")
 
 
-def test_stated_shares_equal_a_recount(review):
-    text, rows = review
-    stated = {kind: (int(kept), int(total), pct) for kind, kept, total, pct in re.findall(
-        r"^- Keepable, (real pages|shipped sample|all): (\d+) of (\d+) \((\d+\.\d)%\)$", text, re.M)}
-    assert set(stated) == {"real pages", "shipped sample", "all"}
-    for kind, prefix in (("real pages", "R"), ("shipped sample", "S"), ("all", "RS")):
-        group = [row for number, row in rows.items() if number[0] in prefix]
+def test_stated_shares_equal_a_recount(reading):
+    name, section, rows = reading
+    found = re.findall(SHARES, section, re.M)
+    stated = {kind: (int(kept), int(total), pct) for kind, kept, total, pct in found}
+    assert len(found) == 3 and set(stated) == {"real pages", "shipped sample", "all"}, name
+    for kind, kinds in (("real pages", "R"), ("shipped sample", "S"), ("all", "RS")):
+        group = [row for number, row in rows.items() if _kind(name, number) in kinds]
         kept = sum(row["keep"] == "yes" for row in group)
-        assert stated[kind] == (kept, len(group), f"{100 * kept / len(group):.1f}"), kind
+        assert stated[kind] == (kept, len(group), f"{100 * kept / len(group):.1f}"), (name, kind)
 
 
-def test_failure_patterns_agree_with_the_table(review):
-    text, rows = review
-    section = text.split("## Failure patterns", 1)[1].split("\n## ", 1)[0]
-    patterns = [_cells(line) for line in section.splitlines() if line.startswith("| ") and not line.startswith("| pattern")]
+def test_failure_patterns_agree_with_the_table(reading):
+    name, section, rows = reading
+    part = section.split("### Failure patterns" if name == "second" else "## Failure patterns", 1)[1]
+    part = re.split(r"\n##+ ", part, maxsplit=1)[0]
+    patterns = [_cells(line) for line in part.splitlines() if line.startswith("| ") and not line.startswith("| pattern")]
     patterns = [cells for cells in patterns if cells and not set(cells[0]) <= {"-"}]
-    assert patterns
-    for name, criterion, real, sample, listed in patterns:
+    assert patterns, name
+    for pattern_name, criterion, real, sample, listed in patterns:
         numbers = listed.replace(",", " ").split()
-        assert all(rows[n][criterion] == "no" for n in numbers), name
-        assert (int(real), int(sample)) == (sum(n[0] == "R" for n in numbers), sum(n[0] == "S" for n in numbers)), name
+        assert numbers and len(set(numbers)) == len(numbers), pattern_name
+        assert all(rows[n][criterion] == "no" for n in numbers), pattern_name
+        assert (int(real), int(sample)) == (sum(_kind(name, n) == "R" for n in numbers),
+                                            sum(_kind(name, n) == "S" for n in numbers)), pattern_name
+
+
+def test_second_reading_covers_forty_sample_questions_and_names_its_commit():
+    section = _sections()["second"]
+    rows = _rows(section, READINGS["second"][0])
+    assert sum(_kind("second", n) == "S" for n in rows) == 40
+    assert re.match(r"\n## Second reading \(main at [0-9a-f]{7,40}\)\n", section)
