@@ -150,9 +150,11 @@ def evidence_docids(question: Question, env: SearchEnvironment) -> list[str]:
 
 
 def gold_docids(question: Question, env: SearchEnvironment) -> list[str]:
+    """The page that states the answer: the answer's own page, or (a literal, or an entity the corpus has no
+    page of) the final hop's head, whose infobox states it."""
     last = question.path.hops[-1]
-    title = last.tail if last.value_type == "entity" and last.tail else last.head
-    docid = _docid(env, title)
+    titles = [last.tail, last.head] if last.value_type == "entity" and last.tail else [last.head]
+    docid = next((d for d in (_docid(env, title) for title in titles) if d is not None), None)
     return [docid] if docid is not None else []
 
 
