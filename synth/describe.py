@@ -177,6 +177,16 @@ def restates(noun: str, attribute: Attribute) -> bool:
     return bool(name) and attribute.kind == "relation" and f" {name.lower()} " in f" {noun.lower()} "
 
 
+def says_hop_role(hop_relation: str | None, attribute: Attribute) -> bool:
+    """Whether an attribute states the occupation the hop into the entity already says ("was directed by a
+    person who worked as a film director": `hop_roles` of the attribute table)."""
+    if hop_relation is None or attribute.relation != "occupation":
+        return False
+    key = attribute.clue.object or ""
+    name = (split_literal_key(key)[1] if key.startswith(LITERAL_PREFIX) else key).split(" (")[0]
+    return name.casefold() in attribute_table().get("hop_roles", {}).get(hop_relation, ())
+
+
 def copies_lead(lead: str, attribute: Attribute) -> bool:
     """Whether an attribute states what the entity's own lead sentence says (its object's name is in it): a
     search engine ranks the entity's page first for its lead's words, so such a description finds it."""

@@ -10,7 +10,9 @@ order a question meets them in, and the catalogue of every rejection reason, `sy
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path as FsPath
@@ -483,6 +485,26 @@ def _trivial_from(graph: CSRGraph, relation: str, head: int, reached_by: str | N
     return entry["why"]
 
 
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _folded_words(text: str) -> str:
+    """Lower-case words without accents, space-separated and padded ("Université du Québec à Montréal" ->
+    " universite du quebec a montreal ")."""
+    plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return " " + " ".join(_WORD.findall(plain.casefold())) + " "
+
+
+def _named_in(answer: str, title: str) -> str | None:
+    """The answer's name (its title before a disambiguator or a comma: "Austin" of "Austin, Texas") when the
+    title of the entity the final hop starts from contains it as whole words ("University of Texas at
+    Austin"): whoever finds that entity reads the answer in its name. None otherwise."""
+    name = answer.split(" (")[0].split(",")[0].strip()
+    if len(name) < 3 or name.casefold() == title.split(" (")[0].casefold():
+        return None
+    return name if _folded_words(name) in _folded_words(title.split(" (")[0]) else None
+
+
 def trivial_final_hop(index: FactIndex, path: Path, named: Iterable[str]) -> str | None:
     """Why the answer follows in one well-known hop (`trivial_hops`) from the entity the final description
     pins down, or from an entity the question names (the start when named, a clue's object), or None. An
@@ -493,6 +515,8 @@ def trivial_final_hop(index: FactIndex, path: Path, named: Iterable[str]) -> str
     if ids is None:
         return None
     answer = ids[-1]
+    if path.answer_type == "entity" and (holder := _named_in(path.answer, path.nodes[-2])):
+        return f"the answer {holder!r} is written in the name {path.nodes[-2]!r} its final hop starts from"
     for position in range(len(path.hops) - 1, -1, -1):
         hop, reached_by = path.hops[position], path.hops[position - 1].relation if position else None
         if position < len(path.hops) - 1 and not trivial_hops().get(hop.relation, {}).get("answers"):

@@ -125,7 +125,9 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
     base = [gates.Clue(position=position, type_noun=checkable)] if checkable else []
     options = describe.attributes(ctx, ids[position], position, rng, checkable in PERSON_NOUNS,
                                   _adjacent_relations(path, position), set(path.nodes))
-    options = [option for option in options if not describe.restates(noun or "", option)]
+    hop_in = path.hops[position - 1].relation if position > 0 else None
+    options = [option for option in options
+               if not describe.restates(noun or "", option) and not describe.says_hop_role(hop_in, option)]
     if attempt >= FRESH_ATTEMPT:
         info = ctx.entities.get(path.nodes[position])
         options = [o for o in options if not describe.copies_lead(info.description if info else "", o)

@@ -137,3 +137,40 @@ def test_an_occupation_the_path_implies_is_never_asked():
     facts = [fact("Amble Films", "founder", "Kay Kent"), fact("Kay Kent", "occupation", "Film producer")]
     ctx = context(entities, facts, reject_dominant_answer=False)
     assert path_gate(ctx, path_of(ctx, "Amble Films", "Kay Kent", "Film producer"))[0] == "vague_answer"
+
+
+def test_an_answer_written_in_the_name_its_hop_starts_from_is_trivial():
+    # The second reading: "This person studied at a university ... In which city is this university located?"
+    # -> Montreal, which "Université du Québec à Montréal" says; a reader who found the university reads it.
+    entities = [entity("Denis Vale", "Person"), entity("Université du Québec à Montréal", "University", head=False),
+                entity("Concordia University", "University", head=False), entity("Montreal", "City", head=False)]
+    facts = [fact("Denis Vale", "almaMater", "Université du Québec à Montréal"),
+             fact("Université du Québec à Montréal", "city", "Montreal"),
+             fact("Denis Vale", "education", "Concordia University"), fact("Concordia University", "city", "Montreal")]
+    ctx = context(entities, facts, reject_dominant_answer=False)
+    why = gates.trivial_final_hop(ctx.facts, path_of(ctx, "Denis Vale", "Université du Québec à Montréal", "Montreal"), [])
+    assert why and "'Montreal' is written in the name 'Université du Québec à Montréal'" in why
+    assert gates.trivial_final_hop(ctx.facts, path_of(ctx, "Denis Vale", "Concordia University", "Montreal"), []) is None
+    # The name before a comma counts ("Austin, Texas" in "University of Texas at Austin"); a part of a word not.
+    assert gates._named_in("Austin, Texas", "University of Texas at Austin") == "Austin"
+    assert gates._named_in("Rome", "Romeo and Juliet") is None and gates._named_in("Mexico", "New Mexico State") == "Mexico"
+
+
+def test_an_occupation_the_hop_already_says_is_not_stated():
+    # The second reading: "was directed by a person who worked as a film director" says the hop twice; the
+    # same person may be described by another occupation ("whose occupations include screenwriter").
+    entities = [entity("Long Film", "Film"), entity("Other Film", "Film"), entity("Cy Lane", "Person", head=False),
+                entity("Bo Lane", "Person", head=False)]
+    facts = [fact("Long Film", "director", "Cy Lane"), fact("Other Film", "director", "Bo Lane"),
+             fact("Cy Lane", "occupation", "Film director"), fact("Cy Lane", "occupation", "Screenwriter"),
+             fact("Bo Lane", "occupation", "Film director"), fact("Long Film", "starring", "Bo Lane"),
+             fact("Cy Lane", "birthDate", "1961-05-02", "date")]
+    ctx = context(entities, facts, reject_dominant_answer=False, attributes_per_entity=1)
+    options = describe.attributes(ctx, ctx.graph.node_id("Cy Lane"), 1, random.Random(0), True, set(), set())
+    said = {o.clue.object: describe.says_hop_role("director", o) for o in options if o.relation == "occupation"}
+    assert said == {"Film director": True, "Screenwriter": False}
+    assert not any(describe.says_hop_role(None, o) or describe.says_hop_role("spouse", o) for o in options)
+    path = path_of(ctx, "Long Film", "Cy Lane", "1961-05-02")
+    plan = plan_question(ctx, path)
+    assert plan.attributes[1] and all(a.clue.object != "Film director" for a in plan.attributes[1])
+    assert "film director" not in write_template(ctx, path, plan).text.casefold()
