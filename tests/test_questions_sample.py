@@ -260,7 +260,7 @@ def test_the_question_report_shows_hard_questions(sample):
     assert report["question_search_share"] is not None and report["question_search_share"] <= 0.05
     assert report["start_description_first_share"] <= 0.20 and report["unnamed_description_first_share"] <= 0.15
     assert report["prior_guess_share"] <= 0.10
-    assert report["max_answer_share"] <= 0.02
+    assert report["max_answer_share"] <= max(0.02, round(1 / len(questions), 4))  # one each below 50 questions
     assert {"one_search", "start_not_unique", "description_search", "trivial_final_hop", "partial_list"} <= set(report["gates"])
     assert report["world_uniqueness"] == "narrow anchor" and "not_unique_in_world" in report["gates"]
     # Where the yield goes, per hop count, and why trees fall short of the configured share (if they do).
