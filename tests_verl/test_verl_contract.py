@@ -58,7 +58,7 @@ def test_rlhf_dataset_reads_the_export_with_the_launch_data_keys(exported, train
     tokenizer = hf_tokenizer(str(tiny_model))
     dataset = RLHFDataset(data_files=trainer_config.data.train_files, tokenizer=tokenizer, config=trainer_config.data)
     rows = pq.read_table(trainer_config.data.train_files).num_rows
-    assert rows > 100 and len(dataset) == rows  # no prompt is filtered as overlong
+    assert rows > 30 and len(dataset) == rows  # no prompt is filtered as overlong (42 train rows of 47 questions)
     item = dataset[0]
     assert [m["role"] for m in item["raw_prompt"]] == ["system", "user"]
     assert item["agent_name"] == "hopsmith_turn_agent" and item["data_source"] == "hopsmith"
