@@ -15,7 +15,7 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
   among the listed values only; such a relation is stated only as membership, as an attribute ("a writer
   whose notable works include Carrie");
 - `vague_answer`: a one-word lower-case string answer, an infobox keyword rather than a fact;
-- `answer_leak`: the answer or one of its aliases appears in the question text;
+- `answer_leak`: the answer, one of its aliases or its demonym ("Mexican" of Mexico) appears in the question text;
 - `evidence_leak`: the question copies a long n-gram of a hop's evidence sentence;
 - `intermediate_leak`: an obfuscated intermediate entity is named anyway (the question loses a hop);
 - `start_leak`: the start entity is described, but the text names it anyway;
@@ -312,7 +312,8 @@ def text_gate(ctx: QuestionContext, path: Path, plan: Plan, text: str, aliases: 
               environment: SearchEnvironment | None = None) -> tuple[str, str] | None:
     """Gates on the written text (either engine's): leaks, the as-of date a changeable fact needs, and the
     retrieval shortcut (one search in the agents' environment)."""
-    if (form := text_gates.answer_leak(text, path.answer, aliases)) is not None:
+    demonym = describe.attribute_table()["demonyms"].get(path.answer)  # "a Mexican filmmaker" ... -> Mexico
+    if (form := text_gates.answer_leak(text, path.answer, [*aliases, *([demonym] if demonym else [])])) is not None:
         return "answer_leak", form
     # Evidence sentences of the hops, and the lead sentences of the intermediates (a writer that copies
     # a long stretch of either hands the searcher a direct hit).

@@ -10,7 +10,7 @@ import random
 from knowledge.ontology import load_ontology
 from synth import describe, gates
 from synth.phrasing import period_years
-from synth.question_gates import path_gate, plan_gate, structural_gate
+from synth.question_gates import path_gate, plan_gate, structural_gate, text_gate
 from synth.question_plan import described_as, plan_question
 from synth.question_writers import write_template
 from tests.test_questions import context, path_of
@@ -174,3 +174,16 @@ def test_an_occupation_the_hop_already_says_is_not_stated():
     plan = plan_question(ctx, path)
     assert plan.attributes[1] and all(a.clue.object != "Film director" for a in plan.attributes[1])
     assert "film director" not in write_template(ctx, path, plan).text.casefold()
+
+
+def test_an_answer_its_demonym_gives_away_leaks():
+    # The second reading: "... directed by a Mexican filmmaker ... In which country is this university?" -> Mexico.
+    entities = [entity("Alfonso Vale", "Person"), entity("Vale University", "University", head=False),
+                entity("Mexico", "Country", head=False), entity("Canada", "Country", head=False)]
+    facts = [fact("Alfonso Vale", "almaMater", "Vale University"), fact("Vale University", "country", "Mexico")]
+    ctx = context(entities, facts, reject_dominant_answer=False)
+    path = path_of(ctx, "Alfonso Vale", "Vale University", "Mexico")
+    plan = plan_question(ctx, path)
+    said = "A Mexican filmmaker studied at a university. In which country is this university?"
+    assert text_gate(ctx, path, plan, said, []) == ("answer_leak", "Mexican")
+    assert text_gate(ctx, path, plan, said.replace("Mexican", "Canadian"), []) is None
