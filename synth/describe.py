@@ -166,11 +166,17 @@ def _variant(entity: str, relation: str) -> dict[str, str] | None:
     return variants[pick - 1] if pick else None
 
 
+def _object_name(attribute: Attribute) -> str:
+    """The name an attribute's object is stated by: a literal's value or a page title, without its
+    disambiguator ("" for an attribute with no object)."""
+    key = attribute.clue.object or ""
+    return (split_literal_key(key)[1] if key.startswith(LITERAL_PREFIX) else key).split(" (")[0]
+
+
 def restates(noun: str, attribute: Attribute) -> bool:
     """Whether an attribute only repeats the noun ("an English novelist whose occupation is Novelist", "an
     American film from the United States")."""
-    key = attribute.clue.object or ""
-    name = (split_literal_key(key)[1] if key.startswith(LITERAL_PREFIX) else key).split(" (")[0]
+    name = _object_name(attribute)
     if attribute.kind == "place":
         demonym = attribute_table()["demonyms"].get(name)
         return demonym is not None and f" {demonym} " in f" {noun} "
@@ -182,9 +188,7 @@ def says_hop_role(hop_relation: str | None, attribute: Attribute) -> bool:
     person who worked as a film director": `hop_roles` of the attribute table)."""
     if hop_relation is None or attribute.relation != "occupation":
         return False
-    key = attribute.clue.object or ""
-    name = (split_literal_key(key)[1] if key.startswith(LITERAL_PREFIX) else key).split(" (")[0]
-    return name.casefold() in attribute_table().get("hop_roles", {}).get(hop_relation, ())
+    return _object_name(attribute).casefold() in attribute_table().get("hop_roles", {}).get(hop_relation, ())
 
 
 def copies_lead(lead: str, attribute: Attribute) -> bool:

@@ -10,9 +10,7 @@ order a question meets them in, and the catalogue of every rejection reason, `sy
 from __future__ import annotations
 
 import functools
-import re
 import tomllib
-import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path as FsPath
@@ -22,6 +20,7 @@ import numpy as np
 from graph.csr import LITERAL, LITERAL_PREFIX, PAGE, CSRGraph, split_literal_key
 from knowledge.ontology import load_ontology
 from schemas.questions import Path
+from synth.matching import normalize_answer
 from synth.phrasing import parse_date, phrase, type_noun
 
 MAX_FRONTIER = 100_000
@@ -485,24 +484,15 @@ def _trivial_from(graph: CSRGraph, relation: str, head: int, reached_by: str | N
     return entry["why"]
 
 
-_WORD = re.compile(r"[^\W_]+")
-
-
-def _folded_words(text: str) -> str:
-    """Lower-case words without accents, space-separated and padded ("Université du Québec à Montréal" ->
-    " universite du quebec a montreal ")."""
-    plain = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return " " + " ".join(_WORD.findall(plain.casefold())) + " "
-
-
 def _named_in(answer: str, title: str) -> str | None:
     """The answer's name (its title before a disambiguator or a comma: "Austin" of "Austin, Texas") when the
     title of the entity the final hop starts from contains it as whole words ("University of Texas at
-    Austin"): whoever finds that entity reads the answer in its name. None otherwise."""
+    Austin", compared as answers are: accents, case and punctuation aside): whoever finds that entity reads
+    the answer in its name. None otherwise."""
     name = answer.split(" (")[0].split(",")[0].strip()
     if len(name) < 3 or name.casefold() == title.split(" (")[0].casefold():
         return None
-    return name if _folded_words(name) in _folded_words(title.split(" (")[0]) else None
+    return name if f" {normalize_answer(name)} " in f" {normalize_answer(title.split(' (')[0])} " else None
 
 
 def trivial_final_hop(index: FactIndex, path: Path, named: Iterable[str]) -> str | None:
