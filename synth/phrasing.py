@@ -135,14 +135,19 @@ def type_noun(entity_type: str) -> str:
 
 
 _THE_PREFIXES = ("United ", "University of ", "River ", "Republic of ", "Kingdom of ", "State of ", "City of ",
-                 "Museum of ", "Bank of ", "Church of ", "Commonwealth of ", "Federation of ", "Isle of ")
-_THE_SUFFIXES = (" Islands", " Mountains", " States", " Kingdom", " Republic", " Emirates", " River", " Ocean", " Sea")
+                 "Museum of ", "Bank of ", "Church of ", "Commonwealth of ", "Federation of ", "Isle of ",
+                 "Duchy of ", "Grand Duchy of ", "Province of ", "Principality of ", "Electorate of ")
+_THE_SUFFIXES = (" Islands", " Mountains", " States", " Kingdom", " Republic", " Emirates", " River", " Ocean", " Sea",
+                 " Empire", " Union", " Confederation")
 _THE_NAMES = {"Netherlands", "Philippines", "Bahamas", "Gambia", "Maldives", "Vatican City", "Congo"}
+# "the Humboldt University of Berlin", "the Courant Institute of Mathematical Sciences" ("Bradley University" stays bare)
+_THE_INFIXES = (" University of ", " Institute of ", " College of ", " School of ", " Academy of ")
 
 
 def proper_name(name: str) -> str:
     """A name as it reads mid-sentence, with "the" where English wants it ("the United States")."""
-    if name in _THE_NAMES or name.startswith(_THE_PREFIXES) or name.endswith(_THE_SUFFIXES):
+    if (name in _THE_NAMES or name.startswith(_THE_PREFIXES) or name.endswith(_THE_SUFFIXES)
+            or any(infix in name for infix in _THE_INFIXES)):
         return f"the {name}"
     return name
 

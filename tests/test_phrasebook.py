@@ -92,6 +92,20 @@ def test_a_bare_vague_intermediate_is_named_through_its_relation():
     assert "a place" not in text and "the location of Some College" in text, text
 
 
+def test_historical_states_and_x_of_y_institutions_take_the_article_mid_sentence():
+    """A birthplace's country of 1900 reads "born in the German Empire", not "born in German Empire"; an
+    "X University of Y" takes "the" too; a plain country, town or "X University" name stays bare."""
+    assert display_title("German Empire") == "the German Empire"
+    assert display_title("Soviet Union") == "the Soviet Union"
+    assert display_title("Duchy of Holstein") == "the Duchy of Holstein"
+    assert display_title("Province of Westphalia") == "the Province of Westphalia"
+    assert display_title("Humboldt University of Berlin") == "the Humboldt University of Berlin"
+    assert display_title("Courant Institute of Mathematical Sciences") == "the Courant Institute of Mathematical Sciences"
+    assert display_title("Germany") == "Germany"
+    assert display_title("Oranienburg") == "Oranienburg"
+    assert display_title("Bradley University") == "Bradley University"
+
+
 def test_answers_are_written_as_a_person_writes_them_and_graded_in_both_forms():
     assert answer_form("The Shining (novel)", "entity", "notableWork") == "The Shining"
     assert answer_form("Independent (politician)", "entity", "party") == "Independent"
