@@ -154,14 +154,17 @@ def proper_name(name: str) -> str:
 
 def display_title(title: str) -> str:
     """A page title as it reads in a sentence, never with its parenthesis: "King Kong (2005 film)" -> "the
-    2005 film King Kong", "Congress of Deputies (Spain)" -> "Congress of Deputies, Spain"."""
+    2005 film King Kong", "New York (state)" -> "the state of New York", "Congress of Deputies (Spain)" ->
+    "Congress of Deputies, Spain"."""
     match = re.fullmatch(r"(.+?) \(([^()]+)\)", title)
     if not match:
         return proper_name(title)
     bare, qualifier = match.groups()
     if qualifier[:1].isupper() and not any(word[:1].islower() for word in qualifier.split()):
         return f"{proper_name(bare)}, {qualifier}"  # "Paris (Texas)" -> "Paris, Texas"
-    return f"the {qualifier} {bare}"  # "the 2005 film King Kong", "the U.S. state Georgia"
+    if qualifier.endswith(("state", "province")):
+        return f"the {qualifier} of {bare}"  # "the state of New York", "the U.S. state of Georgia"
+    return f"the {qualifier} {bare}"  # "the 2005 film King Kong"
 
 
 # "a university", "a European", "a one-off", "a Ukrainian", "a Uruguayan", "a Ugandan"

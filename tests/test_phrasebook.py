@@ -94,7 +94,8 @@ def test_a_bare_vague_intermediate_is_named_through_its_relation():
 
 def test_historical_states_and_x_of_y_institutions_take_the_article_mid_sentence():
     """A birthplace's country of 1900 reads "born in the German Empire", not "born in German Empire"; an
-    "X University of Y" takes "the" too; a plain country, town or "X University" name stays bare."""
+    "X University of Y" takes "the" too, a state named by its disambiguator reads "the state of New York"; a
+    plain country, town or "X University" name stays bare."""
     assert display_title("German Empire") == "the German Empire"
     assert display_title("Soviet Union") == "the Soviet Union"
     assert display_title("Duchy of Holstein") == "the Duchy of Holstein"
@@ -104,6 +105,9 @@ def test_historical_states_and_x_of_y_institutions_take_the_article_mid_sentence
     assert display_title("Germany") == "Germany"
     assert display_title("Oranienburg") == "Oranienburg"
     assert display_title("Bradley University") == "Bradley University"
+    assert display_title("New York (state)") == "the state of New York"
+    assert display_title("Georgia (U.S. state)") == "the U.S. state of Georgia"
+    assert display_title("King Kong (2005 film)") == "the 2005 film King Kong"
 
 
 def test_answers_are_written_as_a_person_writes_them_and_graded_in_both_forms():

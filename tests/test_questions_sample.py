@@ -140,8 +140,9 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
         "filmmaker born in Brooklyn. This American filmmaker was educated at a private liberal arts college "
         "founded in the 1860s. In which city is this private liberal arts college located?",
     ("Michael Crichton", ("deathPlace", "populationTotal"), "3898747"):
-        "As of July 2026, a writer born in Chicago died in a city in the United States. What is the population "
-        "of this city?",  # the second plan: class nouns ("writer"), since "an American author" found him
+        "As of July 2026, a writer with a career as a director whose alma mater is Harvard University died in a "
+        "city in the United States. What is the population of this city?",  # class nouns ("writer"), since "an
+    # American author" found him; the grown sample's index moved it off "born in Chicago" (Westworld, Harvard MD)
     ("Liam Neeson", ("spouse", "deathPlace"), "New York City"):  # a marriage that ended: in the past tense
         "An actor born in Northern Ireland was married to an English actress born in the 1960s. Where did this "
         "English actress die?",
