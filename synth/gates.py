@@ -62,6 +62,8 @@ def satisfies(index: FactIndex, node: int, clue: Clue) -> bool:
         years = index.years(node, relation)
         return not len(years) or bool(((years >= clue.years[0]) & (years <= clue.years[1])).any())
     if clue.object:
+        if clue.attribute in partial_lists():  # a selection: the values it leaves out may hold the object
+            return True
         objects = index.objects(node, relation)
         return not len(objects) or index.node(clue.object) in objects
     return True
