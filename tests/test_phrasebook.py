@@ -110,6 +110,21 @@ def test_historical_states_and_x_of_y_institutions_take_the_article_mid_sentence
     assert display_title("King Kong (2005 film)") == "the 2005 film King Kong"
 
 
+def test_a_record_label_released_an_album_and_a_band_has_recorded_for_it():
+    """An album's `label` is the label that released it; a band's lists every label it ever
+    recorded for, undated, so never "is signed to"."""
+    ctx = context([entity("Some Album", "Album"), entity("Some Band", "Band"),
+                   entity("Some Label", "RecordLabel", head=False)],
+                  [fact("Some Album", "recordLabel", "Some Label"), fact("Some Band", "recordLabel", "Some Label"),
+                   fact("Some Label", "foundingDate", "1993", "date")])
+    album = write_template(ctx, path := path_of(ctx, "Some Album", "Some Label", "1993"),
+                           plan_question(ctx, path, style="clues")).text
+    assert "Some Album was released by a company." in album and "record label of" not in album, album
+    band = write_template(ctx, path := path_of(ctx, "Some Band", "Some Label", "1993"),
+                          plan_question(ctx, path, style="clues")).text
+    assert "Some Band has recorded for a company." in band and "is signed to" not in band, band
+
+
 def test_answers_are_written_as_a_person_writes_them_and_graded_in_both_forms():
     assert answer_form("The Shining (novel)", "entity", "notableWork") == "The Shining"
     assert answer_form("Independent (politician)", "entity", "party") == "Independent"
