@@ -114,11 +114,13 @@ def written_answer(ctx: QuestionContext, path: Path) -> str:
 def answer_aliases(ctx: QuestionContext, path: Path) -> list[str]:
     """Other accepted forms of the answer: its raw value (the page title, the ISO date, the bare number, which
     the graph and the index know), redirect titles and the bare title for entities, date and number surface
-    forms for literals; never the written answer itself."""
+    forms for literals; never the written answer itself. A place answer also accepts the places its value
+    was written within ("[[Westminster]], [[London]]": born in London is right too)."""
     last = path.hops[-1]
     if path.answer_type == "entity":
         info = ctx.entities.get(path.answer)
-        forms = [*(info.aliases if info else []), path.answer.split(" (")[0]]
+        within = [title for q in last.qualifiers if q.key == "within" for title in (q.value, q.value.split(" (")[0])]
+        forms = [*(info.aliases if info else []), path.answer.split(" (")[0], *within]
     elif path.answer_type == "date":
         forms = date_variants(last.value or path.answer)
     elif path.answer_type in ("number", "quantity"):

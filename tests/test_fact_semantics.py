@@ -87,8 +87,9 @@ def test_a_link_inside_a_phrase_is_not_the_value():
     assert box.excluded["link_in_phrase"] == 1
     (box,) = parse_infoboxes("{{Infobox person|citizenship=Austrian subject of the [[Austro-Hungarian Empire]]}}")
     assert [f.tail for f in box.facts] == ["Austro-Hungarian Empire"]  # the head relates the subject to the link
-    (box,) = parse_infoboxes("{{Infobox person|birth_place=[[Bonn]], [[West Germany]]}}")
-    assert [f.tail for f in box.facts] == ["Bonn", "West Germany"] and not box.excluded
+    (box,) = parse_infoboxes("{{Infobox person|birth_place=[[Bonn]], [[West Germany]]}}")  # a place and its container
+    assert [(f.tail, f.qualifiers) for f in box.facts] == [("Bonn", [("within", "West Germany")])]
+    assert box.excluded == {"place_container": 1}
 
 
 RANGE_PAGES = [
@@ -127,11 +128,12 @@ def range_facts(relations, head: str) -> set[tuple]:
 def assert_range_checked(relations, counts):
     """A party as an office (linked directly or through a redirect) and a person as what one is known for
     are no such facts; the party as a party, an office the input lacks (unknown class: kept) and, of a band's
-    origin "[[Lviv]], [[Ukraine]]", the link that fits the range (a settlement as hometown) stay."""
+    origin "[[Lviv]], [[Ukraine]]", the place itself stay (Ukraine is its container, no second hometown)."""
     assert range_facts(relations, "Anna Weber") == {("office", "Chancellor of Germany"),
                                                     ("party", "Social Democratic Party of Germany")}
     assert range_facts(relations, "Okean Elzy") == {("hometown", "Lviv")}
-    assert counts["excluded:range"] == 4  # two offices, the person known for, the country as hometown
+    assert counts["excluded:range"] == 3  # two offices, the person known for
+    assert counts["excluded:place_container"] == 1  # Ukraine in "[[Lviv]], [[Ukraine]]"
     assert counts["range_check:fits"] == 2 and counts["range_check:unknown_class"] == 1
 
 

@@ -86,11 +86,10 @@ def relation(facts, name):
 
 
 def test_entity_links_outside_parentheses_are_objects(facts):
-    assert relation(facts, "birth_place") == [
-        ("entity", "Kapiolani Medical Center", None, ()),
-        ("entity", "Honolulu", None, ()),
-        ("entity", "Hawaii", None, ()),
-    ]
+    # A place written with its containers ("[[hospital]], [[Honolulu]], [[Hawaii]], U.S.") is its first link:
+    # Honolulu and Hawaii contain the birth place, they are not more birth places.
+    assert relation(facts, "birth_place") == [("entity", "Kapiolani Medical Center", None,
+                                               (("within", "Honolulu"), ("within", "Hawaii")))]
     # The link inside parentheses is a qualifier, not an object.
     assert ("entity", "Columbia University", None, (("note", "BA"),)) in relation(facts, "alma_mater")
     assert [v for _, v, _, _ in relation(facts, "alma_mater")] == [
@@ -137,7 +136,8 @@ def test_plumbing_is_left_out_and_counted():
     fact, one count per parameter by reason."""
     box = parse_infoboxes(PERSON[infobox_spans(PERSON)[0].start :])[0]
     assert not {"name", "website", "image", "image_size"} & {f.relation for f in box.facts}
-    assert box.excluded == {"names_page": 1, "image": 2, "image_size": 1, "caption": 2, "identifier": 1}
+    assert box.excluded == {"names_page": 1, "image": 2, "image_size": 1, "caption": 2, "identifier": 1,
+                            "place_container": 2}
     text = ("{{Infobox officeholder\n| order = 22nd\n| flag_s = Flag of Germany.svg\n| colour = #800020\n"
             "| party = [[Democratic Party (United States)|Democratic]]\n}}")
     box = parse_infoboxes(text)[0]
@@ -266,3 +266,21 @@ def test_a_soft_line_break_does_not_end_the_lead_sentence():
     assert [s.text for s in lead_sentences(text)] == [
         "Anton Reicha (February 26, 1770 – May 28, 1836) was a Czech-born French composer.",
         "Second paragraph.", "After the list."]
+
+
+def test_a_place_chain_is_one_place_and_a_list_of_places_is_several():
+    boxes = parse_infoboxes("""{{Infobox person
+| birth_place = [[Wakefield]], [[West Yorkshire]], England
+| death_place = [[Duluth, Minnesota|Duluth]], [[Minnesota]]
+| residence = [[Cincinnati]], [[Ohio]] and [[Covington, Kentucky]]
+| resting_place = [[Baltimore]]<br />[[Annapolis, Maryland|Annapolis]]
+| spouse = [[Ann Lee]], [[Bo Lee]]
+}}""")
+    (box,) = boxes
+    places = {(f.relation, f.tail) for f in box.facts}
+    assert {tail for rel, tail in places if rel == "birth_place"} == {"Wakefield"}
+    assert {tail for rel, tail in places if rel == "death_place"} == {"Duluth, Minnesota"}
+    assert {tail for rel, tail in places if rel == "residence"} == {"Cincinnati", "Ohio", "Covington, Kentucky"}
+    assert {tail for rel, tail in places if rel == "resting_place"} == {"Baltimore", "Annapolis, Maryland"}
+    assert {tail for rel, tail in places if rel == "spouse"} == {"Ann Lee", "Bo Lee"}  # not a place: two people
+    assert box.excluded["place_container"] == 2

@@ -136,12 +136,39 @@ def _collect_box(template: Template, name: str, boxes: list[Infobox], ontology: 
             box.excluded[reason] += 1
             continue
         parameter = raw_name.strip()
+        mapped = ontology.mapped_name(name, relation)
         for item in split_items(param.value):
-            dates = _expects_date(relation) or ontology.expects_date(ontology.mapped_name(name, relation))
-            for fact in facts_from_item(item, relation, dates_expected=dates):
+            dates = _expects_date(relation) or ontology.expects_date(mapped)
+            facts = facts_from_item(item, relation, dates_expected=dates)
+            if _holds_places(ontology, mapped) and is_place_chain(item):
+                facts, containers = _innermost_place(facts)
+                box.excluded["place_container"] += containers
+            for fact in facts:
                 fact.group_index, fact.parameter, fact.infobox = group, parameter, name
                 box.facts.append(fact)
     map_box(box, ontology)
+
+
+_CHAIN_GLUE = re.compile(r"^\s*,\s*$")
+
+
+def is_place_chain(item: list) -> bool:
+    """Whether a value item is a place written with its containers, "[[Wakefield]], [[West Yorkshire]], England":
+    links joined by bare commas only. "[[Cincinnati]], [[Ohio]] and [[Covington, Kentucky]]" names two places."""
+    links = [index for index, node in enumerate(item) if isinstance(node, Wikilink)]
+    if len(links) < 2:
+        return False
+    return all(isinstance(node, Text) and _CHAIN_GLUE.match(node.value) for node in item[links[0] + 1:links[-1]]
+               if not isinstance(node, Wikilink))
+
+
+def _innermost_place(facts: list[Fact]) -> tuple[list[Fact], int]:
+    """The facts of a place chain with only its first link, the place itself: the later links are the
+    regions and countries that contain it (a birth place is Wakefield, not also West Yorkshire), kept as its
+    `within` qualifiers. Returns the kept facts and how many container links were left out."""
+    links = [f for f in facts if f.value_type == "entity" and f.tail and not f.in_phrase]
+    links[0].qualifiers = links[0].qualifiers + [("within", container.tail) for container in links[1:]]
+    return [f for f in facts if f not in links[1:]], len(links) - 1
 
 
 def map_box(box: Infobox, ontology: Ontology) -> None:
