@@ -416,7 +416,7 @@ def broad_anchor(index: FactIndex, clue: Clue) -> str | None:
     ontology = load_ontology()
     cls = ontology.find_class(index.graph.entity_type[node] or "") if node is not None else None
     if cls is None:
-        return None
+        return _region_without_page(index, node, clue.object, table["places"].get("region_relations", []))
     if broad := next((c for c in table["classes"] if ontology.is_a(cls, c)), None):
         return f"{clue.object!r} is a {broad}"
     places = table["places"]
@@ -426,6 +426,17 @@ def broad_anchor(index: FactIndex, clue: Clue) -> str | None:
     if population is None:
         return f"{clue.object!r} is a {cls} of unrecorded population" if cls in places["unknown_broad_classes"] else None
     return f"{clue.object!r} has {population:,.0f} inhabitants" if population >= places["max_population"] else None
+
+
+def _region_without_page(index: FactIndex, node: int | None, name: str | None, relations: list[str]) -> str | None:
+    """Why an object the slice has no page for is a region all the same: some place of the graph lies in it
+    ("Montreal lies in Quebec"), so "a building in Quebec" fits thousands of subjects, as a region's page would."""
+    if node is None:
+        return None
+    for relation in relations:
+        if (rel := index.relation(relation)) is not None and len(heads := index.heads_of(rel, node)):
+            return f"{name!r} is a region ({index.graph.keys[heads[0]]!r} lies in it)"
+    return None
 
 
 WORLD_HOLDERS_FILE = FsPath(__file__).resolve().parents[1] / "data" / "questions" / "world_holders.toml"

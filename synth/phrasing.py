@@ -152,18 +152,21 @@ def proper_name(name: str) -> str:
     return name
 
 
+_PLACE_KIND_QUALIFIERS = frozenset({"city", "town", "village", "county", "borough", "parish"})
+
+
 def display_title(title: str) -> str:
     """A page title as it reads in a sentence, never with its parenthesis: "King Kong (2005 film)" -> "the
-    2005 film King Kong", "New York (state)" -> "the state of New York", "Congress of Deputies (Spain)" ->
-    "Congress of Deputies, Spain"."""
+    2005 film King Kong", "New York (state)" -> "the state of New York", "Cork (city)" -> "the city of Cork",
+    "Congress of Deputies (Spain)" -> "Congress of Deputies, Spain"."""
     match = re.fullmatch(r"(.+?) \(([^()]+)\)", title)
     if not match:
         return proper_name(title)
     bare, qualifier = match.groups()
     if qualifier[:1].isupper() and not any(word[:1].islower() for word in qualifier.split()):
         return f"{proper_name(bare)}, {qualifier}"  # "Paris (Texas)" -> "Paris, Texas"
-    if qualifier.endswith(("state", "province")):
-        return f"the {qualifier} of {bare}"  # "the state of New York", "the U.S. state of Georgia"
+    if qualifier.endswith(("state", "province")) or qualifier in _PLACE_KIND_QUALIFIERS:
+        return f"the {qualifier} of {bare}"  # "the state of New York", "the city of Cork", never "the city Cork"
     return f"the {qualifier} {bare}"  # "the 2005 film King Kong"
 
 

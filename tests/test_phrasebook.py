@@ -163,4 +163,5 @@ def test_the_searcher_phrase_names_relations_as_questions_do():
     assert relation_phrase("child", "Angela Merkel") == "the child of Angela Merkel"
     assert relation_phrase("child", "United Kingdom", several=True) == "one of the children of the United Kingdom"
     assert relation_phrase("birthPlace", "King Kong (2005 film)") == "the birthplace of the 2005 film King Kong"
+    assert display_title("Cork (city)") == "the city of Cork"  # a place's kind reads "the city of", not "the city Cork"
     assert _past("Who is the spouse of {s}?") == "Who was the spouse of {s}?"

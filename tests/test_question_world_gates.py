@@ -216,6 +216,21 @@ def test_a_hub_is_no_anchor_without_a_census():
     assert broad["almaMater", "Hill College"] is broad["spouse", "Bob Stone"] is broad["birthPlace", "Lyon"] is None
 
 
+def test_a_region_without_a_page_is_broad_when_a_place_lies_in_it():
+    # "a building in Quebec": the slice has no page for Quebec, but Montreal's infobox says it lies there, so
+    # Quebec is a region (data/questions/broad_anchors.toml `region_relations`); Montreal itself, a city of
+    # unrecorded size with a page, stays an anchor, and so does an object no place lies in.
+    entities = [entity("Habitat 67", "Building"), entity("Montreal", "City"), entity("Ada Stone", "Architect")]
+    facts = [fact("Habitat 67", "location", "Montreal"), fact("Habitat 67", "location", "Quebec"),
+             fact("Habitat 67", "architect", "Ada Stone"), fact("Montreal", "subdivision", "Quebec"),
+             fact("Ada Stone", "almaMater", "Hill College")]
+    ctx = context(entities, facts)
+    broad = {obj: gates.broad_anchor(ctx.facts, gates.Clue(position=0, attribute=relation, object=obj))
+             for relation, obj in (("location", "Quebec"), ("location", "Montreal"), ("almaMater", "Hill College"))}
+    assert "'Quebec' is a region" in broad["Quebec"] and "'Montreal' lies in it" in broad["Quebec"]
+    assert broad["Montreal"] is broad["Hill College"] is None
+
+
 def test_famous_starts_and_answers_are_weighted_toward_the_long_tail():
     entities, facts = _two_alumni(True)
     path_args = ("Ada Stone", "Hill College", "Paris")  # Paris: the most linked-to page of the graph

@@ -307,6 +307,11 @@ def test_relation_phrases_and_type_nouns():
     assert type_noun("Politician") == "politician" and type_noun("Settlement") == "place"
     assert type_noun("SoccerClub") == "sports club" and type_noun("Village") == "village"  # through ancestors
     assert type_noun("thing") == "entity" and type_noun("frobnicator") == "entity"
+    # Buildings by kind, never all "a structure"; a library is no "educational institution" though its class
+    # descends from one; a church (HistoricBuilding) and a railway station through their ancestors.
+    assert [type_noun(c) for c in ("Museum", "Library", "Bridge", "HistoricBuilding", "RailwayStation")] == [
+        "museum", "library", "bridge", "building", "station"]
+    assert type_noun("Dam") == "structure"  # no nearer noun listed: the ArchitecturalStructure fallback
 
 
 def test_duplicate_questions_are_dropped():
