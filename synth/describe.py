@@ -238,6 +238,8 @@ def _ended(ctx, node: int, edge: int) -> bool:
     qualifiers = {q["key"]: q["value"] for q in graph.relations["qualifiers"][int(graph.edge_row[edge])].as_py() or []}
     if has_ended(qualifiers, ctx.as_of):
         return True
+    if graph.kind[graph.dst[edge]] == LITERAL:  # a count or a date: what a dead man's link to others is not
+        return False
     relation = str(graph.relation_names[graph.rel[edge]])
     return is_mutable(relation, "", qualifiers) and ctx.facts.died_before(node, ctx.as_of)
 

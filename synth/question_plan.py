@@ -103,9 +103,11 @@ def _ended(hop, as_of: dt.date) -> bool:
 
 def _outlived(ctx, hop, as_of: dt.date) -> bool:
     """A fact that can change, of a subject dead by the snapshot (the club a footballer played for, a party),
-    is over though no end qualifier says so: phrased in the past, with no as-of date to make it current."""
+    is over though no end qualifier says so: phrased in the past, with no as-of date to make it current. Only
+    a link to another entity ends so: a dead man's count of children is still asked "How many"."""
     node = ctx.facts.node(hop.head)
-    return (node is not None and is_mutable(hop.relation, hop.value_type, {q.key: q.value for q in hop.qualifiers})
+    return (hop.value_type == "entity" and node is not None
+            and is_mutable(hop.relation, hop.value_type, {q.key: q.value for q in hop.qualifiers})
             and ctx.facts.died_before(node, as_of))
 
 

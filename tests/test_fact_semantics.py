@@ -23,7 +23,7 @@ from schemas.wiki import Page, Relation
 from synth.question_plan import EntityInfo, QuestionContext, plan_question, question_as_of
 from synth.question_writers import write_template
 from tests.test_questions import path_of
-from tests.walk_graphs import csr
+from tests.walk_graphs import csr, fact
 from wikitext.infobox import note_qualifiers, parse_infoboxes
 from wikitext.markup import is_list_page
 
@@ -192,6 +192,14 @@ def test_what_a_dead_man_held_is_past_and_needs_no_as_of():
     assert 0 in plan.ended and plan.as_of_text is None
     text = write_template(ctx, path, plan).text
     assert "As of" not in text and ("Jim Hall played for" in text or "former team of Jim Hall" in text), text
+    children = [*extraction.relations, fact("Jim Hall", "child", "3", "number")]
+    ctx = QuestionContext(graph=csr(extraction.entities, children), as_of=SNAPSHOT,
+                          config=QuestionConfig(describe_start=0.0), entities=infos)
+    path = path_of(ctx, "Jim Hall", "Kirkton Rovers F.C.", "1883")
+    assert 0 in plan_question(ctx, path).ended
+    path = path_of(ctx, "Jim Hall", "3")  # a count, not a link to another entity: never "Who was the child"
+    plan = plan_question(ctx, path)
+    assert plan.ended == set() and "how many children does jim hall have" in write_template(ctx, path, plan).text.lower()
     alive = [r for r in extraction.relations if not (r.head == "Jim Hall" and r.relation == "deathDate")]
     ctx = QuestionContext(graph=csr(extraction.entities, alive), as_of=SNAPSHOT,
                           config=QuestionConfig(describe_start=0.0), entities=infos)
