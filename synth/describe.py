@@ -30,6 +30,7 @@ from synth.phrasing import (
     date_periods,
     display_title,
     has_ended,
+    is_mutable,
     is_work,
     parse_date,
     phrase,
@@ -134,7 +135,7 @@ def _attributes(ctx, node: int, position: int, person: bool, skip_relations: set
         elif reviewed(relation):  # a relation the phrasebook names
             entry = phrase(relation)
             name = _name(label, entry)
-            ended = _ended(graph, edge, ctx.as_of)
+            ended = _ended(ctx, node, edge)
             several = (objects_of[graph.rel[edge]] > 1 and _current_objects(ctx, node, graph.rel[edge]) > 1
                        or relation in gates.partial_lists())  # a selection: "whose notable works include X"
             modifier, predicate = relation_clauses(entry, name, its, ended, several)
@@ -227,13 +228,20 @@ def _current_objects(ctx, node: int, relation: int) -> int:
     spouse ("whose spouse is X", not "whose spouses include X")."""
     graph = ctx.graph
     edges = range(graph.indptr[node], graph.indptr[node + 1])
-    return sum(1 for e in edges if graph.rel[e] == relation and not _ended(graph, e, ctx.as_of))
+    return sum(1 for e in edges if graph.rel[e] == relation and not _ended(ctx, node, e))
 
 
-def _ended(graph, edge: int, as_of) -> bool:
-    """Whether the fact behind a CSR edge had ended by the snapshot (a marriage, a term of office)."""
-    qualifiers = graph.relations["qualifiers"][int(graph.edge_row[edge])].as_py() or []
-    return has_ended({q["key"]: q["value"] for q in qualifiers}, as_of)
+def _ended(ctx, node: int, edge: int) -> bool:
+    """Whether the fact behind a CSR edge of `node` had ended by the snapshot (a marriage, a term of office,
+    or a fact that can change of a subject dead by then: the club a footballer played for)."""
+    graph = ctx.graph
+    qualifiers = {q["key"]: q["value"] for q in graph.relations["qualifiers"][int(graph.edge_row[edge])].as_py() or []}
+    if has_ended(qualifiers, ctx.as_of):
+        return True
+    if graph.kind[graph.dst[edge]] == LITERAL:  # a count or a date: what a dead man's link to others is not
+        return False
+    relation = str(graph.relation_names[graph.rel[edge]])
+    return is_mutable(relation, "", qualifiers) and ctx.facts.died_before(node, ctx.as_of)
 
 
 def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]], target: int,

@@ -9,6 +9,7 @@ order a question meets them in, and the catalogue of every rejection reason, `sy
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import tomllib
 from collections.abc import Iterable
@@ -80,6 +81,9 @@ def holds(index: FactIndex, node: int, clue: Clue) -> bool:
     return index.node(clue.object) in index.objects(node, relation)
 
 
+DEATH_RELATIONS = ("deathDate", "deathYear")
+
+
 class FactIndex:
     """Lookups over the CSR graph built once per run, so that gates and descriptions cost microseconds: the
     heads of a (relation, object) fact, the heads of a date relation by year, each literal date's year,
@@ -114,6 +118,12 @@ class FactIndex:
             if parsed:
                 self.node_year[node] = parsed[0]
         self._relations = {name: i for i, name in enumerate(graph.relation_names)}
+        # The year each person died: what a dead man held (a club he played for, a party) has ended.
+        self.death_year = np.full(n, self.NO_YEAR, np.int64)
+        for name in DEATH_RELATIONS:
+            if (relation := self._relations.get(name)) is not None:
+                edges = np.flatnonzero(graph.rel == relation)
+                self.death_year[heads[edges]] = self.node_year[graph.dst[edges]]
         self._nodes: dict[str, int | None] = {}
         self._by_year: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.described: dict[tuple, frozenset[int]] = {}  # `described_candidates` by what the clues say
@@ -125,6 +135,11 @@ class FactIndex:
             pages = self.in_links[self.graph.kind == PAGE]
             self._famous_min[quantile] = max(float(np.quantile(pages, quantile)) if len(pages) else 0.0, 2.0)
         return self.graph.kind[node] == PAGE and self.in_links[node] >= self._famous_min[quantile]
+
+    def died_before(self, node: int, day: dt.date) -> bool:
+        """Whether the graph records the entity's death in a year before `day`'s (a death in the same year
+        may come after it: not counted)."""
+        return self.NO_YEAR < self.death_year[node] < day.year
 
     def relation(self, name: str | None) -> int | None:
         return self._relations.get(name) if name else None

@@ -101,6 +101,16 @@ def _ended(hop, as_of: dt.date) -> bool:
     return has_ended({q.key: q.value for q in hop.qualifiers}, as_of)
 
 
+def _outlived(ctx, hop, as_of: dt.date) -> bool:
+    """A fact that can change, of a subject dead by the snapshot (the club a footballer played for, a party),
+    is over though no end qualifier says so: phrased in the past, with no as-of date to make it current. Only
+    a link to another entity ends so: a dead man's count of children is still asked "How many"."""
+    node = ctx.facts.node(hop.head)
+    return (hop.value_type == "entity" and node is not None
+            and is_mutable(hop.relation, hop.value_type, {q.key: q.value for q in hop.qualifiers})
+            and ctx.facts.died_before(node, as_of))
+
+
 def _changeable(hop, as_of: dt.date) -> bool:
     """A fact that can still change after the snapshot: not an ended one, but a running term that is to end."""
     qualifiers = {q.key: q.value for q in hop.qualifiers}
@@ -363,8 +373,9 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
             obfuscations += [f"branch:{b.predicate}" for b in branches]
             obfuscations += [b.obfuscation for b in branches if b.obfuscation]
     as_of = question_as_of(path, ctx.as_of)
-    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, as_of)}
-    as_of_text = month_year(as_of) if any(_changeable(h, as_of) for h in path.hops) else None
+    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, as_of) or _outlived(ctx, hop, as_of)}
+    as_of_text = (month_year(as_of) if any(_changeable(h, as_of) for i, h in enumerate(path.hops) if i not in ended)
+                  else None)
     if as_of_text:
         obfuscations.append(f"as_of:{as_of_text}")
     shape = "tree" if tree_positions else "chain"

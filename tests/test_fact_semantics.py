@@ -23,7 +23,7 @@ from schemas.wiki import Page, Relation
 from synth.question_plan import EntityInfo, QuestionContext, plan_question, question_as_of
 from synth.question_writers import write_template
 from tests.test_questions import path_of
-from tests.walk_graphs import csr
+from tests.walk_graphs import csr, fact
 from wikitext.infobox import note_qualifiers, parse_infoboxes
 from wikitext.markup import is_list_page
 
@@ -150,6 +150,63 @@ def test_a_linked_page_outside_the_range_is_not_the_fact():
     assert ontology.range_check("occupation", "Person") == "no_range"  # "A lawyer is a person who ...": unchecked
     extraction = extract_records(RANGE_PAGES, ExtractConfig())
     assert_range_checked(extraction.relations, extraction.counts())
+
+
+FOOTBALL_PAGES = [
+    page("Kirkton", "{{Infobox settlement\n| settlement_type = Town\n}}\n'''Kirkton''' is a town.",
+         dt.datetime(2012, 1, 1, tzinfo=dt.UTC)),
+    page("Kirk Park", "{{Infobox stadium\n| location = [[Kirkton]]\n| opened = 1891\n}}\n"
+         "'''Kirk Park''' is a football stadium in [[Kirkton]].", dt.datetime(2012, 1, 1, tzinfo=dt.UTC)),
+    page("Kirkton Rovers F.C.", "{{Infobox football club\n| founded = 1883\n"
+         "| ground = [[Kirk Park]],<br />[[Kirkton]], Scotland\n}}\n"
+         "'''Kirkton Rovers Football Club''' is a Scottish football club.", dt.datetime(2012, 1, 1, tzinfo=dt.UTC)),
+    page("Jim Hall", "{{Infobox football biography\n| birth_date = {{birth date|1939|9|29}}\n"
+         "| death_date = {{death date and age|2001|4|14|1939|9|29}}\n"
+         "| years1 = 1957–1960 | clubs1 = [[Kirkton Rovers F.C.|Kirkton Rovers]]\n}}\n"
+         "'''Jim Hall''' (1939 – 2001) was a Scottish footballer.", dt.datetime(2012, 3, 5, tzinfo=dt.UTC)),
+]
+
+
+def test_a_footballers_club_and_a_clubs_ground_fit_their_ranges():
+    """DBpedia types a football club SoccerClub (under SportsClub) and a stadium Venue (under Building and
+    ArchitecturalStructure), outside the ranges of team (SportsTeam) and ground (Place): the overlay counts a
+    club as a team, and object_ranges.tsv has a ground be a structure, so that of "ground = [[Kirk Park]],
+    [[Kirkton]]" the stadium is the ground and the town is not."""
+    ontology = load_ontology()
+    assert ontology.range_check("team", "SoccerClub") == "fits"
+    assert ontology.range_check("ground", "Venue") == "fits"
+    assert ontology.range_check("ground", "Town") == "violates"
+    relations = extract_records(FOOTBALL_PAGES, ExtractConfig()).relations
+    assert range_facts(relations, "Kirkton Rovers F.C.") == {("ground", "Kirk Park")}
+    assert range_facts(relations, "Jim Hall") == {("team", "Kirkton Rovers F.C.")}
+
+
+def test_what_a_dead_man_held_is_past_and_needs_no_as_of():
+    """A footballer who died in 2001 played for his club: no end qualifier says so, but a mutable fact of a
+    subject dead by the snapshot is over (past tense, no "As of"); the same page without the death date is
+    asked as of its date, in the present."""
+    extraction = extract_records(FOOTBALL_PAGES, ExtractConfig())
+    infos = {e.title: EntityInfo(e.type, e.description, e.aliases) for e in extraction.entities}
+    ctx = QuestionContext(graph=csr(extraction.entities, extraction.relations), as_of=SNAPSHOT,
+                          config=QuestionConfig(describe_start=0.0), entities=infos)
+    path = path_of(ctx, "Jim Hall", "Kirkton Rovers F.C.", "1883")
+    plan = plan_question(ctx, path)
+    assert 0 in plan.ended and plan.as_of_text is None
+    text = write_template(ctx, path, plan).text
+    assert "As of" not in text and ("Jim Hall played for" in text or "former team of Jim Hall" in text), text
+    children = [*extraction.relations, fact("Jim Hall", "child", "3", "number")]
+    ctx = QuestionContext(graph=csr(extraction.entities, children), as_of=SNAPSHOT,
+                          config=QuestionConfig(describe_start=0.0), entities=infos)
+    path = path_of(ctx, "Jim Hall", "Kirkton Rovers F.C.", "1883")
+    assert 0 in plan_question(ctx, path).ended
+    path = path_of(ctx, "Jim Hall", "3")  # a count, not a link to another entity: never "Who was the child"
+    plan = plan_question(ctx, path)
+    assert plan.ended == set() and "how many children does jim hall have" in write_template(ctx, path, plan).text.lower()
+    alive = [r for r in extraction.relations if not (r.head == "Jim Hall" and r.relation == "deathDate")]
+    ctx = QuestionContext(graph=csr(extraction.entities, alive), as_of=SNAPSHOT,
+                          config=QuestionConfig(describe_start=0.0), entities=infos)
+    plan = plan_question(ctx, path_of(ctx, "Jim Hall", "Kirkton Rovers F.C.", "1883"))
+    assert plan.ended == set() and plan.as_of_text == "March 2012"
 
 
 def test_the_range_tables_name_known_properties_and_classes():

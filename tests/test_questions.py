@@ -305,7 +305,8 @@ def test_relation_phrases_and_type_nouns():
     with pytest.raises(KeyError):  # no reviewed entry: never asked
         phrase("mergedWith")
     assert type_noun("Politician") == "politician" and type_noun("Settlement") == "place"
-    assert type_noun("SoccerClub") == "sports club" and type_noun("Village") == "village"  # through ancestors
+    assert type_noun("HockeyTeam") == "sports club" and type_noun("Village") == "village"  # through ancestors
+    assert type_noun("SoccerClub") == "football club" and type_noun("Stadium") == "stadium"
     assert type_noun("thing") == "entity" and type_noun("frobnicator") == "entity"
     # Buildings by kind, never all "a structure"; a library is no "educational institution" though its class
     # descends from one; a church (HistoricBuilding) and a railway station through their ancestors.
