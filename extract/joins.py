@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from extract.article import named_value_key
 from extract.classify import duplicate_rank, pick_duplicate
 from extract.tables import STAGE
-from extract.units import UnitParts
+from extract.units import UnitParts, page_at
 from runtime.heap import release_freed_memory
 from schemas.wiki import SkippedRecord
 
@@ -66,9 +66,11 @@ def contested_articles(unit, out_dir: str, contested: dict):
     """The unit's articles whose title another article shares, with their pages: (title, (key, page))."""
     if not contested:
         return
-    for key, row, page in UnitParts(out_dir, unit[0]).articles():
+    parts, pages = UnitParts(out_dir, unit[0]), None
+    for key, row in parts.articles():
         if row.title in contested:
-            yield row.title, (key, page)
+            pages = parts.pages() if pages is None else pages
+            yield row.title, (key, page_at(pages, key[1]))
 
 
 def duplicate_decisions(keyed) -> Iterator[tuple[str, tuple]]:
