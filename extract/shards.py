@@ -25,11 +25,10 @@ from extract.article import (
 from extract.classify import skip_page
 from extract.tables import SORT_KEYS, TABLES, shard_of, skipped_sort_key
 from extract.units import UnitParts, page_at
-from ground.io import RUN_BATCH_ROWS, WorkUnits, merge_runs, write_run
+from ground.io import RUN_BATCH_BYTES, RUN_BATCH_ROWS, WorkUnits, merge_runs, write_run
 from ground.storage import as_path
 from runtime.heap import release_freed_memory
 from schemas.base import arrow_schema, to_table
-from schemas.wiki import Page, Relation
 from wikitext.markup import normalize_title
 
 T = TypeVar("T")
@@ -93,20 +92,26 @@ class FinishUnit:
             for ordinal, relation in enumerate(check_ranges(named, class_of, excluded)):
                 kept_relations.append(((relation.head, page_ids[relation.row], ordinal), relation))
         for table, keyed in rows.items():
-            model = TABLES[table]
             for shard, records in enumerate(self._by_shard(keyed)):
-                write_run(arrow_schema(model), [to_table(model, records)], _run_path(self.out_dir, table, unit_id, shard),
-                          RUN_BATCH_ROWS)
+                self._write_run(table, unit_id, shard, to_table(TABLES[table], records))
         for shard, kept in enumerate(self._by_shard(kept_pages)):
-            table = part_rows(pages, [row for row, _ in kept], {"title": [title for _, title in kept]})
-            write_run(arrow_schema(Page), [table], _run_path(self.out_dir, "pages", unit_id, shard), RUN_BATCH_ROWS)
+            rows_kept = part_rows(pages, [row for row, _ in kept], {"title": [title for _, title in kept]})
+            self._write_run("pages", unit_id, shard, rows_kept)
         for shard, kept in enumerate(self._by_shard(kept_relations)):
-            write_run(arrow_schema(Relation), [kept_rows(part_relations, kept)],
-                      _run_path(self.out_dir, "relations", unit_id, shard), RUN_BATCH_ROWS)
+            self._write_run("relations", unit_id, shard, kept_rows(part_relations, kept))
         del rows, pages, kept_pages, part_relations, kept_relations
         release_freed_memory()
         yield dict(excluded)
 
+
+    def _write_run(self, table: str, unit_id: str, shard: int, rows: pa.Table) -> None:
+        """A unit's sorted run for one table and shard, in batches of RUN_BATCH_ROWS wide rows (pages) or as
+        many narrow ones (relations) as fill RUN_BATCH_BYTES: each batch has fixed costs (its header, a
+        compressed block per buffer; 64-row batches cost a unit's relations 5 times their compression), and a
+        merge holds one batch per run, of either kind about as large."""
+        fit = RUN_BATCH_BYTES * rows.num_rows // max(rows.nbytes, 1)
+        write_run(arrow_schema(TABLES[table]), [rows], _run_path(self.out_dir, table, unit_id, shard),
+                  max(RUN_BATCH_ROWS, fit))
 
     def _by_shard(self, keyed: list[tuple[tuple, T]]) -> list[list[T]]:
         """(sort key, row) pairs -> each output shard's rows, in sort-key order."""

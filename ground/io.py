@@ -242,6 +242,7 @@ def _take_rows(schema: pa.Schema, rows: list[tuple[Any, pa.RecordBatch, int]]) -
 
 
 RUN_BATCH_ROWS = 64  # rows per batch of a run: the merge holds one batch of each run (~0.5 MB of pages)
+RUN_BATCH_BYTES = 1 << 18  # decoded bytes a batch of narrow rows may fill (~1,000 relations)
 MERGE_FAN_IN = 32  # runs merged at once; more are merged in steps
 MERGE_TAKE_ROWS = 256  # rows the merge copies out of its runs at a time (~2 MB of pages)
 # decoded bytes per row group of an output shard: a parquet writer holds every row group's metadata (~1 KB
