@@ -21,7 +21,7 @@ from extract.article import RELATION_FACT_COLUMNS, RelationFacts, extract_articl
 from extract.as_of import AsOfChoice, NewestPlausible
 from extract.classify import Redirect, classify_record
 from extract.sources.dump import DumpUnit, dump_work_units, read_dump_unit
-from ground.io import WorkUnits, atomic_write_text, read_records, read_table
+from ground.io import WorkUnits, atomic_write_text, read_column, read_records, read_table
 from ground.storage import as_path
 from knowledge.ontology import load_ontology
 from runtime.heap import release_freed_memory
@@ -167,6 +167,11 @@ class UnitParts:
 
     def rows(self, table: str) -> Iterator:
         return read_records(UNIT_TABLES[table], self.parts.part_path(table, self.unit_id))
+
+    def columns(self, table: str, *names: str) -> list[list]:
+        """Some fields of a part, each as a list of its values: a join that reads a few fields of every row
+        decodes and validates no record."""
+        return [list(read_column(self.parts.part_path(table, self.unit_id), name)) for name in names]
 
     def relations(self) -> tuple[list[RelationFacts], pa.Table]:
         """The unit's relations as the facts the page rules read (`RelationFacts`, in the part's order),
