@@ -556,8 +556,20 @@ def _how_made(manifests: dict[str, Manifest], questions: dict[str, Any] | None) 
                      + {"narrow anchor": " Beyond the slice, a described start states a fact whose object is a "
                         "page that is no hub (a narrow anchor: no country, language, genre, occupation, industry or "
                         "city of a million people, data/questions/broad_anchors.toml; a distributor, publisher, "
-                        "university or smaller city still counts; no census of a full dump was given); how many "
-                        "entities of the whole wiki fit it was not counted.",
+                        "university or smaller city still counts; no census of a full dump was given). How many "
+                        "entities of the whole wiki fit it was not counted; the planner's estimate by a reviewed "
+                        "prior of subjects per fact (data/questions/world_holders.toml: an actor's dozens of films, "
+                        "a publisher's thousands of books) puts "
+                        + (f"{questions['world_fits_over_share']:.0%}" if questions.get("world_fits_over_share")
+                           is not None else "an unknown share")
+                        + f" of the described starts above {questions.get('world_fits_max', 1.5):g} fits: those "
+                        "questions may have other answers in the world (`questions.world_prior = true` rejects "
+                        "them, at a large cost in yield).",
+                        "prior": " Beyond the slice, each described start was estimated to fit at most "
+                        f"{questions.get('world_fits_max', 1.5):g} entities of the whole wiki by a reviewed prior of "
+                        "subjects per fact (data/questions/world_holders.toml, scaled by the slice's share of each "
+                        "fact's holders the description keeps): an estimate, not a count; no census of a full dump "
+                        "was given.",
                         "": ""}.get(questions.get("world_uniqueness", ""),
                                    f" Beyond the slice, each described start was estimated unique against a "
                                    f"{questions.get('world_uniqueness', '')} (subjects per fact of a full dump's "

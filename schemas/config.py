@@ -202,8 +202,12 @@ class QuestionConfig(_Config):
                                "start must be unique at its scale (none: the start needs a named anchor)")
     require_named_anchor: bool = Field(default=True, description="a described start must be unique beyond the "
                                        "slice: by the census when given, else by a named anchor")
-    census_max_fits: float = Field(default=1.5, gt=0.0, description="most entities of the census's wiki estimated "
-                                   "to fit a start's description")
+    world_prior: bool = Field(default=False, description="without a census, estimate the wiki's fits of a start's "
+                              "description from the reviewed prior data/questions/world_holders.toml (strict: an "
+                              "actor's dozens of films, a publisher's thousands of books) instead of requiring a "
+                              "named anchor that is no hub")
+    census_max_fits: float = Field(default=1.5, gt=0.0, description="most entities of the wiki (census or prior) "
+                                   "estimated to fit a start's description")
     fame_quantile: float = Field(default=0.9, ge=0.0, le=1.0, description="pages at or above this quantile of "
                                  "in-links are famous (see famous_keep)")
     famous_keep: float = Field(default=0.5, ge=0.0, le=1.0, description="share of paths kept whose start or answer "

@@ -62,6 +62,8 @@ def satisfies(index: FactIndex, node: int, clue: Clue) -> bool:
         years = index.years(node, relation)
         return not len(years) or bool(((years >= clue.years[0]) & (years <= clue.years[1])).any())
     if clue.object:
+        if clue.attribute in partial_lists():  # a selection: the values it leaves out may hold the object
+            return True
         objects = index.objects(node, relation)
         return not len(objects) or index.node(clue.object) in objects
     return True
@@ -424,6 +426,33 @@ def broad_anchor(index: FactIndex, clue: Clue) -> str | None:
     if population is None:
         return f"{clue.object!r} is a {cls} of unrecorded population" if cls in places["unknown_broad_classes"] else None
     return f"{clue.object!r} has {population:,.0f} inhabitants" if population >= places["max_population"] else None
+
+
+WORLD_HOLDERS_FILE = FsPath(__file__).resolve().parents[1] / "data" / "questions" / "world_holders.toml"
+HUB_HOLDERS = 100_000  # a broad anchor's subjects in the whole wiki (a country's people, a genre's works)
+
+
+@functools.cache
+def world_holders() -> dict:
+    """Typical subjects per object of each relation in the whole wiki (data/questions/world_holders.toml)."""
+    with WORLD_HOLDERS_FILE.open("rb") as handle:
+        return tomllib.load(handle)
+
+
+def prior_holders(index: FactIndex, clue: Clue) -> float:
+    """How many subjects of the whole wiki state the clue's fact, from the reviewed prior when no census of a
+    full dump is given: a hub's (`broad_anchor`) thousands; a place's about one per `per_inhabitants` of its
+    recorded population; otherwise the relation's typical count (`world_holders`)."""
+    if broad_anchor(index, clue):
+        return HUB_HOLDERS
+    table = world_holders()
+    places = table["places"]
+    if clue.attribute in places["relations"]:
+        node = index.node(clue.object or "")
+        population = _population(index, node, places["population_relation"]) if node is not None else None
+        return places["unknown"] if population is None else max(population / places["per_inhabitants"],
+                                                                 places["minimum"])
+    return table["relations"].get(clue.attribute, table["default"])
 
 
 TRIVIAL_HOPS_FILE = FsPath(__file__).resolve().parents[1] / "data" / "questions" / "trivial_hops.toml"

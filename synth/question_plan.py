@@ -13,7 +13,7 @@ import datetime as dt
 import random
 from dataclasses import dataclass, field
 
-from graph.csr import LITERAL_PREFIX, CSRGraph
+from graph.csr import LITERAL_PREFIX, CSRGraph, split_literal_key
 from ground.io import stable_hash
 from knowledge.ontology import lead_noun_phrase, load_ontology
 from schemas.config import QuestionConfig
@@ -142,7 +142,7 @@ def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, r
             chosen = _choose_intersection(ctx, candidates, ids[position], base) if _tree_drawn(ctx, path) else None
             chosen = chosen or describe.choose(list(candidates), fits, ids[position], base, minimum,
                                                config.max_attributes)
-            if ctx.census is None and config.require_named_anchor and not any(narrow_anchor(ctx, a.clue) for a in chosen or []):
+            if config.require_named_anchor and not world_unique(ctx, [*base, *(a.clue for a in chosen or [])]):
                 return _anchored(ctx, candidates, fits, ids[position], base, minimum) or chosen
             return chosen
     else:
@@ -180,15 +180,64 @@ def narrow_anchor(ctx: QuestionContext, clue: gates.Clue) -> bool:
     return named_anchor(clue) and gates.broad_anchor(ctx.facts, clue) is None
 
 
+def world_holders(ctx: QuestionContext, clue: gates.Clue) -> float:
+    """How many subjects of the whole wiki state the clue's fact: the census's count of a full dump when given,
+    else the reviewed prior (`gates.prior_holders`, data/questions/world_holders.toml)."""
+    if ctx.census is None:
+        return gates.prior_holders(ctx.facts, clue)
+    value = split_literal_key(clue.object)[1] if clue.object.startswith(LITERAL_PREFIX) else clue.object
+    return ctx.census.holders(clue.attribute, value)
+
+
+WORLD_FITS_TAG = "world_fits:"  # a kept question's obfuscation: `world_fits` of its described start
+
+
+def world_fits(ctx: QuestionContext, clues: list[gates.Clue]) -> tuple[float, str] | None:
+    """About how many entities of the whole wiki fit a start's description, and the relation that bounds it:
+    the fewest wiki holders of one stated fact (`world_holders`), times the share of the slice's holders of
+    that fact that the whole description keeps. Without a census only named anchors are counted (a date or a
+    number alone fits thousands); None when no stated fact is counted."""
+    counted = [c for c in clues if c.attribute and c.object and (ctx.census is not None or named_anchor(c))]
+    if not counted:
+        return None
+    base = [c for c in clues if not c.attribute]
+    fits = len(gates.described_candidates(ctx.facts, clues))
+
+    def world(clue: gates.Clue) -> float:
+        slice_holders = len(gates.described_candidates(ctx.facts, [*base, clue])) or 1
+        return world_holders(ctx, clue) * fits / slice_holders
+    return min((world(c), c.attribute) for c in counted)
+
+
+def counts_world_fits(ctx: QuestionContext) -> bool:
+    """Whether world uniqueness is estimated (`world_fits`: a census, or the prior with `world_prior`) rather
+    than granted by a named anchor that is no hub (`narrow_anchor`)."""
+    return ctx.census is not None or ctx.config.world_prior
+
+
+def world_unique(ctx: QuestionContext, clues: list[gates.Clue]) -> bool:
+    """Whether a start's description fits at most `census_max_fits` entities of the whole wiki (`world_fits`),
+    or, when that is not estimated (`counts_world_fits`), states a narrow named anchor."""
+    if not counts_world_fits(ctx):
+        return any(narrow_anchor(ctx, c) for c in clues)
+    found = world_fits(ctx, clues)
+    return found is not None and found[0] <= ctx.config.census_max_fits
+
+
 def _anchored(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],
               minimum: int) -> list[Attribute] | None:
-    """A start description that states a narrow named anchor first, then whatever else singles the start out
-    (the rule that keeps a description unique beyond the slice when no census is given); None if none does."""
-    for anchor in [o for o in options if narrow_anchor(ctx, o.clue)]:
+    """A start description that states a narrow named anchor first (the rarest, by the fewest wiki holders of
+    `world_holders`, where those are counted: `counts_world_fits`), then whatever else singles the start out
+    and keeps it unique in the whole wiki (`world_unique`); None if none does. Under the named-anchor rule the
+    facts' order stands: rarer anchors are the pages that find their subject in one search."""
+    anchors = [o for o in options if narrow_anchor(ctx, o.clue)]
+    if counts_world_fits(ctx):
+        anchors.sort(key=lambda o: world_holders(ctx, o.clue))
+    for anchor in anchors:
         rest = [o for o in options if o is not anchor and o.relation != anchor.relation]
         more = describe.choose(rest, fits, target, [*base, anchor.clue], max(minimum - 1, 0),
                                ctx.config.max_attributes - 1)
-        if more is not None:
+        if more is not None and world_unique(ctx, [*base, anchor.clue, *(o.clue for o in more)]):
             return [anchor, *more]
     return None
 

@@ -61,7 +61,15 @@ from synth.question_gates import (
     text_gate,
     written_answer,
 )
-from synth.question_plan import EntityInfo, Plan, QuestionContext, plan_question, question_as_of
+from synth.question_plan import (
+    WORLD_FITS_TAG,
+    EntityInfo,
+    Plan,
+    QuestionContext,
+    plan_question,
+    question_as_of,
+    world_fits,
+)
 from synth.question_writers import TEMPLATE_ENGINE, Draft, write_llm, write_template
 
 STAGE = "questions"
@@ -124,6 +132,8 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
         except LLMError as error:
             return _skip(path, "writer_failed", str(error))
         failed = text_gate(ctx, path, plan, draft.text, forms, environment)
+        if plan.start_described and (fits := world_fits(ctx, [c for c in plan.clues if c.position == 0])):
+            draft.obfuscations.append(f"{WORLD_FITS_TAG}{fits[0]:.1f}")
         if failed is None and writer is not None:
             failed = faithfulness_gate(path, plan, draft.text)
         if failed is not None:

@@ -32,6 +32,7 @@ from schemas.questions import Question
 from schemas.wiki import Entity, SkippedRecord
 from synth import describe, gates, text_gates
 from synth.matching import normalize_answer
+from synth.question_plan import WORLD_FITS_TAG
 
 TOP_ANSWERS = 5
 
@@ -163,6 +164,15 @@ def prior_guess_hits(questions: list[Question]) -> int:
     return hits
 
 
+def world_fits_over(questions: list[Question], max_fits: float) -> tuple[int, int]:
+    """(described starts estimated to fit more than `max_fits` entities of the whole wiki, described starts
+    estimated): the planner's `world_fits` tag, by the census or the reviewed prior of
+    data/questions/world_holders.toml, read where the gate did not use it (the named-anchor rule)."""
+    estimates = [float(o.removeprefix(WORLD_FITS_TAG)) for q in questions for o in q.obfuscations
+                 if o.startswith(WORLD_FITS_TAG)]
+    return sum(e > max_fits for e in estimates), len(estimates)
+
+
 def _share(part: int, whole: int) -> float:
     return round(part / whole, 4) if whole else 0.0
 
@@ -237,6 +247,8 @@ def measure(folders: dict[str, Path], top_k: int | None = None,
     if probe is not None:
         start_first, unnamed_first = description_first(probe, questions)
         searched = question_search_hits(probe, questions, top_k)
+    over, estimated = world_fits_over(questions, config.census_max_fits)
+    gated = config.require_named_anchor and (config.census is not None or config.world_prior)
     top = answers.most_common(TOP_ANSWERS)
     tree_share = _share(sum(n for k, n in by_shape.items() if k.endswith("tree")), total)
     tree_at = Counter(place for question in questions for place in _tree_places(question))
@@ -258,7 +270,11 @@ def measure(folders: dict[str, Path], top_k: int | None = None,
         "prior_guess_share": _share(prior_guess_hits(questions), total),
         "phrasebook_break_share": _share(broken, total),
         "world_uniqueness": ("" if not config.require_named_anchor else f"census {config.census}" if config.census
-                             else "narrow anchor"),
+                             else "prior" if config.world_prior else "narrow anchor"),
+        # a figure the gate itself enforced cannot fail: reported only where the named-anchor rule ran
+        "world_fits_over_share": None if gated else _share(over, estimated),
+        "world_fits_estimated": estimated,
+        "world_fits_max": config.census_max_fits,
         "fame": {"quantile": config.fame_quantile, "famous_keep": config.famous_keep,
                  "famous_start_share": _share(famous_start, total), "famous_answer_share": _share(famous_answer, total)},
         "top_answers": [[answer, count] for answer, count in top],
@@ -359,6 +375,11 @@ def report_rows(report: dict[str, Any]) -> list[list[Any]]:
         ["share answered by the commonest answer of the other questions ending in the same relation",
          f"{report['prior_guess_share']:.1%}"],
         ["share with a template break (scan of text and answer)", f"{report['phrasebook_break_share']:.1%}"],
+        [f"share of described starts that may fit more than {report.get('world_fits_max', 1.5):g} entities of the "
+         "whole wiki (the planner's estimate by the reviewed prior or a census, not a measurement)",
+         "gated (the questions.world_prior or census rule rejected them)" if report.get("world_fits_over_share") is None
+         else f"{report['world_fits_over_share']:.1%} of {report.get('world_fits_estimated', 0)} (not gated: "
+              "questions.world_prior = true rejects them)"],
         ["fame mix (start / answer among the top pages by in-links)",
          f"{report['fame']['famous_start_share']:.1%} / {report['fame']['famous_answer_share']:.1%} (top "
          f"{1 - report['fame']['quantile']:.0%} of pages; such paths kept at {report['fame']['famous_keep']:.0%})"],

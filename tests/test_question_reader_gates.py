@@ -136,7 +136,26 @@ def test_an_occupation_the_path_implies_is_never_asked():
                 entity("Film producer", "PersonFunction", head=False)]
     facts = [fact("Amble Films", "founder", "Kay Kent"), fact("Kay Kent", "occupation", "Film producer")]
     ctx = context(entities, facts, reject_dominant_answer=False)
-    assert path_gate(ctx, path_of(ctx, "Amble Films", "Kay Kent", "Film producer"))[0] == "vague_answer"
+    path = path_of(ctx, "Amble Films", "Kay Kent", "Film producer")
+    assert gates.vague_answer(path) and "occupation" in gates.vague_answer(path)
+    # An occupation list is a selection too (data/questions/partial_lists.toml): never a hop at all.
+    assert path_gate(ctx, path)[0] == "partial_list"
+
+
+def test_a_selection_list_rules_no_candidate_out():
+    # "A person whose occupations include director": a founder listed as a producer may direct too, a film
+    # whose lead actors leave someone out may still star them. Only a relation listed whole excludes.
+    entities = [entity("Kay Kent", "Person"), entity("Lou Lane", "Person"), entity("Director", "PersonFunction", head=False),
+                entity("Film producer", "PersonFunction", head=False), entity("Hill College", "University", head=False),
+                entity("Dale College", "University", head=False)]
+    facts = [fact("Kay Kent", "occupation", "Director"), fact("Lou Lane", "occupation", "Film producer"),
+             fact("Kay Kent", "almaMater", "Hill College"), fact("Lou Lane", "almaMater", "Hill College"),
+             fact("Dale College", "city", "Hill College")]
+    ctx = context(entities, facts)
+    lou = ctx.graph.node_id("Lou Lane")
+    assert gates.satisfies(ctx.facts, lou, gates.Clue(position=0, attribute="occupation", object="Director"))
+    assert not gates.holds(ctx.facts, lou, gates.Clue(position=0, attribute="occupation", object="Director"))
+    assert not gates.satisfies(ctx.facts, lou, gates.Clue(position=0, attribute="almaMater", object="Dale College"))
 
 
 def test_an_answer_written_in_the_name_its_hop_starts_from_is_trivial():

@@ -10,13 +10,14 @@ from schemas.questions import Qualifier
 from synth import gates, text_gates
 from synth.census import Census, count_census, load_census, save_census
 from synth.question_gates import path_gate, plan_gate, untimed_hop, world_unique_start
-from synth.question_plan import plan_question
+from synth.question_plan import WORLD_FITS_TAG, plan_question, world_fits
 from synth.questions import cap_relation_answers
 from synth.report import (
     TfidfProbe,
     description_first,
     prior_guess_hits,
     question_search_hits,
+    world_fits_over,
 )
 from tests.dataset_fixtures import make_question
 from tests.test_questions import context, path_of
@@ -245,3 +246,58 @@ def test_the_card_says_how_uniqueness_beyond_the_slice_was_checked():
     assert "a narrow anchor: no country" in said("narrow anchor") and "no census of a full dump was given" in said("narrow anchor")
     assert "against a census full.json" in said("census full.json")
     assert "Beyond the slice" not in said("")
+
+
+def test_the_prior_counts_a_facts_subjects_in_the_whole_wiki():
+    # data/questions/world_holders.toml: a place's notable natives by its population, a hub's thousands, a
+    # relation's typical count (a university's thousands of alumni, a spouse's one), else the default.
+    def holders(population, relation, obj):
+        ctx = context(*_two_alumni(True, population))
+        return gates.prior_holders(ctx.facts, gates.Clue(position=0, attribute=relation, object=obj))
+    assert holders("40000", "birthPlace", "Lyon") == 20
+    assert holders(None, "birthPlace", "Lyon") == 200
+    assert holders("2000000", "birthPlace", "Lyon") == gates.HUB_HOLDERS
+    assert holders("40000", "birthPlace", "France") == gates.HUB_HOLDERS
+    assert holders("40000", "almaMater", "Hill College") == 2000
+    assert holders("40000", "spouse", "Bob Stone") == 1
+    assert holders("40000", "someRelation", "Bob Stone") == gates.world_holders()["default"]
+
+
+def test_with_the_prior_a_start_needs_a_fact_few_subjects_of_the_wiki_share():
+    path_args = ("Ada Stone", "Hill College", "Paris")
+    # Born in a town of 40,000: about 20 notable natives of the wiki fit "a person born in Lyon". The
+    # named-anchor rule keeps it (and the planner records its estimate); the prior rejects it and says why.
+    ctx = context(*_two_alumni(True), describe_start=1.0, reject_dominant_answer=False)
+    plan = plan_question(ctx, path_of(ctx, *path_args))
+    start = [c for c in plan.clues if c.position == 0]
+    assert [c.object for c in start if c.object] == ["Lyon"] and world_unique_start(ctx, plan) is None
+    assert world_fits(ctx, start) == (20.0, "birthPlace")
+    ctx = context(*_two_alumni(True), describe_start=1.0, reject_dominant_answer=False, world_prior=True)
+    assert "about 20 entities of the wiki (prior" in world_unique_start(ctx, plan)
+    assert plan_gate(ctx, path_of(ctx, *path_args), plan_question(ctx, path_of(ctx, *path_args)))[0] == "not_unique_in_world"
+    # In a slice where Lyon's natives are many, the share the description keeps scales the estimate down:
+    # 20 natives in the wiki, 40 in the slice (an unfair sample: the census's assumption breaks), one fits.
+    entities, facts = _two_alumni(True)
+    natives = [f"Native {i}" for i in range(39)]
+    entities = [*entities, *(entity(name, "Person") for name in natives)]
+    facts = [*facts, *(fact(name, "birthPlace", "Lyon") for name in natives),
+             *(fact(name, "birthDate", "1990-01-01", "date") for name in natives)]
+    ctx = context(entities, facts, describe_start=1.0, reject_dominant_answer=False, world_prior=True)
+    lyon = gates.Clue(position=0, attribute="birthPlace", object="Lyon")
+    born = gates.Clue(position=0, attribute="birthDate", years=(1950, 1959))
+    assert world_fits(ctx, [lyon, born]) == (0.5, "birthPlace")
+
+
+def test_the_report_reads_the_planners_world_estimate_only_where_the_gate_did_not():
+    questions = [make_question(i) for i in range(4)]
+    for question, estimate in zip(questions, ("0.5", "1.5", "20.0", None), strict=True):
+        if estimate:
+            question.obfuscations.append(f"{WORLD_FITS_TAG}{estimate}")
+    assert world_fits_over(questions, 1.5) == (1, 3)
+    from pipeline.card import _how_made
+
+    def said(world: str, share: float | None) -> str:
+        return _how_made({}, {"gates": ["not_unique_in_world"], "world_uniqueness": world,
+                              "world_fits_over_share": share, "world_fits_max": 1.5})[-1]
+    assert "puts 33% of the described starts above 1.5 fits" in said("narrow anchor", 1 / 3)
+    assert "by a reviewed prior of subjects per fact" in said("prior", None) and "an estimate, not a count" in said("prior", None)
