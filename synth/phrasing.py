@@ -135,28 +135,36 @@ def type_noun(entity_type: str) -> str:
 
 
 _THE_PREFIXES = ("United ", "University of ", "River ", "Republic of ", "Kingdom of ", "State of ", "City of ",
-                 "Museum of ", "Bank of ", "Church of ", "Commonwealth of ", "Federation of ", "Isle of ")
-_THE_SUFFIXES = (" Islands", " Mountains", " States", " Kingdom", " Republic", " Emirates", " River", " Ocean", " Sea")
+                 "Museum of ", "Bank of ", "Church of ", "Commonwealth of ", "Federation of ", "Isle of ",
+                 "Duchy of ", "Grand Duchy of ", "Province of ", "Principality of ", "Electorate of ")
+_THE_SUFFIXES = (" Islands", " Mountains", " States", " Kingdom", " Republic", " Emirates", " River", " Ocean", " Sea",
+                 " Empire", " Union", " Confederation")
 _THE_NAMES = {"Netherlands", "Philippines", "Bahamas", "Gambia", "Maldives", "Vatican City", "Congo"}
+# "the Humboldt University of Berlin", "the Courant Institute of Mathematical Sciences" ("Bradley University" stays bare)
+_THE_INFIXES = (" University of ", " Institute of ", " College of ", " School of ", " Academy of ")
 
 
 def proper_name(name: str) -> str:
     """A name as it reads mid-sentence, with "the" where English wants it ("the United States")."""
-    if name in _THE_NAMES or name.startswith(_THE_PREFIXES) or name.endswith(_THE_SUFFIXES):
+    if (name in _THE_NAMES or name.startswith(_THE_PREFIXES) or name.endswith(_THE_SUFFIXES)
+            or any(infix in name for infix in _THE_INFIXES)):
         return f"the {name}"
     return name
 
 
 def display_title(title: str) -> str:
     """A page title as it reads in a sentence, never with its parenthesis: "King Kong (2005 film)" -> "the
-    2005 film King Kong", "Congress of Deputies (Spain)" -> "Congress of Deputies, Spain"."""
+    2005 film King Kong", "New York (state)" -> "the state of New York", "Congress of Deputies (Spain)" ->
+    "Congress of Deputies, Spain"."""
     match = re.fullmatch(r"(.+?) \(([^()]+)\)", title)
     if not match:
         return proper_name(title)
     bare, qualifier = match.groups()
     if qualifier[:1].isupper() and not any(word[:1].islower() for word in qualifier.split()):
         return f"{proper_name(bare)}, {qualifier}"  # "Paris (Texas)" -> "Paris, Texas"
-    return f"the {qualifier} {bare}"  # "the 2005 film King Kong", "the U.S. state Georgia"
+    if qualifier.endswith(("state", "province")):
+        return f"the {qualifier} of {bare}"  # "the state of New York", "the U.S. state of Georgia"
+    return f"the {qualifier} {bare}"  # "the 2005 film King Kong"
 
 
 # "a university", "a European", "a one-off", "a Ukrainian", "a Uruguayan", "a Ugandan"

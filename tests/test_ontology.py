@@ -102,6 +102,9 @@ def test_synonyms_across_templates_collapse_onto_one_property():
     assert ontology.mapped_name("infobox settlement", "subdivision_name", "City", group_index=1) == "subdivision"
     # A parameter mapped elsewhere is not used where its property's domain does not fit the class.
     assert ontology.mapped_name("infobox frobnicator", "birth_place", "Film") is None
+    # A royal's father and mother stay apart (DBpedia maps both to `parent`, which then has two answers).
+    assert [ontology.mapped_name("infobox royalty", p, "Royalty") for p in ("father", "mother")] == ["father", "mother"]
+    assert [ontology.mapped_name("infobox noble", p, "Noble") for p in ("father", "mother")] == ["father", "mother"]
 
 
 def test_plumbing_by_parameter_property_and_value():

@@ -92,6 +92,39 @@ def test_a_bare_vague_intermediate_is_named_through_its_relation():
     assert "a place" not in text and "the location of Some College" in text, text
 
 
+def test_historical_states_and_x_of_y_institutions_take_the_article_mid_sentence():
+    """A birthplace's country of 1900 reads "born in the German Empire", not "born in German Empire"; an
+    "X University of Y" takes "the" too, a state named by its disambiguator reads "the state of New York"; a
+    plain country, town or "X University" name stays bare."""
+    assert display_title("German Empire") == "the German Empire"
+    assert display_title("Soviet Union") == "the Soviet Union"
+    assert display_title("Duchy of Holstein") == "the Duchy of Holstein"
+    assert display_title("Province of Westphalia") == "the Province of Westphalia"
+    assert display_title("Humboldt University of Berlin") == "the Humboldt University of Berlin"
+    assert display_title("Courant Institute of Mathematical Sciences") == "the Courant Institute of Mathematical Sciences"
+    assert display_title("Germany") == "Germany"
+    assert display_title("Oranienburg") == "Oranienburg"
+    assert display_title("Bradley University") == "Bradley University"
+    assert display_title("New York (state)") == "the state of New York"
+    assert display_title("Georgia (U.S. state)") == "the U.S. state of Georgia"
+    assert display_title("King Kong (2005 film)") == "the 2005 film King Kong"
+
+
+def test_a_record_label_released_an_album_and_a_band_has_recorded_for_it():
+    """An album's `label` is the label that released it; a band's lists every label it ever
+    recorded for, undated, so never "is signed to"."""
+    ctx = context([entity("Some Album", "Album"), entity("Some Band", "Band"),
+                   entity("Some Label", "RecordLabel", head=False)],
+                  [fact("Some Album", "recordLabel", "Some Label"), fact("Some Band", "recordLabel", "Some Label"),
+                   fact("Some Label", "foundingDate", "1993", "date")])
+    album = write_template(ctx, path := path_of(ctx, "Some Album", "Some Label", "1993"),
+                           plan_question(ctx, path, style="clues")).text
+    assert "Some Album was released by a company." in album and "record label of" not in album, album
+    band = write_template(ctx, path := path_of(ctx, "Some Band", "Some Label", "1993"),
+                          plan_question(ctx, path, style="clues")).text
+    assert "Some Band has recorded for a company." in band and "is signed to" not in band, band
+
+
 def test_answers_are_written_as_a_person_writes_them_and_graded_in_both_forms():
     assert answer_form("The Shining (novel)", "entity", "notableWork") == "The Shining"
     assert answer_form("Independent (politician)", "entity", "party") == "Independent"

@@ -195,6 +195,17 @@ def test_an_occupation_the_hop_already_says_is_not_stated():
     assert "film director" not in write_template(ctx, path, plan).text.casefold()
 
 
+def test_an_album_produced_by_a_record_producer_does_not_say_it_twice():
+    # The music cluster: "an album ... was produced by a person whose occupations include record producer".
+    entities = [entity("Loud Album", "Album"), entity("Al Bee", "Person", head=False)]
+    facts = [fact("Loud Album", "producer", "Al Bee"), fact("Al Bee", "occupation", "Record producer"),
+             fact("Al Bee", "occupation", "Audio engineer"), fact("Al Bee", "birthDate", "1962-07-22", "date")]
+    ctx = context(entities, facts, reject_dominant_answer=False, attributes_per_entity=1)
+    options = describe.attributes(ctx, ctx.graph.node_id("Al Bee"), 1, random.Random(0), True, set(), set())
+    said = {o.clue.object: describe.says_hop_role("producer", o) for o in options if o.relation == "occupation"}
+    assert said == {"Record producer": True, "Audio engineer": False}
+
+
 def test_an_answer_its_demonym_gives_away_leaks():
     # The second reading: "... directed by a Mexican filmmaker ... In which country is this university?" -> Mexico.
     entities = [entity("Alfonso Vale", "Person"), entity("Vale University", "University", head=False),
