@@ -143,11 +143,12 @@ def _read_article(
     relations = [_relation(title, fact, resolve, provenance) for box in boxes for fact in box.facts]
     deadline.check()
     sentences = lead_sentences(text)
+    link_provenance = Provenance(**provenance)  # validated once: the page's lead links all share it
     for sentence in sentences:
         for link in sentence.links:
             relations.append(Relation(head=title, relation="links_to", tail=resolve(link.target),
                                       value_type="entity", source="link", evidence=sentence.text,
-                                      provenance=Provenance(**provenance)))
+                                      provenance=link_provenance))
     relations = distinct_relations(title, relations)
     first_box = boxes[0].name if boxes else None
     excluded: Counter = Counter()

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from extract.article import named_value_key
 from extract.classify import duplicate_rank, pick_duplicate
 from extract.tables import STAGE
-from extract.units import UnitParts
+from extract.units import UnitParts, page_at
 from runtime.heap import release_freed_memory
 from schemas.wiki import SkippedRecord
 
@@ -52,8 +52,8 @@ def unit_redirects(unit, out_dir: str) -> Iterator[tuple[str, str]]:
 
 def unit_titles(unit, out_dir: str) -> Iterator[tuple[str, int]]:
     """(title, 1) for each article of a unit: a title counted twice is contested."""
-    for row in UnitParts(out_dir, unit[0]).rows("articles"):
-        yield row.title, 1
+    for title in UnitParts(out_dir, unit[0]).columns("articles", "title")[0]:
+        yield title, 1
 
 
 def contested_title(grouped):
@@ -66,9 +66,11 @@ def contested_articles(unit, out_dir: str, contested: dict):
     """The unit's articles whose title another article shares, with their pages: (title, (key, page))."""
     if not contested:
         return
-    for key, row, page in UnitParts(out_dir, unit[0]).articles():
+    parts, pages = UnitParts(out_dir, unit[0]), None
+    for key, row in parts.articles():
         if row.title in contested:
-            yield row.title, (key, page)
+            pages = parts.pages() if pages is None else pages
+            yield row.title, (key, page_at(pages, key[1]))
 
 
 def duplicate_decisions(keyed) -> Iterator[tuple[str, tuple]]:
@@ -102,15 +104,17 @@ class UnitKeys:
     def process(self, unit, losers, _resolved):
         unit_id = unit[0]
         parts = UnitParts(self.out_dir, unit_id)
-        entities, relations = parts.rows("entities"), iter(parts.relations()[0])
+        entities = zip(*parts.columns("entities", "title", "type"), strict=True)
+        relations = iter(parts.relations()[0])
+        articles = zip(*parts.columns("articles", "skip_reason", "relations"), strict=True)
         tails, names = set(), set()
-        for seq, row in enumerate(parts.rows("articles")):
-            if row.skip_reason is not None:
+        for seq, (skip_reason, count) in enumerate(articles):
+            if skip_reason is not None:
                 continue
-            entity, page_relations = next(entities), [next(relations) for _ in range(row.relations)]
+            (title, entity_class), page_relations = next(entities), [next(relations) for _ in range(count)]
             if (unit_id, seq) in losers:
                 continue
-            yield entity.title, ("entity", (unit_id, entity.type))
+            yield title, ("entity", (unit_id, entity_class))
             for relation in page_relations:
                 if relation.tail is not None:
                     tails.add(relation.tail)

@@ -24,12 +24,11 @@ from extract.article import (
 )
 from extract.classify import skip_page
 from extract.tables import SORT_KEYS, TABLES, shard_of, skipped_sort_key
-from extract.units import UnitParts
-from ground.io import RUN_BATCH_ROWS, WorkUnits, merge_runs, write_run
+from extract.units import UnitParts, page_at
+from ground.io import RUN_BATCH_BYTES, RUN_BATCH_ROWS, WorkUnits, merge_runs, write_run
 from ground.storage import as_path
 from runtime.heap import release_freed_memory
 from schemas.base import arrow_schema, to_table
-from schemas.wiki import Relation
 from wikitext.markup import normalize_title
 
 T = TypeVar("T")
@@ -48,7 +47,8 @@ class FinishUnit:
         unit_id, grouped = joined
         fixes: dict[str, dict] = {"tail": {}, "tail_class": {}, "name": {}, "aliases": {}}
         parts = UnitParts(self.out_dir, unit_id)
-        rows: dict[str, list] = {table: [] for table in TABLES if table != "relations"}  # relations: kept_rows
+        # pages and relations are copied from their parts as Arrow rows (`part_rows`)
+        rows: dict[str, list] = {table: [] for table in TABLES if table not in ("pages", "relations")}
         for kind, *fix in grouped["fixups"]:
             if kind == "skip":
                 rows["skipped"].append((skipped_sort_key(fix[0]), fix[0]))
@@ -61,21 +61,24 @@ class FinishUnit:
         # a relation's order: `relation_sort_key`, i.e. (head, provenance page id, ordinal in its page)
         page_ids = part_relations.column("provenance").combine_chunks().field("page_id").to_pylist()
         kept_relations: list[tuple[tuple, RelationFacts]] = []
+        pages = parts.pages()
+        titles = pages.column("title").to_pylist()
+        kept_pages: list[tuple[str, tuple[int, str]]] = []  # (sort key, (row in `pages`, normalised title))
         excluded: Counter = Counter()
         tail_classes = {fixes["tail"].get(title, title): cls for title, cls in fixes["tail_class"].items()}
-        for key, row, page in parts.articles():
+        for key, row in parts.articles():
             if row.skip_reason is None:
                 entity, page_relations = next(entities), [next(relations) for _ in range(row.relations)]
             if key in losers:
                 continue
             if row.skip_reason is not None:
-                skip = skip_page(page, row.skip_reason, row.skip_detail)
+                skip = skip_page(page_at(pages, key[1]), row.skip_reason, row.skip_detail)
                 rows["skipped"].append((skipped_sort_key(skip), skip))
                 continue
             excluded.update(row.excluded)
             entity = entity.model_copy(update={"is_head": is_head(entity.last_modified, as_of, self.window_days)})
             rows["entities"].append((entity.title, attach_aliases(entity, fixes["aliases"].get(entity.title, ()))))
-            rows["pages"].append((entity.title, page.model_copy(update={"title": normalize_title(page.title)})))
+            kept_pages.append((entity.title, (key[1], normalize_title(titles[key[1]]))))
             resolved = [r._replace(tail=fixes["tail"][r.tail]) if r.tail in fixes["tail"] else r
                         for r in page_relations]
             named, named_classes = [], {}
@@ -89,17 +92,26 @@ class FinishUnit:
             for ordinal, relation in enumerate(check_ranges(named, class_of, excluded)):
                 kept_relations.append(((relation.head, page_ids[relation.row], ordinal), relation))
         for table, keyed in rows.items():
-            model = TABLES[table]
             for shard, records in enumerate(self._by_shard(keyed)):
-                write_run(arrow_schema(model), [to_table(model, records)], _run_path(self.out_dir, table, unit_id, shard),
-                          RUN_BATCH_ROWS)
+                self._write_run(table, unit_id, shard, to_table(TABLES[table], records))
+        for shard, kept in enumerate(self._by_shard(kept_pages)):
+            rows_kept = part_rows(pages, [row for row, _ in kept], {"title": [title for _, title in kept]})
+            self._write_run("pages", unit_id, shard, rows_kept)
         for shard, kept in enumerate(self._by_shard(kept_relations)):
-            write_run(arrow_schema(Relation), [kept_rows(part_relations, kept)],
-                      _run_path(self.out_dir, "relations", unit_id, shard), RUN_BATCH_ROWS)
-        del rows, part_relations, kept_relations
+            self._write_run("relations", unit_id, shard, kept_rows(part_relations, kept))
+        del rows, pages, kept_pages, part_relations, kept_relations
         release_freed_memory()
         yield dict(excluded)
 
+
+    def _write_run(self, table: str, unit_id: str, shard: int, rows: pa.Table) -> None:
+        """A unit's sorted run for one table and shard, in batches of RUN_BATCH_ROWS wide rows (pages) or as
+        many narrow ones (relations) as fill RUN_BATCH_BYTES: each batch has fixed costs (its header, a
+        compressed block per buffer; 64-row batches cost a unit's relations 5 times their compression), and a
+        merge holds one batch per run, of either kind about as large."""
+        fit = RUN_BATCH_BYTES * rows.num_rows // max(rows.nbytes, 1)
+        write_run(arrow_schema(TABLES[table]), [rows], _run_path(self.out_dir, table, unit_id, shard),
+                  max(RUN_BATCH_ROWS, fit))
 
     def _by_shard(self, keyed: list[tuple[tuple, T]]) -> list[list[T]]:
         """(sort key, row) pairs -> each output shard's rows, in sort-key order."""
@@ -115,12 +127,17 @@ _CHANGED_FIELDS = ("tail", "value", "value_type")
 
 def kept_rows(part: pa.Table, kept: list[RelationFacts]) -> pa.Table:
     """The relations part's rows of the `kept` facts, in their order, with the fields the rules changed."""
-    rows = part.take(pa.array([facts.row for facts in kept], type=pa.int64()))
-    for name in _CHANGED_FIELDS:
-        index = rows.schema.get_field_index(name)
-        values = pa.array([getattr(facts, name) for facts in kept], type=rows.schema.field(name).type)
-        rows = rows.set_column(index, rows.schema.field(name), values)
-    return rows.combine_chunks()
+    return part_rows(part, [facts.row for facts in kept],
+                     {name: [getattr(facts, name) for facts in kept] for name in _CHANGED_FIELDS})
+
+
+def part_rows(part: pa.Table, rows: list[int], changed: dict[str, list]) -> pa.Table:
+    """A part's `rows`, in their order, with the `changed` columns' new values."""
+    taken = part.take(pa.array(rows, type=pa.int64()))
+    for name, values in changed.items():
+        field = taken.schema.field(name)
+        taken = taken.set_column(taken.schema.get_field_index(name), field, pa.array(values, type=field.type))
+    return taken.combine_chunks()
 
 
 def _run_path(out_dir: str, table: str, unit_id: str, shard: int) -> Path:

@@ -21,11 +21,11 @@ from extract.article import RELATION_FACT_COLUMNS, RelationFacts, extract_articl
 from extract.as_of import AsOfChoice, NewestPlausible
 from extract.classify import Redirect, classify_record
 from extract.sources.dump import DumpUnit, dump_work_units, read_dump_unit
-from ground.io import WorkUnits, atomic_write_text, read_records, read_table
+from ground.io import WorkUnits, atomic_write_text, read_column, read_records, read_table
 from ground.storage import as_path
 from knowledge.ontology import load_ontology
 from runtime.heap import release_freed_memory
-from schemas.base import Record
+from schemas.base import Record, from_row
 from schemas.config import ExtractConfig
 from schemas.wiki import Entity, Page, Relation, SkippedRecord
 from wikitext.markup import normalize_title
@@ -168,13 +168,31 @@ class UnitParts:
     def rows(self, table: str) -> Iterator:
         return read_records(UNIT_TABLES[table], self.parts.part_path(table, self.unit_id))
 
+    def columns(self, table: str, *names: str) -> list[list]:
+        """Some fields of a part, each as a list of its values: a join that reads a few fields of every row
+        decodes and validates no record."""
+        return [list(read_column(self.parts.part_path(table, self.unit_id), name)) for name in names]
+
     def relations(self) -> tuple[list[RelationFacts], pa.Table]:
         """The unit's relations as the facts the page rules read (`RelationFacts`, in the part's order),
         and the part itself as Arrow, whose rows the kept relations are copied from."""
         table = read_table(Relation, self.parts.part_path("relations", self.unit_id))
         return relation_facts({name: table.column(name).to_pylist() for name in RELATION_FACT_COLUMNS}), table
 
-    def articles(self) -> Iterator[tuple[tuple[str, int], ArticleRow, Page]]:
-        """(key, row, page) for every article in the unit's order; `key` names it across the run."""
-        for seq, (row, page) in enumerate(zip(self.rows("articles"), self.rows("article_pages"), strict=True)):
-            yield (self.unit_id, seq), row, page
+    def articles(self) -> Iterator[tuple[tuple[str, int], ArticleRow]]:
+        """(key, row) for every article in the unit's order; `key` names it across the run, and its second
+        part is the article's row in `pages()`."""
+        for seq, row in enumerate(self.rows("articles")):
+            yield (self.unit_id, seq), row
+
+    def pages(self) -> pa.Table:
+        """The unit's article pages as Arrow, one row per article in the unit's order: the kept ones are
+        copied as rows (most of a unit's bytes are page text), and only a page that is judged is decoded
+        (`page_at`)."""
+        table = read_table(Page, self.parts.part_path("article_pages", self.unit_id))
+        return table.combine_chunks()
+
+
+def page_at(pages: pa.Table, row: int) -> Page:
+    """One row of `UnitParts.pages` as a validated Page."""
+    return from_row(Page, pages.slice(row, 1).to_pylist()[0])

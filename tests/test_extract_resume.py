@@ -92,7 +92,7 @@ def test_killed_extract_resumes_only_unfinished_units(tmp_path):
     fresh, resumed = tmp_path / "fresh", tmp_path / "resumed"
     assert main([*args, "--out", str(fresh)]) == 0
     units = read_manifest(fresh).work_units["units"]
-    assert read_manifest(fresh).work_units == {"units": 10, "extracted": 10, "reused": 0}
+    assert units > 2 and read_manifest(fresh).work_units == {"units": units, "extracted": units, "reused": 0}
     assert not (fresh / "parts").exists()  # a finished stage keeps no parts
 
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -121,3 +121,19 @@ def test_rows_convert_each_kind_of_field():
     assert from_row(_Mixed, row) == record
     assert from_table(_Mixed, to_table(_Mixed, [record, _Mixed(colour=_Colour.RED)])) == \
         [record, _Mixed(colour=_Colour.RED)]
+
+
+def test_tables_built_by_column_equal_tables_built_from_rows():
+    """`to_table` builds each column directly (a nested record present in every row as a struct of its own
+    columns): the table is the one `from_pylist` makes of the records' `to_row`s, enums, JSON and Nones
+    included, whether a nested record is present in every row or missing from some."""
+    full = _Mixed(colour=_Colour.RED, labels=["a", None], inner=_Inner(scores=[1, 2]),
+                  inners=[_Inner(note="n")], extra={"b": [1]})
+    groups: dict[type, list] = {}
+    for model, record in _samples():
+        groups.setdefault(model, []).append(record)
+    groups[_Mixed] = [full, _Mixed(colour=_Colour.RED)]
+    cases = [*groups.items(), (_Mixed, [full, full.model_copy(update={"inner": _Inner(note="x")})]), (Relation, [])]
+    for model, records in cases:
+        expected = pa.Table.from_pylist([to_row(r) for r in records], schema=arrow_schema(model))
+        assert to_table(model, records).equals(expected), model.__name__

@@ -45,6 +45,11 @@ DATE_TEMPLATE = re.compile(
     r"(?P<two>2)?|(?P<short>dob|bda|dda|dts|date|start date and years)|(?P<yearonly>(?:birth|death) year(?: and age)?))$"
 )
 _PARENS = re.compile(r"\(([^()]*)\)")
+# compiled once: they run for every parameter and item of every infobox
+_PARAMETER_SPACES = re.compile(r"[\s_]+")
+_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
+_WHITESPACE = re.compile(r"\s+")
+_SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([,;:.])")
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$")
 _KEEP_FINAL_PERIOD = re.compile(r"(?:\b[A-Z][a-z]{0,3}|\b[a-z]{1,3})\.$")  # Sr. Jr. Inc. U.S. etc.
 
@@ -81,7 +86,7 @@ class Infobox:
 
 def normalize_parameter(raw: str) -> tuple[str, int | None]:
     """`Spouse2` -> ("spouse", 2); `birth date` -> ("birth_date", None)."""
-    name = re.sub(r"[\s_]+", "_", raw.strip().lower()).strip("_")
+    name = _PARAMETER_SPACES.sub("_", raw.strip().lower()).strip("_")
     match = _GROUP_INDEX.match(name)
     if match and not _SQUARE_UNIT.search(name):
         return match.group("base").rstrip("_-"), int(match.group("index"))
@@ -248,7 +253,7 @@ def _qualify_terms(box: Infobox, ontology: Ontology) -> None:
 
 
 def _strip_comments(text: str) -> str:
-    return re.sub(r"<!--.*?(?:-->|$)", "", text, flags=re.DOTALL)
+    return _COMMENT.sub("", text)
 
 
 def _expects_date(relation: str) -> bool:
@@ -305,7 +310,7 @@ def facts_from_item(item: list, relation: str, dates_expected: bool = False) -> 
     walker.walk(item)
     facts = walker.facts + [Fact(relation, "", "", "entity", tail=target) for target in walker.links]
     text = _PARENS.sub(" ", "".join(walker.text))
-    text = strip_trailing_punctuation(re.sub(r"\s+([,;:.])", r"\1", re.sub(r"\s+", " ", text)))
+    text = strip_trailing_punctuation(_SPACE_BEFORE_PUNCTUATION.sub(r"\1", _WHITESPACE.sub(" ", text)))
     if walker.headed_phrase and not walker.listed and text:  # "Chairman of the [[SPD]]": the phrase is the value, none of its links
         facts = walker.facts + [Fact(relation, "", "", "string", value=text, in_phrase=True)]
     else:  # "[[Member of the Bundestag|Member]] of the [[Bundestag]]": the first link is the value, the rest

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import functools
 import html
 import re
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ _SPACES = re.compile(r"[\s_\u00a0]+")
 _BIDI_CONTROLS = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the same targets recur across a run's pages and in both phases
 def normalize_title(raw: str) -> str:
     """A link target or page title as MediaWiki stores it: entities decoded, spaces for underscores,
     section anchor dropped, leading colon dropped, bidi control characters removed, first letter
