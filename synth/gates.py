@@ -420,6 +420,13 @@ def _population(index: FactIndex, node: int, relation: str) -> float | None:
     return None
 
 
+def broad_class(cls: str | None) -> str | None:
+    """The hub class (`broad_anchors` classes: a country, a language, a region...) the class is or descends
+    from, or None."""
+    ontology = load_ontology()
+    return next((c for c in broad_anchors()["classes"] if cls and ontology.is_a(cls, c)), None)
+
+
 def broad_anchor(index: FactIndex, clue: Clue) -> str | None:
     """Why a clue's named object is a hub that thousands of subjects of the whole wiki share (`broad_anchors`:
     a country, a language or a genre by its class; any object of a relation such as occupation or genre; a
@@ -432,7 +439,7 @@ def broad_anchor(index: FactIndex, clue: Clue) -> str | None:
     cls = ontology.find_class(index.graph.entity_type[node] or "") if node is not None else None
     if cls is None:
         return _region_without_page(index, node, clue.object, table["places"].get("region_relations", []))
-    if broad := next((c for c in table["classes"] if ontology.is_a(cls, c)), None):
+    if broad := broad_class(cls):
         return f"{clue.object!r} is a {broad}"
     places = table["places"]
     if not ontology.is_a(cls, "PopulatedPlace"):

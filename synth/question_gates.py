@@ -115,11 +115,13 @@ def answer_aliases(ctx: QuestionContext, path: Path) -> list[str]:
     """Other accepted forms of the answer: its raw value (the page title, the ISO date, the bare number, which
     the graph and the index know), redirect titles and the bare title for entities, date and number surface
     forms for literals; never the written answer itself. A place answer also accepts the places its value
-    was written within ("[[Westminster]], [[London]]": born in London is right too)."""
+    was written within when they are pages of no hub class ("[[Westminster]], [[London]]": born in London is
+    right too; born in the German Empire says too little)."""
     last = path.hops[-1]
     if path.answer_type == "entity":
         info = ctx.entities.get(path.answer)
-        within = [title for q in last.qualifiers if q.key == "within" for title in (q.value, q.value.split(" (")[0])]
+        within = [title for q in last.qualifiers if q.key == "within" and _narrow_page(ctx, q.value)
+                  for title in (q.value, q.value.split(" (")[0])]
         forms = [*(info.aliases if info else []), path.answer.split(" (")[0], *within]
     elif path.answer_type == "date":
         forms = date_variants(last.value or path.answer)
@@ -129,6 +131,13 @@ def answer_aliases(ctx: QuestionContext, path: Path) -> list[str]:
         forms = []
     written = written_answer(ctx, path)
     return [f for f in dict.fromkeys([path.answer, *forms]) if f and f != written]
+
+
+def _narrow_page(ctx: QuestionContext, title: str) -> bool:
+    """Whether a title is a page of the run typed by a class that is no hub (`gates.broad_class`)."""
+    info = ctx.entities.get(title)
+    cls = load_ontology().find_class(info.type or "") if info else None
+    return cls is not None and gates.broad_class(cls) is None
 
 
 def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:

@@ -9,7 +9,7 @@ from knowledge.phrasebook import scan_question
 from schemas.questions import Qualifier
 from synth import gates, text_gates
 from synth.census import Census, count_census, load_census, save_census
-from synth.question_gates import path_gate, plan_gate, untimed_hop, world_unique_start
+from synth.question_gates import answer_aliases, path_gate, plan_gate, untimed_hop, world_unique_start
 from synth.question_plan import WORLD_FITS_TAG, plan_question, world_fits
 from synth.questions import cap_relation_answers
 from synth.report import (
@@ -316,3 +316,16 @@ def test_the_report_reads_the_planners_world_estimate_only_where_the_gate_did_no
                               "world_fits_over_share": share, "world_fits_max": 1.5})[-1]
     assert "puts 33% of the described starts above 1.5 fits" in said("narrow anchor", 1 / 3)
     assert "by a reviewed prior of subjects per fact" in said("prior", None) and "an estimate, not a count" in said("prior", None)
+
+
+def test_a_place_answer_accepts_the_page_it_was_written_within_unless_a_hub():
+    # "[[Westminster]], [[London]]": born in London is right too; "[[Lublinitz]], [[German Empire]]": the
+    # German Empire says too little to grade as the birth place.
+    entities = [entity("Ada Stone", "Person"), entity("Bob Stone", "Person"), entity("Westminster", "City", head=False),
+                entity("London", "City", head=False), entity("Lublinitz", "Town", head=False),
+                entity("German Empire", "Country", head=False)]
+    facts = [fact("Ada Stone", "birthPlace", "Westminster", qualifiers={"within": "London"}),
+             fact("Bob Stone", "birthPlace", "Lublinitz", qualifiers={"within": "German Empire"})]
+    ctx = context(entities, facts)
+    assert "London" in answer_aliases(ctx, path_of(ctx, "Ada Stone", "Westminster"))
+    assert "German Empire" not in answer_aliases(ctx, path_of(ctx, "Bob Stone", "Lublinitz"))
