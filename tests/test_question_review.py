@@ -1,10 +1,12 @@
 """docs/QUESTION_REVIEW.md (issue 25's readings of questions against their pages) stays consistent with itself.
 
-The document holds two readings: the first (rows R1.., S1..) and, under "## Second reading", the second (rows
-R2-1.., S2-1..). For each reading on its own: its table parses, each row's keep verdict is the four criteria
-together, every "no" carries a reason naming its criterion, the stated keepable shares equal a recount of that
-reading's rows, and each failure pattern's counts and rows agree with that reading's table. The verdicts
-themselves are a reader's judgement; this guards the figures quoted from them."""
+The document holds three readings: the first (rows R1.., S1..), under "## Second reading" the second (rows
+R2-1.., S2-1..) and under "## Third reading" the third (rows R3-1.., S3-1..). For each reading on its own: its
+table parses, each row's keep verdict is the four criteria together, every "no" carries a reason naming its
+criterion, the stated keepable shares equal a recount of that reading's rows, and each failure pattern's counts
+and rows agree with that reading's table. The third reading's per-cluster counts and its world-fit-against-
+uniqueness table are recounted from its rows too. The verdicts themselves are a reader's judgement; this guards
+the figures quoted from them."""
 
 from __future__ import annotations
 
@@ -18,8 +20,9 @@ CRITERIA = ("a", "b", "c", "d")
 VERDICTS = {"yes", "no"}
 HEADER = "| # | source (start → relations; run) | id | question | gold answer | a | b | c | d | keep | reason for each no |"
 SECOND = "\n## Second reading"
+THIRD = "\n## Third reading"
 # reading -> (row id pattern with the kind letter and the number as groups, the most rows it may hold)
-READINGS = {"first": (r"([RS])(\d+)", 40), "second": (r"([RS])2-(\d+)", 80)}
+READINGS = {"first": (r"([RS])(\d+)", 40), "second": (r"([RS])2-(\d+)", 80), "third": (r"([RS])3-(\d+)", 80)}
 SHARES = r"^- Keepable, (real pages|shipped sample|all): (\d+) of (\d+) \((\d+\.\d)%\)$"
 
 
@@ -30,9 +33,11 @@ def _cells(line: str) -> list[str]:
 
 def _sections() -> dict[str, str]:
     text = REVIEW.read_text(encoding="utf-8")
-    assert text.count(SECOND) == 1, "one second reading, after the first"
-    first, second = text.split(SECOND)
-    return {"first": first, "second": SECOND + second}
+    assert text.count(SECOND) == 1 and text.count(THIRD) == 1, "one second and one third reading"
+    assert text.index(SECOND) < text.index(THIRD), "the third reading after the second"
+    first, rest = text.split(SECOND)
+    second, third = rest.split(THIRD)
+    return {"first": first, "second": SECOND + second, "third": THIRD + third}
 
 
 def _rows(section: str, pattern: str) -> dict[str, dict[str, str]]:
@@ -104,7 +109,7 @@ def test_stated_shares_equal_a_recount(reading):
 
 def test_failure_patterns_agree_with_the_table(reading):
     name, section, rows = reading
-    part = section.split("### Failure patterns" if name == "second" else "## Failure patterns", 1)[1]
+    part = section.split("## Failure patterns" if name == "first" else "### Failure patterns", 1)[1]
     part = re.split(r"\n##+ ", part, maxsplit=1)[0]
     patterns = [_cells(line) for line in part.splitlines() if line.startswith("| ") and not line.startswith("| pattern")]
     patterns = [cells for cells in patterns if cells and not set(cells[0]) <= {"-"}]
@@ -122,3 +127,53 @@ def test_second_reading_covers_forty_sample_questions_and_names_its_commit():
     rows = _rows(section, READINGS["second"][0])
     assert sum(_kind("second", n) == "S" for n in rows) == 40
     assert re.match(r"\n## Second reading \(main at [0-9a-f]{7,40}\)\n", section)
+
+
+def test_third_reading_covers_forty_sample_questions_and_names_its_commit():
+    section = _sections()["third"]
+    rows = _rows(section, READINGS["third"][0])
+    assert sum(_kind("third", n) == "S" for n in rows) == 40
+    assert re.match(r"\n## Third reading \(main at [0-9a-f]{7,40}\)\n", section)
+
+
+def _table(section: str, heading: str, first_column: str) -> list[list[str]]:
+    """The body rows of the markdown table whose header row starts with `first_column`, under `heading`."""
+    part = re.split(r"\n##+ ", section.split(heading, 1)[1], maxsplit=1)[0]
+    lines = [line for line in part.splitlines() if line.startswith("| ")]
+    assert lines and _cells(lines[0])[0] == first_column, heading
+    return [_cells(line) for line in lines[1:] if not set(_cells(line)[0]) <= {"-"}]
+
+
+def _third_sample_rows() -> list[tuple[str, float, dict[str, str]]]:
+    """The third reading's sample rows as (cluster: the start page's source file number, world_fits, row)."""
+    section = _sections()["third"]
+    rows = _rows(section, READINGS["third"][0])
+    samples = []
+    for line in section.splitlines():
+        cells = _cells(line) if line.startswith("| ") else []
+        if cells and cells[0] in rows and _kind("third", cells[0]) == "S":
+            match = re.fullmatch(r"sample (\d\d)_\w+: .+; world_fits (\d+(?:\.\d+)?)", cells[1])
+            assert match, cells[1]
+            samples.append((match.group(1), float(match.group(2)), rows[cells[0]]))
+    return samples
+
+
+def test_third_reading_cluster_counts_equal_a_recount():
+    clusters = {"film/original (01-07)": {f"{i:02d}" for i in range(1, 8)}, "music (08)": {"08"},
+                "architecture (09)": {"09"}, "sport (10)": {"10"}, "science (11)": {"11"}}
+    table = _table(_sections()["third"], "By cluster", "cluster")
+    assert [cells[0] for cells in table] == list(clusters)
+    samples = _third_sample_rows()
+    assert {cluster for cluster, _, _ in samples} <= set().union(*clusters.values())
+    for name, questions, keepable in table:
+        group = [row for cluster, _, row in samples if cluster in clusters[name]]
+        assert (int(questions), int(keepable)) == (len(group), sum(row["keep"] == "yes" for row in group)), name
+
+
+def test_third_reading_world_fits_table_equals_a_recount():
+    table = _table(_sections()["third"], "### World-fit estimate", "world_fits estimate")
+    stated = {cells[0]: (int(cells[1]), int(cells[2])) for cells in table}
+    assert set(stated) == {"<= 1.5", "> 1.5"}
+    for band, within in (("<= 1.5", lambda fits: fits <= 1.5), ("> 1.5", lambda fits: fits > 1.5)):
+        group = [row for _, fits, row in _third_sample_rows() if within(fits)]
+        assert stated[band] == (sum(row["b"] == "yes" for row in group), sum(row["b"] == "no" for row in group)), band
