@@ -216,7 +216,7 @@ def _columns(model: type[BaseModel], records: list[BaseModel], fields: typing.It
     """One Arrow array per field of `model` (`fields`: their Arrow fields, in order) over `records`."""
     columns = []
     for (name, convert), field, nested in zip(_row_writers(model), fields, _nested_models(model), strict=True):
-        values = [record.__dict__[name] for record in records]
+        values = [record.__dict__.get(name) for record in records]  # a field the record's type lacks is null
         if nested is not None and not any(value is None for value in values):  # its fields as columns in turn
             children = _columns(nested, values, field.type)
             columns.append(pa.StructArray.from_arrays(children, fields=list(field.type)))
