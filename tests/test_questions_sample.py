@@ -254,7 +254,9 @@ def assert_states_graph_facts(ctx, questions) -> None:
 
 def test_the_question_report_shows_hard_questions(sample):
     _, _, questions, _, _, _, report = sample
-    # Below issue 25's 150: the world gates keep 51 of the sample's 1130 paths once a described start needs a
+    # Issue 25's 150 on the grown sample (513 pages: four long-tail clusters joined the original 231, and a
+    # place written with its containers is one place): 256 questions, 2/3/4 hops 166/77/13. On the original
+    # pages the world gates kept 46-51 of 1130 paths once a described start needed a
     # narrow anchor (no country, language, genre, occupation or city of millions alone: 81 before, with
     # hub-only starts such as "a company in the United States founded in the 1980s"; 41 when distributors,
     # publishers, universities and cities of 100,000 were hubs too), with an intermediate's description
@@ -263,7 +265,7 @@ def test_the_question_report_shows_hard_questions(sample):
     # read to the top 5 too; 119 with one plan per path and a description search that an anchor ranked first
     # could hide the start behind; 322 before the world gates), see docs/ARCHITECTURE.md's questions section
     # for where the rest go.
-    assert report["questions"] == len(questions) >= 45
+    assert report["questions"] == len(questions) >= 150
     assert {2, 3, 4} <= {q.hops for q in questions} and report["tree_share"] > 0
     assert report["names_start_share"] <= 0.10
     # Nor by a fact that identifies it in the world (measured 0.0 for both; 12.6% and 12.4% before the
