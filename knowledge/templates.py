@@ -34,6 +34,7 @@ class TemplateVocabulary:
     first_argument_text: frozenset[str]
     range_words: frozenset[str]
     date_parameter_tokens: frozenset[str]
+    not_founding_titles: frozenset[str]
     note_start_words: frozenset[str]
     note_end_words: frozenset[str]
     note_present_words: frozenset[str]

@@ -334,3 +334,20 @@ def test_the_run_summary_says_what_the_window_did_to_the_yield(tmp_path):
     begin_stage("extract", dirs["extract"], {}).finish({"kept": 140, "head_entities": 120}, {}, as_of=as_of,
                                                          as_of_reason="given by --as-of", window_days=182)
     assert len(window_lines(dirs)) == 1
+
+
+def test_an_established_date_titled_as_another_event_is_no_founding_date():
+    # Pasadena's infobox: "Incorporated June 19, 1886" is not when it was founded (the music cluster's reader
+    # found "When was this city founded? -> 19 June 1886"); a "Founded" or untitled date still is.
+    (box,) = parse_infoboxes("""{{Infobox settlement
+| established_title = Incorporated
+| established_date = June 19, 1886
+| established_title1 = Founded
+| established_date1 = 1874
+| established_title2 = City status
+| established_date2 = 1901
+}}""")
+    assert [(f.group_index, f.value) for f in box.facts if f.property == "foundingDate"] == [(1, "1874")]
+    assert box.excluded["not_a_founding"] == 2
+    (box,) = parse_infoboxes("{{Infobox settlement|established_date = 1837}}")
+    assert [f.value for f in box.facts if f.property == "foundingDate"] == ["1837"]

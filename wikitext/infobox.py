@@ -123,6 +123,7 @@ def _collect_box(template: Template, name: str, boxes: list[Infobox], ontology: 
     box = Infobox(name, [])
     boxes.append(box)
     conditions = ontology.condition_parameters(name)
+    other_events = _other_event_groups(template)
     for param in template.params:
         raw_name = str(param.name)
         relation, group = normalize_parameter(_strip_comments(raw_name))
@@ -137,6 +138,8 @@ def _collect_box(template: Template, name: str, boxes: list[Infobox], ontology: 
         if nested:
             continue
         reason = ontology.plumbing_reason(relation)
+        if not reason and relation == ESTABLISHED_DATE and group in other_events:
+            reason = "not_a_founding"
         if reason:
             box.excluded[reason] += 1
             continue
@@ -152,6 +155,21 @@ def _collect_box(template: Template, name: str, boxes: list[Infobox], ontology: 
                 fact.group_index, fact.parameter, fact.infobox = group, parameter, name
                 box.facts.append(fact)
     map_box(box, ontology)
+
+
+ESTABLISHED_DATE, ESTABLISHED_TITLE = "established_date", "established_title"
+
+
+def _other_event_groups(template: Template) -> set[int | None]:
+    """The groups whose `established_titleN` names an event other than the founding ("Incorporated"):
+    their `established_dateN` is no founding date."""
+    groups = set()
+    for param in template.params:
+        relation, group = normalize_parameter(_strip_comments(str(param.name)))
+        words = set(re.findall(r"[a-z]+", param.value.strip_code().lower())) if relation == ESTABLISHED_TITLE else set()
+        if words & VOCABULARY.not_founding_titles:
+            groups.add(group)
+    return groups
 
 
 _CHAIN_GLUE = re.compile(r"^\s*,\s*$")
