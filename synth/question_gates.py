@@ -86,12 +86,10 @@ from synth.phrasing import (
 from synth.question_plan import (
     Plan,
     QuestionContext,
-    counts_world_fits,
     described_as,
     named_anchor,
-    narrow_anchor,
     seeded_rng,
-    world_fits,
+    world_unique_reason,
 )
 
 GATES = ("unreviewed_relation", "list_answer", "partial_list", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
@@ -246,27 +244,11 @@ def description_gates(ctx: QuestionContext, path: Path, descriptions: list[tuple
 def world_unique_start(ctx: QuestionContext, plan: Plan) -> str | None:
     """Why the start's description may fit many entities of the whole wiki, however few of the slice, or None.
 
-    The estimate (`question_plan.world_fits`): the fewest subjects of the wiki that state one of the
-    description's facts (a census of a full dump, `synth.census`, when given; else the reviewed prior of
-    data/questions/world_holders.toml for a named anchor: an actor's dozens of films, a publisher's thousands
-    of books, a spouse's one or two), times the share of the slice's holders of that fact that the whole
-    description keeps, must stay within `census_max_fits`. Dates, numbers and keywords alone fit thousands."""
-    clues = [c for c in plan.clues if c.position == 0]
-    if not counts_world_fits(ctx):
-        if any(narrow_anchor(ctx, c) for c in clues):
-            return None
-        broad = [why for c in clues if named_anchor(c) and (why := gates.broad_anchor(ctx.facts, c))]
-        return (f"only broad anchors ({'; '.join(broad)}): no census, a narrow named anchor is required" if broad
-                else "no stated fact names a page (no census: a named anchor is required)")
-    found = world_fits(ctx, clues)
-    if found is None:
-        return ("no stated fact the census counts (dates and types only)" if ctx.census is not None
-                else "no stated fact names a page (no census: a named anchor is required)")
-    estimate, relation = found
-    if estimate > ctx.config.census_max_fits:
-        source = "the census's wiki" if ctx.census is not None else "the wiki (prior, data/questions/world_holders.toml)"
-        return f"about {estimate:.0f} entities of {source} fit the start's description (its {relation} fact the rarest)"
-    return None
+    With a census of a full dump (`synth.census`) or `world_prior` (data/questions/world_holders.toml: an
+    actor's dozens of films, a publisher's thousands of books), the estimate `question_plan.world_fits` must stay
+    within `census_max_fits`; otherwise the description must name a page that is no hub. Dates, numbers and
+    keywords alone fit thousands (`question_plan.world_unique_reason`)."""
+    return world_unique_reason(ctx, [c for c in plan.clues if c.position == 0])
 
 
 def named_anchors(plan: Plan, position: int) -> list[str]:

@@ -225,13 +225,30 @@ def counts_world_fits(ctx: QuestionContext) -> bool:
     return ctx.census is not None or ctx.config.world_prior
 
 
-def world_unique(ctx: QuestionContext, clues: list[gates.Clue]) -> bool:
-    """Whether a start's description fits at most `census_max_fits` entities of the whole wiki (`world_fits`),
-    or, when that is not estimated (`counts_world_fits`), states a narrow named anchor."""
+def world_unique_reason(ctx: QuestionContext, clues: list[gates.Clue]) -> str | None:
+    """Why a start's description (its `clues`) may fit many entities of the whole wiki, however few of the
+    slice, or None: `world_fits` above `census_max_fits` where that is estimated (`counts_world_fits`), else
+    no named anchor that is no hub (`narrow_anchor`)."""
     if not counts_world_fits(ctx):
-        return any(narrow_anchor(ctx, c) for c in clues)
+        if any(narrow_anchor(ctx, c) for c in clues):
+            return None
+        broad = [why for c in clues if named_anchor(c) and (why := gates.broad_anchor(ctx.facts, c))]
+        return (f"only broad anchors ({'; '.join(broad)}): no census, a narrow named anchor is required" if broad
+                else "no stated fact names a page (no census: a named anchor is required)")
     found = world_fits(ctx, clues)
-    return found is not None and found[0] <= ctx.config.census_max_fits
+    if found is None:
+        return ("no stated fact the census counts (dates and types only)" if ctx.census is not None
+                else "no stated fact names a page (no census: a named anchor is required)")
+    estimate, relation = found
+    if estimate > ctx.config.census_max_fits:
+        source = "the census's wiki" if ctx.census is not None else "the wiki (prior, data/questions/world_holders.toml)"
+        return f"about {estimate:.0f} entities of {source} fit the start's description (its {relation} fact the rarest)"
+    return None
+
+
+def world_unique(ctx: QuestionContext, clues: list[gates.Clue]) -> bool:
+    """Whether a start's description is unique in the whole wiki by the run's rule (`world_unique_reason`)."""
+    return world_unique_reason(ctx, clues) is None
 
 
 def _anchored(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],
