@@ -132,12 +132,12 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
         except LLMError as error:
             return _skip(path, "writer_failed", str(error))
         failed = text_gate(ctx, path, plan, draft.text, forms, environment)
-        if plan.start_described and (fits := world_fits(ctx, [c for c in plan.clues if c.position == 0])):
-            draft.obfuscations.append(f"{WORLD_FITS_TAG}{fits[0]:.1f}")
         if failed is None and writer is not None:
             failed = faithfulness_gate(path, plan, draft.text)
         if failed is not None:
             return _skip(path, failed[0], f"{failed[1]} | {draft.text}")
+        if plan.start_described and (fits := world_fits(ctx, [c for c in plan.clues if c.position == 0])):
+            draft.obfuscations.append(f"{WORLD_FITS_TAG}{fits[0]:.1f}")  # kept texts only
         if checker is not None:
             try:
                 guess = await text_gates.shortcut(checker, draft.text, path.answer, aliases, config.shortcut_attempts)

@@ -50,6 +50,7 @@ _PARAMETER_SPACES = re.compile(r"[\s_]+")
 _COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
 _WHITESPACE = re.compile(r"\s+")
 _SPACE_BEFORE_PUNCTUATION = re.compile(r"\s+([,;:.])")
+_WORDS = re.compile(r"[a-z]+")
 _ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$")
 _KEEP_FINAL_PERIOD = re.compile(r"(?:\b[A-Z][a-z]{0,3}|\b[a-z]{1,3})\.$")  # Sr. Jr. Inc. U.S. etc.
 
@@ -165,9 +166,11 @@ def _other_event_groups(template: Template) -> set[int | None]:
     their `established_dateN` is no founding date."""
     groups = set()
     for param in template.params:
-        relation, group = normalize_parameter(_strip_comments(str(param.name)))
-        words = set(re.findall(r"[a-z]+", param.value.strip_code().lower())) if relation == ESTABLISHED_TITLE else set()
-        if words & VOCABULARY.not_founding_titles:
+        raw_name = str(param.name)
+        if "establish" not in raw_name.lower():  # cheap: this runs over every parameter of every infobox
+            continue
+        relation, group = normalize_parameter(_strip_comments(raw_name))
+        if relation == ESTABLISHED_TITLE and set(_WORDS.findall(param.value.strip_code().lower())) & VOCABULARY.not_founding_titles:
             groups.add(group)
     return groups
 
