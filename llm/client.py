@@ -608,6 +608,14 @@ def run_async(coroutine_factory: Callable[[], Any]) -> Any:
     """Run an async job from synchronous code (a Beam DoFn, the CLI) on a fresh event loop.
 
     On Ctrl-C the job's task is cancelled, which cancels every request in flight (their connections are
-    closed), and KeyboardInterrupt propagates at once.
+    closed), and KeyboardInterrupt propagates at once. The result leaves the task through a box, not as the
+    task's own result: Python 3.11's `asyncio.run` formats the task's repr, result included, on every call
+    from the main thread (`signal.getsignal` on its SIGINT handler), which for a unit's records cost seconds.
     """
-    return asyncio.run(coroutine_factory())
+    box: list[Any] = []
+
+    async def boxed() -> None:
+        box.append(await coroutine_factory())
+
+    asyncio.run(boxed())
+    return box[0]
