@@ -125,6 +125,7 @@ class FactIndex:
                 edges = np.flatnonzero(graph.rel == relation)
                 self.death_year[heads[edges]] = self.node_year[graph.dst[edges]]
         self._nodes: dict[str, int | None] = {}
+        self._path_ids: dict[tuple, tuple[int, ...] | None] = {}
         self._by_year: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.described: dict[tuple, frozenset[int]] = {}  # `described_candidates` by what the clues say
 
@@ -148,6 +149,16 @@ class FactIndex:
         if label not in self._nodes:
             self._nodes[label] = self.graph.node_id(label)
         return self._nodes[label]
+
+    def path_ids(self, path: Path) -> tuple[int, ...] | None:
+        """`path_node_ids`, kept per path: the planner and the gates read a path's nodes at every attempt."""
+        key = (path.start, *path.nodes, *(hop.relation for hop in path.hops))
+        if key not in self._path_ids:
+            if len(self._path_ids) >= MAX_DESCRIBED:
+                self._path_ids.clear()
+            ids = path_node_ids(self.graph, path)
+            self._path_ids[key] = None if ids is None else tuple(ids)
+        return self._path_ids[key]
 
     def objects(self, node: int, relation: int) -> np.ndarray:
         """Object ids of node --relation--> (sorted and distinct in the CSR already)."""
@@ -250,7 +261,7 @@ def unique_chain(index: FactIndex, path: Path, clues: Iterable[Clue], start_desc
     """Open-world uniqueness, position by position: the described start, then every hop with the clues on
     its object, must single out exactly the path's node. Returns (gate, why) for the first that does not."""
     graph = index.graph
-    ids = path_node_ids(graph, path)
+    ids = index.path_ids(path)
     if ids is None:
         return "alternative_answer", "the path's answer does not satisfy its own chain"
     clues = _by_position(clues)
@@ -280,7 +291,7 @@ def tree_branches(index: FactIndex, path: Path, branches: list[Clue]) -> str | N
     dates are noise to drop, not alternatives to choose from), and dropping any branch must let another
     object through."""
     graph = index.graph
-    ids = path_node_ids(graph, path)
+    ids = index.path_ids(path)
     if ids is None or not branches:
         return "no branch"
     final = load_ontology().properties.get(path.hops[-1].relation)
@@ -331,7 +342,7 @@ def clue_shortcut(index: FactIndex, path: Path, clues: Iterable[Clue]) -> str | 
     one in the world too (an inverse-functional property) is `identifying_clue`'s.
     """
     graph = index.graph
-    ids = path_node_ids(graph, path)
+    ids = index.path_ids(path)
     if ids is None:
         return None
     by_position = _by_position(clues)
@@ -389,7 +400,7 @@ def start_intersection(index: FactIndex, clues: list[Clue], target: int) -> str 
 def dominant_answer(index: FactIndex, path: Path) -> str | None:
     """Why the answer is its final relation's dominant object across the graph, or None."""
     graph = index.graph
-    ids = path_node_ids(graph, path)
+    ids = index.path_ids(path)
     relation = graph.relation_id(path.hops[-1].relation)
     if ids is None or relation is None or not index.is_dominant(relation, ids[-1]):
         return None
@@ -563,7 +574,7 @@ def trivial_final_hop(index: FactIndex, path: Path, named: Iterable[str]) -> str
     earlier hop whose object is its relation's default guess (`answers`: an American publisher's city is New
     York City) counts too: the question reduces to what follows that guess."""
     graph = index.graph
-    ids = path_node_ids(graph, path)
+    ids = index.path_ids(path)
     if ids is None:
         return None
     answer = ids[-1]
@@ -588,7 +599,7 @@ def trivial_final_hop(index: FactIndex, path: Path, named: Iterable[str]) -> str
 
 def famous_ends(index: FactIndex, path: Path, quantile: float) -> list[str]:
     """The path's start and answer that are among the graph's most linked-to pages (`FactIndex.famous`)."""
-    ids = path_node_ids(index.graph, path)
+    ids = index.path_ids(path)
     if ids is None:
         return []
     return [label for label, node in ((path.start, ids[0]), (path.answer, ids[-1])) if index.famous(node, quantile)]
