@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import operator
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 
 import numpy as np
@@ -36,6 +37,10 @@ class Clue:
     attribute: str | None = None  # relation of a fact of the node stated in the text, e.g. "birth_date"
     years: tuple[int, int] | None = None  # a date fact: the inclusive year range the fuzzed date stands for
     object: str | None = None  # an entity fact: the object named in the text ("a city in Ireland")
+    said: tuple = field(init=False, repr=False, compare=False)  # what it says, whatever the position
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "said", (self.type_noun, self.attribute, self.years, self.object))
 
 
 def vague_answer(path: Path) -> str | None:
@@ -128,6 +133,8 @@ class FactIndex:
         self._path_ids: dict[tuple, tuple[int, ...] | None] = {}
         self._by_year: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.described: dict[tuple, frozenset[int]] = {}  # `described_candidates` by what the clues say
+        self.broad: dict[tuple, str | None] = {}  # `broad_anchor` by (relation, object)
+        self.identifying: dict[tuple, bool] = {}  # `identifies` by (relation, object)
 
     def famous(self, node: int, quantile: float) -> bool:
         """Whether a page is among the most linked-to of the graph: its in-links reach the `quantile` of the
@@ -197,12 +204,15 @@ class FactIndex:
 MAX_DESCRIBED = 200_000  # cached descriptions per run before the cache starts afresh
 
 
+_SAID = operator.attrgetter("said")
+
+
 def described_candidates(index: FactIndex, clues: Iterable[Clue]) -> frozenset[int]:
     """Every entity that fits a description given without a name: the heads the graph shows holding its
     first stated fact (the anchor), filtered by every clue in the open-world reading of `satisfies`.
     Cached per run: the planner asks about the same descriptions again for every path of a start."""
     clues = list(clues)
-    key = tuple((c.type_noun, c.attribute, c.years, c.object) for c in clues)
+    key = tuple(map(_SAID, clues))
     if (found := index.described.get(key)) is None:
         if len(index.described) >= MAX_DESCRIBED:
             index.described.clear()
@@ -314,11 +324,16 @@ def tree_branches(index: FactIndex, path: Path, branches: list[Clue]) -> str | N
 def identifies(index: FactIndex, clue: Clue) -> bool:
     """Whether a clue names the object of an inverse-functional fact: one such object picks its subject out
     in the world, however many entities of the graph fit ("a country whose capital is London", "a writer
-    whose notable works include the novel Dune"; `Ontology.identifies_subject`)."""
+    whose notable works include the novel Dune"; `Ontology.identifies_subject`). Kept per fact: every plan
+    of a path asks again."""
     if not clue.attribute or not clue.object:
         return False
-    node = index.node(clue.object)
-    return load_ontology().identifies_subject(clue.attribute, index.graph.entity_type[node] if node is not None else None)
+    key = (clue.attribute, clue.object)
+    if key not in index.identifying:
+        node = index.node(clue.object)
+        index.identifying[key] = load_ontology().identifies_subject(
+            clue.attribute, index.graph.entity_type[node] if node is not None else None)
+    return index.identifying[key]
 
 
 def identifying_clue(index: FactIndex, clues: Iterable[Clue]) -> str | None:
@@ -441,24 +456,32 @@ def broad_class(cls: str | None) -> str | None:
 def broad_anchor(index: FactIndex, clue: Clue) -> str | None:
     """Why a clue's named object is a hub that thousands of subjects of the whole wiki share (`broad_anchors`:
     a country, a language or a genre by its class; any object of a relation such as occupation or genre; a
-    city whose recorded population is in the millions), or None when it may single its subject out."""
+    city whose recorded population is in the millions), or None when it may single its subject out. Kept per
+    fact: every plan of a path asks again."""
+    key = (clue.attribute, clue.object)
+    if key not in index.broad:
+        index.broad[key] = _broad_anchor(index, clue.attribute, clue.object)
+    return index.broad[key]
+
+
+def _broad_anchor(index: FactIndex, attribute: str | None, name: str | None) -> str | None:
     table = broad_anchors()
-    if clue.attribute in table["relations"]:
-        return f"{clue.attribute} is shared by thousands of subjects"
-    node = index.node(clue.object or "")
+    if attribute in table["relations"]:
+        return f"{attribute} is shared by thousands of subjects"
+    node = index.node(name or "")
     ontology = load_ontology()
     cls = ontology.find_class(index.graph.entity_type[node] or "") if node is not None else None
     if cls is None:
-        return _region_without_page(index, node, clue.object, table["places"].get("region_relations", []))
+        return _region_without_page(index, node, name, table["places"].get("region_relations", []))
     if broad := broad_class(cls):
-        return f"{clue.object!r} is a {broad}"
+        return f"{name!r} is a {broad}"
     places = table["places"]
     if not ontology.is_a(cls, "PopulatedPlace"):
         return None
     population = _population(index, node, places["population_relation"])
     if population is None:
-        return f"{clue.object!r} is a {cls} of unrecorded population" if cls in places["unknown_broad_classes"] else None
-    return f"{clue.object!r} has {population:,.0f} inhabitants" if population >= places["max_population"] else None
+        return f"{name!r} is a {cls} of unrecorded population" if cls in places["unknown_broad_classes"] else None
+    return f"{name!r} has {population:,.0f} inhabitants" if population >= places["max_population"] else None
 
 
 def _region_without_page(index: FactIndex, node: int | None, name: str | None, relations: list[str]) -> str | None:
