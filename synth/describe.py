@@ -285,14 +285,15 @@ def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]
     while len(remaining) > 1 or len(chosen) < minimum:
         if len(chosen) == maximum or not options:
             return None
-        scored = [(len(fits(base + [a.clue for a in chosen] + [option.clue])), i) for i, option in enumerate(options)]
+        said = base + [a.clue for a in chosen]
+        scored = [(len(fits([*said, option.clue])), i) for i, option in enumerate(options)]
         size, best = min(scored)
         if size >= len(remaining) and len(remaining) > 1:
             return None  # nothing left tells the candidates apart
         chosen.append(options.pop(best))
         # One fuzzing level per date, one object per relation, except two of several ("genres include X and Y").
         options = [o for o in options if o.relation != chosen[-1].relation or (o.several and chosen[-1].several)]
-        remaining = fits(base + [a.clue for a in chosen])
+        remaining = fits([*said, chosen[-1].clue])
     return chosen if remaining == {target} else None
 
 

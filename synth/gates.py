@@ -236,7 +236,12 @@ def _described_candidates(index: FactIndex, clues: list[Clue]) -> set[int]:
             obj = index.node(anchor.object)
             pool = index.heads_of(relation, obj) if obj is not None else np.array([], np.int64)
     rest = [c for c in clues if c is not anchor]
-    return {int(n) for n in pool.tolist() if all(satisfies(index, n, c) for c in rest)}
+    for clue in rest:
+        if clue.type_noun:  # the type check of `satisfies`, over the whole pool at once
+            nouns = index.type_nouns[pool]
+            pool = pool[(nouns == "") | (nouns == clue.type_noun)]
+    facts = [c for c in rest if index.relation(c.attribute) is not None]  # the others hold once the type does
+    return {int(n) for n in pool.tolist() if all(satisfies(index, n, c) for c in facts)}
 
 
 def path_node_ids(graph: CSRGraph, path: Path) -> list[int] | None:
