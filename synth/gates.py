@@ -65,13 +65,14 @@ def satisfies(index: FactIndex, node: int, clue: Clue) -> bool:
     if relation is None:
         return True
     if clue.years:
-        years = index.years(node, relation)
-        return not len(years) or bool(((years >= clue.years[0]) & (years <= clue.years[1])).any())
+        first, last = clue.years
+        years = index.stated(node, relation)[1]
+        return not years or any(first <= year <= last for year in years)
     if clue.object:
         if clue.attribute in partial_lists():  # a selection: the values it leaves out may hold the object
             return True
-        objects = index.objects(node, relation)
-        return not len(objects) or index.node(clue.object) in objects
+        objects = index.stated(node, relation)[0]
+        return not objects or index.node(clue.object) in objects
     return True
 
 
@@ -131,6 +132,7 @@ class FactIndex:
                 self.death_year[heads[edges]] = self.node_year[graph.dst[edges]]
         self._nodes: dict[str, int | None] = {}
         self._path_ids: dict[tuple, tuple[int, ...] | None] = {}
+        self._stated: dict[tuple[int, int], tuple[frozenset[int], tuple[int, ...]]] = {}
         self._by_year: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.described: dict[tuple, frozenset[int]] = {}  # `described_candidates` by what the clues say
         self.broad: dict[tuple, str | None] = {}  # `broad_anchor` by (relation, object)
@@ -174,6 +176,17 @@ class FactIndex:
         rels = graph.rel[start:end]
         return graph.dst[start + np.searchsorted(rels, relation, "left") : start + np.searchsorted(rels, relation, "right")]
 
+    def stated(self, node: int, relation: int) -> tuple[frozenset[int], tuple[int, ...]]:
+        """The objects of node --relation--> and their years (dates only), kept: the open-world checks ask the
+        same nodes the same things for every plan of a path."""
+        key = (node, relation)
+        if (found := self._stated.get(key)) is None:
+            if len(self._stated) >= MAX_DESCRIBED:
+                self._stated.clear()
+            found = self._stated[key] = (frozenset(self.objects(node, relation).tolist()),
+                                         tuple(self.years(node, relation).tolist()))
+        return found
+
     def years(self, node: int, relation: int) -> np.ndarray:
         years = self.node_year[self.objects(node, relation)]
         return years[years != self.NO_YEAR]
@@ -201,7 +214,7 @@ class FactIndex:
         return relation * self.graph.num_nodes + obj in self._dominant
 
 
-MAX_DESCRIBED = 200_000  # cached descriptions per run before the cache starts afresh
+MAX_DESCRIBED = 200_000  # cached descriptions (and paths, stated facts) per run before a cache starts afresh
 
 
 _SAID = operator.attrgetter("said")
