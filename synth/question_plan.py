@@ -366,7 +366,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
         reached = None
         if position:
             relation = graph.relation_id(path.hops[position - 1].relation)
-            reached = {int(o) for o in graph.objects(ids[position - 1], relation)}
+            reached = set(ctx.facts.stated(ids[position - 1], relation)[0])
         noun, base, chosen, unique = _describe(ctx, path, ids, position, rng, reached, attempt)
         if style == "nested" and position and not chosen:
             continue  # a bare ", a person," appositive adds nothing: the relation alone describes it
