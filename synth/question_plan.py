@@ -33,7 +33,7 @@ class EntityInfo:
 
 @dataclass
 class QuestionContext:
-    """Everything a unit needs; in the Beam pipeline it is built by a step and shared as a side input."""
+    """Everything a unit needs; in the Beam pipeline each worker builds it once and shares it across units."""
 
     graph: CSRGraph
     entities: dict[str, EntityInfo]
