@@ -700,14 +700,22 @@ def fewer_hops(graph: CSRGraph, path: Path) -> str | None:
     if start is None or target is None:
         return None
     final = graph.relation_id(path.hops[-1].relation) if graph.kind[target] == LITERAL else None
-    frontier, seen = np.array([start]), {start}
+    frontier, seen = np.array([start], np.int64), np.array([start], np.int64)
     for depth in range(1, len(path.hops)):
-        targets = np.concatenate([graph.dst[graph.indptr[n] : graph.indptr[n + 1]] for n in frontier]) if len(frontier) else np.array([], np.int32)
-        reached = targets if final is None else np.concatenate(
-            [graph.objects(int(n), final) for n in frontier]) if len(frontier) else targets
-        if target in set(reached.tolist()):
+        edges = _out_edges(graph, frontier)
+        targets = graph.dst[edges]
+        reached = targets == target
+        if final is not None:
+            reached &= graph.rel[edges] == final
+        if reached.any():
             return f"answer reachable in {depth} hop(s)"
-        fresh = [int(n) for n in np.unique(targets) if int(n) not in seen]
-        seen.update(fresh)
-        frontier = np.array(fresh[:MAX_FRONTIER], np.int64)
+        fresh = np.setdiff1d(targets, seen)  # sorted
+        seen = np.union1d(seen, fresh)
+        frontier = fresh[:MAX_FRONTIER].astype(np.int64)
     return None
+
+
+def _out_edges(graph: CSRGraph, nodes: np.ndarray) -> np.ndarray:
+    """The ids of every out-edge of `nodes`, node by node."""
+    first, degree = graph.indptr[nodes], graph.indptr[nodes + 1] - graph.indptr[nodes]
+    return np.repeat(first - np.cumsum(degree) + degree, degree) + np.arange(degree.sum())
