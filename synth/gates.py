@@ -709,9 +709,10 @@ def fewer_hops(graph: CSRGraph, path: Path) -> str | None:
             reached &= graph.rel[edges] == final
         if reached.any():
             return f"answer reachable in {depth} hop(s)"
-        fresh = np.setdiff1d(targets, seen)  # sorted
-        seen = np.union1d(seen, fresh)
-        frontier = fresh[:MAX_FRONTIER].astype(np.int64)
+        if depth + 1 < len(path.hops):  # another step to take
+            fresh = np.setdiff1d(targets, seen)  # sorted
+            seen = np.concatenate([seen, fresh])
+            frontier = fresh[:MAX_FRONTIER].astype(np.int64)
     return None
 
 
