@@ -61,6 +61,11 @@ class Attribute:
     several: str = ""  # the object's name, when it is one of several of its relation ("whose genres include X"):
     # a description may state two of them, which read as one clause ("whose genres include X and Y")
 
+    @functools.cached_property
+    def name(self) -> str:
+        """`_object_name`, read once: every plan's filters read it again."""
+        return _object_name(self.clue)
+
 
 ORDER = {"date": 0, "place": 1, "relation": 2}
 
@@ -199,17 +204,17 @@ def _variant(entity: str, relation: str) -> dict[str, str] | None:
     return variants[pick - 1] if pick else None
 
 
-def _object_name(attribute: Attribute) -> str:
+def _object_name(clue: gates.Clue) -> str:
     """The name an attribute's object is stated by: a literal's value or a page title, without its
     disambiguator ("" for an attribute with no object)."""
-    key = attribute.clue.object or ""
+    key = clue.object or ""
     return (split_literal_key(key)[1] if key.startswith(LITERAL_PREFIX) else key).split(" (")[0]
 
 
 def restates(noun: str, attribute: Attribute) -> bool:
     """Whether an attribute only repeats the noun ("an English novelist whose occupation is Novelist", "an
     American film from the United States")."""
-    name = _object_name(attribute)
+    name = attribute.name
     if attribute.kind == "place":
         demonym = attribute_table()["demonyms"].get(name)
         return demonym is not None and f" {demonym} " in f" {noun} "
@@ -221,7 +226,7 @@ def says_hop_role(hop_relation: str | None, attribute: Attribute) -> bool:
     person who worked as a film director": `hop_roles` of the attribute table)."""
     if hop_relation is None or attribute.relation != "occupation":
         return False
-    return _object_name(attribute).casefold() in attribute_table().get("hop_roles", {}).get(hop_relation, ())
+    return attribute.name.casefold() in attribute_table().get("hop_roles", {}).get(hop_relation, ())
 
 
 def copies_lead(lead: str, attribute: Attribute) -> bool:
@@ -230,7 +235,7 @@ def copies_lead(lead: str, attribute: Attribute) -> bool:
     key = attribute.clue.object or ""
     if not key or key.startswith(LITERAL_PREFIX):
         return False
-    name = key.split(" (")[0].casefold()
+    name = attribute.name.casefold()  # the title without its disambiguator
     return bool(name) and name in lead.casefold()
 
 

@@ -343,18 +343,18 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
     to `plan_attempts` until one passes its gates) by their class noun, and from `FRESH_ATTEMPT` on by
     attributes drawn afresh with a seeded draw of their own. Whether the start is described and the style
     are drawn once per path, the same in every attempt. With `start_only` only the start is described (as
-    the whole plan describes it), with no tense: what the start's own gates need to turn an attempt down
-    cheaply."""
+    the whole plan describes it), with no tense and no obfuscations: what the start's own gates need to turn
+    an attempt down cheaply."""
     config, graph = ctx.config, ctx.graph
-    rng = seeded_rng(config, path, "plan")
     hops = len(path.hops)
     ids = ctx.facts.path_ids(path)
-    start_described = ids is not None and rng.random() < config.describe_start
-    if style is None:
-        named_nested = not start_described and (hops == 1 or rng.random() < {2: 0.5, 3: 0.25}.get(hops, 0.0))
-        style = "nested" if named_nested else "clues"
     if attempt:
+        start_described, style = _drawn_shape(config.seed, path.path_id, config.describe_start, ids is not None,
+                                              hops, style)
         rng = seeded_rng(config, path, f"{PLAN_ATTEMPT}{attempt}")
+    else:
+        rng = seeded_rng(config, path, "plan")
+        start_described, style = _draw_shape(rng, config.describe_start, ids is not None, hops, style)
     nouns: dict[int, str] = {}
     attributes: dict[int, list[Attribute]] = {}
     clues: list[gates.Clue] = []
@@ -377,8 +377,9 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
         if unique and (needs_intersection(ctx, reached, ids[position], said) if reached is not None
                        else gates.start_intersection(ctx.facts, said, ids[position]) is None):
             tree_positions.append(position)
-        obfuscations += [f"entity:{path.nodes[position]}->{describe.described(nouns[position], chosen)}",
-                         *(a.obfuscation for a in chosen if a.obfuscation)]
+        if not start_only:
+            obfuscations += [f"entity:{path.nodes[position]}->{describe.described(nouns[position], chosen)}",
+                             *(a.obfuscation for a in chosen if a.obfuscation)]
         if not unique:
             unresolved = position
             break  # the plan gate rejects the path here: choosing attributes for the rest would be wasted
@@ -386,9 +387,12 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
         unresolved = None
     for position in described_positions if unresolved is not None else []:
         nouns.setdefault(position, _noun_for(ctx, path.nodes[position], attempt >= CLASS_NOUN_ATTEMPT)[0] or "entity")  # text stays writable
+    if start_only:
+        return Plan(style, "tree" if tree_positions else "chain", start_described, nouns, attributes, [], clues, set(),
+                    [], None, unresolved, tree_positions)
     branches: list[Attribute] = []
     branching = False
-    if ids is not None and unresolved is None and not start_only:
+    if ids is not None and unresolved is None:
         final = graph.objects(ids[-2], graph.relation_id(path.hops[-1].relation))
         branching = len(final) > 1
         if branching:
@@ -408,7 +412,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
                 tree_positions.append(hops)
             obfuscations += [f"branch:{b.predicate}" for b in branches]
             obfuscations += [b.obfuscation for b in branches if b.obfuscation]
-    as_of, ended, as_of_text = (None, set(), None) if start_only else _tense(ctx, path)
+    as_of, ended, as_of_text = _tense(ctx, path)
     if as_of_text:
         obfuscations.append(f"as_of:{as_of_text}")
     shape = "tree" if tree_positions else "chain"
@@ -419,6 +423,24 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
         obfuscations.append(f"{PLAN_ATTEMPT}{attempt}")
     return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
                 unresolved, tree_positions, branching, as_of)
+
+
+def _draw_shape(rng: random.Random, describe_start: float, describable: bool, hops: int,
+                style: str | None) -> tuple[bool, str]:
+    """Whether the start is described, and the style unless one is given: a path's first draws."""
+    start_described = describable and rng.random() < describe_start
+    if style is None:
+        named_nested = not start_described and (hops == 1 or rng.random() < {2: 0.5, 3: 0.25}.get(hops, 0.0))
+        style = "nested" if named_nested else "clues"
+    return start_described, style
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _drawn_shape(seed: int, path_id: str, describe_start: float, describable: bool, hops: int,
+                 style: str | None) -> tuple[bool, str]:
+    """`_draw_shape` of a path, kept: every later attempt draws the same (its own draws come from a stream of
+    its own)."""
+    return _draw_shape(random.Random(_seed(seed, path_id, "plan")), describe_start, describable, hops, style)
 
 
 def _tense(ctx: QuestionContext, path: Path) -> tuple[dt.date, set[int], str | None]:
