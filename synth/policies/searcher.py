@@ -58,6 +58,7 @@ _PERIOD = re.compile(r"\bthe (?:early |mid-|late |first decade of the )?(?:\d{3,
 _NAME = re.compile(r"\"([^\"]+)\"|\b([A-Z0-9][\w'.&-]*(?:(?:\s+|:\s+)(?:of |the |de |von |van |and |a |in )*[A-Z0-9][\w'.&-]*)*)")
 _DATE = re.compile(r"\b(?:\d{1,2} )?(?:January|February|March|April|May|June|July|August|September|October|"
                    r"November|December)(?: \d{1,2},)? \d{4}\b|\b\d{4}\b")
+_MONTH = re.compile(r"January|February|March|April|May|June|July|August|September|October|November|December")
 _NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
 _QUESTION_WORDS = frozenset({"as", "of", "what", "which", "who", "whom", "whose", "when", "where", "how", "many",
                              "much", "in", "on", "at", "did", "does", "do", "was", "is", "were", "are", "the", "a",
@@ -138,6 +139,7 @@ class Relation:
     keys: frozenset[str]  # infobox parameter keys that state it
 
     @classmethod
+    @functools.cache  # a relation reads the same in every rollout and question
     def of(cls, name: str) -> Relation:
         entry = phrasebook_entry(name)
         noun = (entry.noun if entry else _running_text(load_ontology().label(name))).replace("_", " ")
@@ -146,13 +148,20 @@ class Relation:
 
     def labels_row(self, label: str) -> bool:
         """Does an infobox row with this label state the relation ("Spouse(s)", "Constituency4")?"""
-        key = parameter_key(label.replace("(s)", ""))
-        return key in self.keys or _TRAILING_DIGITS.sub("", key) in self.keys
+        return not self.keys.isdisjoint(_label_keys(label))
 
-    def lookup_texts(self) -> list[str]:
+    @functools.cached_property
+    def lookup_texts(self) -> tuple[str, ...]:
         """find_in_page texts for the relation: its noun, then its longest word (never a numbered key)."""
         words = sorted((w for w in self.noun.split() if len(w) > MIN_FIND_CHARS), key=len, reverse=True)
-        return [t for t in dict.fromkeys([self.noun, *words[:1]]) if distinctive(t)]
+        return tuple(t for t in dict.fromkeys([self.noun, *words[:1]]) if distinctive(t))
+
+
+@functools.lru_cache(maxsize=4096)
+def _label_keys(label: str) -> tuple[str, str]:
+    """The parameter keys an infobox row's label may be: as written, and without a trailing number."""
+    key = parameter_key(label.replace("(s)", ""))
+    return key, _TRAILING_DIGITS.sub("", key)
 
 
 def _running_text(label: str) -> str:
@@ -177,7 +186,8 @@ class QuestionReading:
         return cls(question.text, question.question_id, tuple(Relation.of(h.relation) for h in question.path.hops),
                    question.path.answer_type)
 
-    def names(self) -> list[str]:
+    @functools.cached_property
+    def names(self) -> tuple[str, ...]:
         """Names the question gives (quoted titles, capitalised runs past its first word)."""
         found = []
         for sentence in split_sentences(_AS_OF.sub("", self.text)):
@@ -188,15 +198,20 @@ class QuestionReading:
                 if opening or not name or name.casefold() in _QUESTION_WORDS or name.isdigit():
                     continue
                 found.append(re.sub(r"^(?:The|A|An) (?=[A-Z]?[a-z])", "", name) if match.group(2) else name)
-        return [n for n in dict.fromkeys(found) if not re.fullmatch(r"(?:January|February|March|April|May|June|July|"
-                                                                   r"August|September|October|November|December)", n)]
+        return tuple(n for n in dict.fromkeys(found) if not _MONTH.fullmatch(n))
 
-    def keywords(self) -> list[str]:
+    @functools.cached_property
+    def keywords(self) -> tuple[str, ...]:
         """The question's content words: no question words, stop words, as-of clause or relation nouns."""
         text = _AS_OF.sub("", self.text)
         relation_words = {w for r in self.relations for w in tokenize([r.noun])[0]}
         skip = stop_words() | _QUESTION_WORDS | relation_words
-        return list(dict.fromkeys(w for w in tokenize([text])[0] if w not in skip))
+        return tuple(dict.fromkeys(w for w in tokenize([text])[0] if w not in skip))
+
+    @functools.cached_property
+    def periods(self) -> tuple[tuple[str, tuple[int, int]], ...]:
+        """The periods the question places things in (`question_periods`)."""
+        return tuple(question_periods(self.text))
 
 
 @dataclass(frozen=True)
@@ -324,7 +339,7 @@ class Searcher:
     def _start_queries(self, relation: Relation) -> list[str]:
         """Searches for the start, built from what the question says: the names it gives with the first
         relation's noun, its keywords, and its keywords with its names."""
-        names, keywords = self.reading.names(), self.reading.keywords()
+        names, keywords = self.reading.names, self.reading.keywords
         named = " ".join([*names[:2], relation.noun]) if names else ""
         wordings = [named, " ".join(keywords[:QUERY_WORDS]), " ".join(dict.fromkeys(
             [*tokenize([" ".join(names[:2])])[0], *keywords[: QUERY_WORDS // 2]]))]
@@ -335,7 +350,7 @@ class Searcher:
         """Results in the order the evidence suggests: a title the question names, then snippets sharing most
         of the question's keywords."""
         question = norm(self.reading.text)
-        keywords = set(self.reading.keywords())
+        keywords = set(self.reading.keywords)
         scored = []
         for rank, (title, snippet) in enumerate(hits):
             if norm(title) in tried:
@@ -349,10 +364,10 @@ class Searcher:
         """The question's clues an observation matches and those it misses: the names the question gives and
         the periods it places things in (a year of the page inside each)."""
         text = norm(observation)
-        clues = [(n, norm(n) in text) for n in self.reading.names() if len(n) > 2 and not n[0].isdigit()]
+        clues = [(n, norm(n) in text) for n in self.reading.names if len(n) > 2 and not n[0].isdigit()]
         years = [int(y) for y in re.findall(r"\b(\d{4})\b", observation)]
         clues += [(phrase, any(first <= y <= last for y in years))
-                  for phrase, (first, last) in question_periods(self.reading.text)]
+                  for phrase, (first, last) in self.reading.periods]
         return [c for c, present in clues if present], [c for c, present in clues if not present]
 
     def _fits_description(self, observation: str) -> tuple[bool, str, int]:
@@ -427,10 +442,12 @@ class Searcher:
         if values:
             return values
         kind = self.reading.answer_type if last else "entity"
+        mentions = [re.compile(rf"\b{re.escape(w)}") for w in relation.lookup_texts]
         for line in observation.split("\n")[1:]:
             text = _PAGE_PREFIX.sub("", line)
             for sentence in split_sentences(text):
-                if not any(re.search(rf"\b{re.escape(w)}", sentence.casefold()) for w in relation.lookup_texts()):
+                folded = sentence.casefold()
+                if not any(mention.search(folded) for mention in mentions):
                     continue
                 values += [Value(v, sentence) for v in self._sentence_values(sentence, kind, title)]
         return values
@@ -456,7 +473,7 @@ class Searcher:
             return values
         header = _PAGE_HEADER.match(page)
         pages = int(header.group(3)) if header else 1
-        lookups = relation.lookup_texts() if (self.style.lookup_first or pages == 1) else []
+        lookups = relation.lookup_texts if (self.style.lookup_first or pages == 1) else []
         for text in lookups:
             observation = yield Step(f"Page 1 of {title} does not give its {relation.noun}. I will look for "
                                      f"{text!r} in it.", "find_in_page", {"title": title, "text": text})
@@ -513,7 +530,7 @@ class Searcher:
             reached = yield from self._reach(value, relation, source, "to check it against the question's description")
             page = self._read_page(reached, 1) if reached else None
             words = set(tokenize([page])[0]) if page else set()
-            scores.append(2 * len(self._clues(page)[0]) + len(words & set(self.reading.keywords())) if page else -1)
+            scores.append(2 * len(self._clues(page)[0]) + len(words & set(self.reading.keywords)) if page else -1)
         ranked = [v for _, _, v in sorted(zip([-x for x in scores], range(len(scores)), candidates, strict=False))]
         ranked += candidates[len(scores):]
         if scores and max(scores) > 0:
@@ -534,7 +551,7 @@ class Searcher:
         candidates = [v for v in dict.fromkeys(values) if norm(v.text) != norm(title)][:MAX_CANDIDATES]
         if last:
             items = [v for v in candidates if v.text != v.line.split(": ", 1)[-1]]
-            if self.reading.answer_type == "entity" and len(items) > 1 and question_periods(self.reading.text):
+            if self.reading.answer_type == "entity" and len(items) > 1 and self.reading.periods:
                 ranked = yield from self._rank(items, relation, title)  # "which of his works ... in the 1980s"
                 return ranked[0], title
             value = values[0]
