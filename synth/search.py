@@ -38,6 +38,7 @@ _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _STOPWORDS = stop_words("search")  # bm25s's English list (data/stop_words.toml)
 
 
+@functools.lru_cache(maxsize=16384)  # every open_page and find_in_page resolves a title
 def _title_key(title: str) -> str:
     return normalize_title(title).casefold()
 

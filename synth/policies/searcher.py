@@ -40,6 +40,7 @@ from synth.phrasing import period_years
 from wikitext.plain_text import INFOBOX_ROW, listed_values, split_sentences
 
 _RESULT_TITLE = re.compile(r"^\d+\. (.+)$", re.MULTILINE)
+_RESULT_START = re.compile(r"\n(?=\d+\. )")
 _PAGE_HEADER = re.compile(r"^(.+?)(?: \(redirected from '.*'\))? - page (\d+) of (\d+)\.")
 _PAGE_PREFIX = re.compile(r"^\[page (\d+)\] ")
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)")
@@ -105,6 +106,11 @@ def question_periods(text: str) -> list[tuple[str, tuple[int, int]]]:
             if (span := period_years(match.group(0))) is not None]
 
 
+@functools.lru_cache(maxsize=16384)  # each rollout checks the same results against the same question
+def _phrase_in(phrase: str, text: str) -> bool:
+    return re.search(rf"\b{re.escape(phrase)}\b", text) is not None
+
+
 def distinctive(text: str) -> bool:
     """Is a find_in_page text specific enough to find the entity it names (not "It", "Up", "Her")?"""
     return bool(tokenize([text])[0]) and (len(text.strip()) > MIN_FIND_CHARS or len(text.split()) > 1)
@@ -114,11 +120,12 @@ def result_titles(observation: str) -> list[str]:
     return [t.strip() for t in _RESULT_TITLE.findall(observation)]
 
 
-def result_snippets(observation: str) -> list[tuple[str, str]]:
+@functools.lru_cache(maxsize=4096)  # the searcher rereads an episode's results at every value it opens
+def result_snippets(observation: str) -> tuple[tuple[str, str], ...]:
     """(title, snippet) per listed result of a search observation."""
-    blocks = re.split(r"\n(?=\d+\. )", observation)
-    return [(m.group(1).strip(), block.split("\n", 1)[1] if "\n" in block else "")
-            for block in blocks if (m := _RESULT_TITLE.match(block))]
+    blocks = _RESULT_START.split(observation)
+    return tuple((m.group(1).strip(), block.split("\n", 1)[1] if "\n" in block else "")
+                 for block in blocks if (m := _RESULT_TITLE.match(block)))
 
 
 @functools.cache
@@ -209,6 +216,15 @@ class QuestionReading:
         return tuple(dict.fromkeys(w for w in tokenize([text])[0] if w not in skip))
 
     @functools.cached_property
+    def folded(self) -> str:
+        """The question's text as `norm` folds it."""
+        return norm(self.text)
+
+    def names_title(self, title: str) -> bool:
+        """Does the question name a page's title (without its disambiguator) as a whole phrase?"""
+        return _phrase_in(norm(bare(title)), self.folded)
+
+    @functools.cached_property
     def periods(self) -> tuple[tuple[str, tuple[int, int]], ...]:
         """The periods the question places things in (`question_periods`)."""
         return tuple(question_periods(self.text))
@@ -297,12 +313,13 @@ class Searcher:
 
     def _read_page(self, title: str, number: int) -> str | None:
         """An earlier observation of page `number` of `title`, if the episode read it already."""
+        wanted = norm(title)
         for turn in self._turns:
             call = turn.tool_call
             if call is None or call.name != "open_page" or turn.tool_error:
                 continue
             header = _PAGE_HEADER.match(turn.observation or "")
-            if header and norm(header.group(1)) == norm(title) and int(header.group(2)) == number:
+            if header and int(header.group(2)) == number and norm(header.group(1)) == wanted:
                 return turn.observation
         return None
 
@@ -349,13 +366,12 @@ class Searcher:
     def _start_candidates(self, hits: list[tuple[str, str]], tried: set[str]) -> list[str]:
         """Results in the order the evidence suggests: a title the question names, then snippets sharing most
         of the question's keywords."""
-        question = norm(self.reading.text)
         keywords = set(self.reading.keywords)
         scored = []
         for rank, (title, snippet) in enumerate(hits):
             if norm(title) in tried:
                 continue
-            named = len(bare(title)) > 2 and re.search(rf"\b{re.escape(norm(bare(title)))}\b", question) is not None
+            named = len(bare(title)) > 2 and self.reading.names_title(title)
             overlap = len(keywords & set(tokenize([f"{title} {snippet}"])[0]))
             scored.append((not named, -min(overlap, STRONG_MATCH), rank, title))
         return [title for *_, title in sorted(scored)]
@@ -394,7 +410,7 @@ class Searcher:
                 if self._over_budget():
                     return None
                 tried.add(norm(title))
-                named = re.search(rf"\b{re.escape(norm(bare(title)))}\b", norm(self.reading.text)) is not None
+                named = self.reading.names_title(title)
                 why = ("the question names it" if named else "its snippet matches the question's description")
                 page = yield from self._open_first_page(title, f"{title} is listed and {why}; I will read it.")
                 self.note = ""
@@ -502,7 +518,8 @@ class Searcher:
 
     def _open_value(self, value: Value, purpose: str) -> Generator[Step, str, str | None]:
         """The page a value's name opens (or a search for the name lists); None when neither finds one."""
-        listed = next((t for t, _ in self._listed() if norm(bare(t)) == norm(value.text)), None)
+        wanted = norm(value.text)
+        listed = next((t for t, _ in self._listed() if norm(bare(t)) == wanted), None)
         name = listed or value.text
         page = yield from self._open_first_page(name, f"I will open {name} {purpose}.")
         if page and not page.startswith("Error"):
