@@ -60,6 +60,7 @@ _NAME = re.compile(r"\"([^\"]+)\"|\b([A-Z0-9][\w'.&-]*(?:(?:\s+|:\s+)(?:of |the 
 _DATE = re.compile(r"\b(?:\d{1,2} )?(?:January|February|March|April|May|June|July|August|September|October|"
                    r"November|December)(?: \d{1,2},)? \d{4}\b|\b\d{4}\b")
 _MONTH = re.compile(r"January|February|March|April|May|June|July|August|September|October|November|December")
+_YEAR = re.compile(r"\b(\d{4})\b")
 _NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
 _QUESTION_WORDS = frozenset({"as", "of", "what", "which", "who", "whom", "whose", "when", "where", "how", "many",
                              "much", "in", "on", "at", "did", "does", "do", "was", "is", "were", "are", "the", "a",
@@ -109,6 +110,19 @@ def question_periods(text: str) -> list[tuple[str, tuple[int, int]]]:
 @functools.lru_cache(maxsize=16384)  # each rollout checks the same results against the same question
 def _phrase_in(phrase: str, text: str) -> bool:
     return re.search(rf"\b{re.escape(phrase)}\b", text) is not None
+
+
+@functools.lru_cache(maxsize=4096)  # rollouts of a question read the same pages
+def _clue_text(observation: str) -> tuple[str, tuple[int, ...]]:
+    """An observation as the question's clues are looked up in it: folded, and the years it writes."""
+    return norm(observation), tuple(int(y) for y in _YEAR.findall(observation))
+
+
+@functools.lru_cache(maxsize=4096)
+def _infobox_rows(observation: str) -> tuple[tuple[str, str], ...]:
+    """(label, value) of every infobox row of an observation, in order."""
+    return tuple((row.group(1), row.group(2)) for line in observation.split("\n")
+                 if (row := INFOBOX_ROW.match(_PAGE_PREFIX.sub("", line))))
 
 
 def distinctive(text: str) -> bool:
@@ -379,9 +393,8 @@ class Searcher:
     def _clues(self, observation: str) -> tuple[list[str], list[str]]:
         """The question's clues an observation matches and those it misses: the names the question gives and
         the periods it places things in (a year of the page inside each)."""
-        text = norm(observation)
+        text, years = _clue_text(observation)
         clues = [(n, norm(n) in text) for n in self.reading.names if len(n) > 2 and not n[0].isdigit()]
-        years = [int(y) for y in re.findall(r"\b(\d{4})\b", observation)]
         clues += [(phrase, any(first <= y <= last for y in years))
                   for phrase, (first, last) in self.reading.periods]
         return [c for c, present in clues if present], [c for c, present in clues if not present]
@@ -437,12 +450,7 @@ class Searcher:
 
     def _rows(self, observation: str, relation: Relation) -> list[tuple[str, str]]:
         """(label, value) of the infobox rows of an observation that state the relation."""
-        rows = []
-        for line in observation.split("\n"):
-            row = INFOBOX_ROW.match(_PAGE_PREFIX.sub("", line))
-            if row and relation.labels_row(row.group(1)):
-                rows.append((row.group(1), row.group(2)))
-        return rows
+        return [(label, value) for label, value in _infobox_rows(observation) if relation.labels_row(label)]
 
     def _values(self, observation: str, relation: Relation, last: bool, title: str) -> list[Value]:
         """The values an observation states for the relation: a row's items, or in a sentence naming the
