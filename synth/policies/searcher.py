@@ -204,8 +204,13 @@ class QuestionReading:
 
     @classmethod
     def of(cls, question: Question) -> QuestionReading:
-        return cls(question.text, question.question_id, tuple(Relation.of(h.relation) for h in question.path.hops),
-                   question.path.answer_type)
+        return cls._read(question.text, question.question_id, tuple(h.relation for h in question.path.hops),
+                         question.path.answer_type)
+
+    @classmethod
+    @functools.lru_cache(maxsize=1024)  # the rollouts of a question share one reading, and what it worked out
+    def _read(cls, text: str, question_id: str, relations: tuple[str, ...], answer_type: str) -> QuestionReading:
+        return cls(text, question_id, tuple(Relation.of(name) for name in relations), answer_type)
 
     @functools.cached_property
     def names(self) -> tuple[str, ...]:
