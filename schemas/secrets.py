@@ -53,7 +53,8 @@ def secret_values() -> list[str]:
 
 @functools.lru_cache(maxsize=4096)
 def _secret_name(name: str) -> bool:
-    """Whether an environment variable's name says it holds a secret; kept, as every record's text is scrubbed."""
+    """Whether an environment variable's name says it holds a secret; kept, as every record's text is
+    scrubbed."""
     return _SECRET_NAME.search(name) is not None
 
 

@@ -107,13 +107,15 @@ class _Offer:
     attributes: tuple[Attribute, ...]  # empty when the edge states nothing a description may say
 
 
-def _attributes(offers: tuple[_Offer, ...], skip_relations: set[str], skip_labels: set[str]) -> tuple[Attribute, ...]:
+def _attributes(offers: tuple[_Offer, ...], skip_relations: set[str],
+                skip_labels: set[str]) -> tuple[Attribute, ...]:
     """The attributes a path may state of a node: its offers without the path's relations and labels, one date
     per date relation, at most `MAX_OPTIONS` objects of a relation."""
     found: dict[str, list[Attribute]] = {}
     for offer in offers:
         relation = offer.relation
-        if relation in skip_relations or offer.label in skip_labels or len(found.get(relation, ())) >= MAX_OPTIONS:
+        if (relation in skip_relations or offer.label in skip_labels
+                or len(found.get(relation, ())) >= MAX_OPTIONS):
             continue
         if offer.date:
             if relation not in found and offer.attributes:
@@ -160,7 +162,8 @@ def _edge_offers(ctx, node: int, position: int, person: bool) -> Iterator[_Offer
             pass
         elif relation in table["places"]:
             # Not when the infobox reverses containment (a city listing its boroughs as its regions).
-            if not (gates.lies_in(graph, obj, node, table["places"]) or objects_of[graph.rel[edge]] > gates.MAX_CONTAINERS):
+            if not (gates.lies_in(graph, obj, node, table["places"])
+                    or objects_of[graph.rel[edge]] > gates.MAX_CONTAINERS):
                 forms, name = table["places"][relation], display_title(label)
                 if work and relation in table["work_places"]:
                     forms = table["work_places"][relation]
@@ -168,8 +171,8 @@ def _edge_offers(ctx, node: int, position: int, person: bool) -> Iterator[_Offer
                                      forms["predicate"].format(o=name), clue(object=str(graph.keys[obj]))),)
         elif relation in table["relations"]:
             forms, name = table["relations"][relation], display_title(label)
-            offered = (Attribute(relation, "relation", forms["modifier"].format(o=name), forms["predicate"].format(o=name),
-                                 clue(object=str(graph.keys[obj]))),)
+            offered = (Attribute(relation, "relation", forms["modifier"].format(o=name),
+                                 forms["predicate"].format(o=name), clue(object=str(graph.keys[obj]))),)
         elif reviewed(relation):  # a relation the phrasebook names
             entry = phrase(relation)
             name = _name(label, entry)

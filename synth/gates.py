@@ -374,7 +374,6 @@ def clue_shortcut(index: FactIndex, path: Path, clues: Iterable[Clue]) -> str | 
     the world a fuzzed date or a place often fits one entity here and hundreds out there; a fact that fits
     one in the world too (an inverse-functional property) is `identifying_clue`'s.
     """
-    graph = index.graph
     ids = index.path_ids(path)
     if ids is None:
         return None
@@ -410,7 +409,7 @@ def _follow(index: FactIndex, path: Path, by_position: dict[int, list[Clue]], po
 def _hop_objects(index: FactIndex, heads: set[int], relation: str, clues: list[Clue]) -> set[int]:
     """The objects one hop reaches from `heads` that every clue on them admits (open world)."""
     relation_id = index.relation(relation)
-    return {o for head in heads for o in map(int, index.objects(head, relation_id))
+    return {o for head in heads for o in index.stated(head, relation_id)[0]
             if all(satisfies(index, o, c) for c in clues)}
 
 

@@ -349,8 +349,8 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
     hops = len(path.hops)
     ids = ctx.facts.path_ids(path)
     if attempt:
-        start_described, style = _drawn_shape(config.seed, path.path_id, config.describe_start, ids is not None,
-                                              hops, style)
+        start_described, style = _drawn_shape(config.seed, path.path_id, config.describe_start,
+                                              ids is not None, hops, style)
         rng = seeded_rng(config, path, f"{PLAN_ATTEMPT}{attempt}")
     else:
         rng = seeded_rng(config, path, "plan")
@@ -388,8 +388,8 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
     for position in described_positions if unresolved is not None else []:
         nouns.setdefault(position, _noun_for(ctx, path.nodes[position], attempt >= CLASS_NOUN_ATTEMPT)[0] or "entity")  # text stays writable
     if start_only:
-        return Plan(style, "tree" if tree_positions else "chain", start_described, nouns, attributes, [], clues, set(),
-                    [], None, unresolved, tree_positions)
+        return Plan(style, "tree" if tree_positions else "chain", start_described, nouns, attributes, [], clues,
+                    set(), [], None, unresolved, tree_positions)
     branches: list[Attribute] = []
     branching = False
     if ids is not None and unresolved is None:
