@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path as FsPath
@@ -402,12 +403,24 @@ def run_questions(
                       as_of=dt.datetime.combine(resolved.as_of, dt.time(), dt.UTC))
 
 
+_CONTEXTS: dict[tuple[str, ...], QuestionContext] = {}
+_CONTEXTS_LOCK = threading.Lock()
+
+
 def _pipeline_context(source: tuple[FsPath, FsPath, QuestionConfig]) -> QuestionContext:
-    """The context with every path, built by each worker (never pickled into the pipeline's definition)."""
+    """The context with every path, built once per worker process (never pickled into the pipeline's
+    definition) and shared by its threads, as a side input was: one graph in memory per process."""
     graph_dir, paths_dir, config = source
-    ctx = _load_context(graph_dir, paths_dir, config)
-    ctx.paths = {p.path_id: p for p in read_records(Path, paths_dir / "paths")}
-    return ctx
+    finished = [(str(folder), read_manifest(folder)) for folder in (graph_dir, paths_dir)]
+    key = (config.model_dump_json(), *(f"{folder} {m.key if m else None} {m.finished_at if m else None}"
+                                       for folder, m in finished))
+    with _CONTEXTS_LOCK:
+        if key not in _CONTEXTS:
+            _CONTEXTS.clear()  # a later stage run's context replaces the last one
+            ctx = _load_context(graph_dir, paths_dir, config)
+            ctx.paths = {p.path_id: p for p in read_records(Path, paths_dir / "paths")}
+            _CONTEXTS[key] = ctx
+        return _CONTEXTS[key]
 
 
 def _run_pipeline(source, units, out_dir, cache_dir, index_dir, options, args) -> None:
