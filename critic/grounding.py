@@ -15,6 +15,7 @@ fewer ("It", a child count "3") are too common to tell a name from a word.
 from __future__ import annotations
 
 import difflib
+from functools import lru_cache
 
 from critic.evidence import Knowledge
 from critic.text import content_tokens, mentions_any, named_spans, normalize
@@ -24,8 +25,10 @@ MIN_FORM_CHARS = 3
 TYPO_SIMILARITY = 0.75  # difflib ratio above which an unknown word is a known one misspelt
 
 
-def _distinctive(forms: tuple[str, ...]) -> list[str]:
-    return [f for f in forms if len(normalize(f)) >= MIN_FORM_CHARS]
+@lru_cache(maxsize=4096)
+def _distinctive(forms: tuple[str, ...]) -> tuple[str, ...]:
+    """The forms long enough to tell a name from a word (each turn asks about the same units)."""
+    return tuple(f for f in forms if len(normalize(f)) >= MIN_FORM_CHARS)
 
 
 def _known(name: str, knowledge: Knowledge) -> bool:
@@ -45,8 +48,10 @@ def ungrounded_names(turn: Turn, knowledge: Knowledge) -> list[str]:
     said = normalize(" ".join([turn.reasoning, *arguments.values()]))
     found = []
     for unit in knowledge.units:
+        if unit.kind not in ("entity", "fact"):
+            continue
         forms = _distinctive(unit.forms)
-        if unit.kind in ("entity", "fact") and mentions_any(said, forms) and not mentions_any(knowledge.normalized, forms):
+        if mentions_any(said, forms) and not knowledge.mentions_any(forms):
             found.append(unit.label.rsplit("--> ", 1)[-1])
     if call is not None:
         title = arguments.get("title", "")
