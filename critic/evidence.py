@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 from critic.checks import is_empty_result
 from critic.text import (
@@ -27,9 +28,9 @@ from schemas.questions import Question
 from schemas.trajectory import Turn
 
 
-@dataclass(frozen=True)
-class EvidenceUnit:
-    """One piece of gold-path evidence: an entity named, its page listed or read, or a hop's relation fact."""
+class EvidenceUnit(NamedTuple):
+    """One piece of gold-path evidence: an entity named, its page listed or read, or a hop's relation fact.
+    (A tuple: units are hashed at every turn, as set members and as a cache key.)"""
 
     kind: str  # "entity" | "listed" | "read" | "fact"
     label: str
@@ -160,9 +161,11 @@ def observation_text(turn: Turn) -> str:
     return turn.observation
 
 
-def _spellings(span: str) -> list[set[str]]:
-    """Content-token sets a name or value may appear as (an ISO date in each of its spellings)."""
-    return [words for words in (content_tokens(f) for f in value_forms(span)) if words]
+@lru_cache(maxsize=16384)
+def _spellings(span: str) -> tuple[frozenset[str], ...]:
+    """Content-token sets a name or value may appear as (an ISO date in each of its spellings); cached, as
+    the rollouts of a question assert the same names."""
+    return tuple(words for words in (content_tokens(f) for f in value_forms(span)) if words)
 
 
 @lru_cache(maxsize=8192)

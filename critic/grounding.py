@@ -15,6 +15,7 @@ fewer ("It", a child count "3") are too common to tell a name from a word.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from functools import lru_cache
 
 from critic.evidence import Knowledge
@@ -36,8 +37,23 @@ def _known(name: str, knowledge: Knowledge) -> bool:
     if knowledge.supports(name) or len(normalize(name)) < MIN_FORM_CHARS:
         return True
     words = content_tokens(name)
-    return bool(words) and all(w in knowledge.tokens or difflib.get_close_matches(
-        w, knowledge.tokens, n=1, cutoff=TYPO_SIMILARITY) for w in words)
+    return bool(words) and all(w in knowledge.tokens or _misspelt(w, knowledge.tokens) for w in words)
+
+
+def _misspelt(word: str, known: Iterable[str]) -> bool:
+    """Is the word a known one misspelt: would `difflib.get_close_matches(word, known, n=1,
+    cutoff=TYPO_SIMILARITY)` find one? The same tests in the same order, but a known word too long or too short
+    to reach the cutoff (its `real_quick_ratio`) is skipped without a matcher, and the first match ends the search."""
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(word)
+    size = len(word)
+    for candidate in known:
+        if 2.0 * min(size, len(candidate)) / (size + len(candidate)) < TYPO_SIMILARITY:
+            continue
+        matcher.set_seq1(candidate)
+        if matcher.quick_ratio() >= TYPO_SIMILARITY and matcher.ratio() >= TYPO_SIMILARITY:
+            return True
+    return False
 
 
 def ungrounded_names(turn: Turn, knowledge: Knowledge) -> list[str]:
