@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import apache_beam
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from critic.llm_judge import assess_trajectory
 from critic.scoring import OFFLINE_ENGINE, judge_trajectory
@@ -27,9 +29,13 @@ from ground.io import (
     WorkUnits,
     parquet_file,
     plan_work_units,
+    read_column,
+    read_parts,
     read_records,
+    read_table,
     shard_files,
-    write_records,
+    write_shards,
+    write_table,
 )
 from ground.stage import begin_stage
 from ground.storage import as_path, remove_tree
@@ -48,8 +54,8 @@ TABLES = ("judged", "skipped")
 SHARD_RECORDS = 1000
 
 
-def plan_units(trajectories: Iterable[Trajectory], batch_size: int) -> list[WorkUnit[Trajectory]]:
-    return plan_work_units(trajectories, lambda t: t.trajectory_id, batch_size)
+def plan_units(trajectory_ids: Iterable[str], batch_size: int) -> list[WorkUnit[str]]:
+    return plan_work_units(trajectory_ids, lambda trajectory_id: trajectory_id, batch_size)
 
 
 def judge_engine(config: JudgeConfig) -> str:
@@ -117,13 +123,19 @@ def load_aliases(index_dir: str | Path | None) -> dict[str, list[str]]:
 INPUTS = "inputs"  # each unit's trajectories, written before the pipeline, read by the worker that judges it
 
 
-def write_unit_inputs(out_dir: str | Path, units: list[WorkUnit[Trajectory]]) -> None:
+def write_unit_inputs(out_dir: str | Path, trajectories: pa.Table, units: list[WorkUnit[str]]) -> None:
     """Each unfinished unit's trajectories as a part of its own, so the pipeline carries unit ids only: Beam
-    pickles and bz2-compresses whatever `Create` holds (5 of the sample's 18 judge seconds)."""
+    pickles and bz2-compresses whatever `Create` holds (5 of the sample's 18 judge seconds). The rows are
+    taken from the input table as they are, not rebuilt as records and encoded again."""
     parts, inputs = WorkUnits(out_dir, TABLES), WorkUnits(out_dir, (INPUTS,))
+    rows: dict[str, list[int]] = {}
+    for row, trajectory_id in enumerate(trajectories["trajectory_id"].to_pylist()):
+        rows.setdefault(trajectory_id, []).append(row)
+    next_row = {trajectory_id: iter(found) for trajectory_id, found in rows.items()}  # a repeated id: each row once
     for unit in units:
+        taken = [next(next_row[trajectory_id]) for trajectory_id in unit.items]
         if not parts.is_done(unit.unit_id):
-            inputs.write(unit.unit_id, {INPUTS: (Trajectory, list(unit.items))})
+            write_table(trajectories.take(taken), inputs.part_path(INPUTS, unit.unit_id))
 
 
 class _JudgeUnit(apache_beam.DoFn):
@@ -175,30 +187,32 @@ class JudgeUnits(apache_beam.PTransform):
         return units | "Reshuffle" >> apache_beam.Reshuffle() | "Judge" >> apache_beam.ParDo(self.fn)
 
 
-def judged_counts(judged: list[JudgedTrajectory], skipped: list[SkippedRecord]) -> dict[str, int]:
-    counts = Counter({"judged": len(judged), "turns": 0, "turns_passed": 0, "turns_masked": 0, "turns_critical": 0,
-                      "turns_loss1": 0})
-    counts.update(f"skipped:{s.reason}" for s in skipped)
-    for record in judged:
-        for judgement in record.judgements:
-            counts["turns"] += 1
-            counts["turns_passed"] += judgement.verdict
-            counts["turns_masked"] += not judgement.verdict and judgement.loss_mask == 0  # failed, out of the loss
-            counts["turns_critical"] += judgement.critical
-            counts["turns_loss1"] += judgement.loss_mask
-            counts.update(f"failed:{c}" for c in CRITERIA if not getattr(judgement, c).passed)
-            counts.update(f"kind:{k}" for k in judgement.failure_kinds)
+def judged_counts(judged: pa.Table, skipped: pa.Table) -> dict[str, int]:
+    """The stage's counts from the columns of its `judged` and `skipped` tables (no record is rebuilt): every
+    turn's verdict, loss mask and critical flag, the criteria it failed and its failure kinds."""
+    turns = pc.list_flatten(judged["judgements"])
+
+    def total(values) -> int:
+        return int(pc.sum(values).as_py() or 0)
+
+    def column(*names: str):
+        return pc.struct_field(turns, list(names))
+
+    verdict, loss_mask = column("verdict"), column("loss_mask")
+    counts = Counter({
+        "judged": judged.num_rows,
+        "turns": len(turns),
+        "turns_passed": total(verdict.cast(pa.int64())),
+        "turns_masked": total(pc.and_(pc.invert(verdict), pc.equal(loss_mask, 0)).cast(pa.int64())),  # failed, out of the loss
+        "turns_critical": total(column("critical").cast(pa.int64())),
+        "turns_loss1": total(loss_mask),
+    })
+    counts.update(f"skipped:{reason}" for reason in skipped["reason"].to_pylist())
+    for criterion in CRITERIA:
+        if failed := total(pc.invert(column(criterion, "passed")).cast(pa.int64())):
+            counts[f"failed:{criterion}"] = failed
+    counts.update(f"kind:{kind}" for kind in pc.list_flatten(column("failure_kinds")).to_pylist())
     return dict(counts)
-
-
-def _write_shards(model, records: list, out_dir: Path, table: str) -> list[str]:
-    outputs = []
-    shard_count = max(1, -(-len(records) // SHARD_RECORDS))
-    for shard in range(shard_count):
-        path = out_dir / table / f"{table}-{shard:05d}-of-{shard_count:05d}.parquet"
-        write_records(model, records[shard * SHARD_RECORDS : (shard + 1) * SHARD_RECORDS], path)
-        outputs.append(str(path.relative_to(out_dir)))
-    return outputs
 
 
 def run_judge(
@@ -224,9 +238,9 @@ def run_judge(
     if run.done:
         return run.finished
     out_dir = run.work_dir  # beside the previous judgements until `finish` moves them into place
-    trajectories = list(read_records(Trajectory, trajectories_dir / "trajectories"))
-    units = plan_units(trajectories, config.batch_size)
-    write_unit_inputs(out_dir, units)
+    trajectories = read_table(Trajectory, trajectories_dir / "trajectories")
+    units = plan_units(trajectories["trajectory_id"].to_pylist(), config.batch_size)
+    write_unit_inputs(out_dir, trajectories, units)
     with apache_beam.Pipeline(options=pipeline_options(beam, list(beam_args))) as pipeline:
         _ = (
             pipeline
@@ -236,15 +250,14 @@ def run_judge(
     remove_tree(WorkUnits(out_dir, (INPUTS,)).table_folder(INPUTS))
     parts = WorkUnits(out_dir, TABLES)
     report = stage_report(STAGE, out_dir, sum(not parts.is_done(u.unit_id) for u in units), len(units))
-    judged = [j for u in units for j in read_records(JudgedTrajectory, parts.part_path("judged", u.unit_id))]
-    skipped = [s for u in units for s in read_records(SkippedRecord, parts.part_path("skipped", u.unit_id))]
-    outputs = {
-        "judged": _write_shards(JudgedTrajectory, judged, out_dir, "judged"),
-        "skipped": _write_shards(SkippedRecord, skipped, out_dir, "skipped"),
-    }
+    judged = read_parts(JudgedTrajectory, [parts.part_path("judged", u.unit_id) for u in units])
+    skipped = read_parts(SkippedRecord, [parts.part_path("skipped", u.unit_id) for u in units])
+    outputs = {table: write_shards(rows, out_dir, table, SHARD_RECORDS)
+               for table, rows in (("judged", judged), ("skipped", skipped))}
     counts = judged_counts(judged, skipped)
     counts.update(report.flat_counts())
-    known = load_questions(questions_dir)
-    counts["trajectories_in"] = len(trajectories)
-    counts["judged_without_gold_path"] = sum(j.trajectory.question_id not in known for j in judged)
+    known = set(read_column(questions_dir / "questions", "question_id"))
+    counts["trajectories_in"] = trajectories.num_rows
+    judged_questions = pc.struct_field(judged["trajectory"], "question_id").to_pylist()
+    counts["judged_without_gold_path"] = sum(question_id not in known for question_id in judged_questions)
     return run.finish(counts, outputs, engines={"judge": judge_engine(config)})

@@ -448,6 +448,26 @@ def read_table(model: type[BaseModel], folder_or_file: PathLike) -> pa.Table:
     return pa.concat_tables(pq.read_table(_parquet_source(f), schema=schema) for f in files)
 
 
+def read_parts(model: type[BaseModel], files: Iterable[PathLike]) -> pa.Table:
+    """Part files of one record type as one table, in the order given, no record rebuilt: merging a stage's
+    parts into shards need not validate and re-encode every record (a third of the sample's judge stage)."""
+    schema = arrow_schema(model)
+    tables = [pq.read_table(_parquet_source(f), schema=schema) for f in map(as_path, files)]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def write_shards(table: pa.Table, out_dir: PathLike, name: str, shard_rows: int) -> list[str]:
+    """`table` as `name/name-0000i-of-0000n.parquet` shards of `shard_rows` rows under `out_dir` (one shard
+    when empty); their paths relative to `out_dir`, for the manifest."""
+    count = max(1, -(-table.num_rows // shard_rows))
+    outputs = []
+    for shard in range(count):
+        relative = f"{name}/{name}-{shard:05d}-of-{count:05d}.parquet"
+        write_table(table.slice(shard * shard_rows, shard_rows), as_path(out_dir) / relative)
+        outputs.append(relative)
+    return outputs
+
+
 def read_records(model: type[M], folder_or_file: PathLike, batch_rows: int = 1024) -> Iterator[M]:
     """Iterate validated records from a folder of shards (or one file), shard by shard, `batch_rows` at
     a time."""
