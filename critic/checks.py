@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -45,9 +45,14 @@ class CheckResult:
     kind: FailureKind | None = None
 
 
+# `json.dumps(..., sort_keys=True, default=str)` without building an encoder at each of the repeat check's
+# calls (every earlier call of every turn).
+_CALL_KEY = json.JSONEncoder(sort_keys=True, default=str)
+
+
 def normalized_call(call: ToolCall) -> str:
     """A call's identity after normalisation: defaults filled, strings normalised, search words as a set."""
-    return _call_identity(json.dumps([call.name, call.arguments], sort_keys=True, default=str))
+    return _call_identity(_CALL_KEY.encode([call.name, call.arguments]))
 
 
 @lru_cache(maxsize=16384)
@@ -63,6 +68,13 @@ def _call_identity(raw: str) -> str:
             value = " ".join(sorted(set(words))) if call.name == "search" and key == "query" else " ".join(words)
         canonical[key] = value
     return json.dumps([call.name, canonical], sort_keys=True, default=str)
+
+
+def call_identities(turns: Sequence[Turn]) -> Callable[[ToolCall], str]:
+    """`normalized_call` for the calls of these turns, each normalised once: the repeat check of every turn
+    compares its call with all earlier ones. (A call is known by its object: the turns hold them all.)"""
+    identities = {id(t.tool_call): normalized_call(t.tool_call) for t in turns if t.tool_call is not None}
+    return lambda call: identities[id(call)] if id(call) in identities else normalized_call(call)
 
 
 def is_answer_turn(turn: Turn) -> bool:
@@ -128,10 +140,12 @@ def check_ran(turn: Turn) -> CheckResult:
     return CheckResult("ran_without_error", True)
 
 
-def check_not_repeated(call: ToolCall, earlier_calls: Iterable[ToolCall]) -> CheckResult:
-    identity = normalized_call(call)
-    for earlier in earlier_calls:
-        if normalized_call(earlier) == identity:
+def check_not_repeated(call: ToolCall, earlier_calls: Iterable[ToolCall],
+                       call_identity: Callable[[ToolCall], str] = normalized_call) -> CheckResult:
+    """`call_identity` is `normalized_call`, or its values remembered for a trajectory's calls."""
+    identity = call_identity(call)
+    for earlier in earlier_calls:  # the identity starts with the tool's name: only a call of the same tool can repeat
+        if earlier.name == call.name and call_identity(earlier) == identity:
             return CheckResult(
                 "not_repeated", False, f"repeats call {earlier.call_id} ({earlier.name})", 0.1, "repeated_call"
             )
@@ -145,11 +159,13 @@ def check_result_not_empty(turn: Turn) -> CheckResult:
 
 
 def run_checks(turn: Turn, earlier_turns: list[Turn], repeat_window: int | None = None,
-               known: str | None = None) -> list[CheckResult]:
+               known: str | None = None, call_identity: Callable[[ToolCall], str] = normalized_call,
+               ) -> list[CheckResult]:
     """The programmatic checks that apply to this turn, in order, stopping at the first failure (its root cause).
 
     `repeat_window` limits the repeat check to the last N turns (None: the whole trajectory). With
     `known` (the normalised question and earlier results), a valid call is checked for sense.
+    `call_identity` (`normalized_call`, or `call_identities` of the trajectory) tells repeated calls apart.
     """
     parsed = check_parsed(turn)
     if not parsed.passed:
@@ -171,7 +187,7 @@ def run_checks(turn: Turn, earlier_turns: list[Turn], repeat_window: int | None 
     earlier_calls = [t.tool_call for t in recent if t.tool_call is not None and not t.parse_error]
     results.append(check_ran(turn))
     if results[-1].passed:
-        results.append(check_not_repeated(call, earlier_calls))
+        results.append(check_not_repeated(call, earlier_calls, call_identity))
     if results[-1].passed and call.name != ANSWER_TOOL:
         results.append(check_result_not_empty(turn))
     return results

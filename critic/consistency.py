@@ -72,17 +72,28 @@ def _holds(row_value: str, claimed: str) -> bool:
 
 def contradicted_rows(reasoning: str, earlier: Sequence[Turn]) -> list[str]:
     """Claims of the reasoning that a row of a page read contradicts, as "claim (the page says ...)"."""
-    pages = page_rows(earlier)
+    claims = row_claims(reasoning)
+    pages = page_rows(earlier) if claims else {}  # most reasoning claims no row
     found = []
+    for claim, entity, label, value in claims:
+        row = pages.get(entity, {}).get(label)
+        if row is not None and not _holds(row, value):
+            found.append(f"{claim} (the page says {row})")
+    return found
+
+
+@lru_cache(maxsize=4096)
+def row_claims(reasoning: str) -> tuple[tuple[str, str, str, str], ...]:
+    """The rows the reasoning's clauses claim a value of, as (claim, normalised entity, normalised row label,
+    value), in order (cached: the rollouts of a question repeat each other's reasoning)."""
+    claims = []
     for clause in clauses(reasoning):
         for pattern in ROW_CLAIMS:
             for match in pattern.finditer(clause):
                 value = match.group("value").strip()
                 label = normalize(_row_label(match.group("label"), value))
-                row = pages.get(normalize(match.group("entity")), {}).get(label)
-                if row is not None and not _holds(row, value):
-                    found.append(f"{match.group(0).strip()} (the page says {row})")
-    return found
+                claims.append((match.group(0).strip(), normalize(match.group("entity")), label, value))
+    return tuple(claims)
 
 
 def stated_answers(turn: Turn) -> list[str]:

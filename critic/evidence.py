@@ -12,16 +12,25 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import NamedTuple
 
 from critic.checks import is_empty_result
-from critic.text import content_tokens, mentions_any, normalize, surface_forms, value_forms
+from critic.text import (
+    content_tokens,
+    mentions_any,
+    mentions_any_padded,
+    named_spans,
+    normalize,
+    surface_forms,
+    value_forms,
+)
 from schemas.questions import Question
 from schemas.trajectory import Turn
 
 
-@dataclass(frozen=True)
-class EvidenceUnit:
-    """One piece of gold-path evidence: an entity named, its page listed or read, or a hop's relation fact."""
+class EvidenceUnit(NamedTuple):
+    """One piece of gold-path evidence: an entity named, its page listed or read, or a hop's relation fact.
+    (A tuple: units are hashed at every turn, as set members and as a cache key.)"""
 
     kind: str  # "entity" | "listed" | "read" | "fact"
     label: str
@@ -58,6 +67,13 @@ def gold_units(question: Question | None, aliases: Mapping[str, Sequence[str]] |
     return list(units.values())
 
 
+def question_anchors(question_text: str, units: Sequence[EvidenceUnit]) -> tuple[str, ...]:
+    """Names an on-topic observation is expected to mention: path entities and names in the question."""
+    anchors = [form for unit in units if unit.kind == "entity" for form in unit.forms]
+    anchors += named_spans(question_text)
+    return tuple(a for a in anchors if normalize(a))
+
+
 _RESULT_START = re.compile(r"^\d+\.\s", re.MULTILINE)
 _RESULT_TITLE = re.compile(r"^\d+\.\s+(.+?)\s*$", re.MULTILINE)
 
@@ -71,39 +87,63 @@ def _passages(observation: str) -> tuple[str, ...]:
     return tuple(normalize(p) for p in passages if normalize(p))
 
 
-def _is_named(title: str | None, forms: Sequence[str]) -> bool:
-    return title is not None and normalize(title) in {normalize(f) for f in forms}
+@lru_cache(maxsize=4096)
+def _names(forms: tuple[str, ...]) -> frozenset[str]:
+    """A unit's forms normalised, to compare with titles (each turn asks about the same units)."""
+    return frozenset(normalize(f) for f in forms)
 
 
-def unit_in_observation(unit: EvidenceUnit, observation: str, page_title: str | None) -> bool:
-    """Is the unit evidenced by this observation (read from `page_title` when the call opened a page)?
+@dataclass(frozen=True)
+class Observed:
+    """An observation read once for every gold unit asked about it: its normalised text and result titles,
+    and the page the call read (`page_title`, None when it opened none)."""
+
+    text: str
+    padded: str  # normalised, a space at each end (`mentions_any_padded`)
+    result_titles: frozenset[str]
+    page_title: str | None
+
+    @classmethod
+    def read(cls, observation: str, page_title: str | None) -> Observed:
+        titles = frozenset(normalize(title) for title in _RESULT_TITLE.findall(observation))
+        return cls(observation, f" {normalize(observation)} ", titles, page_title)
+
+
+def unit_in_observation(unit: EvidenceUnit, observed: Observed) -> bool:
+    """Is the unit evidenced by this observation (read from its page title when the call opened a page)?
 
     Facts need head and value in one passage, or the value on the head's own page; a path entity's page
     counts as `listed` when a search result names it and as `read` when the call opened it.
     """
     if unit.kind == "listed":
-        return any(_is_named(title, unit.forms) for title in _RESULT_TITLE.findall(observation))
+        return bool(observed.result_titles & _names(unit.forms))
+    page_title = observed.page_title
     if unit.kind == "read":
-        return _is_named(page_title, unit.forms)
-    whole = normalize(observation)
-    if not mentions_any(whole, unit.forms):
+        return page_title is not None and normalize(page_title) in _names(unit.forms)
+    if not mentions_any_padded(observed.padded, unit.forms):
         return False
     if unit.kind == "entity":
         return True
     if page_title and mentions_any(normalize(page_title), unit.head_forms):
         return True
-    return any(mentions_any(p, unit.forms) and mentions_any(p, unit.head_forms) for p in _passages(observation))
+    return any(mentions_any(p, unit.forms) and mentions_any(p, unit.head_forms) for p in _passages(observed.text))
 
 
-def statement_contexts(turn: Turn) -> list[set[str]]:
+def statement_contexts(turn: Turn) -> tuple[frozenset[str], ...]:
     """Content-token sets within which names stated together are related: each search result, or a whole
     page (find_in_page) read, titled by the page it belongs to."""
     text = observation_text(turn)
     if not text:
-        return []
+        return ()
     if turn.tool_call is not None and turn.tool_call.name == "search":
-        return [content_tokens(p) for p in _RESULT_START.split(text) if p.strip()]
-    return [content_tokens(f"{target_page(turn) or ''} {text}")]
+        return _result_contexts(text)
+    return (content_tokens(f"{target_page(turn) or ''} {text}"),)
+
+
+@lru_cache(maxsize=4096)
+def _result_contexts(results: str) -> tuple[frozenset[str], ...]:
+    """Each search result's content tokens (the same results recur in each rollout of a question)."""
+    return tuple(content_tokens(p) for p in _RESULT_START.split(results) if p.strip())
 
 
 def target_page(turn: Turn) -> str | None:
@@ -121,9 +161,18 @@ def observation_text(turn: Turn) -> str:
     return turn.observation
 
 
-def _spellings(span: str) -> list[set[str]]:
-    """Content-token sets a name or value may appear as (an ISO date in each of its spellings)."""
-    return [words for words in (content_tokens(f) for f in value_forms(span)) if words]
+@lru_cache(maxsize=16384)
+def _spellings(span: str) -> tuple[frozenset[str], ...]:
+    """Content-token sets a name or value may appear as (an ISO date in each of its spellings); cached, as
+    the rollouts of a question assert the same names."""
+    return tuple(words for words in (content_tokens(f) for f in value_forms(span)) if words)
+
+
+@lru_cache(maxsize=8192)
+def _evidencing(observation: str, page_title: str | None, units: tuple[EvidenceUnit, ...]) -> tuple[int, ...]:
+    """Positions of the units an observation evidences: the same result recurs in each rollout of a question."""
+    observed = Observed.read(observation, page_title)
+    return tuple(i for i, unit in enumerate(units) if unit_in_observation(unit, observed))
 
 
 @dataclass
@@ -131,11 +180,12 @@ class Knowledge:
     """The question plus every observation seen so far, as normalised text, tokens and evidenced units."""
 
     question_text: str
-    units: list[EvidenceUnit]
+    units: tuple[EvidenceUnit, ...]
+    anchors: tuple[str, ...] = ()  # `question_anchors`, found once for every turn
     observations: list[str] = field(default_factory=list)
     tokens: set[str] = field(default_factory=set)
     evidenced: set[EvidenceUnit] = field(default_factory=set)
-    contexts: list[set[str]] = field(default_factory=list)
+    contexts: list[frozenset[str]] = field(default_factory=list)
     question_context: set[str] = field(default_factory=set)
     _normalized: str = ""
     _padded: str = " "
@@ -145,12 +195,13 @@ class Knowledge:
     def start(
         cls, question_text: str, question: Question | None, aliases: Mapping[str, Sequence[str]] | None = None
     ) -> Knowledge:
-        knowledge = cls(question_text=question_text, units=gold_units(question, aliases))
+        units = tuple(gold_units(question, aliases))
+        knowledge = cls(question_text=question_text, units=units, anchors=question_anchors(question_text, units))
         knowledge.tokens = set(content_tokens(question_text))  # grows with every observation (`add`)
         knowledge.question_context = set(knowledge.tokens)
         knowledge._normalized = normalize(question_text)
         knowledge._padded = f" {knowledge._normalized} "
-        knowledge.evidenced = {u for u in knowledge.units if u.kind == "entity" and mentions_any(knowledge._normalized, u.forms)}
+        knowledge.evidenced = {u for u in knowledge.units if u.kind == "entity" and knowledge.mentions_any(u.forms)}
         return knowledge
 
     @property
@@ -163,8 +214,7 @@ class Knowledge:
         if self._last_evidence is not None and self._last_evidence[0] == id(turn):
             return self._last_evidence[1]
         text = observation_text(turn)
-        page = target_page(turn)
-        found = {u for u in self.units if unit_in_observation(u, text, page)} if text else set()
+        found = {self.units[i] for i in _evidencing(text, target_page(turn), self.units)} if text else set()
         self._last_evidence = (id(turn), found)
         return found
 
@@ -181,6 +231,10 @@ class Knowledge:
             return True
         words = content_tokens(phrase)
         return bool(words) and words <= self.tokens
+
+    def mentions_any(self, forms: Sequence[str]) -> bool:
+        """Does the question or an earlier observation name any of the forms (`critic.text.mentions_any`)?"""
+        return mentions_any_padded(self._padded, forms)
 
     def knows_phrase(self, phrase: str) -> bool:
         needle = normalize(phrase)
@@ -199,17 +253,10 @@ class Knowledge:
         if len(spellings) < 2:
             return []
         contexts = [self.question_context, *self.contexts]
-
-        def in_context(span: str, context: set[str]) -> bool:
-            return any(forms <= context for forms in spellings[span])
-
-        return [
-            span
-            for span in spellings
-            if not any(
-                in_context(span, c) and any(in_context(o, c) for o in spellings if o != span) for c in contexts
-            )
-        ]
+        # Where each span was seen (context positions), found once per span, not again for each other span.
+        seen_in = {span: {i for i, context in enumerate(contexts) if any(forms <= context for forms in spelt)}
+                   for span, spelt in spellings.items()}
+        return [span for span in spellings if not any(seen_in[span] & seen_in[o] for o in spellings if o != span)]
 
     def add(self, turn: Turn) -> None:
         """Fold a judged turn's observation into what is known."""

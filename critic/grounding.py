@@ -15,6 +15,8 @@ fewer ("It", a child count "3") are too common to tell a name from a word.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
+from functools import lru_cache
 
 from critic.evidence import Knowledge
 from critic.text import content_tokens, mentions_any, named_spans, normalize
@@ -24,8 +26,10 @@ MIN_FORM_CHARS = 3
 TYPO_SIMILARITY = 0.75  # difflib ratio above which an unknown word is a known one misspelt
 
 
-def _distinctive(forms: tuple[str, ...]) -> list[str]:
-    return [f for f in forms if len(normalize(f)) >= MIN_FORM_CHARS]
+@lru_cache(maxsize=4096)
+def _distinctive(forms: tuple[str, ...]) -> tuple[str, ...]:
+    """The forms long enough to tell a name from a word (each turn asks about the same units)."""
+    return tuple(f for f in forms if len(normalize(f)) >= MIN_FORM_CHARS)
 
 
 def _known(name: str, knowledge: Knowledge) -> bool:
@@ -33,8 +37,23 @@ def _known(name: str, knowledge: Knowledge) -> bool:
     if knowledge.supports(name) or len(normalize(name)) < MIN_FORM_CHARS:
         return True
     words = content_tokens(name)
-    return bool(words) and all(w in knowledge.tokens or difflib.get_close_matches(
-        w, knowledge.tokens, n=1, cutoff=TYPO_SIMILARITY) for w in words)
+    return bool(words) and all(w in knowledge.tokens or _misspelt(w, knowledge.tokens) for w in words)
+
+
+def _misspelt(word: str, known: Iterable[str]) -> bool:
+    """Is the word a known one misspelt: would `difflib.get_close_matches(word, known, n=1,
+    cutoff=TYPO_SIMILARITY)` find one? The same tests in the same order, but a known word too long or too short
+    to reach the cutoff (its `real_quick_ratio`) is skipped without a matcher, and the first match ends the search."""
+    matcher = difflib.SequenceMatcher()
+    matcher.set_seq2(word)
+    size = len(word)
+    for candidate in known:
+        if 2.0 * min(size, len(candidate)) / (size + len(candidate)) < TYPO_SIMILARITY:
+            continue
+        matcher.set_seq1(candidate)
+        if matcher.quick_ratio() >= TYPO_SIMILARITY and matcher.ratio() >= TYPO_SIMILARITY:
+            return True
+    return False
 
 
 def ungrounded_names(turn: Turn, knowledge: Knowledge) -> list[str]:
@@ -45,8 +64,10 @@ def ungrounded_names(turn: Turn, knowledge: Knowledge) -> list[str]:
     said = normalize(" ".join([turn.reasoning, *arguments.values()]))
     found = []
     for unit in knowledge.units:
+        if unit.kind not in ("entity", "fact"):
+            continue
         forms = _distinctive(unit.forms)
-        if unit.kind in ("entity", "fact") and mentions_any(said, forms) and not mentions_any(knowledge.normalized, forms):
+        if mentions_any(said, forms) and not knowledge.mentions_any(forms):
             found.append(unit.label.rsplit("--> ", 1)[-1])
     if call is not None:
         title = arguments.get("title", "")

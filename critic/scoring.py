@@ -10,9 +10,9 @@ scores), so a fooled judge cannot pass a turn the offline checks failed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from critic.checks import run_checks
+from critic.checks import call_identities, run_checks
 from critic.critical import CriticalTracker
 from critic.evidence import Knowledge
 from critic.gain import information_gain
@@ -23,7 +23,7 @@ from critic.soundness import logical_soundness
 from schemas.config import JudgeConfig
 from schemas.critic import CRITERIA, CriterionScore, JudgedTrajectory, TurnJudgement
 from schemas.questions import Question
-from schemas.trajectory import Trajectory, Turn
+from schemas.trajectory import ToolCall, Trajectory, Turn
 
 OFFLINE_ENGINE = "offline"
 DETOUR_RELEVANCE = 0.5
@@ -31,8 +31,8 @@ UNGROUNDED_CAP = 0.0
 
 
 def _tool_accuracy(turn: Turn, earlier: list[Turn], config: JudgeConfig, assessment: TurnAssessment | None,
-                   knowledge: Knowledge):
-    checks = run_checks(turn, earlier, config.repeat_window, knowledge.normalized)
+                   knowledge: Knowledge, call_identity: Callable[[ToolCall], str]):
+    checks = run_checks(turn, earlier, config.repeat_window, knowledge.normalized, call_identity)
     failed = [c for c in checks if not c.passed]
     if failed:
         return min(c.cap for c in failed), "; ".join(c.detail for c in failed), [c.kind for c in failed], failed
@@ -62,11 +62,12 @@ def judge_turns(
     thresholds = config.thresholds
     knowledge = Knowledge.start(trajectory.question, question, aliases)
     tracker = CriticalTracker.start(trajectory)
+    call_identity = call_identities(trajectory.turns)
     judgements = []
     for position, turn in enumerate(trajectory.turns):
         assessment = assessments[position] if assessments else None
         tool_score, tool_why, tool_kinds, failed_checks = _tool_accuracy(
-            turn, trajectory.turns[:position], config, assessment, knowledge
+            turn, trajectory.turns[:position], config, assessment, knowledge, call_identity
         )
         gain = information_gain(turn, knowledge)
         sound = logical_soundness(turn, trajectory, question, knowledge)

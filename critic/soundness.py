@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from critic.checks import is_answer_turn
 from critic.consistency import changed_answer, contradicted_rows, stated_answers
@@ -95,17 +96,25 @@ def unexplained_picks(clause: str, knowledge: Knowledge) -> list[str]:
     assigned = normalize(f" {clause} ".split(" is ", 1)[1])
     picks = []
     for observation in knowledge.observations:
-        for line in observation.split("\n"):
-            row = INFOBOX_ROW.match(line.strip())
-            for item in listed_values(row.group(2)) if row else []:
-                name = item.split(" (")[0]
-                if contains_phrase(assigned, name) and name not in picks:
-                    picks.append(name)
+        for name in _listed_names(observation):
+            if contains_phrase(assigned, name) and name not in picks:
+                picks.append(name)
     return picks
 
 
+@lru_cache(maxsize=4096)
+def _listed_names(observation: str) -> tuple[str, ...]:
+    """The names an observation's infobox rows list among several, in order (read once, not at each later
+    turn's every clause)."""
+    return tuple(item.split(" (")[0] for line in observation.split("\n")
+                 if (row := INFOBOX_ROW.match(line.strip())) for item in listed_values(row.group(2)))
+
+
 def claims_part(reasoning: str, knowledge: Knowledge) -> SoundnessPart:
-    unsupported, total = unsupported_spans(reasoning, knowledge)
+    return _claims_verdict(*unsupported_spans(reasoning, knowledge))
+
+
+def _claims_verdict(unsupported: list[str], total: int) -> SoundnessPart:
     if not unsupported:
         return SoundnessPart(1.0, f"{total} asserted names/values, all supported" if total else "no factual claims")
     score = UNSUPPORTED_CAP * max(0, total - len(unsupported)) / max(total, 1)
@@ -179,12 +188,12 @@ def consistency_part(turn: Turn, earlier: list[Turn]) -> SoundnessPart:
 
 def logical_soundness(turn: Turn, trajectory: Trajectory, question: Question | None, knowledge: Knowledge) -> SoundnessResult:
     """Score a turn against `knowledge`, which holds the question and the observations before this turn."""
-    claims = claims_part(turn.reasoning, knowledge)
+    unsupported, total = unsupported_spans(turn.reasoning, knowledge)
+    claims = _claims_verdict(unsupported, total)
     earlier = [t for t in trajectory.turns if t.index < turn.index]
     parts = [claims, action_part(turn, knowledge), answer_part(turn, trajectory, question, knowledge),
              consistency_part(turn, earlier)]
     score = min(p.score for p in parts)
     rationale = "; ".join(p.detail for p in parts if p.detail) or "nothing to check"
     kinds = tuple(dict.fromkeys(p.kind for p in parts if p.kind))
-    unsupported = tuple(unsupported_spans(turn.reasoning, knowledge)[0]) if claims.kind else ()
-    return SoundnessResult(round(score, 4), rationale, kinds, unsupported)
+    return SoundnessResult(round(score, 4), rationale, kinds, tuple(unsupported) if claims.kind else ())

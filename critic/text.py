@@ -126,8 +126,29 @@ def value_forms(span: str) -> list[str]:
 
 def mentions_any(normalized_haystack: str, forms: Iterable[str]) -> bool:
     """`contains_phrase` for any of the forms, the haystack padded once (observations are long)."""
-    padded = f" {normalized_haystack} "
-    return any((needle := normalize(form)) and f" {needle} " in padded for form in forms)
+    return mentions_any_padded(f" {normalized_haystack} ", forms)
+
+
+def mentions_any_padded(padded_haystack: str, forms: Iterable[str]) -> bool:
+    """`mentions_any` on a normalised haystack already padded with a space at each end: a long text (all that
+    is known, an observation) asked about form after form is not copied for each."""
+    return any(needle in padded_haystack for needle in _padded_needles(tuple(forms)))
+
+
+@lru_cache(maxsize=16384)
+def _padded_needles(forms: tuple[str, ...]) -> tuple[str, ...]:
+    """The forms normalised and padded for `mentions_any`: the same units' forms are asked about at every turn."""
+    return tuple(f" {needle} " for needle in map(normalize, forms) if needle)
+
+
+@lru_cache(maxsize=1024)
+def phrase_pattern(forms: tuple[str, ...]) -> re.Pattern[str]:
+    """`mentions_any` for many forms as one regex, for many short haystacks (each clause of an observation):
+    any form's normalisation between spaces or the ends of normalised text; never matches without a form."""
+    needles = sorted({needle for needle in map(normalize, forms) if needle})
+    if not needles:
+        return re.compile(r"(?!)")
+    return re.compile(rf"(?<!\S)(?:{'|'.join(map(re.escape, needles))})(?!\S)")
 
 
 @lru_cache(maxsize=4096)
@@ -146,9 +167,12 @@ def is_assertion(clause: str) -> bool:
     return not (clause.rstrip().endswith("?") or PLAN_MARKERS.search(clause) or HEDGE_MARKERS.search(clause))
 
 
+_LEADING_FILLER = DISCOURSE_WORDS | STOPWORDS
+
+
 def _strip_discourse(span: str) -> str:
     words = span.split()
-    while words and words[0].lower().strip("'’.") in DISCOURSE_WORDS | STOPWORDS:
+    while words and words[0].lower().strip("'’.") in _LEADING_FILLER:
         words = words[1:]
     return " ".join(words).strip(" .,'’")
 
@@ -157,11 +181,13 @@ def quoted_spans(clause: str) -> list[str]:
     return [m.group(1) for m in _QUOTED.finditer(clause)]
 
 
-def named_spans(clause: str) -> list[str]:
-    """Names, ISO dates and numbers a clause mentions outside quotes: the checkable parts of a claim."""
+@lru_cache(maxsize=16384)
+def named_spans(clause: str) -> tuple[str, ...]:
+    """Names, ISO dates and numbers a clause mentions outside quotes: the checkable parts of a claim (cached:
+    the rollouts of a question repeat each other's reasoning)."""
     spans = []
     for match in _NAME.finditer(_QUOTED.sub(" ", clause)):
         span = _strip_discourse(match.group(0))
         if span and normalize(span):
             spans.append(span)
-    return spans
+    return tuple(spans)
