@@ -20,8 +20,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 import apache_beam
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from ground.io import WorkUnit, WorkUnits, plan_work_units, read_records, write_records
+from ground.io import WorkUnit, WorkUnits, plan_work_units, read_parts, read_records, write_table
 from ground.stage import begin_stage
 from ground.storage import as_path
 from llm.client import LLMUnavailable, stage_report
@@ -89,14 +91,13 @@ class EvalUnits(apache_beam.PTransform):
         return units | "Reshuffle" >> apache_beam.Reshuffle() | "Evaluate" >> apache_beam.ParDo(self.fn)
 
 
-def count_results(results: Iterable[QuestionResult]) -> Counter:
-    """The stage counts: questions, rollouts, correct rollouts, and questions by pass-rate bucket."""
-    counts: Counter = Counter({"questions": 0, "rollouts": 0, "correct_rollouts": 0})
-    for result in results:
-        counts["questions"] += 1
-        counts["rollouts"] += len(result.rollouts)
-        counts["correct_rollouts"] += sum(r.correct for r in result.rollouts)
-        counts[f"pass_rate:{difficulty_bucket(result.pass_rate)}"] += 1
+def count_results(results: pa.Table) -> Counter:
+    """The stage counts, read off the results' columns: questions, rollouts, correct rollouts, and questions by
+    pass-rate bucket."""
+    rollouts = pc.list_flatten(results["rollouts"])
+    correct = pc.sum(pc.struct_field(rollouts, "correct").cast(pa.int64())).as_py() or 0
+    counts: Counter = Counter({"questions": results.num_rows, "rollouts": len(rollouts), "correct_rollouts": correct})
+    counts.update(f"pass_rate:{difficulty_bucket(rate)}" for rate in results["pass_rate"].to_pylist())
     return counts
 
 
@@ -124,9 +125,9 @@ def run_difficulty(
              | "EvalUnits" >> EvalUnits(index_dir, work, config, cache_dir))
     parts = WorkUnits(work, [TABLE])
     stage_report(STAGE, work, sum(not parts.is_done(u.unit_id) for u in units), len(units))
-    results = [r for unit in units for r in read_records(QuestionResult, parts.part_path(TABLE, unit.unit_id))]
+    results = read_parts(QuestionResult, [parts.part_path(TABLE, unit.unit_id) for unit in units])
     name = f"{TABLE}/{TABLE}-00000-of-00001.parquet"
-    write_records(QuestionResult, results, work / name)
+    write_table(results, work / name)
     counts = count_results(results)
     counts["questions_in"] = len(questions)
     return run.finish(dict(counts), {TABLE: [name]}, engines={"policy": measured_by(eval_settings(config))},

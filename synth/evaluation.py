@@ -29,7 +29,7 @@ from schemas.questions import Question
 from schemas.trajectory import Trajectory, Turn
 from synth.environment import SearchEnvironment, environment_of
 from synth.frameworks import Framework
-from synth.matching import normalize_answer
+from synth.matching import normalized_text
 from synth.policies import Policy, PolicyOutput
 from synth.report import question_shape
 from synth.trajectories import make_policies, solve_questions
@@ -179,8 +179,8 @@ def shows_answer(observation: str | None, golds: Iterable[str]) -> bool:
     """Whether an observation contains the answer or an alias (normalised, on word boundaries)."""
     if not observation:
         return False
-    text = f" {normalize_answer(observation)} "
-    return any(g and f" {g} " in text for g in (normalize_answer(a) for a in golds))
+    text = f" {normalized_text(observation)} "
+    return any(g and f" {g} " in text for g in (normalized_text(a) for a in golds))
 
 
 def calls_before(turns: list[Turn]) -> list[str]:

@@ -7,6 +7,7 @@ import string
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable
+from functools import lru_cache
 
 from schemas.trajectory import Outcome
 
@@ -30,6 +31,13 @@ def normalize_answer(text: str) -> str:
     text = text.translate(_PUNCT)
     text = _ARTICLES.sub(" ", text)
     return " ".join(text.split())
+
+
+@lru_cache(maxsize=4096)
+def normalized_text(text: str) -> str:
+    """`normalize_answer` of a text that recurs, such as an observation every rollout of a question reads:
+    each distinct text is normalised once."""
+    return normalize_answer(text)
 
 
 def token_f1(prediction: str, gold: str) -> float:

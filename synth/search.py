@@ -9,6 +9,7 @@ Errors (unknown tool or page, bad arguments) come back as `(message, True)`, nev
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from dataclasses import dataclass
@@ -31,10 +32,13 @@ BODY_INDEX = "bm25_body"
 TITLE_INDEX = "bm25_title"
 SNIPPET_CHARS = 240
 MAX_FIND_MATCHES = 8
+CACHED_PAGES = 4096  # pages whose sentences stay split (an LRU: a full-corpus index must not hold them all)
+CACHED_SEARCHES = 4096  # searches whose ranked hits stay known: rollouts of a question repeat their queries
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _STOPWORDS = stop_words("search")  # bm25s's English list (data/stop_words.toml)
 
 
+@functools.lru_cache(maxsize=16384)  # every open_page and find_in_page resolves a title
 def _title_key(title: str) -> str:
     return normalize_title(title).casefold()
 
@@ -50,6 +54,16 @@ class SearchHit:
     title: str
     score: float
     snippet: str
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """A sentence of a page as the tools match it, split once per environment (`split_sentences`)."""
+
+    text: str
+    chunk: int  # its page number (1-based)
+    words: frozenset[str]  # its lower-cased word tokens, stop words kept: what a snippet shares with a query
+    folded: str  # whitespace-collapsed and case-folded: what find_in_page looks in
 
 
 class SearchEnvironment:
@@ -68,6 +82,9 @@ class SearchEnvironment:
                 self._by_key.setdefault(_title_key(alias), i)
         for i, page in enumerate(pages):  # a real title wins over another page's alias
             self._by_key[_title_key(page.title)] = i
+        # Memoised per environment: every observation is a pure function of (index, call).
+        self._sentences = functools.lru_cache(maxsize=CACHED_PAGES)(self._split_page)
+        self._ranked = functools.lru_cache(maxsize=CACHED_SEARCHES)(self._rank)
 
     @property
     def title_weight(self) -> float:
@@ -92,6 +109,11 @@ class SearchEnvironment:
         index = self._by_key.get(_title_key(title))
         return None if index is None else self.pages[index]
 
+    def _split_page(self, index: int) -> tuple[Sentence, ...]:
+        return tuple(Sentence(sentence, number, frozenset(_TOKEN.findall(sentence.lower())),
+                              " ".join(sentence.split()).casefold())
+                     for number, chunk in enumerate(self.pages[index].chunks, 1) for sentence in split_sentences(chunk))
+
     # --- tools -------------------------------------------------------------------------------------
 
     def execute(self, name: str, arguments: Any) -> tuple[str, bool]:
@@ -114,9 +136,12 @@ class SearchEnvironment:
 
     def search(self, query: str, top_k: int = 5) -> list[SearchHit]:
         """Ranked pages: BM25 over bodies plus weighted BM25 over titles and aliases; an exact title first."""
+        return list(self._ranked(query, top_k))
+
+    def _rank(self, query: str, top_k: int) -> tuple[SearchHit, ...]:
         tokens = tokenize([query])[0]
         if not self.pages or not tokens:
-            return []
+            return ()
         scores = self._body.get_scores(tokens).astype(np.float64)
         if self._title_weight:
             scores += self._title_weight * self._titles.get_scores(tokens)
@@ -129,16 +154,17 @@ class SearchEnvironment:
             candidates = candidates[scores[candidates] >= kth]
         order = candidates[np.lexsort((candidates, -scores[candidates]))][:top_k]
         query_tokens = set(tokens)
-        return [SearchHit(self.pages[i].title, float(scores[i]), self._snippet(self.pages[i], query_tokens)) for i in order]
+        return tuple(SearchHit(self.pages[i].title, float(scores[i]), self._snippet(int(i), query_tokens)) for i in order)
 
-    def _snippet(self, page: IndexedPage, query_tokens: set[str]) -> str:
+    def _snippet(self, index: int, query_tokens: set[str]) -> str:
+        """The page's first sentence sharing the most words with the query (else its first sentence), cut."""
+        sentences = self._sentences(index)
         best, best_overlap = "", 0
-        for chunk in page.chunks:
-            for sentence in split_sentences(chunk):
-                overlap = len(query_tokens & set(_TOKEN.findall(sentence.lower())))
-                if overlap > best_overlap:
-                    best, best_overlap = sentence, overlap
-        best = best or split_sentences(page.chunks[0])[0]
+        for sentence in sentences:
+            overlap = len(query_tokens & sentence.words)
+            if overlap > best_overlap:
+                best, best_overlap = sentence.text, overlap
+        best = best or sentences[0].text
         return best if len(best) <= SNIPPET_CHARS else best[: SNIPPET_CHARS - 3].rstrip() + "..."
 
     def _search_text(self, query: str, top_k: int) -> tuple[str, bool]:
@@ -166,17 +192,15 @@ class SearchEnvironment:
         return f"{header}\n\n{page.chunks[chunk - 1]}", False
 
     def _find_in_page(self, title: str, text: str) -> tuple[str, bool]:
-        page = self.resolve(title)
-        if page is None:
+        index = self._by_key.get(_title_key(title))
+        if index is None:
             return self._unknown_page(title)
+        page = self.pages[index]
         needle = " ".join(text.split()).casefold()
         if not needle:
             return "Error: invalid arguments for find_in_page: text: is blank", True
-        matches = []
-        for number, chunk in enumerate(page.chunks, 1):
-            for sentence in split_sentences(chunk):
-                if needle in " ".join(sentence.split()).casefold():
-                    matches.append(f"[page {number}] {sentence}")
+        matches = [f"[page {sentence.chunk}] {sentence.text}" for sentence in self._sentences(index)
+                   if needle in sentence.folded]
         if not matches:
             return f"No occurrence of {text!r} in {page.title!r}.", False
         shown = matches[:MAX_FIND_MATCHES]

@@ -19,6 +19,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import apache_beam
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ground.errors import UserError
 from ground.io import (
@@ -26,8 +28,9 @@ from ground.io import (
     WorkUnits,
     parquet_file,
     plan_work_units,
+    read_parts,
     read_records,
-    write_records,
+    write_table,
 )
 from ground.stage import begin_stage
 from ground.storage import as_path
@@ -186,42 +189,49 @@ class SolveUnits(apache_beam.PTransform):
 
 
 def merge_parts(units: list[WorkUnit[Question]], parts: WorkUnits, out_dir: Path) -> tuple[list[str], dict[str, int]]:
-    """The units' parts, in plan order, as shards of SHARD_RECORDS trajectories; streamed, with counts."""
+    """The units' parts, in plan order, as shards of SHARD_RECORDS trajectories, with counts: streamed a part
+    at a time and moved as Arrow rows (no record is rebuilt and encoded again)."""
     files = [parts.part_path(TABLE, unit.unit_id) for unit in units]
     shard_count = max(1, -(-sum(parquet_file(f).metadata.num_rows for f in files) // SHARD_RECORDS))
     outputs: list[str] = []
     counts: Counter = Counter({"trajectories": 0, "correct": 0})
-    buffer: list[Trajectory] = []
+    buffer = read_parts(Trajectory, [])  # rows read and not yet written
 
-    def flush() -> None:
+    def flush(rows: pa.Table) -> None:
         path = out_dir / TABLE / f"{TABLE}-{len(outputs):05d}-of-{shard_count:05d}.parquet"
-        write_records(Trajectory, buffer, path)
+        write_table(rows, path)
         outputs.append(str(path.relative_to(out_dir)))
-        buffer.clear()
 
     for file in files:
-        for trajectory in read_records(Trajectory, file):
-            count_trajectory(counts, trajectory)
-            buffer.append(trajectory)
-            if len(buffer) == SHARD_RECORDS:
-                flush()
-    if buffer or not outputs:
-        flush()
+        part = read_parts(Trajectory, [file])
+        count_trajectories(counts, part)
+        buffer = pa.concat_tables([buffer, part])
+        while buffer.num_rows >= SHARD_RECORDS:
+            flush(buffer.slice(0, SHARD_RECORDS))
+            buffer = buffer.slice(SHARD_RECORDS)
+    if buffer.num_rows or not outputs:
+        flush(buffer)
     return outputs, dict(counts)
 
 
-def count_trajectory(counts: Counter, trajectory: Trajectory) -> None:
-    """Add one trajectory to the stage counts (per framework, stop reason, injected error kind, ...)."""
-    counts["trajectories"] += 1
-    counts[f"framework:{trajectory.framework}"] += 1
-    counts[f"stop:{trajectory.stop_reason}"] += 1
-    counts["correct"] += trajectory.outcome.correct
-    counts["turns"] += len(trajectory.turns)
-    for turn in trajectory.turns:
-        counts["tool_errors"] += turn.tool_error
-        counts["parse_errors"] += turn.parse_error is not None
-        if turn.injected_error:
-            counts[f"injected:{turn.injected_error}"] += 1
+def count_trajectories(counts: Counter, trajectories: pa.Table) -> None:
+    """Add a table of trajectories to the stage counts (per framework, stop reason, injected error kind, ...),
+    read off its columns."""
+    turns = pc.list_flatten(trajectories["turns"])
+
+    def total(flags) -> int:
+        return int(pc.sum(flags.cast(pa.int64())).as_py() or 0)
+
+    counts["trajectories"] += trajectories.num_rows
+    counts.update(f"framework:{name}" for name in trajectories["framework"].to_pylist())
+    counts.update(f"stop:{reason}" for reason in trajectories["stop_reason"].to_pylist())
+    counts["correct"] += total(pc.struct_field(trajectories["outcome"], "correct"))
+    if trajectories.num_rows:
+        counts["turns"] += len(turns)
+    if len(turns):
+        counts["tool_errors"] += total(pc.struct_field(turns, "tool_error"))
+        counts["parse_errors"] += len(turns) - pc.struct_field(turns, "parse_error").null_count
+    counts.update(f"injected:{kind}" for kind in pc.struct_field(turns, "injected_error").to_pylist() if kind)
 
 
 def run_trajectories(

@@ -122,7 +122,7 @@ def test_the_difficulty_stage_resumes_its_finished_units_and_is_deterministic(sm
     config = load_config(str(SMALL_CONFIG), {"out": str(small_dataset_run)}).difficulty.model_copy(
         update={"questions_per_unit": 5})
     out = tmp_path / "difficulty"
-    real_write = difficulty.write_records
+    real_write = difficulty.write_table
     questions, index = small_dataset_run / "questions", small_dataset_run / "index"
 
     def fail(*args, **kwargs):
@@ -131,13 +131,13 @@ def test_the_difficulty_stage_resumes_its_finished_units_and_is_deterministic(sm
     solved = []
     real = difficulty.evaluate
     monkeypatch.setattr(difficulty, "evaluate", lambda qs, *a, **k: solved.append(len(qs)) or real(qs, *a, **k))
-    monkeypatch.setattr(difficulty, "write_records", fail)  # every unit is written, then the merge fails
+    monkeypatch.setattr(difficulty, "write_table", fail)  # every unit is written, then the merge fails
     with pytest.raises(OSError, match="disk full"):
         difficulty.run_difficulty(questions, index, out, config)
     count = len(list(read_records(Question, questions / "questions")))
     units = sorted([5] * (count // 5) + ([count % 5] if count % 5 else []))
     assert sorted(solved) == units  # the questions in units of 5, each unit solved once
-    monkeypatch.setattr(difficulty, "write_records", real_write)
+    monkeypatch.setattr(difficulty, "write_table", real_write)
     manifest = difficulty.run_difficulty(questions, index, out, config)
     assert sorted(solved) == units and manifest.counts["questions"] == manifest.counts["questions_in"] == count
     results = lambda folder: [r.model_dump() for r in read_records(QuestionResult, folder / "results")]  # noqa: E731

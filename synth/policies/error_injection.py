@@ -16,6 +16,7 @@ to be near the path without being on it.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 
@@ -132,10 +133,9 @@ class ErrorInjector:
         label = norm((hop.provenance.parameter or hop.relation).replace("_", " ")) if hop is not None else ""
         for _ in range(64 if self.env.pages and label else 0):
             page = self.env.pages[self.rng.randrange(len(self.env.pages))]
-            for line in page.chunks[0].split("\n"):
-                row = INFOBOX_ROW.match(line)
-                if row and norm(row.group(1)) == label:
-                    value = row.group(2).split(", ")[0].split(" (")[0].strip()
+            for row_label, row_value in _labelled_rows(page.chunks[0]):
+                if row_label == label:
+                    value = row_value.split(", ")[0].split(" (")[0].strip()
                     if value and norm(value) not in seen and not self._names_the_path(value):
                         return value
         wrong = self._unrelated_title(turns)
@@ -176,6 +176,12 @@ class ErrorInjector:
         wrong = wrong or self._near_miss(turns)
         return self._output(Step(f"I think I already know this: the answer is {wrong}.", ANSWER_TOOL, {"text": wrong}),
                             turns, kind)
+
+
+@functools.lru_cache(maxsize=4096)  # near misses draw pages at random, again and again
+def _labelled_rows(text: str) -> tuple[tuple[str, str], ...]:
+    """(normalised label, value) of each infobox row of a page's text."""
+    return tuple((norm(row.group(1)), row.group(2)) for line in text.split("\n") if (row := INFOBOX_ROW.match(line)))
 
 
 def _schema_violation(step: Step) -> dict:

@@ -40,6 +40,7 @@ from synth.phrasing import period_years
 from wikitext.plain_text import INFOBOX_ROW, listed_values, split_sentences
 
 _RESULT_TITLE = re.compile(r"^\d+\. (.+)$", re.MULTILINE)
+_RESULT_START = re.compile(r"\n(?=\d+\. )")
 _PAGE_HEADER = re.compile(r"^(.+?)(?: \(redirected from '.*'\))? - page (\d+) of (\d+)\.")
 _PAGE_PREFIX = re.compile(r"^\[page (\d+)\] ")
 _PARENTHETICAL = re.compile(r"\s*\([^)]*\)")
@@ -58,6 +59,8 @@ _PERIOD = re.compile(r"\bthe (?:early |mid-|late |first decade of the )?(?:\d{3,
 _NAME = re.compile(r"\"([^\"]+)\"|\b([A-Z0-9][\w'.&-]*(?:(?:\s+|:\s+)(?:of |the |de |von |van |and |a |in )*[A-Z0-9][\w'.&-]*)*)")
 _DATE = re.compile(r"\b(?:\d{1,2} )?(?:January|February|March|April|May|June|July|August|September|October|"
                    r"November|December)(?: \d{1,2},)? \d{4}\b|\b\d{4}\b")
+_MONTH = re.compile(r"January|February|March|April|May|June|July|August|September|October|November|December")
+_YEAR = re.compile(r"\b(\d{4})\b")
 _NUMBER = re.compile(r"\b\d[\d,]*(?:\.\d+)?\b")
 _QUESTION_WORDS = frozenset({"as", "of", "what", "which", "who", "whom", "whose", "when", "where", "how", "many",
                              "much", "in", "on", "at", "did", "does", "do", "was", "is", "were", "are", "the", "a",
@@ -104,6 +107,24 @@ def question_periods(text: str) -> list[tuple[str, tuple[int, int]]]:
             if (span := period_years(match.group(0))) is not None]
 
 
+@functools.lru_cache(maxsize=16384)  # each rollout checks the same results against the same question
+def _phrase_in(phrase: str, text: str) -> bool:
+    return re.search(rf"\b{re.escape(phrase)}\b", text) is not None
+
+
+@functools.lru_cache(maxsize=4096)  # rollouts of a question read the same pages
+def _clue_text(observation: str) -> tuple[str, tuple[int, ...]]:
+    """An observation as the question's clues are looked up in it: folded, and the years it writes."""
+    return norm(observation), tuple(int(y) for y in _YEAR.findall(observation))
+
+
+@functools.lru_cache(maxsize=4096)
+def _infobox_rows(observation: str) -> tuple[tuple[str, str], ...]:
+    """(label, value) of every infobox row of an observation, in order."""
+    return tuple((row.group(1), row.group(2)) for line in observation.split("\n")
+                 if (row := INFOBOX_ROW.match(_PAGE_PREFIX.sub("", line))))
+
+
 def distinctive(text: str) -> bool:
     """Is a find_in_page text specific enough to find the entity it names (not "It", "Up", "Her")?"""
     return bool(tokenize([text])[0]) and (len(text.strip()) > MIN_FIND_CHARS or len(text.split()) > 1)
@@ -113,11 +134,12 @@ def result_titles(observation: str) -> list[str]:
     return [t.strip() for t in _RESULT_TITLE.findall(observation)]
 
 
-def result_snippets(observation: str) -> list[tuple[str, str]]:
+@functools.lru_cache(maxsize=4096)  # the searcher rereads an episode's results at every value it opens
+def result_snippets(observation: str) -> tuple[tuple[str, str], ...]:
     """(title, snippet) per listed result of a search observation."""
-    blocks = re.split(r"\n(?=\d+\. )", observation)
-    return [(m.group(1).strip(), block.split("\n", 1)[1] if "\n" in block else "")
-            for block in blocks if (m := _RESULT_TITLE.match(block))]
+    blocks = _RESULT_START.split(observation)
+    return tuple((m.group(1).strip(), block.split("\n", 1)[1] if "\n" in block else "")
+                 for block in blocks if (m := _RESULT_TITLE.match(block)))
 
 
 @functools.cache
@@ -138,6 +160,7 @@ class Relation:
     keys: frozenset[str]  # infobox parameter keys that state it
 
     @classmethod
+    @functools.cache  # a relation reads the same in every rollout and question
     def of(cls, name: str) -> Relation:
         entry = phrasebook_entry(name)
         noun = (entry.noun if entry else _running_text(load_ontology().label(name))).replace("_", " ")
@@ -146,13 +169,20 @@ class Relation:
 
     def labels_row(self, label: str) -> bool:
         """Does an infobox row with this label state the relation ("Spouse(s)", "Constituency4")?"""
-        key = parameter_key(label.replace("(s)", ""))
-        return key in self.keys or _TRAILING_DIGITS.sub("", key) in self.keys
+        return not self.keys.isdisjoint(_label_keys(label))
 
-    def lookup_texts(self) -> list[str]:
+    @functools.cached_property
+    def lookup_texts(self) -> tuple[str, ...]:
         """find_in_page texts for the relation: its noun, then its longest word (never a numbered key)."""
         words = sorted((w for w in self.noun.split() if len(w) > MIN_FIND_CHARS), key=len, reverse=True)
-        return [t for t in dict.fromkeys([self.noun, *words[:1]]) if distinctive(t)]
+        return tuple(t for t in dict.fromkeys([self.noun, *words[:1]]) if distinctive(t))
+
+
+@functools.lru_cache(maxsize=4096)
+def _label_keys(label: str) -> tuple[str, str]:
+    """The parameter keys an infobox row's label may be: as written, and without a trailing number."""
+    key = parameter_key(label.replace("(s)", ""))
+    return key, _TRAILING_DIGITS.sub("", key)
 
 
 def _running_text(label: str) -> str:
@@ -174,10 +204,16 @@ class QuestionReading:
 
     @classmethod
     def of(cls, question: Question) -> QuestionReading:
-        return cls(question.text, question.question_id, tuple(Relation.of(h.relation) for h in question.path.hops),
-                   question.path.answer_type)
+        return cls._read(question.text, question.question_id, tuple(h.relation for h in question.path.hops),
+                         question.path.answer_type)
 
-    def names(self) -> list[str]:
+    @classmethod
+    @functools.lru_cache(maxsize=1024)  # the rollouts of a question share one reading, and what it worked out
+    def _read(cls, text: str, question_id: str, relations: tuple[str, ...], answer_type: str) -> QuestionReading:
+        return cls(text, question_id, tuple(Relation.of(name) for name in relations), answer_type)
+
+    @functools.cached_property
+    def names(self) -> tuple[str, ...]:
         """Names the question gives (quoted titles, capitalised runs past its first word)."""
         found = []
         for sentence in split_sentences(_AS_OF.sub("", self.text)):
@@ -188,15 +224,29 @@ class QuestionReading:
                 if opening or not name or name.casefold() in _QUESTION_WORDS or name.isdigit():
                     continue
                 found.append(re.sub(r"^(?:The|A|An) (?=[A-Z]?[a-z])", "", name) if match.group(2) else name)
-        return [n for n in dict.fromkeys(found) if not re.fullmatch(r"(?:January|February|March|April|May|June|July|"
-                                                                   r"August|September|October|November|December)", n)]
+        return tuple(n for n in dict.fromkeys(found) if not _MONTH.fullmatch(n))
 
-    def keywords(self) -> list[str]:
+    @functools.cached_property
+    def keywords(self) -> tuple[str, ...]:
         """The question's content words: no question words, stop words, as-of clause or relation nouns."""
         text = _AS_OF.sub("", self.text)
         relation_words = {w for r in self.relations for w in tokenize([r.noun])[0]}
         skip = stop_words() | _QUESTION_WORDS | relation_words
-        return list(dict.fromkeys(w for w in tokenize([text])[0] if w not in skip))
+        return tuple(dict.fromkeys(w for w in tokenize([text])[0] if w not in skip))
+
+    @functools.cached_property
+    def folded(self) -> str:
+        """The question's text as `norm` folds it."""
+        return norm(self.text)
+
+    def names_title(self, title: str) -> bool:
+        """Does the question name a page's title (without its disambiguator) as a whole phrase?"""
+        return _phrase_in(norm(bare(title)), self.folded)
+
+    @functools.cached_property
+    def periods(self) -> tuple[tuple[str, tuple[int, int]], ...]:
+        """The periods the question places things in (`question_periods`)."""
+        return tuple(question_periods(self.text))
 
 
 @dataclass(frozen=True)
@@ -282,12 +332,13 @@ class Searcher:
 
     def _read_page(self, title: str, number: int) -> str | None:
         """An earlier observation of page `number` of `title`, if the episode read it already."""
+        wanted = norm(title)
         for turn in self._turns:
             call = turn.tool_call
             if call is None or call.name != "open_page" or turn.tool_error:
                 continue
             header = _PAGE_HEADER.match(turn.observation or "")
-            if header and norm(header.group(1)) == norm(title) and int(header.group(2)) == number:
+            if header and int(header.group(2)) == number and norm(header.group(1)) == wanted:
                 return turn.observation
         return None
 
@@ -324,7 +375,7 @@ class Searcher:
     def _start_queries(self, relation: Relation) -> list[str]:
         """Searches for the start, built from what the question says: the names it gives with the first
         relation's noun, its keywords, and its keywords with its names."""
-        names, keywords = self.reading.names(), self.reading.keywords()
+        names, keywords = self.reading.names, self.reading.keywords
         named = " ".join([*names[:2], relation.noun]) if names else ""
         wordings = [named, " ".join(keywords[:QUERY_WORDS]), " ".join(dict.fromkeys(
             [*tokenize([" ".join(names[:2])])[0], *keywords[: QUERY_WORDS // 2]]))]
@@ -334,13 +385,12 @@ class Searcher:
     def _start_candidates(self, hits: list[tuple[str, str]], tried: set[str]) -> list[str]:
         """Results in the order the evidence suggests: a title the question names, then snippets sharing most
         of the question's keywords."""
-        question = norm(self.reading.text)
-        keywords = set(self.reading.keywords())
+        keywords = set(self.reading.keywords)
         scored = []
         for rank, (title, snippet) in enumerate(hits):
             if norm(title) in tried:
                 continue
-            named = len(bare(title)) > 2 and re.search(rf"\b{re.escape(norm(bare(title)))}\b", question) is not None
+            named = len(bare(title)) > 2 and self.reading.names_title(title)
             overlap = len(keywords & set(tokenize([f"{title} {snippet}"])[0]))
             scored.append((not named, -min(overlap, STRONG_MATCH), rank, title))
         return [title for *_, title in sorted(scored)]
@@ -348,11 +398,10 @@ class Searcher:
     def _clues(self, observation: str) -> tuple[list[str], list[str]]:
         """The question's clues an observation matches and those it misses: the names the question gives and
         the periods it places things in (a year of the page inside each)."""
-        text = norm(observation)
-        clues = [(n, norm(n) in text) for n in self.reading.names() if len(n) > 2 and not n[0].isdigit()]
-        years = [int(y) for y in re.findall(r"\b(\d{4})\b", observation)]
+        text, years = _clue_text(observation)
+        clues = [(n, norm(n) in text) for n in self.reading.names if len(n) > 2 and not n[0].isdigit()]
         clues += [(phrase, any(first <= y <= last for y in years))
-                  for phrase, (first, last) in question_periods(self.reading.text)]
+                  for phrase, (first, last) in self.reading.periods]
         return [c for c, present in clues if present], [c for c, present in clues if not present]
 
     def _fits_description(self, observation: str) -> tuple[bool, str, int]:
@@ -379,7 +428,7 @@ class Searcher:
                 if self._over_budget():
                     return None
                 tried.add(norm(title))
-                named = re.search(rf"\b{re.escape(norm(bare(title)))}\b", norm(self.reading.text)) is not None
+                named = self.reading.names_title(title)
                 why = ("the question names it" if named else "its snippet matches the question's description")
                 page = yield from self._open_first_page(title, f"{title} is listed and {why}; I will read it.")
                 self.note = ""
@@ -406,12 +455,7 @@ class Searcher:
 
     def _rows(self, observation: str, relation: Relation) -> list[tuple[str, str]]:
         """(label, value) of the infobox rows of an observation that state the relation."""
-        rows = []
-        for line in observation.split("\n"):
-            row = INFOBOX_ROW.match(_PAGE_PREFIX.sub("", line))
-            if row and relation.labels_row(row.group(1)):
-                rows.append((row.group(1), row.group(2)))
-        return rows
+        return [(label, value) for label, value in _infobox_rows(observation) if relation.labels_row(label)]
 
     def _values(self, observation: str, relation: Relation, last: bool, title: str) -> list[Value]:
         """The values an observation states for the relation: a row's items, or in a sentence naming the
@@ -427,10 +471,12 @@ class Searcher:
         if values:
             return values
         kind = self.reading.answer_type if last else "entity"
+        mentions = [re.compile(rf"\b{re.escape(w)}") for w in relation.lookup_texts]
         for line in observation.split("\n")[1:]:
             text = _PAGE_PREFIX.sub("", line)
             for sentence in split_sentences(text):
-                if not any(re.search(rf"\b{re.escape(w)}", sentence.casefold()) for w in relation.lookup_texts()):
+                folded = sentence.casefold()
+                if not any(mention.search(folded) for mention in mentions):
                     continue
                 values += [Value(v, sentence) for v in self._sentence_values(sentence, kind, title)]
         return values
@@ -456,7 +502,7 @@ class Searcher:
             return values
         header = _PAGE_HEADER.match(page)
         pages = int(header.group(3)) if header else 1
-        lookups = relation.lookup_texts() if (self.style.lookup_first or pages == 1) else []
+        lookups = relation.lookup_texts if (self.style.lookup_first or pages == 1) else []
         for text in lookups:
             observation = yield Step(f"Page 1 of {title} does not give its {relation.noun}. I will look for "
                                      f"{text!r} in it.", "find_in_page", {"title": title, "text": text})
@@ -485,7 +531,8 @@ class Searcher:
 
     def _open_value(self, value: Value, purpose: str) -> Generator[Step, str, str | None]:
         """The page a value's name opens (or a search for the name lists); None when neither finds one."""
-        listed = next((t for t, _ in self._listed() if norm(bare(t)) == norm(value.text)), None)
+        wanted = norm(value.text)
+        listed = next((t for t, _ in self._listed() if norm(bare(t)) == wanted), None)
         name = listed or value.text
         page = yield from self._open_first_page(name, f"I will open {name} {purpose}.")
         if page and not page.startswith("Error"):
@@ -513,7 +560,7 @@ class Searcher:
             reached = yield from self._reach(value, relation, source, "to check it against the question's description")
             page = self._read_page(reached, 1) if reached else None
             words = set(tokenize([page])[0]) if page else set()
-            scores.append(2 * len(self._clues(page)[0]) + len(words & set(self.reading.keywords())) if page else -1)
+            scores.append(2 * len(self._clues(page)[0]) + len(words & set(self.reading.keywords)) if page else -1)
         ranked = [v for _, _, v in sorted(zip([-x for x in scores], range(len(scores)), candidates, strict=False))]
         ranked += candidates[len(scores):]
         if scores and max(scores) > 0:
@@ -534,7 +581,7 @@ class Searcher:
         candidates = [v for v in dict.fromkeys(values) if norm(v.text) != norm(title)][:MAX_CANDIDATES]
         if last:
             items = [v for v in candidates if v.text != v.line.split(": ", 1)[-1]]
-            if self.reading.answer_type == "entity" and len(items) > 1 and question_periods(self.reading.text):
+            if self.reading.answer_type == "entity" and len(items) > 1 and self.reading.periods:
                 ranked = yield from self._rank(items, relation, title)  # "which of his works ... in the 1980s"
                 return ranked[0], title
             value = values[0]
