@@ -5,8 +5,9 @@ process: the sample is extracted, walked and indexed once, then `process_unit` r
 the default config (described start entities, per-hop open-world uniqueness, tree branches, the
 answer-prior gate, the one-search and description-search gates against the agents' bm25s index, the
 long-tail weighting) and with a baseline config whose start is named and whose prior, fame and search gates
-are off. The figure that counts is paths processed
-per second with every gate on (target: >= 200/s); kept questions per second and the ratio are printed too.
+are off. The figure issue 28 sets is kept questions per second with every gate on (target: >= 200/s, one
+core); paths processed per second (earlier sessions' reading of the same target) and the ratio to the
+baseline are printed too. With most paths rejected by the gates, the kept rate is the harder of the two.
 """
 
 from __future__ import annotations
@@ -53,8 +54,8 @@ def run(quick: bool = False) -> dict[str, float]:
         gated_paths, gated_kept, kept = _rate(folder, QuestionConfig(), environment, repeats)
         base_paths, base_kept, base_count = _rate(folder, QuestionConfig(**BASELINE), None, repeats)
     ratio = gated_paths / base_paths
-    print(f"   questions, every gate on: {gated_paths:,.0f} paths/s ({gated_kept:,.0f} kept questions/s, {kept} kept) "
-          f"on one core; target >= 200 paths/s: {'met' if gated_paths >= 200 else 'NOT met'}")
+    print(f"   questions, every gate on: {gated_kept:,.0f} kept questions/s ({kept} kept; {gated_paths:,.0f} paths/s) "
+          f"on one core; target >= 200 kept questions/s: {'met' if gated_kept >= 200 else 'NOT met'}")
     print(f"   baseline (start named, no prior or search gate): {base_paths:,.0f} paths/s ({base_count} kept); "
           f"the gates run at {ratio:.2f}x its speed")
     return {"paths_per_s": gated_paths, "kept_per_s": gated_kept, "baseline_paths_per_s": base_paths,

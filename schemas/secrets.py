@@ -11,6 +11,7 @@ reach worker processes through the environment.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 
@@ -45,9 +46,16 @@ def registered_secret_names() -> list[str]:
 
 def secret_values() -> list[str]:
     """The secret values in the environment now, longest first (so a key containing another is masked whole)."""
-    names = set(registered_secret_names()) | {name for name in os.environ if _SECRET_NAME.search(name)}
+    names = set(registered_secret_names()) | {name for name in os.environ if _secret_name(name)}
     values = {os.environ.get(name, "").strip() for name in names}
     return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret_name(name: str) -> bool:
+    """Whether an environment variable's name says it holds a secret; kept, as every record's text is
+    scrubbed."""
+    return _SECRET_NAME.search(name) is not None
 
 
 def scrub(text: str, *extra: str | None) -> str:

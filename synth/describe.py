@@ -16,7 +16,7 @@ import functools
 import random
 import tomllib
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +61,11 @@ class Attribute:
     several: str = ""  # the object's name, when it is one of several of its relation ("whose genres include X"):
     # a description may state two of them, which read as one clause ("whose genres include X and Y")
 
+    @functools.cached_property
+    def name(self) -> str:
+        """`_object_name`, read once: every plan's filters read it again."""
+        return _object_name(self.clue)
+
 
 ORDER = {"date": 0, "place": 1, "relation": 2}
 
@@ -82,7 +87,8 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
     if (found := ctx.attribute_cache.get(key)) is None:
         if len(ctx.attribute_cache) >= MAX_CACHED:
             ctx.attribute_cache.clear()
-        found = ctx.attribute_cache[key] = _attributes(ctx, node, position, person, skip_relations, skip_labels)
+        found = ctx.attribute_cache[key] = _attributes(_offers(ctx, node, position, person), skip_relations,
+                                                       skip_labels)
     options = list(found)
     rng.shuffle(options)
     return options
@@ -91,47 +97,82 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
 MAX_CACHED = 100_000  # described nodes kept per context before the cache starts afresh
 
 
-def _attributes(ctx, node: int, position: int, person: bool, skip_relations: set[str],
+@dataclass(frozen=True)
+class _Offer:
+    """What one edge of a node offers as attributes, whichever path describes the node."""
+
+    relation: str
+    label: str  # the object's label
+    date: bool  # a date fact: one per relation, offered at every fuzzing level (`attributes`)
+    attributes: tuple[Attribute, ...]  # empty when the edge states nothing a description may say
+
+
+def _attributes(offers: tuple[_Offer, ...], skip_relations: set[str],
                 skip_labels: set[str]) -> tuple[Attribute, ...]:
+    """The attributes a path may state of a node: its offers without the path's relations and labels, one date
+    per date relation, at most `MAX_OPTIONS` objects of a relation."""
+    found: dict[str, list[Attribute]] = {}
+    for offer in offers:
+        relation = offer.relation
+        if (relation in skip_relations or offer.label in skip_labels
+                or len(found.get(relation, ())) >= MAX_OPTIONS):
+            continue
+        if offer.date:
+            if relation not in found and offer.attributes:
+                found[relation] = list(offer.attributes)
+        elif offer.attributes:
+            found.setdefault(relation, []).extend(offer.attributes)
+    return tuple(option for relation in found.values() for option in relation)
+
+
+def _offers(ctx, node: int, position: int, person: bool) -> tuple[_Offer, ...]:
+    """Every edge's `_Offer`, read once per node and context (`ctx.offer_cache`): the paths through a node
+    differ only in what they leave out."""
+    key = (node, position, person)
+    if (found := ctx.offer_cache.get(key)) is None:
+        if len(ctx.offer_cache) >= MAX_CACHED:
+            ctx.offer_cache.clear()
+        found = ctx.offer_cache[key] = tuple(_edge_offers(ctx, node, position, person))
+    return found
+
+
+def _edge_offers(ctx, node: int, position: int, person: bool) -> Iterator[_Offer]:
     graph, table = ctx.graph, attribute_table()
     who, its = ("who", "their") if person else ("that", "its")
     work = is_work(graph.entity_type[node])
-    found: dict[str, list[Attribute]] = {}
     objects_of = Counter(graph.rel[graph.indptr[node] : graph.indptr[node + 1]].tolist())  # distinct in the CSR
     for edge in range(graph.indptr[node], graph.indptr[node + 1]):
         relation = graph.relation_names[graph.rel[edge]]
         obj = int(graph.dst[edge])
         label = graph.label(obj)
-        if relation in skip_relations or label in skip_labels or len(found.get(relation, ())) >= MAX_OPTIONS:
-            continue
         clue = functools.partial(gates.Clue, position=position, attribute=relation)
+        offered: tuple[Attribute, ...] = ()
         if relation in table["dates"] and graph.kind[obj] == LITERAL:
-            if relation in found:
-                continue  # one date of a relation, offered at every fuzzing level
             value_type, value, _ = split_literal_key(graph.keys[obj])
             parsed = parse_date(value) if value_type == "date" else None
             if parsed and parsed[0] > 0:
                 forms = table["dates"][relation]
-                found[relation] = [
+                offered = tuple(
                     Attribute(relation, "date", forms["modifier"].format(p=period, who=who),
                               forms["predicate"].format(p=period), clue(years=years), f"date:{value}->{period}")
-                    for period, years in date_periods(parsed[0])]
-        elif graph.kind[obj] == LITERAL and not _named_value(graph, obj, relation):
+                    for period, years in date_periods(parsed[0]))
+            yield _Offer(relation, label, True, offered)
             continue
+        if graph.kind[obj] == LITERAL and not _named_value(graph, obj, relation):
+            pass
         elif relation in table["places"]:
-            if gates.lies_in(graph, obj, node, table["places"]) or objects_of[graph.rel[edge]] > gates.MAX_CONTAINERS:
-                continue  # the infobox reverses containment (a city listing its boroughs as its regions)
-            forms, name = table["places"][relation], display_title(label)
-            if work and relation in table["work_places"]:
-                forms = table["work_places"][relation]
-            found.setdefault(relation, []).append(Attribute(
-                relation, "place", forms["modifier"].format(o=name, who=who), forms["predicate"].format(o=name),
-                clue(object=str(graph.keys[obj]))))
+            # Not when the infobox reverses containment (a city listing its boroughs as its regions).
+            if not (gates.lies_in(graph, obj, node, table["places"])
+                    or objects_of[graph.rel[edge]] > gates.MAX_CONTAINERS):
+                forms, name = table["places"][relation], display_title(label)
+                if work and relation in table["work_places"]:
+                    forms = table["work_places"][relation]
+                offered = (Attribute(relation, "place", forms["modifier"].format(o=name, who=who),
+                                     forms["predicate"].format(o=name), clue(object=str(graph.keys[obj]))),)
         elif relation in table["relations"]:
             forms, name = table["relations"][relation], display_title(label)
-            found.setdefault(relation, []).append(Attribute(
-                relation, "relation", forms["modifier"].format(o=name), forms["predicate"].format(o=name),
-                clue(object=str(graph.keys[obj]))))
+            offered = (Attribute(relation, "relation", forms["modifier"].format(o=name),
+                                 forms["predicate"].format(o=name), clue(object=str(graph.keys[obj]))),)
         elif reviewed(relation):  # a relation the phrasebook names
             entry = phrase(relation)
             name = _name(label, entry)
@@ -142,10 +183,9 @@ def _attributes(ctx, node: int, position: int, person: bool, skip_relations: set
             if not ended and (variant := _variant(str(graph.keys[node]), relation)) is not None:
                 modifier = variant["modifier"].format(o=name, a=with_article(name))
                 predicate = variant.get("predicate", predicate).format(o=name, a=with_article(name))
-            found.setdefault(relation, []).append(Attribute(
-                relation, "relation", modifier, predicate, clue(object=str(graph.keys[obj])),
-                several=name if several and modifier.endswith(name) else ""))
-    return tuple(option for relation in found.values() for option in relation)
+            offered = (Attribute(relation, "relation", modifier, predicate, clue(object=str(graph.keys[obj])),
+                                 several=name if several and modifier.endswith(name) else ""),)
+        yield _Offer(relation, label, False, offered)
 
 
 def relation_clauses(entry: Entry, name: str, its: str, ended: bool, several: bool) -> tuple[str, str]:
@@ -167,17 +207,17 @@ def _variant(entity: str, relation: str) -> dict[str, str] | None:
     return variants[pick - 1] if pick else None
 
 
-def _object_name(attribute: Attribute) -> str:
+def _object_name(clue: gates.Clue) -> str:
     """The name an attribute's object is stated by: a literal's value or a page title, without its
     disambiguator ("" for an attribute with no object)."""
-    key = attribute.clue.object or ""
+    key = clue.object or ""
     return (split_literal_key(key)[1] if key.startswith(LITERAL_PREFIX) else key).split(" (")[0]
 
 
 def restates(noun: str, attribute: Attribute) -> bool:
     """Whether an attribute only repeats the noun ("an English novelist whose occupation is Novelist", "an
     American film from the United States")."""
-    name = _object_name(attribute)
+    name = attribute.name
     if attribute.kind == "place":
         demonym = attribute_table()["demonyms"].get(name)
         return demonym is not None and f" {demonym} " in f" {noun} "
@@ -189,7 +229,7 @@ def says_hop_role(hop_relation: str | None, attribute: Attribute) -> bool:
     person who worked as a film director": `hop_roles` of the attribute table)."""
     if hop_relation is None or attribute.relation != "occupation":
         return False
-    return _object_name(attribute).casefold() in attribute_table().get("hop_roles", {}).get(hop_relation, ())
+    return attribute.name.casefold() in attribute_table().get("hop_roles", {}).get(hop_relation, ())
 
 
 def copies_lead(lead: str, attribute: Attribute) -> bool:
@@ -198,7 +238,7 @@ def copies_lead(lead: str, attribute: Attribute) -> bool:
     key = attribute.clue.object or ""
     if not key or key.startswith(LITERAL_PREFIX):
         return False
-    name = key.split(" (")[0].casefold()
+    name = attribute.name.casefold()  # the title without its disambiguator
     return bool(name) and name in lead.casefold()
 
 
@@ -253,14 +293,15 @@ def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]
     while len(remaining) > 1 or len(chosen) < minimum:
         if len(chosen) == maximum or not options:
             return None
-        scored = [(len(fits(base + [a.clue for a in chosen] + [option.clue])), i) for i, option in enumerate(options)]
+        said = base + [a.clue for a in chosen]
+        scored = [(len(fits([*said, option.clue])), i) for i, option in enumerate(options)]
         size, best = min(scored)
         if size >= len(remaining) and len(remaining) > 1:
             return None  # nothing left tells the candidates apart
         chosen.append(options.pop(best))
         # One fuzzing level per date, one object per relation, except two of several ("genres include X and Y").
         options = [o for o in options if o.relation != chosen[-1].relation or (o.several and chosen[-1].several)]
-        remaining = fits(base + [a.clue for a in chosen])
+        remaining = fits([*said, chosen[-1].clue])
     return chosen if remaining == {target} else None
 
 

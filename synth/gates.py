@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import operator
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 
 import numpy as np
@@ -36,6 +37,10 @@ class Clue:
     attribute: str | None = None  # relation of a fact of the node stated in the text, e.g. "birth_date"
     years: tuple[int, int] | None = None  # a date fact: the inclusive year range the fuzzed date stands for
     object: str | None = None  # an entity fact: the object named in the text ("a city in Ireland")
+    said: tuple = field(init=False, repr=False, compare=False)  # what it says, whatever the position
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "said", (self.type_noun, self.attribute, self.years, self.object))
 
 
 def vague_answer(path: Path) -> str | None:
@@ -60,13 +65,14 @@ def satisfies(index: FactIndex, node: int, clue: Clue) -> bool:
     if relation is None:
         return True
     if clue.years:
-        years = index.years(node, relation)
-        return not len(years) or bool(((years >= clue.years[0]) & (years <= clue.years[1])).any())
+        first, last = clue.years
+        years = index.stated(node, relation)[1]
+        return not years or any(first <= year <= last for year in years)
     if clue.object:
         if clue.attribute in partial_lists():  # a selection: the values it leaves out may hold the object
             return True
-        objects = index.objects(node, relation)
-        return not len(objects) or index.node(clue.object) in objects
+        objects = index.stated(node, relation)[0]
+        return not objects or index.node(clue.object) in objects
     return True
 
 
@@ -125,8 +131,12 @@ class FactIndex:
                 edges = np.flatnonzero(graph.rel == relation)
                 self.death_year[heads[edges]] = self.node_year[graph.dst[edges]]
         self._nodes: dict[str, int | None] = {}
+        self._path_ids: dict[tuple, tuple[int, ...] | None] = {}
+        self._stated: dict[tuple[int, int], tuple[frozenset[int], tuple[int, ...]]] = {}
         self._by_year: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.described: dict[tuple, frozenset[int]] = {}  # `described_candidates` by what the clues say
+        self.broad: dict[tuple, str | None] = {}  # `broad_anchor` by (relation, object)
+        self.identifying: dict[tuple, bool] = {}  # `identifies` by (relation, object)
 
     def famous(self, node: int, quantile: float) -> bool:
         """Whether a page is among the most linked-to of the graph: its in-links reach the `quantile` of the
@@ -149,12 +159,33 @@ class FactIndex:
             self._nodes[label] = self.graph.node_id(label)
         return self._nodes[label]
 
+    def path_ids(self, path: Path) -> tuple[int, ...] | None:
+        """`path_node_ids`, kept per path: the planner and the gates read a path's nodes at every attempt."""
+        key = (path.start, *path.nodes, *(hop.relation for hop in path.hops))
+        if key not in self._path_ids:
+            if len(self._path_ids) >= MAX_DESCRIBED:
+                self._path_ids.clear()
+            ids = path_node_ids(self.graph, path)
+            self._path_ids[key] = None if ids is None else tuple(ids)
+        return self._path_ids[key]
+
     def objects(self, node: int, relation: int) -> np.ndarray:
         """Object ids of node --relation--> (sorted and distinct in the CSR already)."""
         graph = self.graph
         start, end = graph.indptr[node], graph.indptr[node + 1]
         rels = graph.rel[start:end]
         return graph.dst[start + np.searchsorted(rels, relation, "left") : start + np.searchsorted(rels, relation, "right")]
+
+    def stated(self, node: int, relation: int) -> tuple[frozenset[int], tuple[int, ...]]:
+        """The objects of node --relation--> and their years (dates only), kept: the open-world checks ask the
+        same nodes the same things for every plan of a path."""
+        key = (node, relation)
+        if (found := self._stated.get(key)) is None:
+            if len(self._stated) >= MAX_DESCRIBED:
+                self._stated.clear()
+            found = self._stated[key] = (frozenset(self.objects(node, relation).tolist()),
+                                         tuple(self.years(node, relation).tolist()))
+        return found
 
     def years(self, node: int, relation: int) -> np.ndarray:
         years = self.node_year[self.objects(node, relation)]
@@ -183,7 +214,10 @@ class FactIndex:
         return relation * self.graph.num_nodes + obj in self._dominant
 
 
-MAX_DESCRIBED = 200_000  # cached descriptions per run before the cache starts afresh
+MAX_DESCRIBED = 200_000  # cached descriptions (and paths, stated facts) per run before a cache starts afresh
+
+
+_SAID = operator.attrgetter("said")
 
 
 def described_candidates(index: FactIndex, clues: Iterable[Clue]) -> frozenset[int]:
@@ -191,7 +225,7 @@ def described_candidates(index: FactIndex, clues: Iterable[Clue]) -> frozenset[i
     first stated fact (the anchor), filtered by every clue in the open-world reading of `satisfies`.
     Cached per run: the planner asks about the same descriptions again for every path of a start."""
     clues = list(clues)
-    key = tuple((c.type_noun, c.attribute, c.years, c.object) for c in clues)
+    key = tuple(map(_SAID, clues))
     if (found := index.described.get(key)) is None:
         if len(index.described) >= MAX_DESCRIBED:
             index.described.clear()
@@ -215,7 +249,12 @@ def _described_candidates(index: FactIndex, clues: list[Clue]) -> set[int]:
             obj = index.node(anchor.object)
             pool = index.heads_of(relation, obj) if obj is not None else np.array([], np.int64)
     rest = [c for c in clues if c is not anchor]
-    return {int(n) for n in pool.tolist() if all(satisfies(index, n, c) for c in rest)}
+    for clue in rest:
+        if clue.type_noun:  # the type check of `satisfies`, over the whole pool at once
+            nouns = index.type_nouns[pool]
+            pool = pool[(nouns == "") | (nouns == clue.type_noun)]
+    facts = [c for c in rest if index.relation(c.attribute) is not None]  # the others hold once the type does
+    return {int(n) for n in pool.tolist() if all(satisfies(index, n, c) for c in facts)}
 
 
 def path_node_ids(graph: CSRGraph, path: Path) -> list[int] | None:
@@ -250,7 +289,7 @@ def unique_chain(index: FactIndex, path: Path, clues: Iterable[Clue], start_desc
     """Open-world uniqueness, position by position: the described start, then every hop with the clues on
     its object, must single out exactly the path's node. Returns (gate, why) for the first that does not."""
     graph = index.graph
-    ids = path_node_ids(graph, path)
+    ids = index.path_ids(path)
     if ids is None:
         return "alternative_answer", "the path's answer does not satisfy its own chain"
     clues = _by_position(clues)
@@ -280,7 +319,7 @@ def tree_branches(index: FactIndex, path: Path, branches: list[Clue]) -> str | N
     dates are noise to drop, not alternatives to choose from), and dropping any branch must let another
     object through."""
     graph = index.graph
-    ids = path_node_ids(graph, path)
+    ids = index.path_ids(path)
     if ids is None or not branches:
         return "no branch"
     final = load_ontology().properties.get(path.hops[-1].relation)
@@ -303,11 +342,16 @@ def tree_branches(index: FactIndex, path: Path, branches: list[Clue]) -> str | N
 def identifies(index: FactIndex, clue: Clue) -> bool:
     """Whether a clue names the object of an inverse-functional fact: one such object picks its subject out
     in the world, however many entities of the graph fit ("a country whose capital is London", "a writer
-    whose notable works include the novel Dune"; `Ontology.identifies_subject`)."""
+    whose notable works include the novel Dune"; `Ontology.identifies_subject`). Kept per fact: every plan
+    of a path asks again."""
     if not clue.attribute or not clue.object:
         return False
-    node = index.node(clue.object)
-    return load_ontology().identifies_subject(clue.attribute, index.graph.entity_type[node] if node is not None else None)
+    key = (clue.attribute, clue.object)
+    if key not in index.identifying:
+        node = index.node(clue.object)
+        index.identifying[key] = load_ontology().identifies_subject(
+            clue.attribute, index.graph.entity_type[node] if node is not None else None)
+    return index.identifying[key]
 
 
 def identifying_clue(index: FactIndex, clues: Iterable[Clue]) -> str | None:
@@ -330,8 +374,7 @@ def clue_shortcut(index: FactIndex, path: Path, clues: Iterable[Clue]) -> str | 
     the world a fuzzed date or a place often fits one entity here and hundreds out there; a fact that fits
     one in the world too (an inverse-functional property) is `identifying_clue`'s.
     """
-    graph = index.graph
-    ids = path_node_ids(graph, path)
+    ids = index.path_ids(path)
     if ids is None:
         return None
     by_position = _by_position(clues)
@@ -366,7 +409,7 @@ def _follow(index: FactIndex, path: Path, by_position: dict[int, list[Clue]], po
 def _hop_objects(index: FactIndex, heads: set[int], relation: str, clues: list[Clue]) -> set[int]:
     """The objects one hop reaches from `heads` that every clue on them admits (open world)."""
     relation_id = index.relation(relation)
-    return {o for head in heads for o in map(int, index.objects(head, relation_id))
+    return {o for head in heads for o in index.stated(head, relation_id)[0]
             if all(satisfies(index, o, c) for c in clues)}
 
 
@@ -389,7 +432,7 @@ def start_intersection(index: FactIndex, clues: list[Clue], target: int) -> str 
 def dominant_answer(index: FactIndex, path: Path) -> str | None:
     """Why the answer is its final relation's dominant object across the graph, or None."""
     graph = index.graph
-    ids = path_node_ids(graph, path)
+    ids = index.path_ids(path)
     relation = graph.relation_id(path.hops[-1].relation)
     if ids is None or relation is None or not index.is_dominant(relation, ids[-1]):
         return None
@@ -430,24 +473,32 @@ def broad_class(cls: str | None) -> str | None:
 def broad_anchor(index: FactIndex, clue: Clue) -> str | None:
     """Why a clue's named object is a hub that thousands of subjects of the whole wiki share (`broad_anchors`:
     a country, a language or a genre by its class; any object of a relation such as occupation or genre; a
-    city whose recorded population is in the millions), or None when it may single its subject out."""
+    city whose recorded population is in the millions), or None when it may single its subject out. Kept per
+    fact: every plan of a path asks again."""
+    key = (clue.attribute, clue.object)
+    if key not in index.broad:
+        index.broad[key] = _broad_anchor(index, clue.attribute, clue.object)
+    return index.broad[key]
+
+
+def _broad_anchor(index: FactIndex, attribute: str | None, name: str | None) -> str | None:
     table = broad_anchors()
-    if clue.attribute in table["relations"]:
-        return f"{clue.attribute} is shared by thousands of subjects"
-    node = index.node(clue.object or "")
+    if attribute in table["relations"]:
+        return f"{attribute} is shared by thousands of subjects"
+    node = index.node(name or "")
     ontology = load_ontology()
     cls = ontology.find_class(index.graph.entity_type[node] or "") if node is not None else None
     if cls is None:
-        return _region_without_page(index, node, clue.object, table["places"].get("region_relations", []))
+        return _region_without_page(index, node, name, table["places"].get("region_relations", []))
     if broad := broad_class(cls):
-        return f"{clue.object!r} is a {broad}"
+        return f"{name!r} is a {broad}"
     places = table["places"]
     if not ontology.is_a(cls, "PopulatedPlace"):
         return None
     population = _population(index, node, places["population_relation"])
     if population is None:
-        return f"{clue.object!r} is a {cls} of unrecorded population" if cls in places["unknown_broad_classes"] else None
-    return f"{clue.object!r} has {population:,.0f} inhabitants" if population >= places["max_population"] else None
+        return f"{name!r} is a {cls} of unrecorded population" if cls in places["unknown_broad_classes"] else None
+    return f"{name!r} has {population:,.0f} inhabitants" if population >= places["max_population"] else None
 
 
 def _region_without_page(index: FactIndex, node: int | None, name: str | None, relations: list[str]) -> str | None:
@@ -563,7 +614,7 @@ def trivial_final_hop(index: FactIndex, path: Path, named: Iterable[str]) -> str
     earlier hop whose object is its relation's default guess (`answers`: an American publisher's city is New
     York City) counts too: the question reduces to what follows that guess."""
     graph = index.graph
-    ids = path_node_ids(graph, path)
+    ids = index.path_ids(path)
     if ids is None:
         return None
     answer = ids[-1]
@@ -588,7 +639,7 @@ def trivial_final_hop(index: FactIndex, path: Path, named: Iterable[str]) -> str
 
 def famous_ends(index: FactIndex, path: Path, quantile: float) -> list[str]:
     """The path's start and answer that are among the graph's most linked-to pages (`FactIndex.famous`)."""
-    ids = path_node_ids(index.graph, path)
+    ids = index.path_ids(path)
     if ids is None:
         return []
     return [label for label, node in ((path.start, ids[0]), (path.answer, ids[-1])) if index.famous(node, quantile)]
@@ -648,14 +699,23 @@ def fewer_hops(graph: CSRGraph, path: Path) -> str | None:
     if start is None or target is None:
         return None
     final = graph.relation_id(path.hops[-1].relation) if graph.kind[target] == LITERAL else None
-    frontier, seen = np.array([start]), {start}
+    frontier, seen = np.array([start], np.int64), np.array([start], np.int64)
     for depth in range(1, len(path.hops)):
-        targets = np.concatenate([graph.dst[graph.indptr[n] : graph.indptr[n + 1]] for n in frontier]) if len(frontier) else np.array([], np.int32)
-        reached = targets if final is None else np.concatenate(
-            [graph.objects(int(n), final) for n in frontier]) if len(frontier) else targets
-        if target in set(reached.tolist()):
+        edges = _out_edges(graph, frontier)
+        targets = graph.dst[edges]
+        reached = targets == target
+        if final is not None:
+            reached &= graph.rel[edges] == final
+        if reached.any():
             return f"answer reachable in {depth} hop(s)"
-        fresh = [int(n) for n in np.unique(targets) if int(n) not in seen]
-        seen.update(fresh)
-        frontier = np.array(fresh[:MAX_FRONTIER], np.int64)
+        if depth + 1 < len(path.hops):  # another step to take
+            fresh = np.setdiff1d(targets, seen)  # sorted
+            seen = np.concatenate([seen, fresh])
+            frontier = fresh[:MAX_FRONTIER].astype(np.int64)
     return None
+
+
+def _out_edges(graph: CSRGraph, nodes: np.ndarray) -> np.ndarray:
+    """The ids of every out-edge of `nodes`, node by node."""
+    first, degree = graph.indptr[nodes], graph.indptr[nodes + 1] - graph.indptr[nodes]
+    return np.repeat(first - np.cumsum(degree) + degree, degree) + np.arange(degree.sum())

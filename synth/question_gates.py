@@ -88,7 +88,7 @@ from synth.question_plan import (
     QuestionContext,
     described_as,
     named_anchor,
-    seeded_rng,
+    seeded_draw,
     world_unique_reason,
 )
 
@@ -167,7 +167,7 @@ def famous(ctx: QuestionContext, path: Path) -> str | None:
     config = ctx.config
     if config.famous_keep >= 1.0 or not (ends := gates.famous_ends(ctx.facts, path, config.fame_quantile)):
         return None
-    if seeded_rng(config, path, "fame").random() < config.famous_keep:
+    if seeded_draw(config, path, "fame") < config.famous_keep:
         return None
     return f"{' and '.join(ends)} among the top {1 - config.fame_quantile:.0%} of pages by in-links"
 
@@ -196,7 +196,7 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
     if (detail := gates.trivial_final_hop(ctx.facts, path, named_entities(path, plan))) is not None:
         return "trivial_final_hop", detail
     if 0 in plan.tree_positions and (detail := gates.start_intersection(
-            ctx.facts, [c for c in plan.clues if c.position == 0], gates.path_node_ids(ctx.graph, path)[0])):
+            ctx.facts, [c for c in plan.clues if c.position == 0], ctx.facts.path_ids(path)[0])):
         return "tree_branch", detail
     return None
 

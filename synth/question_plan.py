@@ -10,6 +10,7 @@ the text will say. `QuestionContext` is what planning, writing and gating read.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import random
 from dataclasses import dataclass, field
 
@@ -32,7 +33,7 @@ class EntityInfo:
 
 @dataclass
 class QuestionContext:
-    """Everything a unit needs; in the Beam pipeline it is built by a step and shared as a side input."""
+    """Everything a unit needs; in the Beam pipeline each worker builds it once and shares it across units."""
 
     graph: CSRGraph
     entities: dict[str, EntityInfo]
@@ -41,6 +42,7 @@ class QuestionContext:
     paths: dict[str, Path] = field(default_factory=dict)  # path_id -> Path, filled for the pipeline
     tree_share: float = 0.0  # the walk's `tree_share`: paths drawn to be trees prefer intersecting branches
     attribute_cache: dict = field(default_factory=dict)  # `describe.attributes` per node, read once
+    offer_cache: dict = field(default_factory=dict)  # what each edge of a node offers `describe.attributes`
     census: object | None = None  # `synth.census.Census` of a full dump (`config.census`), for world uniqueness
     facts: gates.FactIndex = field(init=False)
 
@@ -70,7 +72,23 @@ class Plan:
 
 
 def seeded_rng(config: QuestionConfig, path: Path, purpose: str) -> random.Random:
-    return random.Random(stable_hash(config.seed, path.path_id, purpose))
+    return random.Random(_seed(config.seed, path.path_id, purpose))
+
+
+def seeded_draw(config: QuestionConfig, path: Path, purpose: str) -> float:
+    """The first draw of `seeded_rng`: a path's yes or no for one purpose (a tree, a famous end's keep)."""
+    return _first_draw(config.seed, path.path_id, purpose)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _seed(seed: int, path_id: str, purpose: str) -> str:
+    """What a path's draws for one purpose are seeded by; kept, as each of a path's plans draws anew."""
+    return stable_hash(seed, path_id, purpose)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _first_draw(seed: int, path_id: str, purpose: str) -> float:
+    return random.Random(_seed(seed, path_id, purpose)).random()
 
 
 def _noun_for(ctx: QuestionContext, title: str, class_noun: bool = False) -> tuple[str | None, str | None]:
@@ -123,7 +141,7 @@ def _adjacent_relations(path: Path, position: int) -> set[str]:
     return {path.hops[i].relation for i in (position - 1, position) if 0 <= i < len(path.hops)}
 
 
-def _describe(ctx: QuestionContext, path: Path, ids: list[int], position: int, rng: random.Random,
+def _describe(ctx: QuestionContext, path: Path, ids: tuple[int, ...], position: int, rng: random.Random,
               reached: set[int] | None, attempt: int = 0) -> tuple[str | None, list[gates.Clue], list[Attribute], bool]:
     """The noun, type clue and attributes that describe the node at `position` among its competitors (the
     objects its hop `reached`, or (None) for the start every entity that fits the description), and
@@ -275,7 +293,7 @@ MAX_FIRST_BRANCHES = 6  # first branches tried when describing a start drawn to 
 def _tree_drawn(ctx: QuestionContext, path: Path) -> bool:
     """Whether the path is drawn to be a tree (a seeded draw at the walk's `tree_share`): its start is then
     described by attributes that only together single it out, where it has such attributes."""
-    return seeded_rng(ctx.config, path, "tree").random() < ctx.tree_share
+    return seeded_draw(ctx.config, path, "tree") < ctx.tree_share
 
 
 def _choose_intersection(ctx: QuestionContext, options: list[Attribute], target: int,
@@ -325,17 +343,18 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
     to `plan_attempts` until one passes its gates) by their class noun, and from `FRESH_ATTEMPT` on by
     attributes drawn afresh with a seeded draw of their own. Whether the start is described and the style
     are drawn once per path, the same in every attempt. With `start_only` only the start is described (as
-    the whole plan describes it): what the start's own gates need to turn an attempt down cheaply."""
+    the whole plan describes it), with no tense and no obfuscations: what the start's own gates need to turn
+    an attempt down cheaply."""
     config, graph = ctx.config, ctx.graph
-    rng = seeded_rng(config, path, "plan")
     hops = len(path.hops)
-    ids = gates.path_node_ids(graph, path)
-    start_described = ids is not None and rng.random() < config.describe_start
-    if style is None:
-        named_nested = not start_described and (hops == 1 or rng.random() < {2: 0.5, 3: 0.25}.get(hops, 0.0))
-        style = "nested" if named_nested else "clues"
+    ids = ctx.facts.path_ids(path)
     if attempt:
+        start_described, style = _drawn_shape(config.seed, path.path_id, config.describe_start,
+                                              ids is not None, hops, style)
         rng = seeded_rng(config, path, f"{PLAN_ATTEMPT}{attempt}")
+    else:
+        rng = seeded_rng(config, path, "plan")
+        start_described, style = _draw_shape(rng, config.describe_start, ids is not None, hops, style)
     nouns: dict[int, str] = {}
     attributes: dict[int, list[Attribute]] = {}
     clues: list[gates.Clue] = []
@@ -347,7 +366,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
         reached = None
         if position:
             relation = graph.relation_id(path.hops[position - 1].relation)
-            reached = {int(o) for o in graph.objects(ids[position - 1], relation)}
+            reached = set(ctx.facts.stated(ids[position - 1], relation)[0])
         noun, base, chosen, unique = _describe(ctx, path, ids, position, rng, reached, attempt)
         if style == "nested" and position and not chosen:
             continue  # a bare ", a person," appositive adds nothing: the relation alone describes it
@@ -358,8 +377,9 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
         if unique and (needs_intersection(ctx, reached, ids[position], said) if reached is not None
                        else gates.start_intersection(ctx.facts, said, ids[position]) is None):
             tree_positions.append(position)
-        obfuscations += [f"entity:{path.nodes[position]}->{describe.described(nouns[position], chosen)}",
-                         *(a.obfuscation for a in chosen if a.obfuscation)]
+        if not start_only:
+            obfuscations += [f"entity:{path.nodes[position]}->{describe.described(nouns[position], chosen)}",
+                             *(a.obfuscation for a in chosen if a.obfuscation)]
         if not unique:
             unresolved = position
             break  # the plan gate rejects the path here: choosing attributes for the rest would be wasted
@@ -367,9 +387,12 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
         unresolved = None
     for position in described_positions if unresolved is not None else []:
         nouns.setdefault(position, _noun_for(ctx, path.nodes[position], attempt >= CLASS_NOUN_ATTEMPT)[0] or "entity")  # text stays writable
+    if start_only:
+        return Plan(style, "tree" if tree_positions else "chain", start_described, nouns, attributes, [], clues,
+                    set(), [], None, unresolved, tree_positions)
     branches: list[Attribute] = []
     branching = False
-    if ids is not None and unresolved is None and not start_only:
+    if ids is not None and unresolved is None:
         final = graph.objects(ids[-2], graph.relation_id(path.hops[-1].relation))
         branching = len(final) > 1
         if branching:
@@ -389,10 +412,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
                 tree_positions.append(hops)
             obfuscations += [f"branch:{b.predicate}" for b in branches]
             obfuscations += [b.obfuscation for b in branches if b.obfuscation]
-    as_of = question_as_of(path, ctx.as_of)
-    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, as_of) or _outlived(ctx, hop, as_of)}
-    as_of_text = (month_year(as_of) if any(_changeable(h, as_of) for i, h in enumerate(path.hops) if i not in ended)
-                  else None)
+    as_of, ended, as_of_text = _tense(ctx, path)
     if as_of_text:
         obfuscations.append(f"as_of:{as_of_text}")
     shape = "tree" if tree_positions else "chain"
@@ -403,6 +423,34 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
         obfuscations.append(f"{PLAN_ATTEMPT}{attempt}")
     return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
                 unresolved, tree_positions, branching, as_of)
+
+
+def _draw_shape(rng: random.Random, describe_start: float, describable: bool, hops: int,
+                style: str | None) -> tuple[bool, str]:
+    """Whether the start is described, and the style unless one is given: a path's first draws."""
+    start_described = describable and rng.random() < describe_start
+    if style is None:
+        named_nested = not start_described and (hops == 1 or rng.random() < {2: 0.5, 3: 0.25}.get(hops, 0.0))
+        style = "nested" if named_nested else "clues"
+    return start_described, style
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _drawn_shape(seed: int, path_id: str, describe_start: float, describable: bool, hops: int,
+                 style: str | None) -> tuple[bool, str]:
+    """`_draw_shape` of a path, kept: every later attempt draws the same (its own draws come from a stream of
+    its own)."""
+    return _draw_shape(random.Random(_seed(seed, path_id, "plan")), describe_start, describable, hops, style)
+
+
+def _tense(ctx: QuestionContext, path: Path) -> tuple[dt.date, set[int], str | None]:
+    """The question's as-of (`question_as_of`), the hops whose fact has ended (phrased in the past), and the
+    as-of date the text states when a fact still running can change (else None)."""
+    as_of = question_as_of(path, ctx.as_of)
+    ended = {index for index, hop in enumerate(path.hops) if _ended(hop, as_of) or _outlived(ctx, hop, as_of)}
+    as_of_text = (month_year(as_of) if any(_changeable(h, as_of) for i, h in enumerate(path.hops) if i not in ended)
+                  else None)
+    return as_of, ended, as_of_text
 
 
 def _choose_needing_hop(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],

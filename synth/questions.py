@@ -6,7 +6,7 @@ for an LLM-written text on faithfulness; the optional closed-book shortcut check
 failure (timeouts, an outage) leaves the whole unit unfinished for a rerun (the stage ends with
 `StageIncomplete`); a writer whose replies stay unusable is a counted rejection, a shortcut checker whose
 replies stay unusable leaves that question to the offline gates (a counted fallback). Work runs in
-resumable units (`ground.io.WorkUnits`) as a Beam transform with the graph as a side input; the final
+resumable units (`ground.io.WorkUnits`) as a Beam transform whose workers each load the graph once; the final
 assembly removes duplicates and writes `questions/` and `skipped/` shards.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path as FsPath
@@ -273,19 +274,25 @@ def _units(path_ids: list[str], config: QuestionConfig) -> list[tuple[str, list[
 class _WriteUnit(beam.DoFn):
     """Beam step: process one unit unless its parts already exist; leaves its LLM report in the stage folder."""
 
-    def __init__(self, out_dir: str, cache_dir: str | None, index_dir: str | None):
-        self.out_dir, self.cache_dir, self.index_dir = out_dir, cache_dir, index_dir
+    def __init__(self, source: tuple[FsPath, FsPath, QuestionConfig], out_dir: str, cache_dir: str | None,
+                 index_dir: str | None):
+        self.source, self.out_dir, self.cache_dir, self.index_dir = source, out_dir, cache_dir, index_dir
+        self._ctx: QuestionContext | None = None
         self._environment: SearchEnvironment | None = None
 
     def setup(self) -> None:
-        if self.index_dir is not None:  # loaded by each worker: the bm25s index memory-maps its files
+        # Loaded by each worker, once: a side input of every path and the graph cost more to pickle, size up
+        # for Beam's cache and unpickle than to read; the bm25s index memory-maps its files.
+        self._ctx = _pipeline_context(self.source)
+        if self.index_dir is not None:
             self._environment = SearchEnvironment.load(self.index_dir)
 
-    def process(self, unit: tuple[str, list[str]], ctx: QuestionContext) -> Iterator[str]:
+    def process(self, unit: tuple[str, list[str]]) -> Iterator[str]:
         unit_id, path_ids = unit
         work = WorkUnits(self.out_dir, TABLES)
         if work.is_done(unit_id):
             return
+        ctx = self._ctx
         paths = [ctx.paths[path_id] for path_id in path_ids]
         cache = as_path(self.cache_dir) if self.cache_dir else None
         report = RoleReport()
@@ -396,22 +403,33 @@ def run_questions(
                       as_of=dt.datetime.combine(resolved.as_of, dt.time(), dt.UTC))
 
 
+_CONTEXTS: dict[tuple[str, ...], QuestionContext] = {}
+_CONTEXTS_LOCK = threading.Lock()
+
+
 def _pipeline_context(source: tuple[FsPath, FsPath, QuestionConfig]) -> QuestionContext:
-    """The context with every path, built once inside the pipeline (never pickled into its definition)."""
+    """The context with every path, built once per worker process (never pickled into the pipeline's
+    definition) and shared by its threads, as a side input was: one graph in memory per process."""
     graph_dir, paths_dir, config = source
-    ctx = _load_context(graph_dir, paths_dir, config)
-    ctx.paths = {p.path_id: p for p in read_records(Path, paths_dir / "paths")}
-    return ctx
+    finished = [(str(folder), read_manifest(folder)) for folder in (graph_dir, paths_dir)]
+    key = (config.model_dump_json(), *(f"{folder} {m.key if m else None} {m.finished_at if m else None}"
+                                       for folder, m in finished))
+    with _CONTEXTS_LOCK:
+        if key not in _CONTEXTS:
+            _CONTEXTS.clear()  # a later stage run's context replaces the last one
+            ctx = _load_context(graph_dir, paths_dir, config)
+            ctx.paths = {p.path_id: p for p in read_records(Path, paths_dir / "paths")}
+            _CONTEXTS[key] = ctx
+        return _CONTEXTS[key]
 
 
 def _run_pipeline(source, units, out_dir, cache_dir, index_dir, options, args) -> None:
     cache = str(cache_dir) if cache_dir else None
     index = str(index_dir) if index_dir is not None else None
     with beam.Pipeline(options=pipeline_options(options, args)) as pipeline:
-        context = pipeline | "Source" >> beam.Create([source]) | "Context" >> beam.Map(_pipeline_context)
         (
             pipeline
             | "Units" >> beam.Create(units)
             | "Reshuffle" >> beam.Reshuffle()
-            | "Write" >> beam.ParDo(_WriteUnit(str(out_dir), cache, index), ctx=beam.pvalue.AsSingleton(context))
+            | "Write" >> beam.ParDo(_WriteUnit(source, str(out_dir), cache, index))
         )
