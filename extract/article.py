@@ -90,10 +90,12 @@ RELATION_FACT_COLUMNS = RelationFacts._fields[1:]  # the relations part's column
 
 
 def relation_facts(columns: dict[str, list]) -> list[RelationFacts]:
-    """The RelationFacts of a relations part's rows, from its `RELATION_FACT_COLUMNS` as Python lists."""
+    """The RelationFacts of a relations part's rows, from its `RELATION_FACT_COLUMNS` as Python lists. Built
+    with `_make` over the zipped columns: a NamedTuple's own constructor is a Python call per row (phase 2
+    builds every relation's facts twice, in `UnitKeys` and `FinishUnit`)."""
     qualifiers = [[Qualifier(**pair) for pair in pairs] if pairs else [] for pairs in columns["qualifiers"]]
     fields = [qualifiers if name == "qualifiers" else columns[name] for name in RELATION_FACT_COLUMNS]
-    return [RelationFacts(row, *values) for row, values in enumerate(zip(*fields, strict=True))]
+    return list(map(RelationFacts._make, zip(range(len(qualifiers)), *fields, strict=True)))
 
 
 def is_head(timestamp: dt.datetime, as_of: dt.datetime | None, window_days: int) -> bool:

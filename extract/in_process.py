@@ -33,7 +33,7 @@ from extract.joins import (
 from extract.shards import FinishUnit, MergeShard
 from extract.tables import TABLES
 from extract.units import ExtractUnit, choose_as_of_from_stats, plan_dump_units, unit_stats, write_stats
-from runtime.heap import freeze_start_up_objects, map_large_allocations
+from runtime.heap import fewer_young_collections, freeze_start_up_objects, map_large_allocations
 from schemas.config import ExtractConfig
 
 
@@ -56,22 +56,23 @@ def extract_in_process(config: ExtractConfig, out_dir: str | Path, ceiling: tupl
     pa.array([])  # pyarrow imports pandas at its first conversion: before the freeze, or every collection scans it
     map_large_allocations()  # what `extract.transforms.Step` does on a Beam worker
     freeze_start_up_objects()
-    units = [done for unit in plan_dump_units(config) for done in extractor.process(unit)]
+    with fewer_young_collections():
+        units = [done for unit in plan_dump_units(config) for done in extractor.process(unit)]
 
-    stats = [row for unit in units for row in unit_stats(unit, out_dir)]
-    choice = choose_as_of_from_stats(stats, config, ceiling)
-    losers, by_unit = _fixups_by_unit(units, out_dir)
-    finisher = FinishUnit(out_dir, config.output_shards, config.window_days)
-    excluded: Counter = Counter()
-    for unit_id, _ in units:  # each unit's fix-ups let go once it is finished
-        for counts in finisher.process((unit_id, {"fixups": by_unit.pop(unit_id, [])}), choice.as_of, losers):
-            excluded.update(counts)
-    unit_ids = [unit_id for unit_id, _ in units]
-    merger = MergeShard(out_dir, config.output_shards)
-    for table in TABLES:
-        for shard in range(config.output_shards):
-            for _ in merger.process((table, shard), unit_ids, dict(excluded)):
-                pass
+        stats = [row for unit in units for row in unit_stats(unit, out_dir)]
+        choice = choose_as_of_from_stats(stats, config, ceiling)
+        losers, by_unit = _fixups_by_unit(units, out_dir)
+        finisher = FinishUnit(out_dir, config.output_shards, config.window_days)
+        excluded: Counter = Counter()
+        for unit_id, _ in units:  # each unit's fix-ups let go once it is finished
+            for counts in finisher.process((unit_id, {"fixups": by_unit.pop(unit_id, [])}), choice.as_of, losers):
+                excluded.update(counts)
+        unit_ids = [unit_id for unit_id, _ in units]
+        merger = MergeShard(out_dir, config.output_shards)
+        for table in TABLES:
+            for shard in range(config.output_shards):
+                for _ in merger.process((table, shard), unit_ids, dict(excluded)):
+                    pass
     write_stats(stats, choice, dict(excluded), units, out_dir)
 
 

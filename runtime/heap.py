@@ -11,6 +11,7 @@ On a C library other than glibc (musl, macOS) both are no-ops.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -18,6 +19,8 @@ import gc
 
 M_MMAP_THRESHOLD = -3  # mallopt's parameter number (malloc.h)
 MMAP_THRESHOLD_BYTES = 1 << 20  # blocks of at least 1 MiB are mapped, and unmapped when freed
+# net allocations of tracked objects between two collections of the youngest generation (Python's default: 700)
+YOUNG_COLLECTION_ALLOCATIONS = 20_000
 
 
 @functools.cache
@@ -54,3 +57,18 @@ def release_freed_memory() -> None:
     gc.collect()
     if (libc := _glibc()) is not None:
         libc.malloc_trim(0)
+
+
+@contextlib.contextmanager
+def fewer_young_collections(allocations: int = YOUNG_COLLECTION_ALLOCATIONS):
+    """Collect the youngest generation every `allocations` net allocations instead of every 700 while the
+    block runs, then restore the thresholds. For steps that collect after each unit (`release_freed_memory`):
+    their records (pages, relations, Arrow rows) hold no cycles, so each automatic collection scanned live
+    objects for nothing (0.38 of an extract's 7 CPU-s on 2,060 real pages went to collections, 0.22 with
+    this), while what a cycle can hold between two collections stays bounded by `allocations` objects."""
+    thresholds = gc.get_threshold()
+    gc.set_threshold(allocations, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)

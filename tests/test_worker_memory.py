@@ -4,6 +4,7 @@ in element-aligned pieces (`runtime.beam`) instead of one message as large as a 
 
 from __future__ import annotations
 
+import gc
 import json
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from apache_beam.runners.worker import data_plane
 
 from runtime import beam as hopsmith_beam
 from runtime.beam import piece_ends, pipeline_options
-from runtime.heap import map_large_allocations
+from runtime.heap import fewer_young_collections, map_large_allocations
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -157,3 +158,11 @@ def test_a_workers_start_up_objects_are_frozen_once_and_later_cycles_still_colle
     frozen, frozen_again, tracked, collected = result.stdout.split()
     assert int(frozen) == int(frozen_again) > 50_000 and int(tracked) < int(frozen) / 10
     assert collected == "True"
+
+
+def test_fewer_young_collections_restores_the_thresholds_even_when_its_block_fails():
+    before = gc.get_threshold()
+    with pytest.raises(RuntimeError), fewer_young_collections(12_345):
+        assert gc.get_threshold() == (12_345, *before[1:])
+        raise RuntimeError("a step failed")
+    assert gc.get_threshold() == before
