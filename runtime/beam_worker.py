@@ -16,7 +16,7 @@ import logging
 import sys
 
 from ground.log_scrubbing import scrub_process_output
-from runtime.heap import map_large_allocations
+from runtime.heap import fewer_young_collections, map_large_allocations
 
 # what a worker still prints itself: failures before (or of) its log channel to the launching process
 WORKER_STDERR_LEVEL = logging.ERROR
@@ -37,7 +37,8 @@ def main() -> None:
 
     data_plane._DEFAULT_SEND_QUEUE_MAX_BYTES = SEND_QUEUE_BYTES  # read when the worker opens its data channel
 
-    sdk_worker_main.main(sys.argv)
+    with fewer_young_collections():  # as `hopsmith` itself runs (cli.main)
+        sdk_worker_main.main(sys.argv)
 
 
 if __name__ == "__main__":
