@@ -58,6 +58,8 @@ def real_pages(exports: list[Path], count: int) -> Iterator[Page]:
     """`count` article-namespace pages of the exports, repeated under new titles and ids once they run out."""
     originals = [page for path in exports for page in iter_dump_pages(str(path))
                  if isinstance(page, Page) and page.ns == 0]
+    if not originals:  # nothing to repeat: the copies below would never end
+        raise ValueError(f"no article-namespace page in {[str(path) for path in exports]}")
     copies = ((copy, page) for copy in itertools.count(1) for page in originals)
     for page_id, (copy, page) in enumerate(itertools.islice(copies, count), start=1):
         title = page.title if copy == 1 else f"{page.title} (copy {copy})"
