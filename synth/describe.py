@@ -83,15 +83,22 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
     entity when its property's range is an entity class. The facts are read once per node and context
     (`ctx.attribute_cache`); only the order is drawn anew.
     """
+    options = list(offered(ctx, node, position, person, skip_relations, skip_labels))
+    rng.shuffle(options)
+    return options
+
+
+def offered(ctx, node: int, position: int, person: bool, skip_relations: set[str],
+            skip_labels: set[str]) -> tuple[Attribute, ...]:
+    """`attributes` in the graph's order, read once per node and context: every description of the node
+    chooses among these."""
     key = (node, position, person, frozenset(skip_relations), frozenset(skip_labels))
     if (found := ctx.attribute_cache.get(key)) is None:
         if len(ctx.attribute_cache) >= MAX_CACHED:
             ctx.attribute_cache.clear()
         found = ctx.attribute_cache[key] = _attributes(_offers(ctx, node, position, person), skip_relations,
                                                        skip_labels)
-    options = list(found)
-    rng.shuffle(options)
-    return options
+    return found
 
 
 MAX_CACHED = 100_000  # described nodes kept per context before the cache starts afresh

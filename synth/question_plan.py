@@ -97,11 +97,17 @@ def _noun_for(ctx: QuestionContext, title: str, class_noun: bool = False) -> tup
     with `class_noun`: the lead's phrase is what a search finds the entity by) the class noun ("television
     series", never "American adult" from "an American adult animated series")."""
     info = ctx.entities.get(title)
-    coarse = type_noun(info.type) if info else "entity"
+    return _described_by(info.type, info.description, class_noun) if info else (None, None)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _described_by(entity_type: str, description: str, class_noun: bool) -> tuple[str | None, str | None]:
+    """`_noun_for` of an entity's type and lead sentence, kept: every attempt of every path asks again."""
+    coarse = type_noun(entity_type)
     checkable = None if coarse == "entity" else coarse
     lead = None
-    if info and not (class_noun and checkable):
-        lead = load_ontology().lead_noun(lead_noun_phrase(info.description), info.type)
+    if not (class_noun and checkable):
+        lead = load_ontology().lead_noun(lead_noun_phrase(description), entity_type)
     return lead or checkable, checkable
 
 
@@ -235,6 +241,18 @@ def world_fits(ctx: QuestionContext, clues: list[gates.Clue]) -> tuple[float, st
         slice_holders = len(gates.described_candidates(ctx.facts, [*base, clue])) or 1
         return world_holders(ctx, clue) * fits / slice_holders
     return min((world(c), c.attribute) for c in counted)
+
+
+def anchorless_start(ctx: QuestionContext, path: Path) -> bool:
+    """Whether no description of the path's start can meet the named-anchor rule (`world_unique_reason`
+    without a census or prior): none of the facts any attempt may state of it (`describe.offered`) is a narrow
+    named anchor, so every start-only plan of a described start fails `start_gate`."""
+    ids = ctx.facts.path_ids(path)
+    if ids is None or not ctx.config.require_named_anchor or counts_world_fits(ctx):
+        return False
+    checkable = _noun_for(ctx, path.nodes[0])[1]
+    facts = describe.offered(ctx, ids[0], 0, checkable in PERSON_NOUNS, _adjacent_relations(path, 0), set(path.nodes))
+    return not any(narrow_anchor(ctx, fact.clue) for fact in facts)
 
 
 def counts_world_fits(ctx: QuestionContext) -> bool:

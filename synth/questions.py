@@ -67,6 +67,7 @@ from synth.question_plan import (
     EntityInfo,
     Plan,
     QuestionContext,
+    anchorless_start,
     plan_question,
     question_as_of,
     world_fits,
@@ -187,10 +188,13 @@ def first_passing_plan(ctx: QuestionContext, path: Path, style: str | None, envi
     nouns, then attributes drawn afresh) that passes the plan and description gates and `text_check` (the
     template writer's text through the text gates: free to write, unlike an LLM's); else None and the first
     plan's reason, with the count of plans tried. A hop whose objects no stated fact tells apart
-    (`NOT_REDRAWN`) ends the attempts: a fresh draw states fewer of the same facts."""
+    (`NOT_REDRAWN`) ends the attempts: a fresh draw states fewer of the same facts. A described start with
+    no narrow named anchor to state (`anchorless_start`) fails at every attempt, counted as tried."""
     first = None
+    hopeless = False
     for attempt in range(ctx.config.plan_attempts):
-        if attempt and start_gate(ctx, path, plan_question(ctx, path, style, attempt, start_only=True), environment):
+        if attempt and (hopeless or start_gate(ctx, path, plan_question(ctx, path, style, attempt, start_only=True),
+                                               environment)):
             continue  # the start alone fails: the whole plan would (the first plan's reason is the one kept)
         plan = plan_question(ctx, path, style=style, attempt=attempt)
         failed = plan_gate(ctx, path, plan) or search_gate(ctx, path, plan, environment)
@@ -199,6 +203,8 @@ def first_passing_plan(ctx: QuestionContext, path: Path, style: str | None, envi
         if failed is None:
             return plan, None
         first = first or failed
+        if not attempt:
+            hopeless = plan.start_described and anchorless_start(ctx, path)
         if failed[0] in NOT_REDRAWN:
             break
     return None, (first[0], f"{first[1]} ({attempt + 1} plans tried)")
