@@ -9,6 +9,7 @@ the text will say. `QuestionContext` is what planning, writing and gating read.
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import functools
 import random
@@ -69,6 +70,8 @@ class Plan:
     tree_positions: list[int] = field(default_factory=list)  # entities pinned down only by intersecting branches
     branching: bool = False  # the final hop reaches several objects: branches on the answer must decide
     as_of: dt.date | None = None  # the question's as-of: its oldest fact's page revision (`question_as_of`)
+    # A start-only plan's seeded draws so far: the whole plan of its attempt goes on from them (`plan_question`).
+    draws: random.Random | None = field(default=None, compare=False, repr=False)
 
 
 def seeded_rng(config: QuestionConfig, path: Path, purpose: str) -> random.Random:
@@ -352,7 +355,7 @@ def plan_attempt(obfuscations: list[str]) -> int:
 
 
 def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, attempt: int = 0,
-                  start_only: bool = False) -> Plan:
+                  start_only: bool = False, start: Plan | None = None) -> Plan:
     """Describe the start entity (unless it is named), every intermediate, and for a tree question the
     answer's branches, each chosen until the graph proves the description unique; then the tense of every
     hop and the as-of statement. The clues recorded for the gates are exactly what the text states.
@@ -362,11 +365,14 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
     attributes drawn afresh with a seeded draw of their own. Whether the start is described and the style
     are drawn once per path, the same in every attempt. With `start_only` only the start is described (as
     the whole plan describes it), with no tense and no obfuscations: what the start's own gates need to turn
-    an attempt down cheaply."""
+    an attempt down cheaply. Given that plan as `start`, the whole plan of the same attempt takes its start
+    as described there and goes on with its draws, as if it had described the start itself."""
     config, graph = ctx.config, ctx.graph
     hops = len(path.hops)
     ids = ctx.facts.path_ids(path)
-    if attempt:
+    if start is not None:
+        start_described, style, rng = start.start_described, start.style, copy.copy(start.draws)
+    elif attempt:
         start_described, style = _drawn_shape(config.seed, path.path_id, config.describe_start,
                                               ids is not None, hops, style)
         rng = seeded_rng(config, path, f"{PLAN_ATTEMPT}{attempt}")
@@ -378,9 +384,16 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
     clues: list[gates.Clue] = []
     obfuscations: list[str] = []
     tree_positions: list[int] = []
+    unresolved = None
     described_positions = ([0] if start_described else []) + ([] if start_only else
         list(range(1, hops)) if style == "clues" else list(range(max(hops - 1, 1), hops)))
-    for position in described_positions if ids is not None else []:
+    positions = described_positions if ids is not None else []
+    if start is not None:
+        nouns, attributes, clues = dict(start.nouns), dict(start.attributes), list(start.clues)
+        tree_positions, unresolved = list(start.tree_positions), start.unresolved
+        obfuscations = _entity_obfuscations(path, 0, nouns[0], attributes[0]) if 0 in attributes else []
+        positions = [p for p in positions if p] if unresolved is None else []
+    for position in positions:
         reached = None
         if position:
             relation = graph.relation_id(path.hops[position - 1].relation)
@@ -396,18 +409,15 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
                        else gates.start_intersection(ctx.facts, said, ids[position]) is None):
             tree_positions.append(position)
         if not start_only:
-            obfuscations += [f"entity:{path.nodes[position]}->{describe.described(nouns[position], chosen)}",
-                             *(a.obfuscation for a in chosen if a.obfuscation)]
+            obfuscations += _entity_obfuscations(path, position, nouns[position], chosen)
         if not unique:
             unresolved = position
             break  # the plan gate rejects the path here: choosing attributes for the rest would be wasted
-    else:
-        unresolved = None
     for position in described_positions if unresolved is not None else []:
         nouns.setdefault(position, _noun_for(ctx, path.nodes[position], attempt >= CLASS_NOUN_ATTEMPT)[0] or "entity")  # text stays writable
     if start_only:
         return Plan(style, "tree" if tree_positions else "chain", start_described, nouns, attributes, [], clues,
-                    set(), [], None, unresolved, tree_positions)
+                    set(), [], None, unresolved, tree_positions, draws=rng)
     branches: list[Attribute] = []
     branching = False
     if ids is not None and unresolved is None:
@@ -441,6 +451,11 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
         obfuscations.append(f"{PLAN_ATTEMPT}{attempt}")
     return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
                 unresolved, tree_positions, branching, as_of)
+
+
+def _entity_obfuscations(path: Path, position: int, noun: str, chosen: list[Attribute]) -> list[str]:
+    return [f"entity:{path.nodes[position]}->{describe.described(noun, chosen)}",
+            *(a.obfuscation for a in chosen if a.obfuscation)]
 
 
 def _draw_shape(rng: random.Random, describe_start: float, describable: bool, hops: int,

@@ -193,10 +193,14 @@ def first_passing_plan(ctx: QuestionContext, path: Path, style: str | None, envi
     first = None
     hopeless = False
     for attempt in range(ctx.config.plan_attempts):
-        if attempt and (hopeless or start_gate(ctx, path, plan_question(ctx, path, style, attempt, start_only=True),
-                                               environment)):
-            continue  # the start alone fails: the whole plan would (the first plan's reason is the one kept)
-        plan = plan_question(ctx, path, style=style, attempt=attempt)
+        start = None
+        if attempt:
+            if hopeless:
+                continue
+            start = plan_question(ctx, path, style, attempt, start_only=True)
+            if start_gate(ctx, path, start, environment):
+                continue  # the start alone fails: the whole plan would (the first plan's reason is the one kept)
+        plan = plan_question(ctx, path, style=style, attempt=attempt, start=start)
         failed = plan_gate(ctx, path, plan) or search_gate(ctx, path, plan, environment)
         if failed is None and text_check is not None:
             failed = text_check(plan)

@@ -358,6 +358,34 @@ def test_an_attempt_the_start_alone_turns_down_fails_as_a_whole_plan(sample_cont
     assert turned_down >= 20
 
 
+def test_a_whole_plan_goes_on_from_its_start_only_plan_as_if_planned_afresh(sample_context, sample_dir):
+    """The stage plans an attempt whose start passes from that start-only plan (`plan_question`'s start):
+    the same plan as one that describes the start itself, whichever attempt and however the start ends."""
+    ctx, _ = sample_context
+    paths = sorted(read_records(Path_, sample_dir / "paths" / "paths"), key=lambda p: p.path_id)[::25]
+    for path in paths:
+        for attempt in (1, 2, 3, 6):
+            start = plan_question(ctx, path, attempt=attempt, start_only=True)
+            assert plan_question(ctx, path, attempt=attempt, start=start) == plan_question(ctx, path, attempt=attempt)
+
+
+def test_a_start_without_a_narrow_anchor_fails_every_attempt(sample_context, sample_dir):
+    """`anchorless_start` (no census, no prior, no narrow named anchor among the start's facts) lets the stage
+    skip the later attempts of a described start: each one's start-only plan fails `start_gate`."""
+    from synth.question_gates import start_gate
+    from synth.question_plan import anchorless_start
+    from synth.search import SearchEnvironment
+
+    ctx, _ = sample_context
+    environment = SearchEnvironment.load(sample_dir / "index")
+    paths = sorted(read_records(Path_, sample_dir / "paths" / "paths"), key=lambda p: p.path_id)
+    hopeless = [p for p in paths if plan_question(ctx, p, start_only=True).start_described and anchorless_start(ctx, p)]
+    assert len(hopeless) >= 50  # measured 119 of the paths that fail every attempt at the start
+    for path in hopeless[::10]:
+        for attempt in range(1, ctx.config.plan_attempts):
+            assert start_gate(ctx, path, plan_question(ctx, path, attempt=attempt, start_only=True), environment)
+
+
 def described_as_start(plan):
     return describe.described(plan.nouns[0], plan.attributes.get(0, [])) if 0 in plan.nouns else None
 
