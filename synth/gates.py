@@ -660,6 +660,8 @@ def answer_node(graph: CSRGraph, path: Path) -> int | None:
 
 def reversed_place(graph: CSRGraph, path: Path, place_relations) -> str | None:
     """Why a hop over a place relation ("X lies in Y") is contradicted by Y lying in X, or None."""
+    if not any(hop.relation in place_relations for hop in path.hops):
+        return None
     ids = path_node_ids(graph, path)
     if ids is None:
         return None

@@ -101,6 +101,9 @@ class SearchEnvironment:
         if pages:
             body = bm25s.BM25.load(str(readable_folder(index_dir / BODY_INDEX)), mmap=True, show_progress=False)
             titles = bm25s.BM25.load(str(readable_folder(index_dir / TITLE_INDEX)), mmap=True, show_progress=False)
+            for model in (body, titles):  # still mapped; plain arrays skip np.memmap's wrapping of every slice
+                model.scores = {key: np.asarray(value) if isinstance(value, np.memmap) else value
+                                for key, value in model.scores.items()}
         title_weight = float(manifest.config.get("title_weight", IndexConfig().title_weight))
         return cls(pages, body, titles, title_weight=title_weight, environment_id=manifest.key)
 
