@@ -292,17 +292,20 @@ def _ended(ctx, node: int, edge: int) -> bool:
 
 
 def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]], target: int,
-           base: list[gates.Clue], minimum: int, maximum: int) -> list[Attribute] | None:
+           base: list[gates.Clue], minimum: int, maximum: int,
+           sizes: Callable[[list[gates.Clue], list[gates.Clue]], list[int]] | None = None) -> list[Attribute] | None:
     """Greedy: add the attribute that leaves the fewest candidates until only `target` fits (and at least
-    `minimum` are chosen); None when `maximum` attributes cannot single it out."""
+    `minimum` are chosen); None when `maximum` attributes cannot single it out. `sizes(said, clues)`, where
+    given, counts what `fits` leaves of `said` plus each clue (the same counts, read faster)."""
     chosen: list[Attribute] = []
     remaining = fits(base)
     while len(remaining) > 1 or len(chosen) < minimum:
         if len(chosen) == maximum or not options:
             return None
         said = base + [a.clue for a in chosen]
-        scored = [(len(fits([*said, option.clue])), i) for i, option in enumerate(options)]
-        size, best = min(scored)
+        counts = (sizes(said, [option.clue for option in options]) if sizes is not None
+                  else [len(fits([*said, option.clue])) for option in options])
+        size, best = min(zip(counts, range(len(options))))
         if size >= len(remaining) and len(remaining) > 1:
             return None  # nothing left tells the candidates apart
         chosen.append(options.pop(best))

@@ -233,6 +233,19 @@ def described_candidates(index: FactIndex, clues: Iterable[Clue]) -> frozenset[i
     return found
 
 
+def described_sizes(index: FactIndex, said: list[Clue], clues: list[Clue]) -> list[int]:
+    """How many entities fit `said` plus each one of `clues` (`described_candidates`), the cached ones read
+    with the key of `said` built once: choosing a description weighs every fact left at every round."""
+    prefix = tuple(map(_SAID, said))
+    described = index.described
+    sizes = []
+    for clue in clues:
+        if (found := described.get((*prefix, clue.said))) is None:
+            found = described_candidates(index, [*said, clue])
+        sizes.append(len(found))
+    return sizes
+
+
 def _described_candidates(index: FactIndex, clues: list[Clue]) -> set[int]:
     graph = index.graph
     anchor = next((c for c in clues if c.attribute), None)

@@ -178,7 +178,7 @@ def _describe(ctx: QuestionContext, path: Path, ids: tuple[int, ...], position: 
         def pick(candidates):
             chosen = _choose_intersection(ctx, candidates, ids[position], base) if _tree_drawn(ctx, path) else None
             chosen = chosen or describe.choose(list(candidates), fits, ids[position], base, minimum,
-                                               config.max_attributes)
+                                               config.max_attributes, _described_sizes(ctx))
             if config.require_named_anchor and not world_unique(ctx, [*base, *(a.clue for a in chosen or [])]):
                 return _anchored(ctx, candidates, fits, ids[position], base, minimum) or chosen
             return chosen
@@ -302,10 +302,15 @@ def _anchored(ctx: QuestionContext, options: list[Attribute], fits, target: int,
     for anchor in anchors:
         rest = [o for o in options if o is not anchor and o.relation != anchor.relation]
         more = describe.choose(rest, fits, target, [*base, anchor.clue], max(minimum - 1, 0),
-                               ctx.config.max_attributes - 1)
+                               ctx.config.max_attributes - 1, _described_sizes(ctx))
         if more is not None and world_unique(ctx, [*base, anchor.clue, *(o.clue for o in more)]):
             return [anchor, *more]
     return None
+
+
+def _described_sizes(ctx: QuestionContext):
+    """`describe.choose`'s sizes for a start's description (its fits: `gates.described_candidates`)."""
+    return functools.partial(gates.described_sizes, ctx.facts)
 
 
 MAX_FIRST_BRANCHES = 6  # first branches tried when describing a start drawn to be a tree
@@ -327,7 +332,8 @@ def _choose_intersection(ctx: QuestionContext, options: list[Attribute], target:
         return gates.described_candidates(ctx.facts, clues)
     for first in loose[:MAX_FIRST_BRANCHES]:  # greedy from each first branch: the narrowest may lead nowhere
         rest = [o for o in loose if o is not first and (o.relation != first.relation or (o.several and first.several))]
-        more = describe.choose(rest, fits, target, [*base, first.clue], 1, ctx.config.max_attributes - 1)
+        more = describe.choose(rest, fits, target, [*base, first.clue], 1, ctx.config.max_attributes - 1,
+                               _described_sizes(ctx))
         if more is not None and not gates.start_intersection(ctx.facts, [*base, first.clue, *(a.clue for a in more)],
                                                              target):
             return [first, *more]
