@@ -207,10 +207,10 @@ def first_passing_plan(ctx: QuestionContext, path: Path, style: str | None, envi
         if failed is None:
             return plan, None
         first = first or failed
-        if not attempt:
-            hopeless = plan.start_described and anchorless_start(ctx, path)
         if failed[0] in NOT_REDRAWN:
             break
+        if not attempt:
+            hopeless = plan.start_described and anchorless_start(ctx, path)
     return None, (first[0], f"{first[1]} ({attempt + 1} plans tried)")
 
 
