@@ -208,6 +208,8 @@ def start_gate(ctx: QuestionContext, path: Path, start: Plan,
     before its other entities are described."""
     if not start.start_described:
         return None
+    if start.unanchored:
+        return "not_unique_in_world", f"no fact this attempt may state of the start ({path.start}) is a narrow named anchor"
     if start.unresolved == 0:
         return "start_not_unique", f"no attributes single out the start ({path.start})"
     if (detail := gates.identifying_clue(ctx.facts, start.clues)) is not None:

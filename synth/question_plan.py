@@ -72,6 +72,7 @@ class Plan:
     as_of: dt.date | None = None  # the question's as-of: its oldest fact's page revision (`question_as_of`)
     # A start-only plan's seeded draws so far: the whole plan of its attempt goes on from them (`plan_question`).
     draws: random.Random | None = field(default=None, compare=False, repr=False)
+    unanchored: bool = False  # a start-only plan left undescribed: no fact its attempt may state anchors it
 
 
 def seeded_rng(config: QuestionConfig, path: Path, purpose: str) -> random.Random:
@@ -151,12 +152,14 @@ def _adjacent_relations(path: Path, position: int) -> set[str]:
 
 
 def _describe(ctx: QuestionContext, path: Path, ids: tuple[int, ...], position: int, rng: random.Random,
-              reached: set[int] | None, attempt: int = 0) -> tuple[str | None, list[gates.Clue], list[Attribute], bool]:
+              reached: set[int] | None, attempt: int = 0,
+              start_only: bool = False) -> tuple[str | None, list[gates.Clue], list[Attribute] | None, bool]:
     """The noun, type clue and attributes that describe the node at `position` among its competitors (the
     objects its hop `reached`, or (None) for the start every entity that fits the description), and
     whether they single it out. From the second `attempt` on the noun is the class noun; from the third
     the attributes leave out what the entity's own lead sentence says and a seeded share of the rest, so
-    each attempt describes it afresh."""
+    each attempt describes it afresh. For a `start_only` plan, no attributes (None) when none of the
+    attempt's facts is the named anchor the start needs (`_unanchored`): `start_gate` turns it down unread."""
     config = ctx.config
     noun, checkable = _noun_for(ctx, path.nodes[position], attempt >= CLASS_NOUN_ATTEMPT)
     base = [gates.Clue(position=position, type_noun=checkable)] if checkable else []
@@ -169,6 +172,8 @@ def _describe(ctx: QuestionContext, path: Path, ids: tuple[int, ...], position: 
         info = ctx.entities.get(path.nodes[position])
         options = [o for o in options if not describe.copies_lead(info.description if info else "", o)
                    and rng.random() >= WITHHELD_SHARE]
+    if reached is None and start_only and _unanchored(ctx, options):
+        return noun, base, None, False
     if reached is None:
         minimum = max(config.start_attributes - len(base), 1)
 
@@ -251,11 +256,18 @@ def anchorless_start(ctx: QuestionContext, path: Path) -> bool:
     without a census or prior): none of the facts any attempt may state of it (`describe.offered`) is a narrow
     named anchor, so every start-only plan of a described start fails `start_gate`."""
     ids = ctx.facts.path_ids(path)
-    if ids is None or not ctx.config.require_named_anchor or counts_world_fits(ctx):
+    if ids is None:
         return False
     checkable = _noun_for(ctx, path.nodes[0])[1]
-    facts = describe.offered(ctx, ids[0], 0, checkable in PERSON_NOUNS, _adjacent_relations(path, 0), set(path.nodes))
-    return not any(narrow_anchor(ctx, fact.clue) for fact in facts)
+    return _unanchored(ctx, describe.offered(ctx, ids[0], 0, checkable in PERSON_NOUNS, _adjacent_relations(path, 0),
+                                             set(path.nodes)))
+
+
+def _unanchored(ctx: QuestionContext, options: list[Attribute]) -> bool:
+    """Whether no description chosen among `options` can meet the named-anchor rule (a start's, without a
+    census or prior: `world_unique_reason`), as none of them is a narrow named anchor."""
+    return (ctx.config.require_named_anchor and not counts_world_fits(ctx)
+            and not any(narrow_anchor(ctx, option.clue) for option in options))
 
 
 def counts_world_fits(ctx: QuestionContext) -> bool:
@@ -371,8 +383,9 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
     attributes drawn afresh with a seeded draw of their own. Whether the start is described and the style
     are drawn once per path, the same in every attempt. With `start_only` only the start is described (as
     the whole plan describes it), with no tense and no obfuscations: what the start's own gates need to turn
-    an attempt down cheaply. Given that plan as `start`, the whole plan of the same attempt takes its start
-    as described there and goes on with its draws, as if it had described the start itself."""
+    an attempt down cheaply (a start no fact of the attempt can anchor is left undescribed: `unanchored`).
+    Given that plan as `start` (one `start_gate` let through), the whole plan of the same attempt takes its
+    start as described there and goes on with its draws, as if it had described the start itself."""
     config, graph = ctx.config, ctx.graph
     hops = len(path.hops)
     ids = ctx.facts.path_ids(path)
@@ -404,7 +417,10 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
         if position:
             relation = graph.relation_id(path.hops[position - 1].relation)
             reached = set(ctx.facts.stated(ids[position - 1], relation)[0])
-        noun, base, chosen, unique = _describe(ctx, path, ids, position, rng, reached, attempt)
+        noun, base, chosen, unique = _describe(ctx, path, ids, position, rng, reached, attempt, start_only)
+        if chosen is None:
+            return Plan(style, "chain", start_described, {0: noun or "entity"}, {}, [], base, set(), [], None, 0,
+                        unanchored=True)
         if style == "nested" and position and not chosen:
             continue  # a bare ", a person," appositive adds nothing: the relation alone describes it
         nouns[position] = noun or "entity"
