@@ -263,7 +263,7 @@ def anchorless_start(ctx: QuestionContext, path: Path) -> bool:
                                              set(path.nodes)))
 
 
-def _unanchored(ctx: QuestionContext, options: list[Attribute]) -> bool:
+def _unanchored(ctx: QuestionContext, options: list[Attribute] | tuple[Attribute, ...]) -> bool:
     """Whether no description chosen among `options` can meet the named-anchor rule (a start's, without a
     census or prior: `world_unique_reason`), as none of them is a narrow named anchor."""
     return (ctx.config.require_named_anchor and not counts_world_fits(ctx)
