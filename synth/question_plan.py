@@ -217,9 +217,16 @@ def named_anchor(clue: gates.Clue) -> bool:
 
 
 def narrow_anchor(ctx: QuestionContext, clue: gates.Clue) -> bool:
-    """A named anchor that is no hub of the whole wiki (`gates.broad_anchor`): what keeps a start's
-    description unique beyond the slice when no census is given."""
-    return named_anchor(clue) and gates.broad_anchor(ctx.facts, clue) is None
+    """A named anchor that is no hub of the whole wiki (`gates.broad_anchor`) nor a place alone
+    (`place_anchor`): what keeps a start's description unique beyond the slice when no census is given."""
+    return named_anchor(clue) and gates.broad_anchor(ctx.facts, clue) is None and not place_anchor(clue)
+
+
+def place_anchor(clue: gates.Clue) -> bool:
+    """Whether a clue names where its subject lies, is based, was born or died (`describe`'s place
+    relations) and the broad-anchor table reads such a fact as no anchor of its own (`places.anchor_alone`
+    false: any town holds many buildings, companies and natives, so "a building in Oxford" fits hundreds)."""
+    return clue.attribute in describe.attribute_table()["places"] and not gates.broad_anchors()["places"]["anchor_alone"]
 
 
 def world_holders(ctx: QuestionContext, clue: gates.Clue) -> float:
@@ -284,8 +291,11 @@ def world_unique_reason(ctx: QuestionContext, clues: list[gates.Clue]) -> str | 
         if any(narrow_anchor(ctx, c) for c in clues):
             return None
         broad = [why for c in clues if named_anchor(c) and (why := gates.broad_anchor(ctx.facts, c))]
-        return (f"only broad anchors ({'; '.join(broad)}): no census, a narrow named anchor is required" if broad
-                else "no stated fact names a page (no census: a named anchor is required)")
+        places = [c.object for c in clues if named_anchor(c) and place_anchor(c)]
+        if broad or places:
+            anchors = [*broad, *(f"{place!r} is a place" for place in places)]
+            return f"only broad or place anchors ({'; '.join(anchors)}): no census, a narrow named anchor is required"
+        return "no stated fact names a page (no census: a named anchor is required)"
     found = world_fits(ctx, clues)
     if found is None:
         return ("no stated fact the census counts (dates and types only)" if ctx.census is not None

@@ -10,7 +10,7 @@ from schemas.questions import Qualifier
 from synth import gates, text_gates
 from synth.census import Census, count_census, load_census, save_census
 from synth.question_gates import answer_aliases, path_gate, plan_gate, untimed_hop, world_unique_start
-from synth.question_plan import WORLD_FITS_TAG, plan_question, world_fits
+from synth.question_plan import WORLD_FITS_TAG, plan_question, world_fits, world_unique_reason
 from synth.questions import cap_relation_answers
 from synth.report import (
     TfidfProbe,
@@ -181,13 +181,18 @@ def _two_alumni(ada_born_in_lyon: bool, lyon_population: str | None = "40000"):
 
 
 def test_a_described_start_is_unique_beyond_the_slice():
-    # With a narrow anchor to state, the planner states it ("a person born in Lyon", a town of 40,000 here):
-    # unique beyond the slice.
+    # A place alone is no anchor: "a person born in Lyon" (a town of 40,000 here) fits the town's many natives
+    # (data/questions/broad_anchors.toml `places.anchor_alone`); beside a narrow anchor of another kind (a
+    # person, a work, an organisation) the description is unique beyond the slice.
     ctx = context(*_two_alumni(True), describe_start=1.0, reject_dominant_answer=False)
     path = path_of(ctx, "Ada Stone", "Hill College", "Paris")
     plan = plan_question(ctx, path)
     assert plan.start_described and any(c.object == "Lyon" for c in plan.clues if c.position == 0)
-    assert world_unique_start(ctx, plan) is None
+    assert "'Lyon' is a place" in world_unique_start(ctx, plan)
+    assert plan_gate(ctx, path, plan)[0] == "not_unique_in_world"
+    lyon = gates.Clue(position=0, attribute="birthPlace", object="Lyon")
+    spouse = gates.Clue(position=0, attribute="spouse", object="Bob Stone")
+    assert world_unique_reason(ctx, [lyon, spouse]) is None and world_unique_reason(ctx, [lyon]) is not None
     # A census of a full dump says 5,000 people were born in Lyon: the description fits thousands.
     ctx.census = Census({"birthPlace\tLyon": 5000}, {}, 10, "crafted")
     assert plan_gate(ctx, path, plan)[0] == "not_unique_in_world"
@@ -281,11 +286,12 @@ def test_the_prior_counts_a_facts_subjects_in_the_whole_wiki():
 def test_with_the_prior_a_start_needs_a_fact_few_subjects_of_the_wiki_share():
     path_args = ("Ada Stone", "Hill College", "Paris")
     # Born in a town of 40,000: about 20 notable natives of the wiki fit "a person born in Lyon". The
-    # named-anchor rule keeps it (and the planner records its estimate); the prior rejects it and says why.
+    # named-anchor rule rejects a place alone; the planner records the prior's estimate, and the prior rejects
+    # it too and says why.
     ctx = context(*_two_alumni(True), describe_start=1.0, reject_dominant_answer=False)
     plan = plan_question(ctx, path_of(ctx, *path_args))
     start = [c for c in plan.clues if c.position == 0]
-    assert [c.object for c in start if c.object] == ["Lyon"] and world_unique_start(ctx, plan) is None
+    assert [c.object for c in start if c.object] == ["Lyon"] and "'Lyon' is a place" in world_unique_start(ctx, plan)
     assert world_fits(ctx, start) == (20.0, "birthPlace")
     ctx = context(*_two_alumni(True), describe_start=1.0, reject_dominant_answer=False, world_prior=True)
     assert "about 20 entities of the wiki (prior" in world_unique_start(ctx, plan)
