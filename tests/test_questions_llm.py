@@ -17,7 +17,7 @@ from schemas.wiki import SkippedRecord
 from synth.question_plan import EntityInfo
 from tests.servers import OpenAIServer, Reply
 from tests.test_questions import MERKEL, MERKEL_FACTS
-from tests.walk_graphs import write_graph
+from tests.walk_graphs import fact, write_graph
 
 
 def named(writer: LLMRole, **config) -> QuestionConfig:
@@ -72,7 +72,9 @@ class Script:
 def graph_and_paths(tmp_path_factory):
     """One walk run shared by the module: the questions stage only reads it."""
     folder = tmp_path_factory.mktemp("merkel")
-    graph_dir = write_graph(folder / "graph", MERKEL, MERKEL_FACTS)
+    # her alma mater: an anchor beyond the slice besides her birthplace (a place alone is none)
+    facts = [*MERKEL_FACTS, fact("Angela Merkel", "almaMater", "Leipzig University")]
+    graph_dir = write_graph(folder / "graph", MERKEL, facts)
     run_walks(graph_dir, folder / "paths", WalkConfig(hops=[2], walks_per_start=30, hub_quantile=1.0))
     return graph_dir, folder / "paths"
 

@@ -168,9 +168,9 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
     ("A Clockwork Orange (novel)", ("author", "birthDate"), "1917-02-25"):  # the intermediate by its hop alone
         "A book from the United Kingdom published in the early 1960s whose publisher is William Heinemann was "
         "written by a writer. On what date was this writer born?",
-    ("Tabitha King", ("spouse", "birthDate"), "1947-09-21"):  # Old Town, Maine: a narrow anchor
-        "As of August 2026, a writer born in Old Town, Maine is married to a writer whose genres include science "
-        "fiction. On what date was the latter writer born?",
+    ("Tabitha King", ("spouse", "birthDate"), "1947-09-21"):  # a place alone is no anchor: her university too
+        "As of August 2026, a writer born in Old Town, Maine whose alma mater is the University of Maine is married "
+        "to a writer whose genres include science fiction. On what date was the latter writer born?",
     ("Tabitha King", ("almaMater", "foundingDate"), "1865"):  # the University of Maine, established 1865
         "A writer born in Old Town, Maine studied at a university. In what year was this university founded?",
     ("Peter Benchley", ("almaMater", "foundingDate"), "1636"):  # died in Princeton; Harvard, founded 1636
