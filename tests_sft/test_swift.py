@@ -138,7 +138,9 @@ def test_swift_honours_loss_on_the_shipped_shards_but_labels_a_loss_0_rows_closi
     rows = read_rows(dataset_dir, config, split)
     counts = check_labels(config, rows, swift_rows(shards(dataset_dir, config, split)), swift_sft, tokenizer,
                           closing_labelled=True)
-    assert counts["closing"] == sum(ends_untrained(config, row) for row in rows) > 0
+    assert counts["closing"] == sum(ends_untrained(config, row) for row in rows)
+    # the train split is large enough to hold loss-0 final answers (the small test split may hold none)
+    assert counts["closing"] > 0 or split == "test"
 
 
 def test_swift_drops_the_thoughts_of_the_openai_shard_as_shipped(dataset_dir, swift_sft, tokenizer):

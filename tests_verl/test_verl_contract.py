@@ -58,7 +58,7 @@ def test_rlhf_dataset_reads_the_export_with_the_launch_data_keys(exported, train
     tokenizer = hf_tokenizer(str(tiny_model))
     dataset = RLHFDataset(data_files=trainer_config.data.train_files, tokenizer=tokenizer, config=trainer_config.data)
     rows = pq.read_table(trainer_config.data.train_files).num_rows
-    assert rows > 30 and len(dataset) == rows  # no prompt is filtered as overlong (42 train rows of 47 questions)
+    assert rows > 30 and len(dataset) == rows  # no prompt is filtered as overlong
     item = dataset[0]
     assert [m["role"] for m in item["raw_prompt"]] == ["system", "user"]
     assert item["agent_name"] == "hopsmith_turn_agent" and item["data_source"] == "hopsmith"
@@ -89,12 +89,18 @@ class ScriptedServer:
     """The LLM server client: per request id, first a search call, then the final answer.
 
     The first episode answers the row's ground truth, every later one a wrong name, so a GRPO group has
-    one right and one wrong rollout.
+    one right and one wrong rollout. The wrong name differs from the truth in token count: verl's
+    `list_of_dict_to_tensordict` stacks equal-length response masks into a dense tensor, which its v1
+    `_compute_advantage` (`response_to_nested`) refuses, so a group of equal-length rollouts is not what
+    this check is about.
     """
 
     def __init__(self, tokenizer, question: str, answer: str):
         self.tokenizer, self.question, self.answer = tokenizer, question, answer
         self.calls: dict[str, int] = {}
+        length = len(tokenizer.encode(answer, add_special_tokens=False))
+        self.wrong = next(name for name in ("Nobody In Particular", "Nobody In Particular At All")
+                          if len(tokenizer.encode(name, add_special_tokens=False)) != length)
 
     async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
         from verl.workers.rollout.replica import TokenOutput
@@ -105,7 +111,7 @@ class ScriptedServer:
             call = json.dumps({"name": "search", "arguments": {"query": self.question}})
             text = f"<think>\nSearch first.\n</think>\n\n<tool_call>\n{call}\n</tool_call>"
         else:
-            answer = self.answer if len(self.calls) == 1 else "Nobody In Particular"
+            answer = self.answer if len(self.calls) == 1 else self.wrong
             text = f"<think>\nI read the results.\n</think>\n\n\\boxed{{{answer}}}"
         ids = self.tokenizer.encode(text + "<|im_end|>", add_special_tokens=False)
         return TokenOutput(token_ids=ids, log_probs=[-0.5] * len(ids))
