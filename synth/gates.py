@@ -621,24 +621,33 @@ def _named_in(answer: str, title: str) -> str | None:
     return name if f" {normalize_answer(name)} " in f" {normalize_answer(title.split(' (')[0])} " else None
 
 
-def trivial_final_hop(index: FactIndex, path: Path, named: Iterable[str]) -> str | None:
+def trivial_final_hop(index: FactIndex, path: Path) -> str | None:
     """Why the answer follows in one well-known hop (`trivial_hops`) from the entity the final description
-    pins down, or from an entity the question names (the start when named, a clue's object), or None. An
-    earlier hop whose object is its relation's default guess (`answers`: an American publisher's city is New
-    York City) counts too: the question reduces to what follows that guess."""
-    graph = index.graph
+    pins down, or None: decided by the path alone, whatever a plan says. An earlier hop whose object is its
+    relation's default guess (`answers`: an American publisher's city is New York City) counts too: the
+    question reduces to what follows that guess."""
     ids = index.path_ids(path)
     if ids is None:
         return None
-    answer = ids[-1]
     if path.answer_type == "entity" and (holder := _named_in(path.answer, path.nodes[-2])):
         return f"the answer {holder!r} is written in the name {path.nodes[-2]!r} its final hop starts from"
     for position in range(len(path.hops) - 1, -1, -1):
         hop, reached_by = path.hops[position], path.hops[position - 1].relation if position else None
         if position < len(path.hops) - 1 and not trivial_hops().get(hop.relation, {}).get("answers"):
             continue  # a well-known hop mid-chain still needs the chain to find its subject; a guess does not
-        if (why := _trivial_from(graph, hop.relation, ids[position], reached_by, path.nodes[position + 1])) is not None:
+        if (why := _trivial_from(index.graph, hop.relation, ids[position], reached_by, path.nodes[position + 1])) is not None:
             return f"{hop.relation} of {path.nodes[position]!r} is {why}"
+    return None
+
+
+def trivial_from_named(index: FactIndex, path: Path, named: Iterable[str]) -> str | None:
+    """Why the answer follows in one well-known hop (`trivial_hops`) from an entity the question names (the
+    start when named, a clue's object), or None: the plan's share of `trivial_final_hop`'s reason."""
+    graph = index.graph
+    ids = index.path_ids(path)
+    if ids is None:
+        return None
+    answer = ids[-1]
     for name in dict.fromkeys(named):
         node = index.node(name)
         if node is None or node == answer:

@@ -34,7 +34,8 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
 - `tree_branch`: a tree question's branch does not hold for the answer, or is not needed to single it out;
 - `trivial_final_hop`: the answer follows in one well-known hop (`data/questions/trivial_hops.toml`: a
   country's capital, currency or language, a place's country or region) from the entity the final
-  description pins down or from an entity the text names, so the final hop is answered from memory;
+  description pins down (the path alone: checked before planning) or from an entity the text names, so the
+  final hop is answered from memory;
 - `description_search`: the description of an intermediate, searched alone in the agents' index, lists that
   entity in the top `description_search_top_k` (the pages the description names left out of the ranking),
   so one search skips the chain before it (k is `one_search_top_k` unless set: the results an agent reads);
@@ -140,7 +141,8 @@ def _narrow_page(ctx: QuestionContext, title: str) -> bool:
 
 def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
     """Gates on the path alone, checked before any planning: a vague answer, a shortcut through the graph,
-    an answer that a prior over the final relation would guess."""
+    an answer that a prior over the final relation would guess, a final hop of common knowledge from the
+    entity it starts from (every plan would fail `plan_gate` on it: this spares planning it)."""
     if (relation := next((h.relation for h in path.hops if not reviewed(h.relation)), None)) is not None:
         return "unreviewed_relation", f"no reviewed phrasebook entry for {relation}"
     if is_list_value(path.answer, path.answer_type):
@@ -157,6 +159,8 @@ def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
         return "dominant_answer", detail
     if (detail := famous(ctx, path)) is not None:
         return "famous", detail
+    if (detail := gates.trivial_final_hop(ctx.facts, path)) is not None:
+        return "trivial_final_hop", detail
     return None
 
 
@@ -193,7 +197,7 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
         return "clue_shortcut", detail
     if plan.start_described and ctx.config.require_named_anchor and (detail := world_unique_start(ctx, plan)):
         return "not_unique_in_world", detail
-    if (detail := gates.trivial_final_hop(ctx.facts, path, named_entities(path, plan))) is not None:
+    if (detail := gates.trivial_from_named(ctx.facts, path, named_entities(path, plan))) is not None:
         return "trivial_final_hop", detail
     if 0 in plan.tree_positions and (detail := gates.start_intersection(
             ctx.facts, [c for c in plan.clues if c.position == 0], ctx.facts.path_ids(path)[0])):

@@ -118,14 +118,14 @@ def test_an_american_publishers_city_is_a_default_guess():
     # "... was published by a company. This company is headquartered in a city. What is its population?":
     # a reader guesses New York City for the city, and the question reduces to its population.
     ctx = context(*_publishers("New York City"), reject_dominant_answer=False)
-    why = gates.trivial_final_hop(ctx.facts, path_of(ctx, "Carry (novel)", "Doubleday", "New York City"), [])
+    why = gates.trivial_final_hop(ctx.facts, path_of(ctx, "Carry (novel)", "Doubleday", "New York City"))
     assert why and "locationCity of 'Doubleday'" in why
     path = path_of(ctx, "Carry (novel)", "Doubleday", "New York City", "8804190")
-    assert gates.trivial_final_hop(ctx.facts, path, [])
-    assert plan_gate(ctx, path, plan_question(ctx, path))[0] == "trivial_final_hop"
+    assert gates.trivial_final_hop(ctx.facts, path)
+    assert path_gate(ctx, path)[0] == "trivial_final_hop"  # the path alone decides it: never planned
     # A publisher elsewhere is no guess; nor is New York City as any company's city (the path's relation).
     ctx = context(*_publishers("Boston"), reject_dominant_answer=False)
-    assert gates.trivial_final_hop(ctx.facts, path_of(ctx, "Carry (novel)", "Doubleday", "Boston", "8804190"), []) is None
+    assert gates.trivial_final_hop(ctx.facts, path_of(ctx, "Carry (novel)", "Doubleday", "Boston", "8804190")) is None
     assert gates._trivial_from(ctx.graph, "locationCity", ctx.graph.node_id("Doubleday"), "distributor",
                                "New York City") is None
 
@@ -167,9 +167,9 @@ def test_an_answer_written_in_the_name_its_hop_starts_from_is_trivial():
              fact("Université du Québec à Montréal", "city", "Montreal"),
              fact("Denis Vale", "education", "Concordia University"), fact("Concordia University", "city", "Montreal")]
     ctx = context(entities, facts, reject_dominant_answer=False)
-    why = gates.trivial_final_hop(ctx.facts, path_of(ctx, "Denis Vale", "Université du Québec à Montréal", "Montreal"), [])
+    why = gates.trivial_final_hop(ctx.facts, path_of(ctx, "Denis Vale", "Université du Québec à Montréal", "Montreal"))
     assert why and "'Montreal' is written in the name 'Université du Québec à Montréal'" in why
-    assert gates.trivial_final_hop(ctx.facts, path_of(ctx, "Denis Vale", "Concordia University", "Montreal"), []) is None
+    assert gates.trivial_final_hop(ctx.facts, path_of(ctx, "Denis Vale", "Concordia University", "Montreal")) is None
     # The name before a comma counts ("Austin, Texas" in "University of Texas at Austin"); a part of a word not.
     assert gates._named_in("Austin, Texas", "University of Texas at Austin") == "Austin"
     assert gates._named_in("Rome", "Romeo and Juliet") is None and gates._named_in("Mexico", "New Mexico State") == "Mexico"

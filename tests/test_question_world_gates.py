@@ -42,12 +42,13 @@ PLACE_FACTS = [
 def test_a_final_hop_of_common_knowledge_is_trivial():
     ctx = context(PLACES, PLACE_FACTS)
     # "... was born in a city. In which country is this city?": a city's country is one well-known hop.
-    why = gates.trivial_final_hop(ctx.facts, path_of(ctx, "Ada Stone", "Lyon", "France"), [])
+    why = gates.trivial_final_hop(ctx.facts, path_of(ctx, "Ada Stone", "Lyon", "France"))
     assert why and "country of 'Lyon'" in why
     # A university's city is not in the table; but a question naming France has Paris one hop away.
     path = path_of(ctx, "Ada Stone", "Hill College", "Paris")
-    assert gates.trivial_final_hop(ctx.facts, path, ["Ada Stone"]) is None
-    assert "capital" in gates.trivial_final_hop(ctx.facts, path, ["Ada Stone", "France"])
+    assert gates.trivial_final_hop(ctx.facts, path) is None
+    assert gates.trivial_from_named(ctx.facts, path, ["Ada Stone"]) is None
+    assert "capital" in gates.trivial_from_named(ctx.facts, path, ["Ada Stone", "France"])
     # The table's head classes hold: a person's "country" is no place's country.
     assert gates._trivial_from(ctx.graph, "country", ctx.graph.node_id("Ada Stone")) is None
     assert set(gates.trivial_hops()) >= {"capital", "currency", "officialLanguage", "country"}
