@@ -258,16 +258,25 @@ def world_fits(ctx: QuestionContext, clues: list[gates.Clue]) -> tuple[float, st
     return min((world(c), c.attribute) for c in counted)
 
 
-def anchorless_start(ctx: QuestionContext, path: Path) -> bool:
-    """Whether no description of the path's start can meet the named-anchor rule (`world_unique_reason`
-    without a census or prior): none of the facts any attempt may state of it (`describe.offered`) is a narrow
-    named anchor, so every start-only plan of a described start fails `start_gate`."""
+def anchorless_from(ctx: QuestionContext, path: Path) -> int | None:
+    """The first attempt from which no description of the path's start can meet the named-anchor rule
+    (`world_unique_reason` without a census or prior), so that every start-only plan of a described start
+    fails `start_gate`: 1 when none of the facts any attempt may state of it (`describe.offered`) is a narrow
+    named anchor, `FRESH_ATTEMPT` when each such anchor is named in its lead sentence (which fresh attempts
+    leave out: `describe.copies_lead`), else None."""
     ids = ctx.facts.path_ids(path)
     if ids is None:
-        return False
+        return None
     checkable = _noun_for(ctx, path.nodes[0])[1]
-    return _unanchored(ctx, describe.offered(ctx, ids[0], 0, checkable in PERSON_NOUNS, _adjacent_relations(path, 0),
-                                             set(path.nodes)))
+    offered = describe.offered(ctx, ids[0], 0, checkable in PERSON_NOUNS, _adjacent_relations(path, 0),
+                               set(path.nodes))
+    if _unanchored(ctx, offered):
+        return 1
+    info = ctx.entities.get(path.nodes[0])
+    lead = info.description if info else ""
+    if _unanchored(ctx, [o for o in offered if not describe.copies_lead(lead, o)]):
+        return FRESH_ATTEMPT
+    return None
 
 
 def _unanchored(ctx: QuestionContext, options: list[Attribute] | tuple[Attribute, ...]) -> bool:

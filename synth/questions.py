@@ -67,7 +67,7 @@ from synth.question_plan import (
     EntityInfo,
     Plan,
     QuestionContext,
-    anchorless_start,
+    anchorless_from,
     plan_question,
     question_as_of,
     world_fits,
@@ -189,13 +189,14 @@ def first_passing_plan(ctx: QuestionContext, path: Path, style: str | None, envi
     template writer's text through the text gates: free to write, unlike an LLM's); else None and the first
     plan's reason, with the count of plans tried. A hop whose objects no stated fact tells apart
     (`NOT_REDRAWN`) ends the attempts: a fresh draw states fewer of the same facts. A described start with
-    no narrow named anchor to state (`anchorless_start`) fails at every attempt, counted as tried."""
+    no narrow named anchor to state (`anchorless_from`: at any attempt, or at the fresh ones) fails at every
+    such attempt, counted as tried."""
     first = None
-    hopeless = False
+    hopeless_from = None  # the first attempt whose start cannot be anchored
     for attempt in range(ctx.config.plan_attempts):
         start = None
         if attempt:
-            if hopeless:
+            if hopeless_from is not None and attempt >= hopeless_from:
                 continue
             start = plan_question(ctx, path, style, attempt, start_only=True)
             if start_gate(ctx, path, start, environment):
@@ -209,8 +210,8 @@ def first_passing_plan(ctx: QuestionContext, path: Path, style: str | None, envi
         first = first or failed
         if failed[0] in NOT_REDRAWN:
             break
-        if not attempt:
-            hopeless = plan.start_described and anchorless_start(ctx, path)
+        if not attempt and plan.start_described:
+            hopeless_from = anchorless_from(ctx, path)
     return None, (first[0], f"{first[1]} ({attempt + 1} plans tried)")
 
 
