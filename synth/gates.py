@@ -680,11 +680,12 @@ def answer_node(graph: CSRGraph, path: Path) -> int | None:
     return None
 
 
-def reversed_place(graph: CSRGraph, path: Path, place_relations) -> str | None:
+def reversed_place(index: FactIndex, path: Path, place_relations) -> str | None:
     """Why a hop over a place relation ("X lies in Y") is contradicted by Y lying in X, or None."""
     if not any(hop.relation in place_relations for hop in path.hops):
         return None
-    ids = path_node_ids(graph, path)
+    graph = index.graph
+    ids = index.path_ids(path)
     if ids is None:
         return None
     for position, hop in enumerate(path.hops):

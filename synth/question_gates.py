@@ -153,7 +153,7 @@ def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
         return "vague_answer", detail
     if (detail := gates.fewer_hops(ctx.graph, path)) is not None:
         return "fewer_hops", detail
-    if (detail := gates.reversed_place(ctx.graph, path, describe.attribute_table()["places"])) is not None:
+    if (detail := gates.reversed_place(ctx.facts, path, describe.attribute_table()["places"])) is not None:
         return "reversed_place", detail
     if ctx.config.reject_dominant_answer and (detail := gates.dominant_answer(ctx.facts, path)) is not None:
         return "dominant_answer", detail
