@@ -121,23 +121,24 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
     async def one(path: Path) -> Question | SkippedRecord:
         if (failed := path_gate(ctx, path)) is not None:  # cheap: before planning
             return _skip(path, *failed)
-        aliases = answer_aliases(ctx, path)
-        forms = [written_answer(ctx, path), *aliases]
         plan, failed = first_passing_plan(ctx, path, "clues" if writer is not None else None, environment,
                                           template_text_gate(ctx, path, environment) if writer is None else None)
         if plan is None:
             return _skip(path, *failed)
-        try:
-            draft = write_template(ctx, path, plan) if writer is None else await write_llm(writer, ctx, path, plan)
-        except LLMUnavailable:
-            raise
-        except LLMError as error:
-            return _skip(path, "writer_failed", str(error))
-        failed = text_gate(ctx, path, plan, draft.text, forms, environment)
-        if failed is None and writer is not None:
-            failed = faithfulness_gate(path, plan, draft.text)
-        if failed is not None:
-            return _skip(path, failed[0], f"{failed[1]} | {draft.text}")
+        aliases = answer_aliases(ctx, path)
+        if writer is None:
+            draft = write_template(ctx, path, plan)  # its text passed the text gates in `first_passing_plan`
+        else:
+            try:
+                draft = await write_llm(writer, ctx, path, plan)
+            except LLMUnavailable:
+                raise
+            except LLMError as error:
+                return _skip(path, "writer_failed", str(error))
+            failed = (text_gate(ctx, path, plan, draft.text, [written_answer(ctx, path), *aliases], environment)
+                      or faithfulness_gate(path, plan, draft.text))
+            if failed is not None:
+                return _skip(path, failed[0], f"{failed[1]} | {draft.text}")
         if plan.start_described and (fits := world_fits(ctx, [c for c in plan.clues if c.position == 0])):
             draft.obfuscations.append(f"{WORLD_FITS_TAG}{fits[0]:.1f}")  # kept texts only
         if checker is not None:
@@ -172,11 +173,10 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
 def template_text_gate(ctx: QuestionContext, path: Path,
                        environment: SearchEnvironment | None) -> Callable[[Plan], tuple[str, str] | None]:
     """The text gates on the template writer's text of a plan (offline, a text costs nothing to write)."""
-    forms = [written_answer(ctx, path), *answer_aliases(ctx, path)]
 
     def check(plan: Plan) -> tuple[str, str] | None:
         text = write_template(ctx, path, plan).text
-        failed = text_gate(ctx, path, plan, text, forms, environment)
+        failed = text_gate(ctx, path, plan, text, [written_answer(ctx, path), *answer_aliases(ctx, path)], environment)
         return failed and (failed[0], f"{failed[1]} | {text}")
     return check
 
