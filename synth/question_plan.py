@@ -188,12 +188,9 @@ def _describe(ctx: QuestionContext, path: Path, ids: tuple[int, ...], position: 
                 return _anchored(ctx, candidates, fits, ids[position], base, minimum) or chosen
             return chosen
     else:
-        def fits(clues):
-            return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
-
         def pick(candidates):
             minimum = min(0 if bare_intermediates(attempt) else config.attributes_per_entity, len(candidates))
-            return _choose_needing_hop(ctx, candidates, fits, ids[position], base, minimum, reached)
+            return _choose_needing_hop(ctx, candidates, ids[position], base, minimum, reached)
     chosen = _avoiding_identifying(ctx, options, pick)
     # Nothing singles it out: keep a plain description and let the plan gate count why.
     minimum = max(config.start_attributes - len(base), 1) if reached is None else config.attributes_per_entity
@@ -471,11 +468,8 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
             options = describe.attributes(ctx, ids[-1], hops, rng, answer_type_noun(ctx, path) in PERSON_NOUNS,
                                           _adjacent_relations(path, hops), set(path.nodes) | siblings)
             reached = {int(o) for o in final}
-
-            def fits(branch_clues):
-                return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in branch_clues)}
             branches = _avoiding_identifying(
-                ctx, options, lambda candidates: _choose_needing_hop(ctx, candidates, fits, ids[-1], [], 1, reached)) or []
+                ctx, options, lambda candidates: _choose_needing_hop(ctx, candidates, ids[-1], [], 1, reached)) or []
             clues += [b.clue for b in branches]
             if branches and needs_intersection(ctx, reached, ids[-1], [b.clue for b in branches]):
                 tree_positions.append(hops)
@@ -527,17 +521,23 @@ def _tense(ctx: QuestionContext, path: Path) -> tuple[dt.date, set[int], str | N
     return as_of, ended, as_of_text
 
 
-def _choose_needing_hop(ctx: QuestionContext, options: list[Attribute], fits, target: int, base: list[gates.Clue],
+def _choose_needing_hop(ctx: QuestionContext, options: list[Attribute], target: int, base: list[gates.Clue],
                         minimum: int, reached: set[int]) -> list[Attribute] | None:
     """Attributes that single `target` out among the objects its hop `reached`; where the hop reaches several,
     preferably ones that alone, over the whole graph, fit others too, so that only the hop and the
     description together find it (a tree) and the description is no shortcut past the hop."""
+    def fits(clues):
+        return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
+
+    def sizes(said, clues):  # `fits` of `said` plus each clue, what `said` leaves read once per round
+        left = fits(said)
+        return [sum(gates.satisfies(ctx.facts, o, clue) for o in left) for clue in clues]
     maximum = ctx.config.max_attributes
-    chosen = describe.choose(list(options), fits, target, base, minimum, maximum)
+    chosen = describe.choose(list(options), fits, target, base, minimum, maximum, sizes)
     if chosen is None or len(reached) < 2 or needs_intersection(ctx, reached, target, base + [a.clue for a in chosen]):
         return chosen
     loose = [o for o in options if gates.described_candidates(ctx.facts, [*base, o.clue]) != {target}]
-    alternative = describe.choose(loose, fits, target, base, min(minimum, len(loose)), maximum)
+    alternative = describe.choose(loose, fits, target, base, min(minimum, len(loose)), maximum, sizes)
     if alternative and needs_intersection(ctx, reached, target, base + [a.clue for a in alternative]):
         return alternative
     return chosen
