@@ -140,9 +140,10 @@ def _narrow_page(ctx: QuestionContext, title: str) -> bool:
 
 
 def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
-    """Gates on the path alone, checked before any planning: a vague answer, a shortcut through the graph,
-    an answer that a prior over the final relation would guess, a final hop of common knowledge from the
-    entity it starts from (every plan would fail `plan_gate` on it: this spares planning it)."""
+    """Gates on the path alone, checked before any planning: a vague answer, an answer that a prior over the
+    final relation would guess, a final hop of common knowledge from the entity it starts from (every plan
+    would fail `plan_gate` on it: this spares planning it), a shortcut through the graph (last: a search of
+    the graph around the start costs more than the lookups before it)."""
     if (relation := next((h.relation for h in path.hops if not reviewed(h.relation)), None)) is not None:
         return "unreviewed_relation", f"no reviewed phrasebook entry for {relation}"
     if is_list_value(path.answer, path.answer_type):
@@ -151,16 +152,16 @@ def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
         return "partial_list", detail
     if (detail := gates.vague_answer(path)) is not None:
         return "vague_answer", detail
-    if (detail := gates.fewer_hops(ctx.graph, path)) is not None:
-        return "fewer_hops", detail
-    if (detail := gates.reversed_place(ctx.facts, path, describe.attribute_table()["places"])) is not None:
-        return "reversed_place", detail
     if ctx.config.reject_dominant_answer and (detail := gates.dominant_answer(ctx.facts, path)) is not None:
         return "dominant_answer", detail
     if (detail := famous(ctx, path)) is not None:
         return "famous", detail
     if (detail := gates.trivial_final_hop(ctx.facts, path)) is not None:
         return "trivial_final_hop", detail
+    if (detail := gates.fewer_hops(ctx.graph, path)) is not None:
+        return "fewer_hops", detail
+    if (detail := gates.reversed_place(ctx.facts, path, describe.attribute_table()["places"])) is not None:
+        return "reversed_place", detail
     return None
 
 
