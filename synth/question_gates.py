@@ -50,7 +50,8 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
   relation (applied by the stage; `relation_answer_share`, from `relation_answer_min` such questions);
 - `not_unique_in_world`: the start's description may fit many entities of the whole wiki (a census of a
   full dump estimates how many; without one, it names no page that is no hub: no narrow anchor,
-  data/questions/broad_anchors.toml);
+  data/questions/broad_anchors.toml; a described start with no such anchor among its facts is rejected
+  before planning);
 - `famous`: the start or the answer is among the graph's most linked-to pages, and the seeded draw that
   keeps such paths at `famous_keep` dropped it (weights the questions toward the long tail);
 - `dominant_answer`: the answer is the most common object of its final relation across the graph (a
@@ -87,9 +88,11 @@ from synth.phrasing import (
 from synth.question_plan import (
     Plan,
     QuestionContext,
+    anchorless_from,
     described_as,
     named_anchor,
     seeded_draw,
+    start_described,
     world_unique_reason,
 )
 
@@ -141,8 +144,9 @@ def _narrow_page(ctx: QuestionContext, title: str) -> bool:
 
 def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
     """Gates on the path alone, checked before any planning: a vague answer, an answer that a prior over the
-    final relation would guess, a final hop of common knowledge from the entity it starts from (every plan
-    would fail `plan_gate` on it: this spares planning it), a shortcut through the graph (last: a search of
+    final relation would guess, a final hop of common knowledge from the entity it starts from, a described
+    start that no fact of it can anchor in the world (`anchorless_from`; every plan would fail `plan_gate`
+    or `start_gate` on either: this spares planning them), a shortcut through the graph (last: a search of
     the graph around the start costs more than the lookups before it)."""
     if (relation := next((h.relation for h in path.hops if not reviewed(h.relation)), None)) is not None:
         return "unreviewed_relation", f"no reviewed phrasebook entry for {relation}"
@@ -158,6 +162,8 @@ def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
         return "famous", detail
     if (detail := gates.trivial_final_hop(ctx.facts, path)) is not None:
         return "trivial_final_hop", detail
+    if start_described(ctx, path) and anchorless_from(ctx, path) == 1:
+        return "not_unique_in_world", f"no fact any plan may state of the start ({path.start}) is a narrow named anchor"
     if (detail := gates.fewer_hops(ctx.graph, path)) is not None:
         return "fewer_hops", detail
     if (detail := gates.reversed_place(ctx.facts, path, describe.attribute_table()["places"])) is not None:

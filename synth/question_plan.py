@@ -255,6 +255,14 @@ def world_fits(ctx: QuestionContext, clues: list[gates.Clue]) -> tuple[float, st
     return min((world(c), c.attribute) for c in counted)
 
 
+def start_described(ctx: QuestionContext, path: Path) -> bool:
+    """Whether the path's start is described rather than named: its first seeded draw, the same in every plan
+    (`plan_question`)."""
+    config = ctx.config
+    return _drawn_shape(config.seed, path.path_id, config.describe_start, ctx.facts.path_ids(path) is not None,
+                        len(path.hops), None)[0]
+
+
 def anchorless_from(ctx: QuestionContext, path: Path) -> int | None:
     """The first attempt from which no description of the path's start can meet the named-anchor rule
     (`world_unique_reason` without a census or prior), so that every start-only plan of a described start
