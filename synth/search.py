@@ -141,10 +141,22 @@ class SearchEnvironment:
         """Ranked pages: BM25 over bodies plus weighted BM25 over titles and aliases; an exact title first."""
         return list(self._ranked(query, top_k))
 
+    def titles(self, query: str, top_k: int = 5) -> tuple[str, ...]:
+        """The titles `search` ranks first, without the snippets a reader sees: for a gate that asks only which
+        pages come first (a page's first snippet splits its text into sentences, most of a first search)."""
+        order, _, _ = self._order(query, top_k)
+        return tuple(self.pages[i].title for i in order)
+
     def _rank(self, query: str, top_k: int) -> tuple[SearchHit, ...]:
+        order, scores, tokens = self._order(query, top_k)
+        query_tokens = set(tokens)
+        return tuple(SearchHit(self.pages[i].title, float(scores[i]), self._snippet(int(i), query_tokens)) for i in order)
+
+    def _order(self, query: str, top_k: int) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """The indices of the top k pages in rank order, every page's score and the query's tokens."""
         tokens = tokenize([query])[0]
         if not self.pages or not tokens:
-            return ()
+            return np.array([], np.int64), np.array([]), tokens
         scores = self._body.get_scores(tokens).astype(np.float64)
         if self._title_weight:
             scores += self._title_weight * self._titles.get_scores(tokens)
@@ -155,9 +167,7 @@ class SearchEnvironment:
         if len(candidates) > top_k:  # keep every page tied with the k-th score, then order exactly
             kth = np.partition(scores[candidates], len(candidates) - top_k)[len(candidates) - top_k]
             candidates = candidates[scores[candidates] >= kth]
-        order = candidates[np.lexsort((candidates, -scores[candidates]))][:top_k]
-        query_tokens = set(tokens)
-        return tuple(SearchHit(self.pages[i].title, float(scores[i]), self._snippet(int(i), query_tokens)) for i in order)
+        return candidates[np.lexsort((candidates, -scores[candidates]))][:top_k], scores, tokens
 
     def _snippet(self, index: int, query_tokens: set[str]) -> str:
         """The page's first sentence sharing the most words with the query (else its first sentence), cut."""

@@ -120,7 +120,7 @@ def one_search(environment, text: str, answer: str, forms: Iterable[str], top_k:
 def _top_titles(environment, query: str, top_k: int) -> tuple[str, ...]:
     """The titles one search of `query` ranks first; cached per environment, since the planner describes the
     same entity the same way on every path through it (the gate then costs one search per description)."""
-    return tuple(hit.title for hit in environment.search(query, top_k))
+    return environment.titles(query, top_k)
 
 
 def description_search(environment, descriptions: Iterable[tuple[str, str] | tuple[str, str, Iterable[str]]],

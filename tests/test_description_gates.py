@@ -31,8 +31,8 @@ class _Index:
     def resolve(self, title):
         return self.pages.get(title)
 
-    def search(self, query, top_k):
-        return [self.pages[title] for title in self.ranked[:top_k]]
+    def titles(self, query, top_k):
+        return tuple(self.ranked[:top_k])
 
 
 RANKED = [("Stephen King", "Stephen King is an American author born in Portland, Maine, married to Tabitha King."),

@@ -76,13 +76,13 @@ class _Index:
     """A search environment over crafted pages, ranked by the TF-IDF probe (the gate only reads the ranks)."""
 
     def __init__(self, pages):
-        self.probe, self.titles = TfidfProbe(pages), {title for title, _ in pages}
+        self.probe, self.known = TfidfProbe(pages), {title for title, _ in pages}
 
     def resolve(self, title):
-        return _Page(title) if title in self.titles else None
+        return _Page(title) if title in self.known else None
 
-    def search(self, query, top_k):
-        return [_Page(title) for title in self.probe.rank(query, top_k)]
+    def titles(self, query, top_k):
+        return tuple(self.probe.rank(query, top_k))
 
 
 PAGES = [("Memento (film)", "Memento is an American neo-noir psychological thriller film produced by Jennifer Todd."),
@@ -102,7 +102,7 @@ def test_the_pages_a_description_names_do_not_hide_its_entity():
     """"a film produced by Jennifer Todd" ranks her own page first; a searcher reads it and is one click from
     the film, so the gate ranks without the pages the description names."""
     index = _Index(PAGES)
-    index.search = lambda query, top_k: [_Page(t) for t in ("Jennifer Todd", "Memento (film)", "Insomnia (film)")][:top_k]
+    index.titles = lambda query, top_k: ("Jennifer Todd", "Memento (film)", "Insomnia (film)")[:top_k]
     named = ("Memento (film)", "a film produced by Jennifer Todd")
     assert text_gates.description_search(index, [named], 1) is None  # the anchor ranked first hid the film
     why = text_gates.description_search(index, [(*named, ["Jennifer Todd"])], 1)
