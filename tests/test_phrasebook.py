@@ -133,6 +133,8 @@ def test_historical_states_and_x_of_y_institutions_take_the_article_mid_sentence
     assert display_title("New York (state)") == "the state of New York"
     assert display_title("Georgia (U.S. state)") == "the U.S. state of Georgia"
     assert display_title("King Kong (2005 film)") == "the 2005 film King Kong"
+    # the fourth reading: "whose former managerial club is England national football team"
+    assert display_title("England national football team") == "the England national football team"
 
 
 def test_a_record_label_released_an_album_and_a_band_has_recorded_for_it():
