@@ -610,15 +610,19 @@ def _trivial_from(graph: CSRGraph, relation: str, head: int, reached_by: str | N
     return entry["why"]
 
 
-def _named_in(answer: str, title: str) -> str | None:
-    """The answer's name (its title before a disambiguator or a comma: "Austin" of "Austin, Texas") when the
-    title of the entity the final hop starts from contains it as whole words ("University of Texas at
-    Austin", compared as answers are: accents, case and punctuation aside): whoever finds that entity reads
-    the answer in its name. None otherwise."""
-    name = answer.split(" (")[0].split(",")[0].strip()
-    if len(name) < 3 or name.casefold() == title.split(" (")[0].casefold():
+def _name_shared(answer: str, title: str) -> str | None:
+    """The name the answer and an entity's title share as whole words (compared as answers are: accents, case
+    and punctuation aside; each name before a disambiguator or a comma, "Austin" of "Austin, Texas"): the
+    answer's name inside the title ("Leeds" in "Leeds United F.C.", "Austin" in "University of Texas at
+    Austin"), or the title inside the answer ("Doubleday" in "Frank Nelson Doubleday"). Whoever finds that
+    entity reads or guesses the answer from its name. None otherwise, or when the two are the same name."""
+    name, holder = answer.split(" (")[0].split(",")[0].strip(), title.split(" (")[0].split(",")[0].strip()
+    if min(len(name), len(holder)) < 3 or name.casefold() == holder.casefold():
         return None
-    return name if f" {normalize_answer(name)} " in f" {normalize_answer(title.split(' (')[0])} " else None
+    name_words, holder_words = f" {normalize_answer(name)} ", f" {normalize_answer(holder)} "
+    if name_words in holder_words:
+        return name
+    return holder if holder_words in name_words else None
 
 
 def trivial_final_hop(index: FactIndex, path: Path) -> str | None:
@@ -629,8 +633,10 @@ def trivial_final_hop(index: FactIndex, path: Path) -> str | None:
     ids = index.path_ids(path)
     if ids is None:
         return None
-    if path.answer_type == "entity" and (holder := _named_in(path.answer, path.nodes[-2])):
-        return f"the answer {holder!r} is written in the name {path.nodes[-2]!r} its final hop starts from"
+    if path.answer_type in ("entity", "string"):
+        for title in path.nodes[-2::-1]:
+            if (shared := _name_shared(path.answer, title)) is not None:
+                return f"the answer {path.answer!r} and {title!r}, an entity of its chain, share the name {shared!r}"
     for position in range(len(path.hops) - 1, -1, -1):
         hop, reached_by = path.hops[position], path.hops[position - 1].relation if position else None
         if position < len(path.hops) - 1 and not trivial_hops().get(hop.relation, {}).get("answers"):

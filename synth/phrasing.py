@@ -138,7 +138,7 @@ _THE_PREFIXES = ("United ", "University of ", "River ", "Republic of ", "Kingdom
                  "Museum of ", "Bank of ", "Church of ", "Commonwealth of ", "Federation of ", "Isle of ",
                  "Duchy of ", "Grand Duchy of ", "Province of ", "Principality of ", "Electorate of ")
 _THE_SUFFIXES = (" Islands", " Mountains", " States", " Kingdom", " Republic", " Emirates", " River", " Ocean", " Sea",
-                 " Empire", " Union", " Confederation")
+                 " Empire", " Union", " Confederation", " national football team", " national team")
 _THE_NAMES = {"Netherlands", "Philippines", "Bahamas", "Gambia", "Maldives", "Vatican City", "Congo"}
 # "the Humboldt University of Berlin", "the Courant Institute of Mathematical Sciences" ("Bradley University" stays bare)
 _THE_INFIXES = (" University of ", " Institute of ", " College of ", " School of ", " Academy of ")

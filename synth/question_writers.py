@@ -70,8 +70,9 @@ def _ask(ctx: QuestionContext, path: Path, plan: Plan, subject: str, rng: random
 
 def final_frames(entry: Entry, answer_type: str, person: bool, answer_noun: str | None, ended: bool) -> list[str]:
     """The final question's frames ({n} the noun, {s} the subject): the phrasebook's own, reviewed, where it
-    has them ("Where was {s} born?"; a reader found "Name the award of this novel" stilted); else "<wh> is the
-    {n} of {s}?", the wh-word by answer class, and "Name the ..." for variety."""
+    has them ("Where was {s} born?"); else "<wh> is the {n} of {s}?", the wh-word by answer class, and a
+    "Which <answer noun> ..." form for variety. No "Name the {n} of {s}.": readers found it stilted ("Name the
+    award of this novel", "Name the mother of this royal": docs/QUESTION_REVIEW.md)."""
     wh = "Who" if person else entry.wh
     if entry.ask:
         frames = list(entry.ask)
@@ -83,7 +84,6 @@ def final_frames(entry: Entry, answer_type: str, person: bool, answer_noun: str 
     if answer_type == "entity":
         if answer_noun and not person:
             frames.append(f"Which {answer_noun} {verb} the {{n}} of {{s}}?")
-        frames.append("Name the {n} of {s}.")
     elif answer_type == "date":
         frames.append("What date is given as the {n} of {s}?")
     elif answer_type in ("number", "quantity"):
@@ -128,10 +128,14 @@ def _noun(ctx: QuestionContext, path: Path, plan: Plan, position: int) -> str:
     return entry.answer if entry.answer in ("person", "place") else entry.noun
 
 
-def _bare_vague(plan: Plan, noun: str, position: int) -> bool:
-    """An intermediate the text could only call "a place" or "an entity": nothing said of it but a vague noun,
-    so it reads better through its relation ("the location of X") than as a clue sentence."""
-    return not plan.attributes.get(position) and noun in VAGUE_NOUNS
+def _reads_through_relation(plan: Plan, noun: str, position: int, entry: Entry) -> bool:
+    """An intermediate with nothing said of it that reads better through its relation ("the location of X",
+    "the home ground of this football club") than as a clue sentence: one the text could only call "a place"
+    or "an entity", or one the hop names by a noun ("The home ground of X is a venue." says nothing the hop
+    does not; "X studied at a university." does). A tree's branch point keeps its sentence: it has several."""
+    if plan.attributes.get(position) or position in plan.tree_positions:
+        return False
+    return noun in VAGUE_NOUNS or entry.forward.startswith(f"The {entry.noun} of ")
 
 
 def _tidy(text: str) -> str:
@@ -160,9 +164,10 @@ def write_template(ctx: QuestionContext, path: Path, plan: Plan) -> Draft:
         for position in range(1, hops):
             noun = _noun(ctx, path, plan, position)
             hop = path.hops[position - 1]
-            if _bare_vague(plan, noun, position):
+            entry = phrase(hop.relation, _is_work(ctx, hop.head))
+            if _reads_through_relation(plan, noun, position, entry):
                 former = "former " if position - 1 in plan.ended else ""
-                subject = f"the {former}{phrase(hop.relation, _is_work(ctx, hop.head)).noun} of {subject}"
+                subject = f"the {former}{entry.noun} of {subject}"
                 continue
             sentences.append(_clue_sentence(hop.relation, subject,
                                             describe.described(noun, plan.attributes.get(position, [])),

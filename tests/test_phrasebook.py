@@ -92,6 +92,31 @@ def test_a_bare_vague_intermediate_is_named_through_its_relation():
     assert "a place" not in text and "the location of Some College" in text, text
 
 
+def test_a_bare_intermediate_a_noun_hop_names_is_folded_into_its_relation():
+    """The fourth reading: "The home ground of this football club is a venue." says nothing the hop does not;
+    "When did the home ground of this football club open?" does the same work. A verb hop keeps its sentence."""
+    ctx = context([entity("Town Rovers F.C.", "SoccerClub"), entity("Rover Park", "Stadium", head=False),
+                   entity("Ann Lee", "Scientist"), entity("Hill University", "University", head=False)],
+                  [fact("Town Rovers F.C.", "ground", "Rover Park"), fact("Rover Park", "openingDate", "1898", "date"),
+                   fact("Ann Lee", "almaMater", "Hill University"), fact("Hill University", "foundingDate", "1850", "date")])
+    ground = path_of(ctx, "Town Rovers F.C.", "Rover Park", "1898")
+    text = write_template(ctx, ground, plan_question(ctx, ground, style="clues")).text
+    assert "the home ground of Town Rovers F.C." in text and " is a " not in text, text
+    studied = path_of(ctx, "Ann Lee", "Hill University", "1850")
+    text = write_template(ctx, studied, plan_question(ctx, studied, style="clues")).text
+    assert "studied at a university" in text, text
+
+
+def test_no_final_question_says_name_the_x_of():
+    """Readers found "Name the award of this novel" and "Name the mother of this royal" stilted (a reviewed
+    `ask` of the phrasebook may still say "Name the office {s} holds.")."""
+    for name, entry in PHRASEBOOK.items():
+        for answer_type, person, ended in itertools.product(("entity", "date", "number", "string"), (False, True),
+                                                            (False, True)):
+            frames = final_frames(entry, answer_type, person, "city", ended)
+            assert not [f for f in frames if f.startswith("Name the {n} of")], name
+
+
 def test_historical_states_and_x_of_y_institutions_take_the_article_mid_sentence():
     """A birthplace's country of 1900 reads "born in the German Empire", not "born in German Empire"; an
     "X University of Y" takes "the" too, a state named by its disambiguator reads "the state of New York"; a
@@ -108,6 +133,8 @@ def test_historical_states_and_x_of_y_institutions_take_the_article_mid_sentence
     assert display_title("New York (state)") == "the state of New York"
     assert display_title("Georgia (U.S. state)") == "the U.S. state of Georgia"
     assert display_title("King Kong (2005 film)") == "the 2005 film King Kong"
+    # the fourth reading: "whose former managerial club is England national football team"
+    assert display_title("England national football team") == "the England national football team"
 
 
 def test_a_record_label_released_an_album_and_a_band_has_recorded_for_it():

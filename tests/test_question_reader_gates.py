@@ -168,11 +168,32 @@ def test_an_answer_written_in_the_name_its_hop_starts_from_is_trivial():
              fact("Denis Vale", "education", "Concordia University"), fact("Concordia University", "city", "Montreal")]
     ctx = context(entities, facts, reject_dominant_answer=False)
     why = gates.trivial_final_hop(ctx.facts, path_of(ctx, "Denis Vale", "Université du Québec à Montréal", "Montreal"))
-    assert why and "'Montreal' is written in the name 'Université du Québec à Montréal'" in why
+    assert why and "share the name 'Montreal'" in why and "'Université du Québec à Montréal'" in why
     assert gates.trivial_final_hop(ctx.facts, path_of(ctx, "Denis Vale", "Concordia University", "Montreal")) is None
     # The name before a comma counts ("Austin, Texas" in "University of Texas at Austin"); a part of a word not.
-    assert gates._named_in("Austin, Texas", "University of Texas at Austin") == "Austin"
-    assert gates._named_in("Rome", "Romeo and Juliet") is None and gates._named_in("Mexico", "New Mexico State") == "Mexico"
+    assert gates._name_shared("Austin, Texas", "University of Texas at Austin") == "Austin"
+    assert gates._name_shared("Rome", "Romeo and Juliet") is None
+    assert gates._name_shared("Mexico", "New Mexico State") == "Mexico"
+
+
+def test_an_answer_sharing_a_name_with_any_entity_of_its_chain_is_trivial():
+    """The fourth reading: Leeds, the location of Elland Road, two hops after Leeds United F.C.; Frank Nelson
+    Doubleday, the founder of Doubleday (the company's name inside the answer's)."""
+    entities = [entity("Jack Hale", "SoccerManager"), entity("Leeds United F.C.", "SoccerClub", head=False),
+                entity("Elland Road", "Stadium", head=False), entity("Leeds", "City", head=False),
+                entity("Carrie (novel)", "Book"), entity("Doubleday (publisher)", "Company", head=False),
+                entity("Frank Nelson Doubleday", "Person", head=False)]
+    facts = [fact("Jack Hale", "team", "Leeds United F.C."), fact("Leeds United F.C.", "ground", "Elland Road"),
+             fact("Elland Road", "location", "Leeds"), fact("Carrie (novel)", "publisher", "Doubleday (publisher)"),
+             fact("Doubleday (publisher)", "founder", "Frank Nelson Doubleday")]
+    ctx = context(entities, facts, reject_dominant_answer=False)
+    leeds = gates.trivial_final_hop(ctx.facts, path_of(ctx, "Jack Hale", "Leeds United F.C.", "Elland Road", "Leeds"))
+    assert leeds and "'Leeds United F.C.'" in leeds and "share the name 'Leeds'" in leeds
+    founder = gates.trivial_final_hop(ctx.facts, path_of(ctx, "Carrie (novel)", "Doubleday (publisher)",
+                                                         "Frank Nelson Doubleday"))
+    assert founder and "share the name 'Doubleday'" in founder
+    # the same name is no leak of its own (a cycle is another gate's), nor is a name of two letters
+    assert gates._name_shared("Leeds", "Leeds") is None and gates._name_shared("Al", "Al Pacino") is None
 
 
 def test_an_occupation_the_hop_already_says_is_not_stated():

@@ -1,7 +1,8 @@
 """docs/QUESTION_REVIEW.md (issue 25's readings of questions against their pages) stays consistent with itself.
 
-The document holds three readings: the first (rows R1.., S1..), under "## Second reading" the second (rows
-R2-1.., S2-1..) and under "## Third reading" the third (rows R3-1.., S3-1..). For each reading on its own: its
+The document holds four readings: the first (rows R1.., S1..), under "## Second reading" the second (rows
+R2-1.., S2-1..), under "## Third reading" the third (rows R3-1.., S3-1..) and under "## Fourth reading" the
+fourth (R4-1.., S4-1..). For each reading on its own: its
 table parses, each row's keep verdict is the four criteria together, every "no" carries a reason naming its
 criterion, the stated keepable shares equal a recount of that reading's rows, and each failure pattern's counts
 and rows agree with that reading's table. The third reading's per-cluster counts and its world-fit-against-
@@ -19,10 +20,11 @@ REVIEW = Path(__file__).resolve().parents[1] / "docs" / "QUESTION_REVIEW.md"
 CRITERIA = ("a", "b", "c", "d")
 VERDICTS = {"yes", "no"}
 HEADER = "| # | source (start → relations; run) | id | question | gold answer | a | b | c | d | keep | reason for each no |"
-SECOND = "\n## Second reading"
-THIRD = "\n## Third reading"
+# the headings that open the later readings, in the document's order
+LATER = {"second": "\n## Second reading", "third": "\n## Third reading", "fourth": "\n## Fourth reading"}
 # reading -> (row id pattern with the kind letter and the number as groups, the most rows it may hold)
-READINGS = {"first": (r"([RS])(\d+)", 40), "second": (r"([RS])2-(\d+)", 80), "third": (r"([RS])3-(\d+)", 80)}
+READINGS = {"first": (r"([RS])(\d+)", 40), "second": (r"([RS])2-(\d+)", 80), "third": (r"([RS])3-(\d+)", 80),
+            "fourth": (r"([RS])4-(\d+)", 80)}
 SHARES = r"^- Keepable, (real pages|shipped sample|all): (\d+) of (\d+) \((\d+\.\d)%\)$"
 
 
@@ -33,11 +35,11 @@ def _cells(line: str) -> list[str]:
 
 def _sections() -> dict[str, str]:
     text = REVIEW.read_text(encoding="utf-8")
-    assert text.count(SECOND) == 1 and text.count(THIRD) == 1, "one second and one third reading"
-    assert text.index(SECOND) < text.index(THIRD), "the third reading after the second"
-    first, rest = text.split(SECOND)
-    second, third = rest.split(THIRD)
-    return {"first": first, "second": SECOND + second, "third": THIRD + third}
+    assert all(text.count(heading) == 1 for heading in LATER.values()), "each later reading once"
+    starts = [text.index(heading) for heading in LATER.values()]
+    assert starts == sorted(starts), "the readings in order"
+    bounds = [0, *starts, len(text)]
+    return {name: text[begin:end] for name, begin, end in zip(["first", *LATER], bounds[:-1], bounds[1:], strict=True)}
 
 
 def _rows(section: str, pattern: str) -> dict[str, dict[str, str]]:
@@ -129,11 +131,12 @@ def test_second_reading_covers_forty_sample_questions_and_names_its_commit():
     assert re.match(r"\n## Second reading \(main at [0-9a-f]{7,40}\)\n", section)
 
 
-def test_third_reading_covers_forty_sample_questions_and_names_its_commit():
-    section = _sections()["third"]
-    rows = _rows(section, READINGS["third"][0])
-    assert sum(_kind("third", n) == "S" for n in rows) == 40
-    assert re.match(r"\n## Third reading \(main at [0-9a-f]{7,40}\)\n", section)
+@pytest.mark.parametrize("name", ["third", "fourth"])
+def test_later_readings_cover_forty_sample_questions_and_name_their_commit(name):
+    section = _sections()[name]
+    rows = _rows(section, READINGS[name][0])
+    assert sum(_kind(name, n) == "S" for n in rows) == 40
+    assert re.match(rf"{LATER[name]} \(main at [0-9a-f]{{7,40}}\)\n", section)
 
 
 def _table(section: str, heading: str, first_column: str) -> list[list[str]]:

@@ -14,6 +14,7 @@ from schemas.questions import Path as Path_
 from schemas.questions import Question
 from schemas.wiki import Entity, Relation, SkippedRecord
 from synth import describe, gates, text_gates
+from synth.phrasing import is_work, phrase
 from synth.question_plan import CLASS_NOUNS, plan_attempt, plan_question, question_as_of
 from synth.questions import _load_context, first_passing_plan, template_text_gate
 from synth.report import question_report, report_rows, tree_note
@@ -237,8 +238,13 @@ def assert_states_graph_facts(ctx, questions) -> None:
             if clue.attribute:
                 assert gates.holds(ctx.facts, node, clue), (question.text, clue)
         for position in plan.nouns:
-            assert describe.described(plan.nouns[position], plan.attributes.get(position, [])).lower() \
-                in question.text.lower(), question.text
+            said = describe.described(plan.nouns[position], plan.attributes.get(position, [])).lower()
+            if position and not plan.attributes.get(position) and position not in plan.tree_positions:
+                # a bare intermediate may be said through its hop: "the home ground of this football club"
+                hop = path.hops[position - 1]
+                entry = phrase(hop.relation, hop.head in ctx.entities and is_work(ctx.entities[hop.head].type))
+                said = said if said in question.text.lower() else f"the {entry.noun} of"
+            assert said in question.text.lower(), question.text
         assert all(b.predicate in question.text for b in plan.branches), question.text
         for position in plan.tree_positions:  # a tree: neither the hop nor what the text says alone finds it
             said = [c for c in plan.clues if c.position == position]
