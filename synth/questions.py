@@ -155,7 +155,10 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
         return _question(ctx, path, draft, aliases)
 
     try:
-        results = await asyncio.gather(*[one(p) for p in paths], return_exceptions=True)
+        if writer is None and checker is None:  # nothing waits on a server: no task per path
+            results = [await one(p) for p in paths]
+        else:
+            results = await asyncio.gather(*[one(p) for p in paths], return_exceptions=True)
     finally:
         for client in (writer, checker):
             if client is not None:
