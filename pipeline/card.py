@@ -555,8 +555,10 @@ def _how_made(manifests: dict[str, Manifest], questions: dict[str, Any] | None) 
                         if "identifying_clue" in questions["gates"] else "")
                      + {"narrow anchor": " Beyond the slice, a described start states a fact whose object is a "
                         "page that is no hub and no place alone (a narrow anchor: no country, language, genre, occupation, "
-                        "industry or place where it lies, was born or died, data/questions/broad_anchors.toml; a "
-                        "distributor, publisher or university still counts; no census of a full dump was given). How many "
+                        "industry, academic field or place where it lies, was born or died, "
+                        "data/questions/broad_anchors.toml; one shared credit such as a distributor, publisher, label, "
+                        "university or managed club still counts, and independent readings found such starts often "
+                        "fit a second real entity; no census of a full dump was given). How many "
                         "entities of the whole wiki fit it was not counted; the planner's estimate by a reviewed "
                         "prior of subjects per fact (data/questions/world_holders.toml: an actor's dozens of films, "
                         "a publisher's thousands of books) puts "
