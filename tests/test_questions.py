@@ -259,6 +259,8 @@ def test_descriptions_join_phrases_and_relative_clauses_as_english():
 
 def test_common_noun_objects_read_in_lower_case_and_a_second_person_is_the_latter():
     assert phrase("occupation").common_objects and not phrase("spouse").common_objects  # data/ontology/phrasebook.toml
+    # the fourth reading: "a university whose campus setting is Urban" (an infobox literal, capitalised)
+    assert phrase("campus").common_objects and as_common_noun("Urban") == "urban"
     assert as_common_noun("Film director") == "film director" and as_common_noun("CEO") == "CEO"
     entities = [entity("Cy Nolan", "Person", description=""), entity("Jo Nolan", "Person", head=False),
                 entity("Zed Nolan", "Person", head=False), entity("Ann Bay", "Person", head=False)]
