@@ -57,10 +57,9 @@ def _ask(ctx: QuestionContext, path: Path, plan: Plan, subject: str, rng: random
     answer_noun = answer_type_noun(ctx, path)
     person = answer_noun in PERSON_NOUNS or (answer_noun is None and entry.answer == "person")
     if plan.branches:
-        who = "who" if person else "that"
+        # not "Name the spouse of this person who was born in X": the clause reads as the subject's (the fifth reading)
         predicates = " and ".join(a.predicate for a in sorted(plan.branches, key=lambda a: describe.ORDER[a.kind]))
-        return rng.choice([f"Name the {noun} of {{s}} {who} {predicates}.",
-                           f"Which {noun} of {{s}} {predicates}?"]).format(s=subject)
+        return f"Which {noun} of {subject} {predicates}?"
     if path.answer_type in ("number", "quantity") and entry.count_ask and not ended:
         return entry.count_ask.format(s=subject)
     frames = final_frames(entry, path.answer_type, person, answer_noun, ended)

@@ -159,6 +159,9 @@ def assert_reads_as_english(text: str) -> None:
     words = text.lower().split()
     assert all(a != b or len(a) <= 2 for a, b in zip(words, words[1:], strict=False)), text  # "J. R. R."
     assert "_" not in text and "{" not in text, text
+    # readers found "Name the mother of this royal" stilted, and "Name the spouse of this person who was born in X"
+    # ambiguous (the clause reads as the person's); a phrasebook `ask` may still say "Name the office X holds."
+    assert not re.search(r"\bName the [\w -]+ of ", text), text
 
 
 def test_template_questions_read_well_and_obfuscate_intermediates():
