@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -177,9 +178,13 @@ def template_text_gate(ctx: QuestionContext, path: Path,
                        environment: SearchEnvironment | None) -> Callable[[Plan], tuple[str, str] | None]:
     """The text gates on the template writer's text of a plan (offline, a text costs nothing to write)."""
 
+    @functools.cache
+    def forms() -> list[str]:  # read once per path, and only for a path some plan of which reaches its text
+        return [written_answer(ctx, path), *answer_aliases(ctx, path)]
+
     def check(plan: Plan) -> tuple[str, str] | None:
         text = write_template(ctx, path, plan).text
-        failed = text_gate(ctx, path, plan, text, [written_answer(ctx, path), *answer_aliases(ctx, path)], environment)
+        failed = text_gate(ctx, path, plan, text, forms(), environment)
         return failed and (failed[0], f"{failed[1]} | {text}")
     return check
 
