@@ -196,6 +196,28 @@ def test_an_answer_sharing_a_name_with_any_entity_of_its_chain_is_trivial():
     assert gates._name_shared("Leeds", "Leeds") is None and gates._name_shared("Al", "Al Pacino") is None
 
 
+def test_a_town_answer_whose_distinctive_word_names_a_club_of_its_chain_is_trivial():
+    """The fifth reading: Kingston upon Hull, where the ground of Hull City A.F.C. stands; the whole names share
+    no name, the word "Hull" gives the town away. A venue answer is no town: "City of Manchester Stadium" after
+    Manchester City F.C. is not read off the club's name, and words many place names hold do not count."""
+    entities = [entity("Ray Dunn", "SoccerManager"), entity("Hull City A.F.C.", "SoccerClub", head=False),
+                entity("MKM Stadium", "Stadium", head=False), entity("Manchester City F.C.", "SoccerClub", head=False),
+                entity("City of Manchester Stadium", "Stadium", head=False)]
+    facts = [fact("Ray Dunn", "team", "Hull City A.F.C."), fact("Hull City A.F.C.", "ground", "MKM Stadium"),
+             fact("MKM Stadium", "location", "Kingston upon Hull"),  # no page: a town by the relation's class
+             fact("Ray Dunn", "managerClub", "Manchester City F.C."),
+             fact("Manchester City F.C.", "ground", "City of Manchester Stadium")]
+    ctx = context(entities, facts, reject_dominant_answer=False)
+    hull = gates.trivial_final_hop(ctx.facts, path_of(ctx, "Ray Dunn", "Hull City A.F.C.", "MKM Stadium",
+                                                      "Kingston upon Hull"))
+    assert hull and "'Hull City A.F.C.'" in hull and "share the name 'hull'" in hull
+    assert gates.trivial_final_hop(ctx.facts, path_of(ctx, "Ray Dunn", "Manchester City F.C.",
+                                                      "City of Manchester Stadium")) is None
+    assert gates.place_word_shared("Stoke-on-Trent", "Stoke City F.C.") == "stoke"
+    assert gates.place_word_shared("Newcastle upon Tyne", "Port Vale F.C.") is None
+    assert gates.place_word_shared("Port Talbot", "Port Vale F.C.") is None  # "port" is many places' word
+
+
 def test_an_occupation_the_hop_already_says_is_not_stated():
     # The second reading: "was directed by a person who worked as a film director" says the hop twice; the
     # same person may be described by another occupation ("whose occupations include screenwriter").
