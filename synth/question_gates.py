@@ -165,12 +165,33 @@ def self_named_clue(ctx: QuestionContext, path: Path, clues: list[gates.Clue]) -
         if not clue.object:
             continue
         said = split_literal_key(clue.object)[1] if clue.object.startswith(LITERAL_PREFIX) else clue.object
-        words = f" {normalize_answer(said.split(' (')[0])} "
-        for name in own_names(ctx, path.nodes[clue.position]):
-            if f" {normalize_answer(name)} " in words:
+        words = _kept(ctx, ("words", said), _compared, said.split(" (")[0])
+        title = path.nodes[clue.position]
+        names = _kept(ctx, ("names", title), _own_compared, ctx, title)
+        for name, compared in names:
+            if compared in words:
                 return (f"{clue.attribute} {said!r} writes the name {name!r} of the entity at position "
-                        f"{clue.position} ({path.nodes[clue.position]})")
+                        f"{clue.position} ({title})")
     return None
+
+
+def _compared(text: str) -> str:
+    """`text` as answers are compared, padded to match whole words."""
+    return f" {normalize_answer(text)} "
+
+
+def _own_compared(ctx: QuestionContext, title: str) -> list[tuple[str, str]]:
+    return [(name, _compared(name)) for name in own_names(ctx, title)]
+
+
+def _kept(ctx: QuestionContext, key: tuple, make, *args):
+    """`make(*args)`, kept in the context's `name_cache` (bounded as the fact index's caches are)."""
+    cache = ctx.name_cache
+    if (found := cache.get(key)) is None:
+        if len(cache) >= gates.MAX_DESCRIBED:
+            cache.clear()
+        found = cache[key] = make(*args)
+    return found
 
 
 def _narrow_page(ctx: QuestionContext, title: str) -> bool:

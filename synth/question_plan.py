@@ -44,6 +44,7 @@ class QuestionContext:
     tree_share: float = 0.0  # the walk's `tree_share`: paths drawn to be trees prefer intersecting branches
     attribute_cache: dict = field(default_factory=dict)  # `describe.attributes` per node, read once
     offer_cache: dict = field(default_factory=dict)  # what each edge of a node offers `describe.attributes`
+    name_cache: dict = field(default_factory=dict)  # an entity's own names and a clue's words, compared as answers are
     census: object | None = None  # `synth.census.Census` of a full dump (`config.census`), for world uniqueness
     containers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # place -> the places it is written within
     facts: gates.FactIndex = field(init=False)
