@@ -11,7 +11,7 @@ from ground.io import write_records
 from schemas.questions import Question
 from schemas.wiki import Relation
 from synth import describe, gates
-from synth.phrasing import has_ended
+from synth.phrasing import has_ended, phrase
 from synth.question_gates import bare_run, plan_gate, self_named_clue, structural_gate
 from synth.question_plan import plan_question
 from synth.question_writers import write_template
@@ -628,3 +628,13 @@ def test_place_containers_are_read_from_the_graphs_relation_rows(tmp_path):
             fact("Ada Lane", "spouse", "Bo Lane", qualifiers={"start": "1990"})]
     write_records(Relation, rows, tmp_path / "relations" / "relations-00000-of-00001.parquet")
     assert place_containers(tmp_path) == {"Westminster": ("England", "London")}
+
+
+def test_a_clue_names_its_object_as_the_answer_would_and_a_form_of_government_is_no_anchor():
+    """Held-out real pages (Canada's infobox): "a country whose forms of government include federalism and
+    whose languages include Gwich'in language". A language reads as its answer does ("Gwich'in"), and a form
+    of government, which dozens of states share, does not anchor a start (data/questions/broad_anchors.toml)."""
+    assert describe._name("Gwich’in language", phrase("language")) == "Gwich’in"
+    assert describe._name("Language", phrase("language")) == "Language"  # nothing left to name: kept whole
+    ctx = context([entity("Canada", "Country")], [fact("Canada", "governmentType", "Federalism")])
+    assert gates.broad_anchor(ctx.facts, gates.Clue(position=0, attribute="governmentType", object="Federalism"))
