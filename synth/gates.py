@@ -633,7 +633,7 @@ def _trivial_from(graph: CSRGraph, relation: str, head: int, reached_by: str | N
     return entry["why"]
 
 
-def _name_shared(answer: str, title: str) -> str | None:
+def name_shared(answer: str, title: str) -> str | None:
     """The name the answer and an entity's title share as whole words (compared as answers are: accents, case
     and punctuation aside; each name before a disambiguator or a comma, "Austin" of "Austin, Texas"): the
     answer's name inside the title ("Leeds" in "Leeds United F.C.", "Austin" in "University of Texas at
@@ -678,7 +678,7 @@ def trivial_final_hop(index: FactIndex, path: Path) -> str | None:
     if path.answer_type in ("entity", "string"):
         place = phrase(path.hops[-1].relation).answer == "place" and _settlement(index.graph, ids[-1])
         for title in path.nodes[-2::-1]:
-            if (shared := _name_shared(path.answer, title)
+            if (shared := name_shared(path.answer, title)
                     or (place_word_shared(path.answer, title) if place else None)) is not None:
                 return f"the answer {path.answer!r} and {title!r}, an entity of its chain, share the name {shared!r}"
     for position in range(len(path.hops) - 1, -1, -1):

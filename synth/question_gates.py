@@ -158,9 +158,11 @@ def own_names(ctx: QuestionContext, title: str) -> list[str]:
 
 
 def self_named_clue(ctx: QuestionContext, path: Path, clues: list[gates.Clue]) -> str | None:
-    """Why a clue gives away the entity it describes by writing its name, or None: the clue's object holds one
-    of the entity's own names (`own_names`) as whole words ("Canadian dollar" of Canada, "Dune" the novel of
-    Dune the film), so the description names what it stands in for."""
+    """Why a clue gives away an entity by writing its name, or None: the clue's object holds one of the
+    described entity's own names (`own_names`) as whole words ("Canadian dollar" of Canada, "Dune" the novel of
+    Dune the film), so the description names what it stands in for; or the clue's object is a word of the name
+    of the entity its hop comes from ("a football stadium in Burnley" after Burnley F.C.: the sixth reading), so
+    one search of the clue finds the entity without that hop, or the clue gives the entity before it away."""
     for clue in clues:
         if not clue.object:
             continue
@@ -172,6 +174,9 @@ def self_named_clue(ctx: QuestionContext, path: Path, clues: list[gates.Clue]) -
             if compared in words:
                 return (f"{clue.attribute} {said!r} writes the name {name!r} of the entity at position "
                         f"{clue.position} ({title})")
+        if clue.position and (shared := gates.name_shared(said, path.nodes[clue.position - 1])) is not None:
+            return (f"{clue.attribute} {said!r} of the entity at position {clue.position} ({title}) shares the name "
+                    f"{shared!r} with the entity before it ({path.nodes[clue.position - 1]})")
     return None
 
 

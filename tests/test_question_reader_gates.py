@@ -171,9 +171,9 @@ def test_an_answer_written_in_the_name_its_hop_starts_from_is_trivial():
     assert why and "share the name 'Montreal'" in why and "'Université du Québec à Montréal'" in why
     assert gates.trivial_final_hop(ctx.facts, path_of(ctx, "Denis Vale", "Concordia University", "Montreal")) is None
     # The name before a comma counts ("Austin, Texas" in "University of Texas at Austin"); a part of a word not.
-    assert gates._name_shared("Austin, Texas", "University of Texas at Austin") == "Austin"
-    assert gates._name_shared("Rome", "Romeo and Juliet") is None
-    assert gates._name_shared("Mexico", "New Mexico State") == "Mexico"
+    assert gates.name_shared("Austin, Texas", "University of Texas at Austin") == "Austin"
+    assert gates.name_shared("Rome", "Romeo and Juliet") is None
+    assert gates.name_shared("Mexico", "New Mexico State") == "Mexico"
 
 
 def test_an_answer_sharing_a_name_with_any_entity_of_its_chain_is_trivial():
@@ -193,7 +193,7 @@ def test_an_answer_sharing_a_name_with_any_entity_of_its_chain_is_trivial():
                                                          "Frank Nelson Doubleday"))
     assert founder and "share the name 'Doubleday'" in founder
     # the same name is no leak of its own (a cycle is another gate's), nor is a name of two letters
-    assert gates._name_shared("Leeds", "Leeds") is None and gates._name_shared("Al", "Al Pacino") is None
+    assert gates.name_shared("Leeds", "Leeds") is None and gates.name_shared("Al", "Al Pacino") is None
 
 
 def test_a_town_answer_whose_distinctive_word_names_a_club_of_its_chain_is_trivial():

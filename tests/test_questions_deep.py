@@ -534,6 +534,15 @@ def test_a_clue_written_with_the_described_entitys_own_name_or_demonym_is_reject
     club = path_of(ctx, "Hull City A.F.C.", "Kingston upon Hull")
     why = self_named_clue(ctx, club, [gates.Clue(position=1, attribute="name", object="Hull City A.F.C.")])
     assert why is not None and "'Hull'" in why  # a redirect title of the entity counts as its name
+    # The sixth reading: "The home ground of this football club is a football stadium in Burnley": the clue
+    # writes the name of the club the hop comes from, so it finds the stadium (and the club) by itself.
+    ctx_club = context([entity("Burnley F.C.", "SoccerClub"), entity("Turf Moor", "Stadium", head=False)],
+                       [fact("Burnley F.C.", "ground", "Turf Moor"), fact("Turf Moor", "location", "Burnley")])
+    ground = path_of(ctx_club, "Burnley F.C.", "Turf Moor")
+    why = self_named_clue(ctx_club, ground, [gates.Clue(position=1, attribute="location", object="Burnley")])
+    assert why == ("location 'Burnley' of the entity at position 1 (Turf Moor) shares the name 'Burnley' with the "
+                   "entity before it (Burnley F.C.)")
+    assert self_named_clue(ctx_club, ground, [gates.Clue(position=1, attribute="location", object="Leeds")]) is None
     # The plan gate counts it as an identifying clue.
     ctx = context(COUNTRY, COUNTRY_FACTS, describe_start=1.0, require_named_anchor=False,
                   start_description_search_top_k=0, description_search_top_k=0, one_search_top_k=0)
