@@ -88,25 +88,30 @@ def test_a_file_given_as_output_folder_is_refused(tmp_path):
     assert target.read_text() == "data"
 
 
-def _hopsmith(*args: str, cwd: Path) -> subprocess.Popen:
+def _hopsmith(*args: str, cwd: Path, log: Path | None = None) -> subprocess.Popen:
+    """`hopsmith` in a child process; its output piped, or written to `log` for a run that goes on while the
+    test waits (a pipe nobody reads fills up and stops the run mid-write on a loaded machine)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    output = open(log, "w") if log is not None else subprocess.PIPE
     return subprocess.Popen([sys.executable, "-m", "cli.main", *args], cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=restore_sigint)
+                            stdout=output, stderr=subprocess.STDOUT if log is not None else subprocess.PIPE,
+                            preexec_fn=restore_sigint)
 
 
-def _wait_for(path: Path, process: subprocess.Popen, timeout_s: float = 300) -> None:
+def _wait_for(path: Path, process: subprocess.Popen, log: Path, timeout_s: float = 300) -> None:
     deadline = time.monotonic() + timeout_s
     while not path.exists():
-        assert process.poll() is None, process.communicate()
+        assert process.poll() is None, log.read_text()
         assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.1)
 
 
 def test_a_second_concurrent_run_on_one_out_stops_with_a_clear_message(tmp_path):
     out = tmp_path / "out"
-    first = _hopsmith("dataset", "--out", str(out), cwd=tmp_path)
+    log = tmp_path / "first.log"
+    first = _hopsmith("dataset", "--out", str(out), cwd=tmp_path, log=log)
     try:
-        _wait_for(out / "graph" / PENDING, first)  # the first run is inside its first stage
+        _wait_for(out / "graph" / PENDING, first, log)  # the first run is inside its first stage
         second = _hopsmith("dataset", "--out", str(out), cwd=tmp_path)
         _, err = second.communicate(timeout=300)
         assert second.returncode == 2, err
