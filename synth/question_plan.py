@@ -44,6 +44,7 @@ class QuestionContext:
     tree_share: float = 0.0  # the walk's `tree_share`: paths drawn to be trees prefer intersecting branches
     attribute_cache: dict = field(default_factory=dict)  # `describe.attributes` per node, read once
     offer_cache: dict = field(default_factory=dict)  # what each edge of a node offers `describe.attributes`
+    anchorless_cache: dict = field(default_factory=dict)  # `anchorless_from` per path: the path gate and the planner ask
     census: object | None = None  # `synth.census.Census` of a full dump (`config.census`), for world uniqueness
     facts: gates.FactIndex = field(init=False)
 
@@ -268,7 +269,16 @@ def anchorless_from(ctx: QuestionContext, path: Path) -> int | None:
     (`world_unique_reason` without a census or prior), so that every start-only plan of a described start
     fails `start_gate`: 1 when none of the facts any attempt may state of it (`describe.offered`) is a narrow
     named anchor, `FRESH_ATTEMPT` when each such anchor is named in its lead sentence (which fresh attempts
-    leave out: `describe.copies_lead`), else None."""
+    leave out: `describe.copies_lead`), else None. Kept per path (`ctx.anchorless_cache`)."""
+    key = (path.start, *path.nodes, *(hop.relation for hop in path.hops))
+    if key not in ctx.anchorless_cache:
+        if len(ctx.anchorless_cache) >= describe.MAX_CACHED:
+            ctx.anchorless_cache.clear()
+        ctx.anchorless_cache[key] = _anchorless_from(ctx, path)
+    return ctx.anchorless_cache[key]
+
+
+def _anchorless_from(ctx: QuestionContext, path: Path) -> int | None:
     ids = ctx.facts.path_ids(path)
     if ids is None:
         return None
