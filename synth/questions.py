@@ -122,11 +122,12 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
     async def one(path: Path) -> Question | SkippedRecord:
         if (failed := path_gate(ctx, path)) is not None:  # cheap: before planning
             return _skip(path, *failed)
+        forms = accepted_forms(ctx, path)
         plan, failed = first_passing_plan(ctx, path, "clues" if writer is not None else None, environment,
-                                          template_text_gate(ctx, path, environment) if writer is None else None)
+                                          template_text_gate(ctx, path, environment, forms) if writer is None else None)
         if plan is None:
             return _skip(path, *failed)
-        aliases = answer_aliases(ctx, path)
+        aliases = forms()[1:]
         if writer is None:
             draft = write_template(ctx, path, plan)  # its text passed the text gates in `first_passing_plan`
         else:
@@ -136,7 +137,7 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
                 raise
             except LLMError as error:
                 return _skip(path, "writer_failed", str(error))
-            failed = (text_gate(ctx, path, plan, draft.text, [written_answer(ctx, path), *aliases], environment)
+            failed = (text_gate(ctx, path, plan, draft.text, forms(), environment)
                       or faithfulness_gate(path, plan, draft.text))
             if failed is not None:
                 return _skip(path, failed[0], f"{failed[1]} | {draft.text}")
@@ -174,13 +175,18 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
     return questions, skipped
 
 
-def template_text_gate(ctx: QuestionContext, path: Path,
-                       environment: SearchEnvironment | None) -> Callable[[Plan], tuple[str, str] | None]:
-    """The text gates on the template writer's text of a plan (offline, a text costs nothing to write)."""
+def accepted_forms(ctx: QuestionContext, path: Path) -> Callable[[], list[str]]:
+    """The answer's accepted forms (the written answer, then `answer_aliases`), read on the first call only:
+    once per path, by the text gates of every plan and the kept question alike, and only for a path that gets
+    that far."""
+    return functools.cache(lambda: [written_answer(ctx, path), *answer_aliases(ctx, path)])
 
-    @functools.cache
-    def forms() -> list[str]:  # read once per path, and only for a path some plan of which reaches its text
-        return [written_answer(ctx, path), *answer_aliases(ctx, path)]
+
+def template_text_gate(ctx: QuestionContext, path: Path, environment: SearchEnvironment | None,
+                       forms: Callable[[], list[str]] | None = None) -> Callable[[Plan], tuple[str, str] | None]:
+    """The text gates on the template writer's text of a plan (offline, a text costs nothing to write), with
+    the path's `accepted_forms` (given, or read here)."""
+    forms = forms or accepted_forms(ctx, path)
 
     def check(plan: Plan) -> tuple[str, str] | None:
         text = write_template(ctx, path, plan).text
