@@ -325,6 +325,13 @@ def described(noun: str, chosen: list[Attribute]) -> str:
     phrases of one verb merged ("born in X" and "born in the 1960s"), other phrases side by side, relative
     clauses after them joined by "and" ("released in the 2020s and whose director is X" is not English), two
     objects of one relation in one clause ("whose genres include jazz and funk")."""
+    return _described(noun, tuple(chosen))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _described(noun: str, chosen: tuple[Attribute, ...]) -> str:
+    """`described`, kept: a path's gates, obfuscations and text render the same descriptions again (four
+    times in five on the sample)."""
     modifiers: list[str] = []
     merged: dict[str, int] = {}  # relation -> index of its clause in `modifiers`
     for attribute in sorted(chosen, key=lambda a: PHRASE_ORDER[a.kind]):
