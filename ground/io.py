@@ -484,12 +484,18 @@ def read_records(model: type[M], folder_or_file: PathLike, batch_rows: int = 102
                 yield from_row(model, row)
 
 
+def read_batches(folder_or_file: PathLike, columns: list[str], batch_rows: int = 65536) -> Iterator[pa.RecordBatch]:
+    """Some fields of a folder of shards (or one file) as record batches of `batch_rows`: a pass over a
+    few columns need not load the rows."""
+    for file in _files(folder_or_file):
+        yield from parquet_file(file).iter_batches(batch_size=batch_rows, columns=columns)
+
+
 def read_column(folder_or_file: PathLike, column: str, batch_rows: int = 65536) -> Iterator[Any]:
     """One field's values from a folder of shards (or one file), `batch_rows` at a time: counting a
     stage's rows by a field need not load the rows."""
-    for file in _files(folder_or_file):
-        for batch in parquet_file(file).iter_batches(batch_size=batch_rows, columns=[column]):
-            yield from batch.column(0).to_pylist()
+    for batch in read_batches(folder_or_file, [column], batch_rows):
+        yield from batch.column(0).to_pylist()
 
 
 def write_manifest(folder: PathLike, manifest: Manifest) -> None:

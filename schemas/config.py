@@ -208,6 +208,9 @@ class QuestionConfig(_Config):
                               "named anchor that is no hub")
     census_max_fits: float = Field(default=1.5, gt=0.0, description="most entities of the wiki (census or prior) "
                                    "estimated to fit a start's description")
+    max_bare_run: int | None = Field(default=1, ge=0, description="most intermediates in a row stated only by "
+                                     "their type ('directed by a person. This person studied at a university. "
+                                     "This university ...'); None: no limit")
     fame_quantile: float = Field(default=0.9, ge=0.0, le=1.0, description="pages at or above this quantile of "
                                  "in-links are famous (see famous_keep)")
     famous_keep: float = Field(default=0.5, ge=0.0, le=1.0, description="share of paths kept whose start or answer "

@@ -267,6 +267,8 @@ def _name(title: str, entry: Entry) -> str:
     producer Jim Ballantine" for the page "Jim Ballantine (producer)"; a common noun in lower case."""
     bare, _, qualifier = title.partition(" (")
     name = bare if qualifier.rstrip(")") == entry.noun else display_title(title)
+    if entry.answer_drop and name.endswith(entry.answer_drop) and len(name) > len(entry.answer_drop):
+        name = name[: -len(entry.answer_drop)]  # "whose languages include Gwich'in", as the answer is written
     return as_common_noun(name) if entry.common_objects else name
 
 

@@ -20,6 +20,7 @@ from pathlib import Path as FsPath
 import numpy as np
 
 from graph.csr import LITERAL, LITERAL_PREFIX, PAGE, CSRGraph, split_literal_key
+from knowledge.lexicon import stop_words
 from knowledge.ontology import load_ontology
 from schemas.questions import Path
 from synth.matching import normalize_answer
@@ -72,7 +73,7 @@ def satisfies(index: FactIndex, node: int, clue: Clue) -> bool:
         if clue.attribute in partial_lists():  # a selection: the values it leaves out may hold the object
             return True
         objects = index.stated(node, relation)[0]
-        return not objects or index.node(clue.object) in objects
+        return not objects or index.among(index.node(clue.object), objects)
     return True
 
 
@@ -84,7 +85,7 @@ def holds(index: FactIndex, node: int, clue: Clue) -> bool:
     if clue.years:
         years = index.years(node, relation)
         return bool(((years >= clue.years[0]) & (years <= clue.years[1])).any())
-    return index.node(clue.object) in index.objects(node, relation)
+    return index.among(index.node(clue.object), index.objects(node, relation).tolist())
 
 
 DEATH_RELATIONS = ("deathDate", "deathYear")
@@ -97,8 +98,19 @@ class FactIndex:
 
     NO_YEAR = np.iinfo(np.int32).min
 
-    def __init__(self, graph: CSRGraph):
+    def __init__(self, graph: CSRGraph, containers: dict[str, tuple[str, ...]] | None = None):
         self.graph = graph
+        # Places written with their containers ("[[Westminster]], [[London]]": `within` qualifiers): a person
+        # born in Westminster was born in London too, so a clue "born in London" fits them.
+        self.within: dict[int, frozenset[int]] = {}
+        holding: dict[int, list[int]] = {}
+        for place, names in (containers or {}).items():
+            node, found = graph.node_id(place), {graph.node_id(name) for name in names} - {None}
+            if node is not None and found:
+                self.within[node] = frozenset(found)
+                for container in found:
+                    holding.setdefault(container, []).append(node)
+        self.holding = {container: np.array(sorted(places), np.int64) for container, places in holding.items()}
         n = graph.num_nodes
         heads = np.repeat(np.arange(n, dtype=np.int64), graph.out_degree)
         keys = graph.rel.astype(np.int64) * n + graph.dst.astype(np.int64)
@@ -199,6 +211,17 @@ class FactIndex:
         key = relation * self.graph.num_nodes + obj
         return self._range(key, key + 1)
 
+    def among(self, target: int | None, objects) -> bool:
+        """Whether `target` is one of `objects` or a place one of them lies within (`within`)."""
+        return target in objects or any(target in self.within.get(o, ()) for o in objects)
+
+    def heads_within(self, relation: int, obj: int) -> np.ndarray:
+        """The heads of a (relation, object) fact, and of the same fact with a place written within the object."""
+        heads = self.heads_of(relation, obj)
+        if obj not in self.holding:
+            return heads
+        return np.unique(np.concatenate([heads, *(self.heads_of(relation, p) for p in self.holding[obj])]))
+
     def heads_in_years(self, relation: int, first: int, last: int) -> np.ndarray:
         """Heads with a date fact of `relation` in the year range [first, last]."""
         if relation not in self._by_year:
@@ -278,7 +301,7 @@ def _anchor_pool(index: FactIndex, anchor: Clue) -> tuple[int, ...]:
             pool = index.heads_in_years(relation, *anchor.years)
         else:
             obj = index.node(anchor.object)
-            pool = index.heads_of(relation, obj) if obj is not None else np.array([], np.int64)
+            pool = index.heads_within(relation, obj) if obj is not None else np.array([], np.int64)
         found = index.anchor_pools[key] = tuple(pool.tolist())
     return found
 
@@ -623,7 +646,7 @@ def _trivial_from(graph: CSRGraph, relation: str, head: int, reached_by: str | N
     return entry["why"]
 
 
-def _name_shared(answer: str, title: str) -> str | None:
+def name_shared(answer: str, title: str) -> str | None:
     """The name the answer and an entity's title share as whole words (compared as answers are: accents, case
     and punctuation aside; each name before a disambiguator or a comma, "Austin" of "Austin, Texas"): the
     answer's name inside the title ("Leeds" in "Leeds United F.C.", "Austin" in "University of Texas at
@@ -638,6 +661,25 @@ def _name_shared(answer: str, title: str) -> str | None:
     return holder if holder_words in name_words else None
 
 
+PLACE_NAME_WORDS = stop_words("place_names")
+
+
+def place_word_shared(answer: str, title: str) -> str | None:
+    """A word of a place answer's name, not one that many place names share (`place_names` of
+    data/stop_words.toml), that an entity's title also holds: "Hull" of "Kingston upon Hull" in "Hull City
+    A.F.C.". A club, a university or a station named after its town gives the town away. None otherwise."""
+    words = set(normalize_answer(title.split(" (")[0]).split())
+    return next((word for word in normalize_answer(answer.split(" (")[0].split(",")[0]).split()
+                 if len(word) >= 4 and word not in PLACE_NAME_WORDS and word in words), None)
+
+
+def _settlement(graph: CSRGraph, node: int) -> bool:
+    """Whether a place answer is a town or region (a populated place, or a place the graph has no page for)
+    rather than a venue or building ("City of Manchester Stadium" names its city, not itself)."""
+    cls = load_ontology().find_class(graph.entity_type[node] or "")
+    return cls is None or load_ontology().is_a(cls, "PopulatedPlace")
+
+
 def trivial_final_hop(index: FactIndex, path: Path) -> str | None:
     """Why the answer follows in one well-known hop (`trivial_hops`) from the entity the final description
     pins down, or None: decided by the path alone, whatever a plan says. An earlier hop whose object is its
@@ -647,8 +689,10 @@ def trivial_final_hop(index: FactIndex, path: Path) -> str | None:
     if ids is None:
         return None
     if path.answer_type in ("entity", "string"):
+        place = phrase(path.hops[-1].relation).answer == "place" and _settlement(index.graph, ids[-1])
         for title in path.nodes[-2::-1]:
-            if (shared := _name_shared(path.answer, title)) is not None:
+            if (shared := name_shared(path.answer, title)
+                    or (place_word_shared(path.answer, title) if place else None)) is not None:
                 return f"the answer {path.answer!r} and {title!r}, an entity of its chain, share the name {shared!r}"
     for position in range(len(path.hops) - 1, -1, -1):
         hop, reached_by = path.hops[position], path.hops[position - 1].relation if position else None

@@ -140,8 +140,10 @@ _THE_PREFIXES = ("United ", "University of ", "River ", "Republic of ", "Kingdom
 _THE_SUFFIXES = (" Islands", " Mountains", " States", " Kingdom", " Republic", " Emirates", " River", " Ocean", " Sea",
                  " Empire", " Union", " Confederation", " national football team", " national team")
 _THE_NAMES = {"Netherlands", "Philippines", "Bahamas", "Gambia", "Maldives", "Vatican City", "Congo"}
-# "the Humboldt University of Berlin", "the Courant Institute of Mathematical Sciences" ("Bradley University" stays bare)
-_THE_INFIXES = (" University of ", " Institute of ", " College of ", " School of ", " Academy of ")
+# "the Humboldt University of Berlin", "the Courant Institute of Mathematical Sciences", "the National Gallery of
+# Canada" ("Bradley University" stays bare)
+_THE_INFIXES = (" University of ", " Institute of ", " College of ", " School of ", " Academy of ", " Gallery of ",
+                " Museum of ", " Library of ")
 
 
 def proper_name(name: str) -> str:

@@ -30,7 +30,14 @@ and plan; they stand apart from `synth.gates` because they read `synth.describe`
 - `identifying_clue`: what the text says of an entity it does not name (the start, an intermediate, the
   answer's branches) is a fact whose one object picks the entity out in the world ("a country whose capital
   is London"): one search finds it, so the chain before it is never needed (the ontology's
-  inverse-functional properties; the planner avoids such facts where others single the entity out);
+  inverse-functional properties; the planner avoids such facts where others single the entity out), or
+  a clue whose object is written with the entity's own name or demonym ("a country whose currency is the
+  Canadian dollar", "a film based on Dune"): the words name what they were to hide;
+- `bare_run`: more than `max_bare_run` intermediates in a row are stated by their type alone ("was directed
+  by a person. This person studied at a university. This university is located in a city."): nothing along
+  such a run checks that the chain is still on the gold path, so a start that fits another entity of the world
+  (uniqueness beyond the slice is estimated, not proven) carries the question to another answer unnoticed,
+  and the text reads as a template (the fifth independent reading, docs/QUESTION_REVIEW.md);
 - `tree_branch`: a tree question's branch does not hold for the answer, or is not needed to single it out;
 - `trivial_final_hop`: the answer follows in one well-known hop (`data/questions/trivial_hops.toml`: a
   country's capital, currency or language, a place's country or region) from the entity the final
@@ -76,6 +83,7 @@ from knowledge.ontology import load_ontology
 from schemas.questions import Path
 from synth import describe, gates, text_gates
 from synth.environment import SearchEnvironment
+from synth.matching import normalize_answer
 from synth.phrasing import (
     answer_form,
     date_variants,
@@ -96,8 +104,8 @@ from synth.question_plan import (
     world_unique_reason,
 )
 
-GATES = ("unreviewed_relation", "list_answer", "partial_list", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "tree_branch",
-         "identifying_clue", "clue_shortcut",
+GATES = ("unreviewed_relation", "list_answer", "partial_list", "vague_answer", "fewer_hops", "reversed_place", "start_not_unique", "multi_valued_hop", "alternative_answer", "bare_run",
+         "tree_branch", "identifying_clue", "clue_shortcut",
          "not_unique_in_world", "trivial_final_hop", "description_search", "description_answer", "untimed_hop", "famous",
          "dominant_answer", "answer_leak", "evidence_leak", "intermediate_leak", "start_leak", "missing_as_of",
          "one_search", "unfaithful", "shortcut", "duplicate", "answer_cap", "relation_answer_cap")
@@ -133,6 +141,62 @@ def answer_aliases(ctx: QuestionContext, path: Path) -> list[str]:
         forms = []
     written = written_answer(ctx, path)
     return [f for f in dict.fromkeys([path.answer, *forms]) if f and f != written]
+
+
+def own_names(ctx: QuestionContext, title: str) -> list[str]:
+    """The names an entity goes by in a text: its bare title, its redirects and its demonym (the reviewed
+    table's, `attributes.toml [demonyms]`, and the graph's `demonym` facts)."""
+    info = ctx.entities.get(title)
+    demonyms = [describe.attribute_table()["demonyms"].get(title)]
+    node = ctx.facts.node(title)
+    relation = ctx.facts.relation("demonym")
+    if node is not None and relation is not None:
+        demonyms += [split_literal_key(ctx.graph.keys[o])[1] for o in ctx.facts.objects(node, relation)
+                     if ctx.graph.keys[o].startswith(LITERAL_PREFIX)]
+    return [n for n in dict.fromkeys([title.split(" (")[0].split(",")[0], *(info.aliases if info else []), *demonyms])
+            if n and len(n) >= 3]
+
+
+def self_named_clue(ctx: QuestionContext, path: Path, clues: list[gates.Clue]) -> str | None:
+    """Why a clue gives away an entity by writing its name, or None: the clue's object holds one of the
+    described entity's own names (`own_names`) as whole words ("Canadian dollar" of Canada, "Dune" the novel of
+    Dune the film), so the description names what it stands in for; or the clue's object is a word of the name
+    of the entity its hop comes from ("a football stadium in Burnley" after Burnley F.C.: the sixth reading), so
+    one search of the clue finds the entity without that hop, or the clue gives the entity before it away."""
+    for clue in clues:
+        if not clue.object:
+            continue
+        said = split_literal_key(clue.object)[1] if clue.object.startswith(LITERAL_PREFIX) else clue.object
+        words = _kept(ctx, ("words", said), _compared, said.split(" (")[0])
+        title = path.nodes[clue.position]
+        names = _kept(ctx, ("names", title), _own_compared, ctx, title)
+        for name, compared in names:
+            if compared in words:
+                return (f"{clue.attribute} {said!r} writes the name {name!r} of the entity at position "
+                        f"{clue.position} ({title})")
+        if clue.position and (shared := gates.name_shared(said, path.nodes[clue.position - 1])) is not None:
+            return (f"{clue.attribute} {said!r} of the entity at position {clue.position} ({title}) shares the name "
+                    f"{shared!r} with the entity before it ({path.nodes[clue.position - 1]})")
+    return None
+
+
+def _compared(text: str) -> str:
+    """`text` as answers are compared, padded to match whole words."""
+    return f" {normalize_answer(text)} "
+
+
+def _own_compared(ctx: QuestionContext, title: str) -> list[tuple[str, str]]:
+    return [(name, _compared(name)) for name in own_names(ctx, title)]
+
+
+def _kept(ctx: QuestionContext, key: tuple, make, *args):
+    """`make(*args)`, kept in the context's `name_cache` (bounded as the fact index's caches are)."""
+    cache = ctx.name_cache
+    if (found := cache.get(key)) is None:
+        if len(cache) >= gates.MAX_DESCRIBED:
+            cache.clear()
+        found = cache[key] = make(*args)
+    return found
 
 
 def _narrow_page(ctx: QuestionContext, title: str) -> bool:
@@ -196,9 +260,11 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
         return failed or (gate, f"no attributes single out position {plan.unresolved} ({path.nodes[plan.unresolved]})")
     if (failed := gates.unique_chain(ctx.facts, path, plan.clues, plan.start_described)) is not None:
         return failed
+    if (detail := bare_run(ctx, path, plan)) is not None:
+        return "bare_run", detail
     if plan.branching and (detail := gates.tree_branches(ctx.facts, path, [b.clue for b in plan.branches])):
         return "tree_branch", detail
-    if (detail := gates.identifying_clue(ctx.facts, plan.clues)) is not None:
+    if (detail := gates.identifying_clue(ctx.facts, plan.clues) or self_named_clue(ctx, path, plan.clues)) is not None:
         return "identifying_clue", detail
     if (detail := gates.clue_shortcut(ctx.facts, path, plan.clues)) is not None:
         return "clue_shortcut", detail
@@ -212,6 +278,22 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
     return None
 
 
+def bare_run(ctx: QuestionContext, path: Path, plan: Plan) -> str | None:
+    """Why the plan leaves more than `max_bare_run` intermediates in a row with no stated fact, or None."""
+    limit = ctx.config.max_bare_run
+    if limit is None:
+        return None
+    described = {clue.position for clue in plan.clues if clue.attribute}
+    runs, run = [], []
+    for position in range(1, len(path.nodes) - 1):
+        run = [] if position in described else [*run, path.nodes[position]]
+        runs.append(run)
+    longest = max(runs, key=len, default=[])
+    if len(longest) <= limit:
+        return None
+    return f"{len(longest)} intermediates in a row are stated by their type alone ({', '.join(longest)}); at most {limit}"
+
+
 def start_gate(ctx: QuestionContext, path: Path, start: Plan,
                environment: SearchEnvironment | None) -> tuple[str, str] | None:
     """The gates the described start alone fails (`start` is `plan_question(..., start_only=True)`): a whole
@@ -223,7 +305,7 @@ def start_gate(ctx: QuestionContext, path: Path, start: Plan,
         return "not_unique_in_world", f"no fact this attempt may state of the start ({path.start}) is a narrow named anchor"
     if start.unresolved == 0:
         return "start_not_unique", f"no attributes single out the start ({path.start})"
-    if (detail := gates.identifying_clue(ctx.facts, start.clues)) is not None:
+    if (detail := gates.identifying_clue(ctx.facts, start.clues) or self_named_clue(ctx, path, start.clues)) is not None:
         return "identifying_clue", detail
     if ctx.config.require_named_anchor and (detail := world_unique_start(ctx, start)):
         return "not_unique_in_world", detail

@@ -45,11 +45,13 @@ class QuestionContext:
     attribute_cache: dict = field(default_factory=dict)  # `describe.attributes` per node, read once
     offer_cache: dict = field(default_factory=dict)  # what each edge of a node offers `describe.attributes`
     anchorless_cache: dict = field(default_factory=dict)  # `anchorless_from` per path: the path gate and the planner ask
+    name_cache: dict = field(default_factory=dict)  # an entity's own names and a clue's words, compared as answers are
     census: object | None = None  # `synth.census.Census` of a full dump (`config.census`), for world uniqueness
+    containers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # place -> the places it is written within
     facts: gates.FactIndex = field(init=False)
 
     def __post_init__(self) -> None:
-        self.facts = gates.FactIndex(self.graph)
+        self.facts = gates.FactIndex(self.graph, self.containers)
 
 
 @dataclass

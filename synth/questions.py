@@ -21,11 +21,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path as FsPath
 
 import apache_beam as beam
+import pyarrow.compute as pc
 
 from graph.csr import load_csr
 from ground.errors import UserError
 from ground.io import (
     WorkUnits,
+    read_batches,
     read_manifest,
     read_records,
     read_table,
@@ -366,7 +368,27 @@ def _load_context(graph_dir: FsPath, paths_dir: FsPath, config: QuestionConfig) 
                 for row in table.to_pylist()}
     census = load_census(config.census) if config.census else None
     return QuestionContext(graph=graph, entities=entities, as_of=as_of, config=config, tree_share=walk_config.tree_share,
-                           census=census)
+                           census=census, containers=place_containers(graph_dir))
+
+
+def place_containers(graph_dir: FsPath) -> dict[str, tuple[str, ...]]:
+    """Place -> the places a fact writes it within ("[[Westminster]], [[London]], England": the `within`
+    qualifiers of its relation rows), so that "born in London" fits a person born in Westminster."""
+    def qualified_rows() -> Iterator[tuple[str | None, list[dict]]]:
+        for batch in read_batches(graph_dir / "relations", ["tail", "qualifiers"]):
+            rows = batch.filter(pc.greater(pc.fill_null(pc.list_value_length(batch.column(1)), 0), 0))
+            yield from zip(rows.column(0).to_pylist(), rows.column(1).to_pylist(), strict=True)
+    return containers_from(qualified_rows())
+
+
+def containers_from(rows: Iterable[tuple[str | None, list[dict]]]) -> dict[str, tuple[str, ...]]:
+    """Place -> its containers, from (tail, qualifiers) of relation rows (`place_containers`)."""
+    found: dict[str, set[str]] = {}
+    for tail, qualifiers in rows:
+        for qualifier in qualifiers:
+            if tail and qualifier["key"] == "within":
+                found.setdefault(tail, set()).add(qualifier["value"])
+    return {place: tuple(sorted(names)) for place, names in found.items()}
 
 
 def _write_outputs(out_dir: FsPath, questions: list[Question], skipped: list[SkippedRecord], shards: int) -> dict[str, list[str]]:

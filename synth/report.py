@@ -349,6 +349,8 @@ def gates_run(config: QuestionConfig, searched: bool, closed_book: bool = True) 
            "identifying_clue", "clue_shortcut", "trivial_final_hop", "answer_leak",
            "evidence_leak", "intermediate_leak", "missing_as_of", "untimed_hop", "duplicate", "answer_cap",
            "relation_answer_cap"]
+    if config.max_bare_run is not None:
+        ran.append("bare_run")
     if config.famous_keep < 1.0:
         ran.append("famous")
     if config.require_named_anchor:

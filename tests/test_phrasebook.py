@@ -127,6 +127,8 @@ def test_historical_states_and_x_of_y_institutions_take_the_article_mid_sentence
     assert display_title("Province of Westphalia") == "the Province of Westphalia"
     assert display_title("Humboldt University of Berlin") == "the Humboldt University of Berlin"
     assert display_title("Courant Institute of Mathematical Sciences") == "the Courant Institute of Mathematical Sciences"
+    assert display_title("National Gallery of Canada") == "the National Gallery of Canada"
+    assert display_title("Natural History Museum of Oslo") == "the Natural History Museum of Oslo"
     assert display_title("Germany") == "Germany"
     assert display_title("Oranienburg") == "Oranienburg"
     assert display_title("Bradley University") == "Bradley University"

@@ -171,9 +171,9 @@ def test_an_answer_written_in_the_name_its_hop_starts_from_is_trivial():
     assert why and "share the name 'Montreal'" in why and "'Université du Québec à Montréal'" in why
     assert gates.trivial_final_hop(ctx.facts, path_of(ctx, "Denis Vale", "Concordia University", "Montreal")) is None
     # The name before a comma counts ("Austin, Texas" in "University of Texas at Austin"); a part of a word not.
-    assert gates._name_shared("Austin, Texas", "University of Texas at Austin") == "Austin"
-    assert gates._name_shared("Rome", "Romeo and Juliet") is None
-    assert gates._name_shared("Mexico", "New Mexico State") == "Mexico"
+    assert gates.name_shared("Austin, Texas", "University of Texas at Austin") == "Austin"
+    assert gates.name_shared("Rome", "Romeo and Juliet") is None
+    assert gates.name_shared("Mexico", "New Mexico State") == "Mexico"
 
 
 def test_an_answer_sharing_a_name_with_any_entity_of_its_chain_is_trivial():
@@ -193,7 +193,29 @@ def test_an_answer_sharing_a_name_with_any_entity_of_its_chain_is_trivial():
                                                          "Frank Nelson Doubleday"))
     assert founder and "share the name 'Doubleday'" in founder
     # the same name is no leak of its own (a cycle is another gate's), nor is a name of two letters
-    assert gates._name_shared("Leeds", "Leeds") is None and gates._name_shared("Al", "Al Pacino") is None
+    assert gates.name_shared("Leeds", "Leeds") is None and gates.name_shared("Al", "Al Pacino") is None
+
+
+def test_a_town_answer_whose_distinctive_word_names_a_club_of_its_chain_is_trivial():
+    """The fifth reading: Kingston upon Hull, where the ground of Hull City A.F.C. stands; the whole names share
+    no name, the word "Hull" gives the town away. A venue answer is no town: "City of Manchester Stadium" after
+    Manchester City F.C. is not read off the club's name, and words many place names hold do not count."""
+    entities = [entity("Ray Dunn", "SoccerManager"), entity("Hull City A.F.C.", "SoccerClub", head=False),
+                entity("MKM Stadium", "Stadium", head=False), entity("Manchester City F.C.", "SoccerClub", head=False),
+                entity("City of Manchester Stadium", "Stadium", head=False)]
+    facts = [fact("Ray Dunn", "team", "Hull City A.F.C."), fact("Hull City A.F.C.", "ground", "MKM Stadium"),
+             fact("MKM Stadium", "location", "Kingston upon Hull"),  # no page: a town by the relation's class
+             fact("Ray Dunn", "managerClub", "Manchester City F.C."),
+             fact("Manchester City F.C.", "ground", "City of Manchester Stadium")]
+    ctx = context(entities, facts, reject_dominant_answer=False)
+    hull = gates.trivial_final_hop(ctx.facts, path_of(ctx, "Ray Dunn", "Hull City A.F.C.", "MKM Stadium",
+                                                      "Kingston upon Hull"))
+    assert hull and "'Hull City A.F.C.'" in hull and "share the name 'hull'" in hull
+    assert gates.trivial_final_hop(ctx.facts, path_of(ctx, "Ray Dunn", "Manchester City F.C.",
+                                                      "City of Manchester Stadium")) is None
+    assert gates.place_word_shared("Stoke-on-Trent", "Stoke City F.C.") == "stoke"
+    assert gates.place_word_shared("Newcastle upon Tyne", "Port Vale F.C.") is None
+    assert gates.place_word_shared("Port Talbot", "Port Vale F.C.") is None  # "port" is many places' word
 
 
 def test_an_occupation_the_hop_already_says_is_not_stated():

@@ -1,13 +1,13 @@
 """docs/QUESTION_REVIEW.md (issue 25's readings of questions against their pages) stays consistent with itself.
 
-The document holds five readings: the first (rows R1.., S1..), under "## Second reading" the second (rows
+The document holds six readings: the first (rows R1.., S1..), under "## Second reading" the second (rows
 R2-1.., S2-1..), under "## Third reading" the third (rows R3-1.., S3-1..), under "## Fourth reading" the
-fourth (R4-1.., S4-1..) and under "## Fifth reading" the fifth (R5-1.., S5-1..). For each reading on its own: its
-table parses, each row's keep verdict is the four criteria together, every "no" carries a reason naming its
-criterion, the stated keepable shares equal a recount of that reading's rows, and each failure pattern's counts
-and rows agree with that reading's table. The third reading's per-cluster counts and its world-fit-against-
-uniqueness table are recounted from its rows too. The verdicts themselves are a reader's judgement; this guards
-the figures quoted from them."""
+fourth (R4-1.., S4-1..), under "## Fifth reading" the fifth (R5-1.., S5-1..) and under "## Sixth reading" the
+sixth (R6-1.., S6-1..). For each reading on its own: its table parses, each row's keep verdict is the four
+criteria together, every "no" carries a reason naming its criterion, the stated keepable shares equal a recount of
+that reading's rows, and each failure pattern's counts and rows agree with that reading's table. The third, fifth
+and sixth readings' per-cluster counts and the third's world-fit-against-uniqueness table are recounted from their
+rows too. The verdicts themselves are a reader's judgement; this guards the figures quoted from them."""
 
 from __future__ import annotations
 
@@ -22,10 +22,11 @@ VERDICTS = {"yes", "no"}
 HEADER = "| # | source (start → relations; run) | id | question | gold answer | a | b | c | d | keep | reason for each no |"
 # the headings that open the later readings, in the document's order
 LATER = {"second": "\n## Second reading", "third": "\n## Third reading", "fourth": "\n## Fourth reading",
-         "fifth": "\n## Fifth reading"}
+         "fifth": "\n## Fifth reading", "sixth": "\n## Sixth reading"}
 # reading -> (row id pattern with the kind letter and the number as groups, the most rows it may hold)
 READINGS = {"first": (r"([RS])(\d+)", 40), "second": (r"([RS])2-(\d+)", 80), "third": (r"([RS])3-(\d+)", 80),
-            "fourth": (r"([RS])4-(\d+)", 80), "fifth": (r"([RS])5-(\d+)", 80)}
+            "fourth": (r"([RS])4-(\d+)", 80), "fifth": (r"([RS])5-(\d+)", 80),
+            "sixth": (r"([RS])6-(\d+)", 80)}
 SHARES = r"^- Keepable, (real pages|shipped sample|all): (\d+) of (\d+) \((\d+\.\d)%\)$"
 
 
@@ -132,7 +133,7 @@ def test_second_reading_covers_forty_sample_questions_and_names_its_commit():
     assert re.match(r"\n## Second reading \(main at [0-9a-f]{7,40}\)\n", section)
 
 
-@pytest.mark.parametrize("name", ["third", "fourth", "fifth"])
+@pytest.mark.parametrize("name", ["third", "fourth", "fifth", "sixth"])
 def test_later_readings_cover_forty_sample_questions_and_name_their_commit(name):
     section = _sections()[name]
     rows = _rows(section, READINGS[name][0])
@@ -148,30 +149,31 @@ def _table(section: str, heading: str, first_column: str) -> list[list[str]]:
     return [_cells(line) for line in lines[1:] if not set(_cells(line)[0]) <= {"-"}]
 
 
-def _third_sample_rows() -> list[tuple[str, float, dict[str, str]]]:
-    """The third reading's sample rows as (cluster: the start page's source file number, world_fits, row)."""
-    section = _sections()["third"]
-    rows = _rows(section, READINGS["third"][0])
+def _sample_rows(name: str) -> list[tuple[str, float, dict[str, str]]]:
+    """A reading's sample rows as (cluster: the start page's source file number, world_fits, row)."""
+    section = _sections()[name]
+    rows = _rows(section, READINGS[name][0])
     samples = []
     for line in section.splitlines():
         cells = _cells(line) if line.startswith("| ") else []
-        if cells and cells[0] in rows and _kind("third", cells[0]) == "S":
+        if cells and cells[0] in rows and _kind(name, cells[0]) == "S":
             match = re.fullmatch(r"sample (\d\d)_\w+: .+; world_fits (\d+(?:\.\d+)?)", cells[1])
             assert match, cells[1]
             samples.append((match.group(1), float(match.group(2)), rows[cells[0]]))
     return samples
 
 
-def test_third_reading_cluster_counts_equal_a_recount():
+@pytest.mark.parametrize("name", ["third", "fifth", "sixth"])
+def test_cluster_counts_equal_a_recount(name):
     clusters = {"film/original (01-07)": {f"{i:02d}" for i in range(1, 8)}, "music (08)": {"08"},
                 "architecture (09)": {"09"}, "sport (10)": {"10"}, "science (11)": {"11"}}
-    table = _table(_sections()["third"], "By cluster", "cluster")
+    table = _table(_sections()[name], "By cluster", "cluster")
     assert [cells[0] for cells in table] == list(clusters)
-    samples = _third_sample_rows()
+    samples = _sample_rows(name)
     assert {cluster for cluster, _, _ in samples} <= set().union(*clusters.values())
-    for name, questions, keepable in table:
-        group = [row for cluster, _, row in samples if cluster in clusters[name]]
-        assert (int(questions), int(keepable)) == (len(group), sum(row["keep"] == "yes" for row in group)), name
+    for cluster_name, questions, keepable in table:
+        group = [row for cluster, _, row in samples if cluster in clusters[cluster_name]]
+        assert (int(questions), int(keepable)) == (len(group), sum(row["keep"] == "yes" for row in group)), cluster_name
 
 
 def test_third_reading_world_fits_table_equals_a_recount():
@@ -179,5 +181,5 @@ def test_third_reading_world_fits_table_equals_a_recount():
     stated = {cells[0]: (int(cells[1]), int(cells[2])) for cells in table}
     assert set(stated) == {"<= 1.5", "> 1.5"}
     for band, within in (("<= 1.5", lambda fits: fits <= 1.5), ("> 1.5", lambda fits: fits > 1.5)):
-        group = [row for _, fits, row in _third_sample_rows() if within(fits)]
+        group = [row for _, fits, row in _sample_rows("third") if within(fits)]
         assert stated[band] == (sum(row["b"] == "yes" for row in group), sum(row["b"] == "no" for row in group)), band

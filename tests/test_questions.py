@@ -28,7 +28,7 @@ from synth.phrasing import (
 from synth.question_gates import answer_aliases, structural_gate, written_answer
 from synth.question_plan import EntityInfo, QuestionContext, plan_question
 from synth.question_writers import write_template
-from synth.questions import deduplicate, run_questions
+from synth.questions import containers_from, deduplicate, run_questions
 from tests.walk_graphs import AS_OF, OLD, csr, entity, fact, write_graph
 
 MERKEL = [
@@ -54,7 +54,8 @@ def context(entities, relations, **config) -> QuestionContext:
     no path is dropped for fame unless `famous_keep` is given (a crafted graph has no long tail)."""
     graph = csr(entities, relations)
     infos = {e.title: EntityInfo(e.type, e.description, e.aliases) for e in entities}
-    return QuestionContext(graph=graph, entities=infos, as_of=AS_OF,
+    containers = containers_from((r.tail, [q.model_dump() for q in r.qualifiers]) for r in relations)
+    return QuestionContext(graph=graph, entities=infos, as_of=AS_OF, containers=containers,
                            config=QuestionConfig(**{"describe_start": 0.0, "famous_keep": 1.0, **config}))
 
 

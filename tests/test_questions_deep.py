@@ -3,16 +3,19 @@ tense from qualifiers, the answer-prior gate and the per-answer cap."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 
+from ground.io import write_records
 from schemas.questions import Question
+from schemas.wiki import Relation
 from synth import describe, gates
-from synth.phrasing import has_ended
-from synth.question_gates import plan_gate, structural_gate
+from synth.phrasing import has_ended, phrase
+from synth.question_gates import bare_run, plan_gate, self_named_clue, structural_gate
 from synth.question_plan import plan_question
 from synth.question_writers import write_template
-from synth.questions import cap_answers
+from synth.questions import cap_answers, place_containers
 from synth.report import identifying_fact_named
 from tests.test_questions import assert_reads_as_english, context, path_of
 from tests.walk_graphs import entity, fact
@@ -504,3 +507,143 @@ def test_a_notable_work_identifies_its_writer_but_not_a_film_person():
     assert identifying_fact_named(ctx.graph, ctx.graph.node_id("Ann Writer"), said) == "Glass Novel"
     said = "A director whose notable works include the film Glass Film lived in Leeds. Where ...?"
     assert identifying_fact_named(ctx.graph, ctx.graph.node_id("Bo Director"), said) is None
+
+
+COUNTRY = [entity("Canada", "Country"), entity("Toronto", "Settlement", head=False),
+           entity("Dune (2021 film)", "Film"), entity("Dune (novel)", "Book", head=False),
+           entity("Hull City A.F.C.", "SoccerClub"), entity("Kingston upon Hull", "Settlement", aliases=["Hull"])]
+COUNTRY_FACTS = [
+    fact("Canada", "currency", "Canadian dollar"),  # no page: the words alone give Canada away
+    fact("Canada", "largestCity", "Toronto"),
+    fact("Toronto", "foundingDate", "1793-08-27", "date"),
+    fact("Dune (2021 film)", "basedOn", "Dune (novel)"),
+    fact("Dune (2021 film)", "director", "Denis Villeneuve"),
+    fact("Hull City A.F.C.", "ground", "Kingston upon Hull"),
+]
+
+
+def test_a_clue_written_with_the_described_entitys_own_name_or_demonym_is_rejected():
+    ctx = context(COUNTRY, COUNTRY_FACTS)
+    path = path_of(ctx, "Canada", "Toronto", "1793-08-27")
+    why = self_named_clue(ctx, path, [gates.Clue(position=0, attribute="currency", object="Canadian dollar")])
+    assert why is not None and "'Canadian'" in why and "Canada" in why  # the demonym (attributes.toml)
+    film = path_of(ctx, "Dune (2021 film)", "Dune (novel)")
+    why = self_named_clue(ctx, film, [gates.Clue(position=0, attribute="basedOn", object="Dune (novel)")])
+    assert why is not None and "'Dune'" in why  # the bare title, disambiguator aside
+    assert self_named_clue(ctx, film, [gates.Clue(position=0, attribute="director", object="Denis Villeneuve")]) is None
+    club = path_of(ctx, "Hull City A.F.C.", "Kingston upon Hull")
+    why = self_named_clue(ctx, club, [gates.Clue(position=1, attribute="name", object="Hull City A.F.C.")])
+    assert why is not None and "'Hull'" in why  # a redirect title of the entity counts as its name
+    # The sixth reading: "The home ground of this football club is a football stadium in Burnley": the clue
+    # writes the name of the club the hop comes from, so it finds the stadium (and the club) by itself.
+    ctx_club = context([entity("Burnley F.C.", "SoccerClub"), entity("Turf Moor", "Stadium", head=False)],
+                       [fact("Burnley F.C.", "ground", "Turf Moor"), fact("Turf Moor", "location", "Burnley")])
+    ground = path_of(ctx_club, "Burnley F.C.", "Turf Moor")
+    why = self_named_clue(ctx_club, ground, [gates.Clue(position=1, attribute="location", object="Burnley")])
+    assert why == ("location 'Burnley' of the entity at position 1 (Turf Moor) shares the name 'Burnley' with the "
+                   "entity before it (Burnley F.C.)")
+    assert self_named_clue(ctx_club, ground, [gates.Clue(position=1, attribute="location", object="Leeds")]) is None
+    # The plan gate counts it as an identifying clue.
+    ctx = context(COUNTRY, COUNTRY_FACTS, describe_start=1.0, require_named_anchor=False,
+                  start_description_search_top_k=0, description_search_top_k=0, one_search_top_k=0)
+    plan = plan_question(ctx, path, "clues")
+    assert any(c.attribute == "currency" for c in plan.clues)  # the only fact to describe Canada by
+    assert plan_gate(ctx, path, plan) == ("identifying_clue", "currency 'Canadian dollar' writes the name "
+                                          "'Canadian' of the entity at position 0 (Canada)")
+
+
+CHAIN = [entity("Slow Tide", "Film"), entity("Ivo Brant", "Person", head=False),
+         entity("Karst University", "University", head=False), entity("Lendt", "Settlement", head=False)]
+CHAIN_FACTS = [
+    fact("Slow Tide", "director", "Ivo Brant"),
+    fact("Ivo Brant", "almaMater", "Karst University"),
+    fact("Karst University", "city", "Lendt"),
+    fact("Lendt", "populationTotal", "48200", "number"),
+]
+
+
+def test_a_run_of_intermediates_stated_by_their_type_alone_is_limited():
+    # "Slow Tide was directed by a person. This person studied at a university. This university is located in a
+    # city. What is its population?": three intermediates, nothing stated of any.
+    path_args = ("Slow Tide", "Ivo Brant", "Karst University", "Lendt", "48200")
+    ctx = context(CHAIN, CHAIN_FACTS)
+    path = path_of(ctx, *path_args)
+    plan = plan_question(ctx, path, "clues")
+    assert not any(c.attribute for c in plan.clues)  # the crafted graph offers no fact to describe them by
+    gate, why = plan_gate(ctx, path, plan)
+    assert gate == "bare_run" and "3 intermediates in a row" in why and "at most 1" in why
+    ctx = context(CHAIN, CHAIN_FACTS, max_bare_run=3)
+    assert plan_gate(ctx, path, plan_question(ctx, path, "clues")) is None
+    ctx = context(CHAIN, CHAIN_FACTS, max_bare_run=None)
+    assert plan_gate(ctx, path, plan_question(ctx, path, "clues")) is None
+    # One stated fact in the middle splits the run: two runs of one pass the default.
+    described = [gates.Clue(position=2, attribute="city", object="Lendt")]
+    ctx = context(CHAIN, CHAIN_FACTS)
+    assert bare_run(ctx, path, dataclasses.replace(plan, clues=described)) is None
+
+
+def test_a_scientist_is_described_by_a_doctoral_student_and_the_list_is_never_a_hop():
+    """The fifth reading's scientists were described by a university and a decade, which hundreds share; a
+    doctoral student has one or two advisors, so "who supervised the doctorate of X" anchors the start. A
+    scientist's infobox lists some of the students only (data/questions/partial_lists.toml): never a hop."""
+    entities = [entity("Otto Brenn", "Scientist"), entity("Lise Haas", "Scientist", head=False),
+                entity("University of Kessel", "University", head=False)]
+    facts = [fact("Otto Brenn", "doctoralStudent", "Lise Haas"), fact("Otto Brenn", "almaMater", "University of Kessel"),
+             fact("University of Kessel", "foundingDate", "1734", "date")]
+    ctx = context(entities, facts, describe_start=1.0, start_description_search_top_k=0,
+                  description_search_top_k=0, one_search_top_k=0, reject_dominant_answer=False)
+    path = path_of(ctx, "Otto Brenn", "University of Kessel", "1734")
+    plan = plan_question(ctx, path, "clues")
+    assert [c.object for c in plan.clues if c.position == 0 and c.attribute] == ["Lise Haas"]
+    assert structural_gate(ctx, path, plan) is None
+    text = write_template(ctx, path, plan).text
+    assert text.startswith("A scientist who supervised the doctorate of Lise Haas studied at a university.")
+    assert_reads_as_english(text)
+    hop = path_of(ctx, "Otto Brenn", "Lise Haas")
+    assert structural_gate(ctx, hop, plan_question(ctx, hop, "clues"))[0] == "partial_list"
+
+
+def test_a_place_clue_fits_a_place_written_within_it():
+    """The fifth reading: The Prestige names both Nolans as writers, born in "[[Westminster]], [[London]]" and in
+    "[[London]]"; "written by a person born in London" fits both, not only the one whose first link is London."""
+    entities = [entity("The Prestige (film)", "Film"), entity("Christopher Nolan", "Person", head=False),
+                entity("Jonathan Nolan", "Person", head=False), entity("London", "City", head=False),
+                entity("Westminster", "Settlement", head=False)]
+    facts = [fact("The Prestige (film)", "writer", "Christopher Nolan"),
+             fact("The Prestige (film)", "writer", "Jonathan Nolan"),
+             fact("Christopher Nolan", "birthPlace", "Westminster", qualifiers={"within": "London"}),
+             fact("Jonathan Nolan", "birthPlace", "London"),
+             fact("Jonathan Nolan", "birthDate", "1976-06-06", "date"),
+             fact("Christopher Nolan", "birthDate", "1970-07-30", "date")]
+    ctx = context(entities, facts)
+    assert ctx.containers == {"Westminster": ("London",)}
+    path = path_of(ctx, "The Prestige (film)", "Jonathan Nolan", "1976-06-06")
+    born_in_london = gates.Clue(position=1, attribute="birthPlace", object="London")
+    gate, why = gates.unique_chain(ctx.facts, path, [born_in_london], start_described=False)
+    assert gate == "multi_valued_hop" and "Christopher Nolan" in why
+    christopher, jonathan = ctx.facts.node("Christopher Nolan"), ctx.facts.node("Jonathan Nolan")
+    assert gates.holds(ctx.facts, christopher, born_in_london) and gates.holds(ctx.facts, jonathan, born_in_london)
+    assert gates.described_candidates(ctx.facts, [born_in_london]) == {christopher, jonathan}
+    # Westminster does not hold London: "born in Westminster" fits Christopher alone.
+    born_in_westminster = gates.Clue(position=1, attribute="birthPlace", object="Westminster")
+    assert gates.described_candidates(ctx.facts, [born_in_westminster]) == {christopher}
+    assert gates.unique_chain(ctx.facts, path_of(ctx, "The Prestige (film)", "Christopher Nolan", "1970-07-30"),
+                              [born_in_westminster], start_described=False) is None
+
+
+def test_place_containers_are_read_from_the_graphs_relation_rows(tmp_path):
+    rows = [fact("Christopher Nolan", "birthPlace", "Westminster", qualifiers={"within": "London"}),
+            fact("Ada Lane", "birthPlace", "Westminster", qualifiers={"within": "England"}),
+            fact("Ada Lane", "spouse", "Bo Lane", qualifiers={"start": "1990"})]
+    write_records(Relation, rows, tmp_path / "relations" / "relations-00000-of-00001.parquet")
+    assert place_containers(tmp_path) == {"Westminster": ("England", "London")}
+
+
+def test_a_clue_names_its_object_as_the_answer_would_and_a_form_of_government_is_no_anchor():
+    """Held-out real pages (Canada's infobox): "a country whose forms of government include federalism and
+    whose languages include Gwich'in language". A language reads as its answer does ("Gwich'in"), and a form
+    of government, which dozens of states share, does not anchor a start (data/questions/broad_anchors.toml)."""
+    assert describe._name("Gwich’in language", phrase("language")) == "Gwich’in"
+    assert describe._name("Language", phrase("language")) == "Language"  # nothing left to name: kept whole
+    ctx = context([entity("Canada", "Country")], [fact("Canada", "governmentType", "Federalism")])
+    assert gates.broad_anchor(ctx.facts, gates.Clue(position=0, attribute="governmentType", object="Federalism"))

@@ -178,8 +178,9 @@ CHECKED = {  # relations are ontology properties (graph/ontology.py); "As of" is
         "A writer who died in Princeton, New Jersey studied at a university in the United States. In what year "
         "was this university founded?",
     ("Memento (film)", ("director", "spouse", "birthDate"), "1971-12-09"):  # Nolan's wife Emma Thomas
-        "As of October 2026, a film whose lead actors include Carrie-Anne Moss was directed by a person. This "
-        "person is married to a person. When was the latter person born?",
+        "As of October 2026, a film whose lead actors include Carrie-Anne Moss was directed by a person who is a "
+        "citizen of the United Kingdom. This person is married to a person who worked as a film producer. When was "
+        "the latter person born?",
     ("Schindler's List", ("director", "birthPlace"), "Cincinnati"):  # Spielberg co-founded Amblin
         "A film released in the early 1990s whose distributor is Universal Pictures and whose writer is Steven "
         "Zaillian was directed by a person whose associated organisations include Amblin Entertainment. Where "
