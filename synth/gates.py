@@ -147,7 +147,6 @@ class FactIndex:
         self._stated: dict[tuple[int, int], tuple[frozenset[int], tuple[int, ...]]] = {}
         self._by_year: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.described: dict[tuple, frozenset[int]] = {}  # `described_candidates` by what the clues say
-        self.anchor_pools: dict[tuple, tuple[int, ...]] = {}  # `_anchor_pool` by the fact it states
         self.broad: dict[tuple, str | None] = {}  # `broad_anchor` by (relation, object)
         self.identifying: dict[tuple, bool] = {}  # `identifies` by (relation, object)
 
@@ -271,39 +270,27 @@ def described_sizes(index: FactIndex, said: list[Clue], clues: list[Clue]) -> li
 
 
 def _described_candidates(index: FactIndex, clues: list[Clue]) -> set[int]:
+    graph = index.graph
     anchor = next((c for c in clues if c.attribute), None)
     if anchor is None:
         typed = next((c.type_noun for c in clues if c.type_noun), None)
-        pool = np.flatnonzero(index.type_nouns == typed) if typed else np.arange(index.graph.num_nodes)
-        for noun in {c.type_noun for c in clues if c.type_noun} - {typed}:  # the type check of `satisfies`
-            nouns = index.type_nouns[pool]
-            pool = pool[(nouns == "") | (nouns == noun)]
-        return set(pool.tolist())  # no clue states a fact
-    rest = [c for c in clues if c is not anchor]
-    nouns = {c.type_noun for c in rest if c.type_noun}
-    type_nouns = index.type_nouns
-    facts = [c for c in rest if index.relation(c.attribute) is not None]  # the others hold once the type does
-    return {n for n in _anchor_pool(index, anchor) if all(type_nouns[n] in ("", noun) for noun in nouns)
-            and all(satisfies(index, n, c) for c in facts)}
-
-
-def _anchor_pool(index: FactIndex, anchor: Clue) -> tuple[int, ...]:
-    """The heads the graph shows holding the anchor's fact, kept per fact: choosing a description weighs the
-    same first fact with every other one."""
-    key = anchor.said[1:]
-    if (found := index.anchor_pools.get(key)) is None:
-        if len(index.anchor_pools) >= MAX_DESCRIBED:
-            index.anchor_pools.clear()
+        pool = np.flatnonzero(index.type_nouns == typed) if typed else np.arange(graph.num_nodes)
+    else:
         relation = index.relation(anchor.attribute)
         if relation is None:
-            pool = np.array([], np.int64)
-        elif anchor.years:
+            return set()
+        if anchor.years:
             pool = index.heads_in_years(relation, *anchor.years)
         else:
             obj = index.node(anchor.object)
             pool = index.heads_within(relation, obj) if obj is not None else np.array([], np.int64)
-        found = index.anchor_pools[key] = tuple(pool.tolist())
-    return found
+    rest = [c for c in clues if c is not anchor]
+    for clue in rest:
+        if clue.type_noun:  # the type check of `satisfies`, over the whole pool at once
+            nouns = index.type_nouns[pool]
+            pool = pool[(nouns == "") | (nouns == clue.type_noun)]
+    facts = [c for c in rest if index.relation(c.attribute) is not None]  # the others hold once the type does
+    return {int(n) for n in pool.tolist() if all(satisfies(index, n, c) for c in facts)}
 
 
 def path_node_ids(graph: CSRGraph, path: Path) -> list[int] | None:
