@@ -177,7 +177,8 @@ def _edge_offers(ctx, node: int, position: int, person: bool) -> Iterator[_Offer
                 offered = (Attribute(relation, "place", forms["modifier"].format(o=name, who=who),
                                      forms["predicate"].format(o=name), clue(object=str(graph.keys[obj]))),)
         elif relation in table["relations"]:
-            forms, name = table["relations"][relation], display_title(label)
+            forms = table["relations"][relation]
+            name = _name(label, phrase(relation)) if reviewed(relation) else display_title(label)
             offered = (Attribute(relation, "relation", forms["modifier"].format(o=name),
                                  forms["predicate"].format(o=name), clue(object=str(graph.keys[obj]))),)
         elif reviewed(relation):  # a relation the phrasebook names

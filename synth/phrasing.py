@@ -138,7 +138,10 @@ _THE_PREFIXES = ("United ", "University of ", "River ", "Republic of ", "Kingdom
                  "Museum of ", "Bank of ", "Church of ", "Commonwealth of ", "Federation of ", "Isle of ",
                  "Duchy of ", "Grand Duchy of ", "Province of ", "Principality of ", "Electorate of ")
 _THE_SUFFIXES = (" Islands", " Mountains", " States", " Kingdom", " Republic", " Emirates", " River", " Ocean", " Sea",
-                 " Empire", " Union", " Confederation", " national football team", " national team")
+                 " Empire", " Union", " Confederation", " national football team", " national team",
+                 # a scientist's best-known work: "the Ising model", "the Riemann hypothesis" (the sixth reading)
+                 " model", " theorem", " equation", " equations", " effect", " principle", " hypothesis",
+                 " conjecture", " paradox", " experiment", " transformation", " transform", " problem")
 _THE_NAMES = {"Netherlands", "Philippines", "Bahamas", "Gambia", "Maldives", "Vatican City", "Congo"}
 # "the Humboldt University of Berlin", "the Courant Institute of Mathematical Sciences", "the National Gallery of
 # Canada" ("Bradley University" stays bare)

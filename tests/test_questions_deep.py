@@ -647,3 +647,12 @@ def test_a_clue_names_its_object_as_the_answer_would_and_a_form_of_government_is
     assert describe._name("Language", phrase("language")) == "Language"  # nothing left to name: kept whole
     ctx = context([entity("Canada", "Country")], [fact("Canada", "governmentType", "Federalism")])
     assert gates.broad_anchor(ctx.facts, gates.Clue(position=0, attribute="governmentType", object="Federalism"))
+
+
+def test_an_industry_reads_as_english_not_as_an_infobox_field():
+    """The sixth reading: "a company whose industry is film" (data/questions/attributes.toml `industry`); the
+    object keeps its phrasebook form, lower case as a common noun."""
+    ctx = context([entity("Northlight Pictures", "Company")], [fact("Northlight Pictures", "industry", "Film")])
+    node = ctx.facts.node("Northlight Pictures")
+    said = {a.relation: a.modifier for a in describe.offered(ctx, node, 0, False, set(), set())}
+    assert said["industry"] == "in the film industry"
