@@ -45,6 +45,7 @@ class QuestionContext:
     attribute_cache: dict = field(default_factory=dict)  # `describe.attributes` per node, read once
     offer_cache: dict = field(default_factory=dict)  # what each edge of a node offers `describe.attributes`
     anchorless_cache: dict = field(default_factory=dict)  # `anchorless_from` per path: the path gate and the planner ask
+    narrow_cache: dict = field(default_factory=dict)  # `narrow_anchor` per (relation, object): every attempt asks
     name_cache: dict = field(default_factory=dict)  # an entity's own names and a clue's words, compared as answers are
     census: object | None = None  # `synth.census.Census` of a full dump (`config.census`), for world uniqueness
     containers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # place -> the places it is written within
@@ -218,8 +219,14 @@ def named_anchor(clue: gates.Clue) -> bool:
 
 def narrow_anchor(ctx: QuestionContext, clue: gates.Clue) -> bool:
     """A named anchor that is no hub of the whole wiki (`gates.broad_anchor`) nor a place alone
-    (`place_anchor`): what keeps a start's description unique beyond the slice when no census is given."""
-    return named_anchor(clue) and gates.broad_anchor(ctx.facts, clue) is None and not place_anchor(clue)
+    (`place_anchor`): what keeps a start's description unique beyond the slice when no census is given. Kept
+    per fact (`ctx.narrow_cache`): every attempt at a path asks of the same facts."""
+    if not named_anchor(clue):
+        return False
+    key = (clue.attribute, clue.object)
+    if (found := ctx.narrow_cache.get(key)) is None:
+        found = ctx.narrow_cache[key] = gates.broad_anchor(ctx.facts, clue) is None and not place_anchor(clue)
+    return found
 
 
 def place_anchor(clue: gates.Clue) -> bool:
