@@ -50,8 +50,8 @@ def secret_values() -> list[str]:
     skip record's detail is scrubbed, and comparing the environment's own mapping (`os.environ._data`, what
     `os.environ` writes through) with a copy costs a fraction of decoding and scanning it."""
     global _last_read
-    environment, names, values = _last_read
-    if environment != os.environ._data or names != _named:
+    environment, registered, values = _last_read
+    if environment != os.environ._data or registered != _named:
         names = set(registered_secret_names()) | {name for name in os.environ if _secret_name(name)}
         found = {os.environ.get(name, "").strip() for name in names}
         values = sorted((v for v in found if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
