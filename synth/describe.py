@@ -71,7 +71,8 @@ ORDER = {"date": 0, "place": 1, "relation": 2}
 
 
 def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
-               skip_relations: set[str], skip_labels: set[str]) -> list[Attribute]:
+               skip_relations: set[str], skip_labels: set[str], noun: str | None = None,
+               hop_relation: str | None = None) -> list[Attribute]:
     """Facts of the node usable as attributes, in a seeded random order: each object of a relation (the
     choice keeps at most one per relation, or two of several), one date per date relation, offered as every
     period that holds it (a third of a decade, a decade: `phrasing.date_periods`) so that the one that tells
@@ -82,10 +83,31 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
     phrasebook has a reviewed entry for its relation; a name an infobox gives as plain text ("members = Fozzi") counts as an
     entity when its property's range is an entity class. The facts are read once per node and context
     (`ctx.attribute_cache`); only the order is drawn anew.
+
+    Given the `noun` the node is described by, facts that only restate it (`restates`) or the role the hop
+    into the node (`hop_relation`) already says (`says_hop_role`) are left out, judged once per node, noun and
+    hop (`_kept`); the order is drawn over all the node's facts, as if they were shuffled, then left out.
     """
-    options = list(offered(ctx, node, position, person, skip_relations, skip_labels))
-    rng.shuffle(options)
-    return options
+    options = offered(ctx, node, position, person, skip_relations, skip_labels)
+    order = list(range(len(options)))
+    rng.shuffle(order)  # the draws of shuffling `options` itself
+    if noun is None:
+        return [options[i] for i in order]
+    kept = _kept(ctx, options, noun, hop_relation)
+    return [options[i] for i in order if kept[i]]
+
+
+def _kept(ctx, options: tuple[Attribute, ...], noun: str, hop_relation: str | None) -> tuple[bool, ...]:
+    """Whether each of a node's `offered` facts neither restates `noun` nor says the hop's role, kept beside
+    them in `ctx.attribute_cache` (the entry holds the facts themselves, so their id names no other tuple)."""
+    key = ("kept", id(options), noun, hop_relation)
+    found = ctx.attribute_cache.get(key)
+    if found is None or found[0] is not options:
+        if len(ctx.attribute_cache) >= MAX_CACHED:
+            ctx.attribute_cache.clear()
+        found = ctx.attribute_cache[key] = (options, tuple(not restates(noun, o) and not says_hop_role(hop_relation, o)
+                                                           for o in options))
+    return found[1]
 
 
 def offered(ctx, node: int, position: int, person: bool, skip_relations: set[str],

@@ -167,11 +167,9 @@ def _describe(ctx: QuestionContext, path: Path, ids: tuple[int, ...], position: 
     config = ctx.config
     noun, checkable = _noun_for(ctx, path.nodes[position], attempt >= CLASS_NOUN_ATTEMPT)
     base = [gates.Clue(position=position, type_noun=checkable)] if checkable else []
-    options = describe.attributes(ctx, ids[position], position, rng, checkable in PERSON_NOUNS,
-                                  _adjacent_relations(path, position), set(path.nodes))
     hop_in = path.hops[position - 1].relation if position > 0 else None
-    options = [option for option in options
-               if not describe.restates(noun or "", option) and not describe.says_hop_role(hop_in, option)]
+    options = describe.attributes(ctx, ids[position], position, rng, checkable in PERSON_NOUNS,
+                                  _adjacent_relations(path, position), set(path.nodes), noun or "", hop_in)
     if attempt >= FRESH_ATTEMPT:
         info = ctx.entities.get(path.nodes[position])
         options = [o for o in options if not describe.copies_lead(info.description if info else "", o)
