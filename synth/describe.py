@@ -72,7 +72,7 @@ ORDER = {"date": 0, "place": 1, "relation": 2}
 
 def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
                skip_relations: set[str], skip_labels: set[str], noun: str | None = None,
-               hop_relation: str | None = None) -> list[Attribute]:
+               hop_relation: str | None = None, lead: str | None = None) -> list[Attribute]:
     """Facts of the node usable as attributes, in a seeded random order: each object of a relation (the
     choice keeps at most one per relation, or two of several), one date per date relation, offered as every
     period that holds it (a third of a decade, a decade: `phrasing.date_periods`) so that the one that tells
@@ -85,28 +85,32 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
     (`ctx.attribute_cache`); only the order is drawn anew.
 
     Given the `noun` the node is described by, facts that only restate it (`restates`) or the role the hop
-    into the node (`hop_relation`) already says (`says_hop_role`) are left out, judged once per node, noun and
-    hop (`_kept`); the order is drawn over all the node's facts, as if they were shuffled, then left out.
+    into the node (`hop_relation`) already says (`says_hop_role`) are left out, and with the node's `lead`
+    sentence those it states (`copies_lead`), judged once per node, noun, hop and lead (`_kept`); the order
+    is drawn over all the node's facts, as if they were shuffled, then left out.
     """
     options = offered(ctx, node, position, person, skip_relations, skip_labels)
     order = list(range(len(options)))
     rng.shuffle(order)  # the draws of shuffling `options` itself
     if noun is None:
         return [options[i] for i in order]
-    kept = _kept(ctx, options, noun, hop_relation)
+    kept = _kept(ctx, options, noun, hop_relation, lead)
     return [options[i] for i in order if kept[i]]
 
 
-def _kept(ctx, options: tuple[Attribute, ...], noun: str, hop_relation: str | None) -> tuple[bool, ...]:
-    """Whether each of a node's `offered` facts neither restates `noun` nor says the hop's role, kept beside
-    them in `ctx.attribute_cache` (the entry holds the facts themselves, so their id names no other tuple)."""
-    key = ("kept", id(options), noun, hop_relation)
+def _kept(ctx, options: tuple[Attribute, ...], noun: str, hop_relation: str | None,
+          lead: str | None) -> tuple[bool, ...]:
+    """Whether each of a node's `offered` facts neither restates `noun`, nor says the hop's role, nor (given)
+    copies the lead sentence; kept beside the facts in `ctx.attribute_cache` (the entry holds the facts
+    themselves, so their id names no other tuple while it lasts)."""
+    key = ("kept", id(options), noun, hop_relation, lead)
     found = ctx.attribute_cache.get(key)
     if found is None or found[0] is not options:
         if len(ctx.attribute_cache) >= MAX_CACHED:
             ctx.attribute_cache.clear()
-        found = ctx.attribute_cache[key] = (options, tuple(not restates(noun, o) and not says_hop_role(hop_relation, o)
-                                                           for o in options))
+        verdicts = tuple(not restates(noun, o) and not says_hop_role(hop_relation, o)
+                         and not (lead is not None and copies_lead(lead, o)) for o in options)
+        found = ctx.attribute_cache[key] = (options, verdicts)
     return found[1]
 
 

@@ -168,12 +168,14 @@ def _describe(ctx: QuestionContext, path: Path, ids: tuple[int, ...], position: 
     noun, checkable = _noun_for(ctx, path.nodes[position], attempt >= CLASS_NOUN_ATTEMPT)
     base = [gates.Clue(position=position, type_noun=checkable)] if checkable else []
     hop_in = path.hops[position - 1].relation if position > 0 else None
-    options = describe.attributes(ctx, ids[position], position, rng, checkable in PERSON_NOUNS,
-                                  _adjacent_relations(path, position), set(path.nodes), noun or "", hop_in)
+    lead = None
     if attempt >= FRESH_ATTEMPT:
         info = ctx.entities.get(path.nodes[position])
-        options = [o for o in options if not describe.copies_lead(info.description if info else "", o)
-                   and rng.random() >= WITHHELD_SHARE]
+        lead = info.description if info else ""
+    options = describe.attributes(ctx, ids[position], position, rng, checkable in PERSON_NOUNS,
+                                  _adjacent_relations(path, position), set(path.nodes), noun or "", hop_in, lead)
+    if attempt >= FRESH_ATTEMPT:
+        options = [o for o in options if rng.random() >= WITHHELD_SHARE]
     if reached is None and start_only and _unanchored(ctx, options):
         return noun, base, None, False
     if reached is None:
