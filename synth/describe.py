@@ -174,6 +174,7 @@ def _edge_offers(ctx, node: int, position: int, person: bool) -> Iterator[_Offer
     who, its = ("who", "their") if person else ("that", "its")
     work = is_work(graph.entity_type[node])
     objects_of = Counter(graph.rel[graph.indptr[node] : graph.indptr[node + 1]].tolist())  # distinct in the CSR
+    current_of = functools.cache(lambda relation: _current_objects(ctx, node, relation))  # once per relation
     for edge in range(graph.indptr[node], graph.indptr[node + 1]):
         relation = graph.relation_names[graph.rel[edge]]
         obj = int(graph.dst[edge])
@@ -211,7 +212,7 @@ def _edge_offers(ctx, node: int, position: int, person: bool) -> Iterator[_Offer
             entry = phrase(relation)
             name = _name(label, entry)
             ended = _ended(ctx, node, edge)
-            several = (objects_of[graph.rel[edge]] > 1 and _current_objects(ctx, node, graph.rel[edge]) > 1
+            several = (objects_of[graph.rel[edge]] > 1 and current_of(int(graph.rel[edge])) > 1
                        or relation in gates.partial_lists())  # a selection: "whose notable works include X"
             modifier, predicate = relation_clauses(entry, name, its, ended, several)
             if not ended and (variant := _variant(str(graph.keys[node]), relation)) is not None:
