@@ -68,10 +68,14 @@ def describe_input(path: PathLike) -> InputFile:
     return InputFile(path=str(path), sha256=sha256_file(path), bytes=file_size(path))
 
 
+# `stable_hash`'s JSON: `json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)`, without building an
+# encoder per call (the question stage hashes every plan's seed)
+_HASH_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+
+
 def stable_hash(*parts: Any, length: int = 16) -> str:
     """A short deterministic hash of JSON-serialisable parts (ids, cache keys, manifest keys)."""
-    payload = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()[:length]
+    return hashlib.sha256(_HASH_ENCODER.encode(parts).encode()).hexdigest()[:length]
 
 
 def _atomic_target(path: Path) -> tuple[int, str]:

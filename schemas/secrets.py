@@ -45,10 +45,22 @@ def registered_secret_names() -> list[str]:
 
 
 def secret_values() -> list[str]:
-    """The secret values in the environment now, longest first (so a key containing another is masked whole)."""
-    names = set(registered_secret_names()) | {name for name in os.environ if _secret_name(name)}
-    values = {os.environ.get(name, "").strip() for name in names}
-    return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
+    """The secret values in the environment now, longest first (so a key containing another is masked whole).
+    Read again only when the environment or the registered names changed since the last call: every stored
+    skip record's detail is scrubbed, and comparing the environment's own mapping (`os.environ._data`, what
+    `os.environ` writes through) with a copy costs a fraction of decoding and scanning it."""
+    global _last_read
+    environment, registered, values = _last_read
+    if environment != os.environ._data or registered != _named:
+        names = set(registered_secret_names()) | {name for name in os.environ if _secret_name(name)}
+        found = {os.environ.get(name, "").strip() for name in names}
+        values = sorted((v for v in found if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
+        _last_read = dict(os.environ._data), set(_named), values
+    return list(values)
+
+
+# `secret_values`' last reading: (a copy of the environment's mapping, the registered names, the values)
+_last_read: tuple[dict, set[str], list[str]] = ({}, set(), [])
 
 
 @functools.lru_cache(maxsize=4096)

@@ -71,7 +71,8 @@ ORDER = {"date": 0, "place": 1, "relation": 2}
 
 
 def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
-               skip_relations: set[str], skip_labels: set[str]) -> list[Attribute]:
+               skip_relations: set[str], skip_labels: set[str], noun: str | None = None,
+               hop_relation: str | None = None, lead: str | None = None) -> list[Attribute]:
     """Facts of the node usable as attributes, in a seeded random order: each object of a relation (the
     choice keeps at most one per relation, or two of several), one date per date relation, offered as every
     period that holds it (a third of a decade, a decade: `phrasing.date_periods`) so that the one that tells
@@ -82,10 +83,35 @@ def attributes(ctx, node: int, position: int, rng: random.Random, person: bool,
     phrasebook has a reviewed entry for its relation; a name an infobox gives as plain text ("members = Fozzi") counts as an
     entity when its property's range is an entity class. The facts are read once per node and context
     (`ctx.attribute_cache`); only the order is drawn anew.
+
+    Given the `noun` the node is described by, facts that only restate it (`restates`) or the role the hop
+    into the node (`hop_relation`) already says (`says_hop_role`) are left out, and with the node's `lead`
+    sentence those it states (`copies_lead`), judged once per node, noun, hop and lead (`_kept`); the order
+    is drawn over all the node's facts, as if they were shuffled, then left out.
     """
-    options = list(offered(ctx, node, position, person, skip_relations, skip_labels))
-    rng.shuffle(options)
-    return options
+    options = offered(ctx, node, position, person, skip_relations, skip_labels)
+    order = list(range(len(options)))
+    rng.shuffle(order)  # the draws of shuffling `options` itself
+    if noun is None:
+        return [options[i] for i in order]
+    kept = _kept(ctx, options, noun, hop_relation, lead)
+    return [options[i] for i in order if kept[i]]
+
+
+def _kept(ctx, options: tuple[Attribute, ...], noun: str, hop_relation: str | None,
+          lead: str | None) -> tuple[bool, ...]:
+    """Whether each of a node's `offered` facts neither restates `noun`, nor says the hop's role, nor (given)
+    copies the lead sentence; kept beside the facts in `ctx.attribute_cache` (the entry holds the facts
+    themselves, so their id names no other tuple while it lasts)."""
+    key = ("kept", id(options), noun, hop_relation, lead)
+    found = ctx.attribute_cache.get(key)
+    if found is None or found[0] is not options:
+        if len(ctx.attribute_cache) >= MAX_CACHED:
+            ctx.attribute_cache.clear()
+        verdicts = tuple(not restates(noun, o) and not says_hop_role(hop_relation, o)
+                         and not (lead is not None and copies_lead(lead, o)) for o in options)
+        found = ctx.attribute_cache[key] = (options, verdicts)
+    return found[1]
 
 
 def offered(ctx, node: int, position: int, person: bool, skip_relations: set[str],
@@ -148,6 +174,7 @@ def _edge_offers(ctx, node: int, position: int, person: bool) -> Iterator[_Offer
     who, its = ("who", "their") if person else ("that", "its")
     work = is_work(graph.entity_type[node])
     objects_of = Counter(graph.rel[graph.indptr[node] : graph.indptr[node + 1]].tolist())  # distinct in the CSR
+    current_of = functools.cache(lambda relation: _current_objects(ctx, node, relation))  # once per relation
     for edge in range(graph.indptr[node], graph.indptr[node + 1]):
         relation = graph.relation_names[graph.rel[edge]]
         obj = int(graph.dst[edge])
@@ -185,7 +212,7 @@ def _edge_offers(ctx, node: int, position: int, person: bool) -> Iterator[_Offer
             entry = phrase(relation)
             name = _name(label, entry)
             ended = _ended(ctx, node, edge)
-            several = (objects_of[graph.rel[edge]] > 1 and _current_objects(ctx, node, graph.rel[edge]) > 1
+            several = (objects_of[graph.rel[edge]] > 1 and current_of(int(graph.rel[edge])) > 1
                        or relation in gates.partial_lists())  # a selection: "whose notable works include X"
             modifier, predicate = relation_clauses(entry, name, its, ended, several)
             if not ended and (variant := _variant(str(graph.keys[node]), relation)) is not None:
@@ -328,6 +355,13 @@ def described(noun: str, chosen: list[Attribute]) -> str:
     phrases of one verb merged ("born in X" and "born in the 1960s"), other phrases side by side, relative
     clauses after them joined by "and" ("released in the 2020s and whose director is X" is not English), two
     objects of one relation in one clause ("whose genres include jazz and funk")."""
+    return _described(noun, tuple(chosen))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _described(noun: str, chosen: tuple[Attribute, ...]) -> str:
+    """`described`, kept: a path's gates, obfuscations and text render the same descriptions again (four
+    times in five on the sample)."""
     modifiers: list[str] = []
     merged: dict[str, int] = {}  # relation -> index of its clause in `modifiers`
     for attribute in sorted(chosen, key=lambda a: PHRASE_ORDER[a.kind]):

@@ -44,6 +44,8 @@ class QuestionContext:
     tree_share: float = 0.0  # the walk's `tree_share`: paths drawn to be trees prefer intersecting branches
     attribute_cache: dict = field(default_factory=dict)  # `describe.attributes` per node, read once
     offer_cache: dict = field(default_factory=dict)  # what each edge of a node offers `describe.attributes`
+    anchorless_cache: dict = field(default_factory=dict)  # `anchorless_from` per path: the path gate and the planner ask
+    narrow_cache: dict = field(default_factory=dict)  # `narrow_anchor` per (relation, object): every attempt asks
     name_cache: dict = field(default_factory=dict)  # an entity's own names and a clue's words, compared as answers are
     census: object | None = None  # `synth.census.Census` of a full dump (`config.census`), for world uniqueness
     containers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # place -> the places it is written within
@@ -165,15 +167,15 @@ def _describe(ctx: QuestionContext, path: Path, ids: tuple[int, ...], position: 
     config = ctx.config
     noun, checkable = _noun_for(ctx, path.nodes[position], attempt >= CLASS_NOUN_ATTEMPT)
     base = [gates.Clue(position=position, type_noun=checkable)] if checkable else []
-    options = describe.attributes(ctx, ids[position], position, rng, checkable in PERSON_NOUNS,
-                                  _adjacent_relations(path, position), set(path.nodes))
     hop_in = path.hops[position - 1].relation if position > 0 else None
-    options = [option for option in options
-               if not describe.restates(noun or "", option) and not describe.says_hop_role(hop_in, option)]
+    lead = None
     if attempt >= FRESH_ATTEMPT:
         info = ctx.entities.get(path.nodes[position])
-        options = [o for o in options if not describe.copies_lead(info.description if info else "", o)
-                   and rng.random() >= WITHHELD_SHARE]
+        lead = info.description if info else ""
+    options = describe.attributes(ctx, ids[position], position, rng, checkable in PERSON_NOUNS,
+                                  _adjacent_relations(path, position), set(path.nodes), noun or "", hop_in, lead)
+    if attempt >= FRESH_ATTEMPT:
+        options = [o for o in options if rng.random() >= WITHHELD_SHARE]
     if reached is None and start_only and _unanchored(ctx, options):
         return noun, base, None, False
     if reached is None:
@@ -217,8 +219,14 @@ def named_anchor(clue: gates.Clue) -> bool:
 
 def narrow_anchor(ctx: QuestionContext, clue: gates.Clue) -> bool:
     """A named anchor that is no hub of the whole wiki (`gates.broad_anchor`) nor a place alone
-    (`place_anchor`): what keeps a start's description unique beyond the slice when no census is given."""
-    return named_anchor(clue) and gates.broad_anchor(ctx.facts, clue) is None and not place_anchor(clue)
+    (`place_anchor`): what keeps a start's description unique beyond the slice when no census is given. Kept
+    per fact (`ctx.narrow_cache`): every attempt at a path asks of the same facts."""
+    if not named_anchor(clue):
+        return False
+    key = (clue.attribute, clue.object)
+    if (found := ctx.narrow_cache.get(key)) is None:
+        found = ctx.narrow_cache[key] = gates.broad_anchor(ctx.facts, clue) is None and not place_anchor(clue)
+    return found
 
 
 def place_anchor(clue: gates.Clue) -> bool:
@@ -270,7 +278,16 @@ def anchorless_from(ctx: QuestionContext, path: Path) -> int | None:
     (`world_unique_reason` without a census or prior), so that every start-only plan of a described start
     fails `start_gate`: 1 when none of the facts any attempt may state of it (`describe.offered`) is a narrow
     named anchor, `FRESH_ATTEMPT` when each such anchor is named in its lead sentence (which fresh attempts
-    leave out: `describe.copies_lead`), else None."""
+    leave out: `describe.copies_lead`), else None. Kept per path (`ctx.anchorless_cache`)."""
+    key = (path.start, *path.nodes, *(hop.relation for hop in path.hops))
+    if key not in ctx.anchorless_cache:
+        if len(ctx.anchorless_cache) >= describe.MAX_CACHED:
+            ctx.anchorless_cache.clear()
+        ctx.anchorless_cache[key] = _anchorless_from(ctx, path)
+    return ctx.anchorless_cache[key]
+
+
+def _anchorless_from(ctx: QuestionContext, path: Path) -> int | None:
     ids = ctx.facts.path_ids(path)
     if ids is None:
         return None

@@ -124,11 +124,12 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
     async def one(path: Path) -> Question | SkippedRecord:
         if (failed := path_gate(ctx, path)) is not None:  # cheap: before planning
             return _skip(path, *failed)
+        forms = accepted_forms(ctx, path)
         plan, failed = first_passing_plan(ctx, path, "clues" if writer is not None else None, environment,
-                                          template_text_gate(ctx, path, environment) if writer is None else None)
+                                          template_text_gate(ctx, path, environment, forms) if writer is None else None)
         if plan is None:
             return _skip(path, *failed)
-        aliases = answer_aliases(ctx, path)
+        aliases = forms()[1:]
         if writer is None:
             draft = write_template(ctx, path, plan)  # its text passed the text gates in `first_passing_plan`
         else:
@@ -138,7 +139,7 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
                 raise
             except LLMError as error:
                 return _skip(path, "writer_failed", str(error))
-            failed = (text_gate(ctx, path, plan, draft.text, [written_answer(ctx, path), *aliases], environment)
+            failed = (text_gate(ctx, path, plan, draft.text, forms(), environment)
                       or faithfulness_gate(path, plan, draft.text))
             if failed is not None:
                 return _skip(path, failed[0], f"{failed[1]} | {draft.text}")
@@ -176,13 +177,18 @@ async def process_unit(ctx: QuestionContext, paths: list[Path], cache_dir: FsPat
     return questions, skipped
 
 
-def template_text_gate(ctx: QuestionContext, path: Path,
-                       environment: SearchEnvironment | None) -> Callable[[Plan], tuple[str, str] | None]:
-    """The text gates on the template writer's text of a plan (offline, a text costs nothing to write)."""
+def accepted_forms(ctx: QuestionContext, path: Path) -> Callable[[], list[str]]:
+    """The answer's accepted forms (the written answer, then `answer_aliases`), read on the first call only:
+    once per path, by the text gates of every plan and the kept question alike, and only for a path that gets
+    that far."""
+    return functools.cache(lambda: [written_answer(ctx, path), *answer_aliases(ctx, path)])
 
-    @functools.cache
-    def forms() -> list[str]:  # read once per path, and only for a path some plan of which reaches its text
-        return [written_answer(ctx, path), *answer_aliases(ctx, path)]
+
+def template_text_gate(ctx: QuestionContext, path: Path, environment: SearchEnvironment | None,
+                       forms: Callable[[], list[str]] | None = None) -> Callable[[Plan], tuple[str, str] | None]:
+    """The text gates on the template writer's text of a plan (offline, a text costs nothing to write), with
+    the path's `accepted_forms` (given, or read here)."""
+    forms = forms or accepted_forms(ctx, path)
 
     def check(plan: Plan) -> tuple[str, str] | None:
         text = write_template(ctx, path, plan).text
@@ -200,16 +206,21 @@ def first_passing_plan(ctx: QuestionContext, path: Path, style: str | None, envi
     plan's reason, with the count of plans tried. A hop whose objects no stated fact tells apart
     (`NOT_REDRAWN`) ends the attempts: a fresh draw states fewer of the same facts. A described start with
     no narrow named anchor to state (`anchorless_from`: at any attempt, or at the fresh ones) fails at every
-    such attempt, counted as tried."""
+    such attempt, counted as tried. Attempts often describe the start alike (six in ten on the sample): the
+    start's gates are read once per description (`start_said`)."""
     first = None
     hopeless_from = None  # the first attempt whose start cannot be anchored
+    start_failures: dict[tuple, tuple[str, str] | None] = {}  # `start_gate` by `start_said`
     for attempt in range(ctx.config.plan_attempts):
         start = None
         if attempt:
             if hopeless_from is not None and attempt >= hopeless_from:
                 continue
             start = plan_question(ctx, path, style, attempt, start_only=True)
-            if start_gate(ctx, path, start, environment):
+            said = start_said(start)
+            if said not in start_failures:
+                start_failures[said] = start_gate(ctx, path, start, environment)
+            if start_failures[said]:
                 continue  # the start alone fails: the whole plan would (the first plan's reason is the one kept)
         plan = plan_question(ctx, path, style=style, attempt=attempt, start=start)
         failed = plan_gate(ctx, path, plan) or search_gate(ctx, path, plan, environment)
@@ -223,6 +234,14 @@ def first_passing_plan(ctx: QuestionContext, path: Path, style: str | None, envi
         if not attempt and plan.start_described:
             hopeless_from = anchorless_from(ctx, path)
     return None, (first[0], f"{first[1]} ({attempt + 1} plans tried)")
+
+
+def start_said(start: Plan) -> tuple:
+    """All a start-only plan says (all but its draws, which only the whole plan of its attempt goes on from):
+    two attempts that describe the start alike pass or fail `start_gate` alike."""
+    return (start.style, start.shape, start.start_described, start.unanchored, start.unresolved,
+            tuple(start.nouns.items()), tuple((p, tuple(a)) for p, a in start.attributes.items()),
+            tuple(start.clues), tuple(start.tree_positions))
 
 
 # Gates no other plan of the same path passes: the open world lets objects without facts fit any attribute

@@ -46,6 +46,15 @@ def test_the_variable_a_role_names_holds_a_secret(monkeypatch):
     assert scrub("saw value-of-the-odd-one-123") == "saw ***"
 
 
+def test_a_secret_set_or_changed_after_a_scrub_is_masked_at_the_next(monkeypatch):
+    # `secret_values` keeps its last reading only while the environment stays as it was
+    assert scrub("saw late-secret-value-456") == "saw late-secret-value-456"
+    monkeypatch.setenv("LATE_SERVICE_TOKEN", "late-secret-value-456")
+    assert scrub("saw late-secret-value-456") == "saw ***"
+    monkeypatch.setenv("LATE_SERVICE_TOKEN", "changed-secret-value-789")
+    assert scrub("saw late-secret-value-456, changed-secret-value-789") == "saw late-secret-value-456, ***"
+
+
 def test_a_log_record_and_its_traceback_are_scrubbed(monkeypatch, caplog):
     monkeypatch.setenv("HF_TOKEN", "hf_LOGsecretLOGsecretLOG")
     handler = logging.StreamHandler(stream := __import__("io").StringIO())
