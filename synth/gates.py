@@ -633,6 +633,11 @@ def _trivial_from(graph: CSRGraph, relation: str, head: int, reached_by: str | N
     return entry["why"]
 
 
+def whole_words(text: str) -> str:
+    """`text` as answers are compared (`normalize_answer`), padded so that `in` matches whole words only."""
+    return f" {normalize_answer(text)} "
+
+
 def name_shared(answer: str, title: str) -> str | None:
     """The name the answer and an entity's title share as whole words (compared as answers are: accents, case
     and punctuation aside; each name before a disambiguator or a comma, "Austin" of "Austin, Texas"): the
@@ -642,7 +647,7 @@ def name_shared(answer: str, title: str) -> str | None:
     name, holder = answer.split(" (")[0].split(",")[0].strip(), title.split(" (")[0].split(",")[0].strip()
     if min(len(name), len(holder)) < 3 or name.casefold() == holder.casefold():
         return None
-    name_words, holder_words = f" {normalize_answer(name)} ", f" {normalize_answer(holder)} "
+    name_words, holder_words = whole_words(name), whole_words(holder)
     if name_words in holder_words:
         return name
     return holder if holder_words in name_words else None

@@ -83,7 +83,6 @@ from knowledge.ontology import load_ontology
 from schemas.questions import Path
 from synth import describe, gates, text_gates
 from synth.environment import SearchEnvironment
-from synth.matching import normalize_answer
 from synth.phrasing import (
     answer_form,
     date_variants,
@@ -98,6 +97,7 @@ from synth.question_plan import (
     QuestionContext,
     anchorless_from,
     described_as,
+    kept,
     named_anchor,
     seeded_draw,
     start_described,
@@ -167,9 +167,9 @@ def self_named_clue(ctx: QuestionContext, path: Path, clues: list[gates.Clue]) -
         if not clue.object:
             continue
         said = split_literal_key(clue.object)[1] if clue.object.startswith(LITERAL_PREFIX) else clue.object
-        words = _kept(ctx, ("words", said), _compared, said.split(" (")[0])
+        words = kept(ctx.name_cache, ("words", said), gates.whole_words, said.split(" (")[0])
         title = path.nodes[clue.position]
-        names = _kept(ctx, ("names", title), _own_compared, ctx, title)
+        names = kept(ctx.name_cache, ("names", title), _own_compared, ctx, title)
         for name, compared in names:
             if compared in words:
                 return (f"{clue.attribute} {said!r} writes the name {name!r} of the entity at position "
@@ -180,23 +180,8 @@ def self_named_clue(ctx: QuestionContext, path: Path, clues: list[gates.Clue]) -
     return None
 
 
-def _compared(text: str) -> str:
-    """`text` as answers are compared, padded to match whole words."""
-    return f" {normalize_answer(text)} "
-
-
 def _own_compared(ctx: QuestionContext, title: str) -> list[tuple[str, str]]:
-    return [(name, _compared(name)) for name in own_names(ctx, title)]
-
-
-def _kept(ctx: QuestionContext, key: tuple, make, *args):
-    """`make(*args)`, kept in the context's `name_cache` (bounded as the fact index's caches are)."""
-    cache = ctx.name_cache
-    if (found := cache.get(key)) is None:
-        if len(cache) >= gates.MAX_DESCRIBED:
-            cache.clear()
-        found = cache[key] = make(*args)
-    return found
+    return [(name, gates.whole_words(name)) for name in own_names(ctx, title)]
 
 
 def _narrow_page(ctx: QuestionContext, title: str) -> bool:
@@ -284,11 +269,10 @@ def bare_run(ctx: QuestionContext, path: Path, plan: Plan) -> str | None:
     if limit is None:
         return None
     described = {clue.position for clue in plan.clues if clue.attribute}
-    runs, run = [], []
+    longest, run = [], []
     for position in range(1, len(path.nodes) - 1):
         run = [] if position in described else [*run, path.nodes[position]]
-        runs.append(run)
-    longest = max(runs, key=len, default=[])
+        longest = run if len(run) > len(longest) else longest
     if len(longest) <= limit:
         return None
     return f"{len(longest)} intermediates in a row are stated by their type alone ({', '.join(longest)}); at most {limit}"

@@ -221,12 +221,11 @@ def narrow_anchor(ctx: QuestionContext, clue: gates.Clue) -> bool:
     """A named anchor that is no hub of the whole wiki (`gates.broad_anchor`) nor a place alone
     (`place_anchor`): what keeps a start's description unique beyond the slice when no census is given. Kept
     per fact (`ctx.narrow_cache`): every attempt at a path asks of the same facts."""
-    if not named_anchor(clue):
-        return False
-    key = (clue.attribute, clue.object)
-    if (found := ctx.narrow_cache.get(key)) is None:
-        found = ctx.narrow_cache[key] = gates.broad_anchor(ctx.facts, clue) is None and not place_anchor(clue)
-    return found
+    return named_anchor(clue) and kept(ctx.narrow_cache, (clue.attribute, clue.object), _no_hub_nor_place, ctx, clue)
+
+
+def _no_hub_nor_place(ctx: QuestionContext, clue: gates.Clue) -> bool:
+    return gates.broad_anchor(ctx.facts, clue) is None and not place_anchor(clue)
 
 
 def place_anchor(clue: gates.Clue) -> bool:
@@ -280,11 +279,20 @@ def anchorless_from(ctx: QuestionContext, path: Path) -> int | None:
     named anchor, `FRESH_ATTEMPT` when each such anchor is named in its lead sentence (which fresh attempts
     leave out: `describe.copies_lead`), else None. Kept per path (`ctx.anchorless_cache`)."""
     key = (path.start, *path.nodes, *(hop.relation for hop in path.hops))
-    if key not in ctx.anchorless_cache:
-        if len(ctx.anchorless_cache) >= describe.MAX_CACHED:
-            ctx.anchorless_cache.clear()
-        ctx.anchorless_cache[key] = _anchorless_from(ctx, path)
-    return ctx.anchorless_cache[key]
+    return kept(ctx.anchorless_cache, key, _anchorless_from, ctx, path)
+
+
+_MISSING = object()
+
+
+def kept(cache: dict, key, make, *args):
+    """`make(*args)`, kept in one of the context's caches under `key`; a cache that reaches
+    `describe.MAX_CACHED` entries starts afresh, as the context's other caches do."""
+    if (found := cache.get(key, _MISSING)) is _MISSING:
+        if len(cache) >= describe.MAX_CACHED:
+            cache.clear()
+        found = cache[key] = make(*args)
+    return found
 
 
 def _anchorless_from(ctx: QuestionContext, path: Path) -> int | None:
