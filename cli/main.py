@@ -171,8 +171,16 @@ def _config_error(error: BaseException) -> str | None:
     return config_error_line(error)
 
 
+def _forget_caught_interrupt() -> None:
+    """CPython marks a KeyboardInterrupt that leaves any `exec` of source text (dataclasses builds every
+    `__init__` that way while Beam imports) as unhandled, even when `main` catches it later; at exit the
+    interpreter then kills itself by SIGINT instead of exiting 130. Running source text clears that mark."""
+    exec("")  # noqa: S102 - a constant empty string
+
+
 def _report_interrupt(interrupt: InsistentInterrupt) -> int:
     interrupt.handled()
+    _forget_caught_interrupt()
     print("hopsmith: interrupted; rerun the same command to resume", file=sys.stderr)
     return 130
 

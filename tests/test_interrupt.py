@@ -94,8 +94,8 @@ def test_a_ctrl_c_swallowed_by_a_weakref_callback_is_raised_again():
 
 
 def test_a_reminder_sent_after_the_interrupt_was_handled_does_nothing():
-    """The while-importing run's rare death by SIGINT (exit -2 after its line): the insisting thread woke just
-    before `main` handled the interrupt and reminded it after `uninstall` had given SIGINT back."""
+    """The insisting thread may wake just before `main` handles the interrupt: a reminder it sends after
+    `uninstall` has given SIGINT back must not kill the process by SIGINT."""
     outer = signal.signal(signal.SIGINT, signal.default_int_handler)
     interrupt = InsistentInterrupt(every_s=60)
     interrupt.install()
@@ -108,3 +108,18 @@ def test_a_reminder_sent_after_the_interrupt_was_handled_does_nothing():
         sum(range(10_000))  # a reminder would be raised here, under the restored handler
     finally:
         signal.signal(signal.SIGINT, outer)
+
+
+def test_a_ctrl_c_caught_after_leaving_an_exec_of_source_text_still_exits_130(tmp_path):
+    """The while-importing run's rare death by SIGINT (exit -2 after its one line): the KeyboardInterrupt
+    left a dataclass's generated `__init__` source (`exec` of text), which CPython marks as unhandled even
+    though `main` caught it, and at the exit of a `python -m` run the interpreter killed itself by SIGINT."""
+    (tmp_path / "ctrl_c_in_exec.py").write_text(
+        "import sys, cli.main as cli\n"
+        "cli.build_parser = lambda argv: exec('raise KeyboardInterrupt')\n"
+        "sys.exit(cli.main(['dataset']))\n")
+    run = subprocess.run([sys.executable, "-m", "ctrl_c_in_exec"], cwd=tmp_path, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"}, timeout=60,
+                         preexec_fn=restore_sigint)
+    assert run.returncode == 130, run.stderr
+    assert run.stderr.strip() == "hopsmith: interrupted; rerun the same command to resume"
