@@ -250,10 +250,22 @@ def described_candidates(index: FactIndex, clues: Iterable[Clue]) -> frozenset[i
     clues = list(clues)
     key = tuple(map(_SAID, clues))
     if (found := index.described.get(key)) is None:
+        anchor = _anchor(clues)
+        narrowed = index.described.get(key[:-1]) if anchor is not None and anchor is not clues[-1] else None
+        found = frozenset(_described_candidates(index, clues) if narrowed is None else
+                          (n for n in narrowed if satisfies(index, n, clues[-1])))
         if len(index.described) >= MAX_DESCRIBED:
             index.described.clear()
-        found = index.described[key] = frozenset(_described_candidates(index, clues))
+        index.described[key] = found
     return found
+
+
+def _anchor(clues: list[Clue]) -> Clue | None:
+    """The first clue that states a fact: `described_candidates` starts from the heads holding it (closed
+    reading) and filters them by the other clues (open reading). So, with the anchor among the clues before
+    the last, the entities fitting them all are those fitting all but the last (cached) that satisfy the
+    last: each round of choosing a description adds one clue to a description already counted."""
+    return next((c for c in clues if c.attribute), None)
 
 
 def described_sizes(index: FactIndex, said: list[Clue], clues: list[Clue]) -> list[int]:
@@ -271,7 +283,7 @@ def described_sizes(index: FactIndex, said: list[Clue], clues: list[Clue]) -> li
 
 def _described_candidates(index: FactIndex, clues: list[Clue]) -> set[int]:
     graph = index.graph
-    anchor = next((c for c in clues if c.attribute), None)
+    anchor = _anchor(clues)
     if anchor is None:
         typed = next((c.type_noun for c in clues if c.type_noun), None)
         pool = np.flatnonzero(index.type_nouns == typed) if typed else np.arange(graph.num_nodes)
