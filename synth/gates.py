@@ -177,7 +177,7 @@ class FactIndex:
         if key not in self._path_ids:
             if len(self._path_ids) >= MAX_DESCRIBED:
                 self._path_ids.clear()
-            ids = path_node_ids(self.graph, path)
+            ids = path_node_ids(self, path)
             self._path_ids[key] = None if ids is None else tuple(ids)
         return self._path_ids[key]
 
@@ -305,17 +305,14 @@ def _described_candidates(index: FactIndex, clues: list[Clue]) -> set[int]:
     return {int(n) for n in pool.tolist() if all(satisfies(index, n, c) for c in facts)}
 
 
-def path_node_ids(graph: CSRGraph, path: Path) -> list[int] | None:
+def path_node_ids(index: FactIndex, path: Path) -> list[int] | None:
     """The graph node of every position of the path (literal nodes are found by their label)."""
-    current = graph.node_id(path.start)
+    current = index.node(path.start)
     if current is None:
         return None
     ids = [current]
     for hop, label in zip(path.hops, path.nodes[1:], strict=True):
-        relation = graph.relation_id(hop.relation)
-        if relation is None:
-            return None
-        current = next((int(o) for o in graph.objects(current, relation) if graph.label(o) == label), None)
+        current = _object_labelled(index, current, hop.relation, label)
         if current is None:
             return None
         ids.append(current)
@@ -734,17 +731,20 @@ def famous_ends(index: FactIndex, path: Path, quantile: float) -> list[str]:
     return [label for label, node in ((path.start, ids[0]), (path.answer, ids[-1])) if index.famous(node, quantile)]
 
 
-def answer_node(graph: CSRGraph, path: Path) -> int | None:
+def answer_node(index: FactIndex, path: Path) -> int | None:
     """The graph node of the path's answer (the object of its last hop)."""
-    last = path.hops[-1]
-    head = graph.node_id(last.head)
-    relation = graph.relation_id(last.relation)
-    if head is None or relation is None:
+    head = index.node(path.hops[-1].head)
+    return None if head is None else _object_labelled(index, head, path.hops[-1].relation, path.answer)
+
+
+def _object_labelled(index: FactIndex, head: int, relation: str, label: str) -> int | None:
+    """The first object (by id) of head --relation--> whose label is `label`, or None; read with the index's
+    kept titles and relation ids (a path's nodes are looked up by every gate that reads it)."""
+    relation_id = index.relation(relation)
+    if relation_id is None:
         return None
-    for obj in graph.objects(head, relation):
-        if graph.label(obj) == path.answer:
-            return int(obj)
-    return None
+    graph = index.graph
+    return next((int(o) for o in index.objects(head, relation_id) if graph.label(o) == label), None)
 
 
 def reversed_place(index: FactIndex, path: Path, place_relations) -> str | None:
@@ -782,15 +782,16 @@ def lies_in(graph: CSRGraph, place: int, container: int, place_relations) -> boo
     return False
 
 
-def fewer_hops(graph: CSRGraph, path: Path) -> str | None:
+def fewer_hops(index: FactIndex, path: Path) -> str | None:
     """The shortest distance from start to answer when it is below the path's hop count.
 
     A literal answer counts as reached only over the final hop's relation: another entity's fact that
     happens to hold the same value ("1865", "Urban") under another relation is no shortcut to this one."""
-    start, target = graph.node_id(path.start), answer_node(graph, path)
+    graph = index.graph
+    start, target = index.node(path.start), answer_node(index, path)
     if start is None or target is None:
         return None
-    final = graph.relation_id(path.hops[-1].relation) if graph.kind[target] == LITERAL else None
+    final = index.relation(path.hops[-1].relation) if graph.kind[target] == LITERAL else None
     frontier, seen = np.array([start], np.int64), np.array([start], np.int64)
     for depth in range(1, len(path.hops)):
         edges = _out_edges(graph, frontier)
