@@ -335,7 +335,8 @@ def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]
         said = base + [a.clue for a in chosen]
         counts = (sizes(said, [option.clue for option in options]) if sizes is not None
                   else [len(fits([*said, option.clue])) for option in options])
-        size, best = min(zip(counts, range(len(options)), strict=True))
+        size = min(counts)
+        best = counts.index(size)  # the first of the fewest
         if size >= len(remaining) and len(remaining) > 1:
             return None  # nothing left tells the candidates apart
         chosen.append(options.pop(best))
