@@ -268,17 +268,17 @@ def _anchor(clues: list[Clue]) -> Clue | None:
     return next((c for c in clues if c.attribute), None)
 
 
-def described_sizes(index: FactIndex, said: list[Clue], clues: list[Clue]) -> list[int]:
-    """How many entities fit `said` plus each one of `clues` (`described_candidates`), the cached ones read
+def described_each(index: FactIndex, said: list[Clue], clues: list[Clue]) -> list[frozenset[int]]:
+    """The entities that fit `said` plus each one of `clues` (`described_candidates`), the cached ones read
     with the key of `said` built once: choosing a description weighs every fact left at every round."""
     prefix = tuple(map(_SAID, said))
     described = index.described
-    sizes = []
+    found = []
     for clue in clues:
-        if (found := described.get((*prefix, clue.said))) is None:
-            found = described_candidates(index, [*said, clue])
-        sizes.append(len(found))
-    return sizes
+        if (fitting := described.get((*prefix, clue.said))) is None:
+            fitting = described_candidates(index, [*said, clue])
+        found.append(fitting)
+    return found
 
 
 def _described_candidates(index: FactIndex, clues: list[Clue]) -> set[int]:

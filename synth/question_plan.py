@@ -187,7 +187,7 @@ def _describe(ctx: QuestionContext, path: Path, ids: tuple[int, ...], position: 
         def pick(candidates):
             chosen = _choose_intersection(ctx, candidates, ids[position], base) if _tree_drawn(ctx, path) else None
             chosen = chosen or describe.choose(list(candidates), fits, ids[position], base, minimum,
-                                               config.max_attributes, _described_sizes(ctx))
+                                               config.max_attributes, _described_each(ctx))
             if config.require_named_anchor and not world_unique(ctx, [*base, *(a.clue for a in chosen or [])]):
                 return _anchored(ctx, candidates, fits, ids[position], base, minimum) or chosen
             return chosen
@@ -365,15 +365,15 @@ def _anchored(ctx: QuestionContext, options: list[Attribute], fits, target: int,
     for anchor in anchors:
         rest = [o for o in options if o is not anchor and o.relation != anchor.relation]
         more = describe.choose(rest, fits, target, [*base, anchor.clue], max(minimum - 1, 0),
-                               ctx.config.max_attributes - 1, _described_sizes(ctx))
+                               ctx.config.max_attributes - 1, _described_each(ctx))
         if more is not None and world_unique(ctx, [*base, anchor.clue, *(o.clue for o in more)]):
             return [anchor, *more]
     return None
 
 
-def _described_sizes(ctx: QuestionContext):
-    """`describe.choose`'s sizes for a start's description (its fits: `gates.described_candidates`)."""
-    return functools.partial(gates.described_sizes, ctx.facts)
+def _described_each(ctx: QuestionContext):
+    """`describe.choose`'s `each` for a start's description (its fits: `gates.described_candidates`)."""
+    return functools.partial(gates.described_each, ctx.facts)
 
 
 MAX_FIRST_BRANCHES = 6  # first branches tried when describing a start drawn to be a tree
@@ -396,7 +396,7 @@ def _choose_intersection(ctx: QuestionContext, options: list[Attribute], target:
     for first in loose[:MAX_FIRST_BRANCHES]:  # greedy from each first branch: the narrowest may lead nowhere
         rest = [o for o in loose if o is not first and (o.relation != first.relation or (o.several and first.several))]
         more = describe.choose(rest, fits, target, [*base, first.clue], 1, ctx.config.max_attributes - 1,
-                               _described_sizes(ctx))
+                               _described_each(ctx))
         if more is not None and not gates.start_intersection(ctx.facts, [*base, first.clue, *(a.clue for a in more)],
                                                              target):
             return [first, *more]
@@ -564,15 +564,15 @@ def _choose_needing_hop(ctx: QuestionContext, options: list[Attribute], target: 
     def fits(clues):
         return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
 
-    def sizes(said, clues):  # `fits` of `said` plus each clue, what `said` leaves read once per round
+    def each(said, clues):  # `fits` of `said` plus each clue, what `said` leaves read once per round
         left = fits(said)
-        return [sum(gates.satisfies(ctx.facts, o, clue) for o in left) for clue in clues]
+        return [{o for o in left if gates.satisfies(ctx.facts, o, clue)} for clue in clues]
     maximum = ctx.config.max_attributes
-    chosen = describe.choose(list(options), fits, target, base, minimum, maximum, sizes)
+    chosen = describe.choose(list(options), fits, target, base, minimum, maximum, each)
     if chosen is None or len(reached) < 2 or needs_intersection(ctx, reached, target, base + [a.clue for a in chosen]):
         return chosen
     loose = [o for o in options if gates.described_candidates(ctx.facts, [*base, o.clue]) != {target}]
-    alternative = describe.choose(loose, fits, target, base, min(minimum, len(loose)), maximum, sizes)
+    alternative = describe.choose(loose, fits, target, base, min(minimum, len(loose)), maximum, each)
     if alternative and needs_intersection(ctx, reached, target, base + [a.clue for a in alternative]):
         return alternative
     return chosen
