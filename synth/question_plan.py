@@ -389,7 +389,8 @@ def _choose_intersection(ctx: QuestionContext, options: list[Attribute], target:
                          base: list[gates.Clue]) -> list[Attribute] | None:
     """Two or more attributes of which none, with the type, singles `target` out over the whole graph, chosen
     until together they do and each is needed: the start is where the branches intersect. None if none do."""
-    loose = [o for o in options if gates.described_candidates(ctx.facts, [*base, o.clue]) != {target}]
+    alone = gates.described_each(ctx.facts, base, [o.clue for o in options])
+    loose = [o for o, fitting in zip(options, alone, strict=True) if fitting != {target}]
 
     def fits(clues):
         return gates.described_candidates(ctx.facts, clues)
