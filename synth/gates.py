@@ -792,7 +792,7 @@ def fewer_hops(index: FactIndex, path: Path) -> str | None:
     if start is None or target is None:
         return None
     final = index.relation(path.hops[-1].relation) if graph.kind[target] == LITERAL else None
-    frontier, seen = np.array([start], np.int64), np.array([start], np.int64)
+    frontier, seen = np.array([start], np.int64), {start}
     for depth in range(1, len(path.hops)):
         edges = _out_edges(graph, frontier)
         targets = graph.dst[edges]
@@ -802,9 +802,9 @@ def fewer_hops(index: FactIndex, path: Path) -> str | None:
         if reached.any():
             return f"answer reachable in {depth} hop(s)"
         if depth + 1 < len(path.hops):  # another step to take
-            fresh = np.setdiff1d(targets, seen)  # sorted
-            seen = np.concatenate([seen, fresh])
-            frontier = fresh[:MAX_FRONTIER].astype(np.int64)
+            fresh = sorted(set(targets.tolist()) - seen)
+            seen.update(fresh)
+            frontier = np.array(fresh[:MAX_FRONTIER], np.int64)
     return None
 
 
