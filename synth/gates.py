@@ -23,7 +23,7 @@ from graph.csr import LITERAL, LITERAL_PREFIX, PAGE, CSRGraph, split_literal_key
 from knowledge.lexicon import stop_words
 from knowledge.ontology import load_ontology
 from schemas.questions import Path
-from synth.matching import normalize_answer
+from synth.matching import normalized_text
 from synth.phrasing import parse_date, phrase, type_noun
 
 MAX_FRONTIER = 100_000
@@ -643,8 +643,9 @@ def _trivial_from(graph: CSRGraph, relation: str, head: int, reached_by: str | N
 
 
 def whole_words(text: str) -> str:
-    """`text` as answers are compared (`normalize_answer`), padded so that `in` matches whole words only."""
-    return f" {normalize_answer(text)} "
+    """`text` as answers are compared (`normalize_answer`), padded so that `in` matches whole words only; the
+    normalised names are kept (`normalized_text`): every path through an entity compares its title again."""
+    return f" {normalized_text(text)} "
 
 
 def name_shared(answer: str, title: str) -> str | None:
@@ -669,8 +670,8 @@ def place_word_shared(answer: str, title: str) -> str | None:
     """A word of a place answer's name, not one that many place names share (`place_names` of
     data/stop_words.toml), that an entity's title also holds: "Hull" of "Kingston upon Hull" in "Hull City
     A.F.C.". A club, a university or a station named after its town gives the town away. None otherwise."""
-    words = set(normalize_answer(title.split(" (")[0]).split())
-    return next((word for word in normalize_answer(answer.split(" (")[0].split(",")[0]).split()
+    words = set(normalized_text(title.split(" (")[0]).split())
+    return next((word for word in normalized_text(answer.split(" (")[0].split(",")[0]).split()
                  if len(word) >= 4 and word not in PLACE_NAME_WORDS and word in words), None)
 
 
