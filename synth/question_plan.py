@@ -9,7 +9,6 @@ the text will say. `QuestionContext` is what planning, writing and gating read.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import functools
 import random
@@ -220,8 +219,12 @@ def named_anchor(clue: gates.Clue) -> bool:
 def narrow_anchor(ctx: QuestionContext, clue: gates.Clue) -> bool:
     """A named anchor that is no hub of the whole wiki (`gates.broad_anchor`) nor a place alone
     (`place_anchor`): what keeps a start's description unique beyond the slice when no census is given. Kept
-    per fact (`ctx.narrow_cache`): every attempt at a path asks of the same facts."""
-    return named_anchor(clue) and kept(ctx.narrow_cache, (clue.attribute, clue.object), _no_hub_nor_place, ctx, clue)
+    per fact (`ctx.narrow_cache`, read first: every attempt at a path asks of the same facts, a start's
+    description of each of them several times)."""
+    key = (clue.attribute, clue.object)
+    if (found := ctx.narrow_cache.get(key)) is not None:
+        return found
+    return named_anchor(clue) and kept(ctx.narrow_cache, key, _no_hub_nor_place, ctx, clue)
 
 
 def _no_hub_nor_place(ctx: QuestionContext, clue: gates.Clue) -> bool:
@@ -442,7 +445,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
     hops = len(path.hops)
     ids = ctx.facts.path_ids(path)
     if start is not None:
-        start_described, style, rng = start.start_described, start.style, copy.copy(start.draws)
+        start_described, style, rng = start.start_described, start.style, _continued(start.draws)
     elif attempt:
         start_described, style = _drawn_shape(config.seed, path.path_id, config.describe_start,
                                               ids is not None, hops, style)
@@ -522,6 +525,14 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
         obfuscations.append(f"{PLAN_ATTEMPT}{attempt}")
     return Plan(style, shape, start_described, nouns, attributes, branches, clues, ended, obfuscations, as_of_text,
                 unresolved, tree_positions, branching, as_of)
+
+
+def _continued(draws: random.Random) -> random.Random:
+    """A copy of a start-only plan's draws, for its whole plan to go on from (`copy.copy` of a Random builds
+    one seeded from the OS first, then sets its state: twice the time)."""
+    rng = random.Random(0)
+    rng.setstate(draws.getstate())
+    return rng
 
 
 def _entity_obfuscations(path: Path, position: int, noun: str, chosen: list[Attribute]) -> list[str]:
