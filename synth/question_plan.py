@@ -222,13 +222,13 @@ def narrow_anchor(ctx: QuestionContext, clue: gates.Clue) -> bool:
     per fact (`ctx.narrow_cache`, read first: every attempt at a path asks of the same facts, a start's
     description of each of them several times)."""
     key = (clue.attribute, clue.object)
-    if (found := ctx.narrow_cache.get(key)) is not None:
-        return found
-    return named_anchor(clue) and kept(ctx.narrow_cache, key, _no_hub_nor_place, ctx, clue)
+    if (found := ctx.narrow_cache.get(key)) is None:
+        found = kept(ctx.narrow_cache, key, _narrow, ctx, clue)
+    return found
 
 
-def _no_hub_nor_place(ctx: QuestionContext, clue: gates.Clue) -> bool:
-    return gates.broad_anchor(ctx.facts, clue) is None and not place_anchor(clue)
+def _narrow(ctx: QuestionContext, clue: gates.Clue) -> bool:
+    return named_anchor(clue) and gates.broad_anchor(ctx.facts, clue) is None and not place_anchor(clue)
 
 
 def place_anchor(clue: gates.Clue) -> bool:
