@@ -173,7 +173,7 @@ class FactIndex:
 
     def path_ids(self, path: Path) -> tuple[int, ...] | None:
         """`path_node_ids`, kept per path: the planner and the gates read a path's nodes at every attempt."""
-        key = (path.start, *path.nodes, *(hop.relation for hop in path.hops))
+        key = path_key(path)
         if key not in self._path_ids:
             if len(self._path_ids) >= MAX_DESCRIBED:
                 self._path_ids.clear()
@@ -235,6 +235,14 @@ class FactIndex:
 
     def is_dominant(self, relation: int, obj: int) -> bool:
         return relation * self.graph.num_nodes + obj in self._dominant
+
+
+_RELATION = operator.attrgetter("relation")
+
+
+def path_key(path: Path) -> tuple[str, ...]:
+    """What a path's node ids and the checks of its chain depend on: its start, nodes and relations."""
+    return (path.start, *path.nodes, *map(_RELATION, path.hops))
 
 
 MAX_DESCRIBED = 200_000  # cached descriptions (and paths, stated facts) per run before a cache starts afresh

@@ -281,8 +281,7 @@ def anchorless_from(ctx: QuestionContext, path: Path) -> int | None:
     fails `start_gate`: 1 when none of the facts any attempt may state of it (`describe.offered`) is a narrow
     named anchor, `FRESH_ATTEMPT` when each such anchor is named in its lead sentence (which fresh attempts
     leave out: `describe.copies_lead`), else None. Kept per path (`ctx.anchorless_cache`)."""
-    key = (path.start, *path.nodes, *(hop.relation for hop in path.hops))
-    return kept(ctx.anchorless_cache, key, _anchorless_from, ctx, path)
+    return kept(ctx.anchorless_cache, gates.path_key(path), _anchorless_from, ctx, path)
 
 
 _MISSING = object()
