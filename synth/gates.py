@@ -819,5 +819,7 @@ def fewer_hops(index: FactIndex, path: Path) -> str | None:
 
 def _out_edges(graph: CSRGraph, nodes: np.ndarray) -> np.ndarray:
     """The ids of every out-edge of `nodes`, node by node."""
+    if len(nodes) == 1:  # a path's start: its edges are one range
+        return np.arange(graph.indptr[nodes[0]], graph.indptr[nodes[0] + 1])
     first, degree = graph.indptr[nodes], graph.indptr[nodes + 1] - graph.indptr[nodes]
     return np.repeat(first - np.cumsum(degree) + degree, degree) + np.arange(degree.sum())
