@@ -195,12 +195,16 @@ class FactIndex:
         if (found := self._stated.get(key)) is None:
             if len(self._stated) >= MAX_DESCRIBED:
                 self._stated.clear()
-            found = self._stated[key] = (frozenset(self.objects(node, relation).tolist()),
-                                         tuple(self.years(node, relation).tolist()))
+            objects = self.objects(node, relation)
+            found = self._stated[key] = (frozenset(objects.tolist()), tuple(self._dated(objects).tolist()))
         return found
 
     def years(self, node: int, relation: int) -> np.ndarray:
-        years = self.node_year[self.objects(node, relation)]
+        return self._dated(self.objects(node, relation))
+
+    def _dated(self, objects: np.ndarray) -> np.ndarray:
+        """The years of the dates among `objects`."""
+        years = self.node_year[objects]
         return years[years != self.NO_YEAR]
 
     def _range(self, lo: int, hi: int) -> np.ndarray:
