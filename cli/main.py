@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import _thread
 import argparse
+import contextlib
 import importlib
 import logging
 import signal
@@ -101,12 +102,14 @@ class InsistentInterrupt:
     Python swallows an exception raised while it runs a weakref callback or `__del__` ("Exception ignored
     in ...", with a traceback), so one Ctrl-C landing there would let the run go on to the end; such a
     swallowed KeyboardInterrupt is not printed either, since it is raised again. A SIGINT that was ignored
-    when hopsmith started (`nohup`, a background job) stays ignored.
+    when hopsmith started (`nohup`, a background job) stays ignored. Inside `deferred` a Ctrl-C is only
+    noted, and raised when the block ends.
     """
 
     def __init__(self, every_s: float = 1.0):
         self.every_s = every_s
         self.received = False
+        self._deferring = False
         self._handled = threading.Event()
         self._reminding = threading.Lock()  # "not handled yet, so remind" happens whole or not at all
         self._previous = None
@@ -136,6 +139,20 @@ class InsistentInterrupt:
             signal.signal(signal.SIGINT, self._previous)
             sys.unraisablehook = self._previous_hook
 
+    @contextlib.contextmanager
+    def deferred(self):
+        """Hold a Ctrl-C until the block ends, then raise it: for imports. A KeyboardInterrupt inside an
+        extension module's initialisation leaves it half made (matplotlib's pybind11 `ft2font` while the
+        dataset command imported its stage), and the interpreter then aborted at exit ("Fatal Python error:
+        PyThreadState_Get") instead of exiting 130."""
+        self._deferring = True
+        try:
+            yield
+        finally:
+            self._deferring = False
+        if self.received:
+            raise KeyboardInterrupt
+
     def _on_unraisable(self, unraisable) -> None:
         if not isinstance(unraisable.exc_value, KeyboardInterrupt):
             self._previous_hook(unraisable)
@@ -146,7 +163,8 @@ class InsistentInterrupt:
         if not self.received:
             self.received = True
             threading.Thread(target=self._insist, name="hopsmith-interrupt", daemon=True).start()
-        raise KeyboardInterrupt
+        if not self._deferring:
+            raise KeyboardInterrupt
 
     def _insist(self) -> None:
         while not self._handled.wait(self.every_s):
@@ -193,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         # Importing Beam warns on the root logger about optional GCP clients; only errors matter until the
         # user's verbosity is known.
         logging.basicConfig(level=logging.ERROR, force=True)
-        parser = build_parser(argv)
+        with interrupt.deferred():  # the command's module imports its stage, Beam and their extensions
+            parser = build_parser(argv)
         args, beam_args = parser.parse_known_args(argv)
         beam_args = [a for a in beam_args if a != "--debug"]  # also accepted after the subcommand
         configure_logging(args.verbose)

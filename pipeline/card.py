@@ -13,21 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import yaml
+from huggingface_hub import DatasetCard
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import yaml  # noqa: E402
-from huggingface_hub import DatasetCard  # noqa: E402
-
-from critic.critical import TOOLMIND_CRITICAL_PER_TRAJECTORY, TOOLMIND_LOSS_SHARE  # noqa: E402
-from ground.io import atomic_write_bytes  # noqa: E402
-from pipeline.layout import CONFIGS, dataset_info_yaml, shard_pattern  # noqa: E402
-from schemas.critic import CRITERIA, JudgedTrajectory  # noqa: E402
-from schemas.dataset import ToolMindRow  # noqa: E402
-from schemas.manifest import Manifest  # noqa: E402
-from schemas.questions import Question  # noqa: E402
-from synth.difficulty import BUCKETS, difficulty_bucket  # noqa: E402
+from critic.critical import TOOLMIND_CRITICAL_PER_TRAJECTORY, TOOLMIND_LOSS_SHARE
+from ground.io import atomic_write_bytes
+from pipeline.layout import CONFIGS, dataset_info_yaml, shard_pattern
+from schemas.critic import CRITERIA, JudgedTrajectory
+from schemas.dataset import ToolMindRow
+from schemas.manifest import Manifest
+from schemas.questions import Question
+from synth.difficulty import BUCKETS, difficulty_bucket
 
 PLOTS_DIR = "plots"
 DEFAULT_CONFIG = "toolmind"  # what `load_dataset(<repo>)` without a config name returns
@@ -224,7 +220,12 @@ def _bar(
     ylabel: str,
     ylim: tuple[float, float] | None = None,
 ) -> None:
-    figure, axes = plt.subplots(figsize=(6, 3.5), dpi=100)
+    # matplotlib's object API, imported here: no pyplot state, and 0.3 s off the start-up of every command
+    # that imports this module (the dataset stage, validate)
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(6, 3.5), dpi=100)
+    axes = figure.subplots()
     axes.bar(labels, values, color="#4C72B0")
     axes.set_title(title)
     axes.set_xlabel(xlabel)
@@ -245,7 +246,6 @@ def _bar(
     figure.tight_layout()
     image = io.BytesIO()
     figure.savefig(image, format="png", metadata={"Software": None})
-    plt.close(figure)
     atomic_write_bytes(path, image.getvalue())
 
 

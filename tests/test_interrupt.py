@@ -93,6 +93,26 @@ def test_a_ctrl_c_swallowed_by_a_weakref_callback_is_raised_again():
     assert given_back is signal.default_int_handler and sys.unraisablehook is hook_before
 
 
+def test_a_ctrl_c_inside_deferred_is_held_and_raised_when_the_block_ends():
+    """The command's imports run `deferred`: a KeyboardInterrupt inside an extension module's initialisation
+    (matplotlib's pybind11 `ft2font`) left it half made, and the interpreter aborted at exit instead of
+    exiting 130. The Ctrl-C and its reminders are held until the block ends."""
+    outer = signal.signal(signal.SIGINT, signal.default_int_handler)
+    interrupt = InsistentInterrupt(every_s=0.05)
+    interrupt.install()
+    finished = False
+    try:
+        with pytest.raises(KeyboardInterrupt), interrupt.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(10):  # the handler and two or three reminders run here, and raise nothing
+                time.sleep(0.02)
+            finished = True
+    finally:
+        interrupt.uninstall()
+        signal.signal(signal.SIGINT, outer)
+    assert interrupt.received and finished
+
+
 def test_a_reminder_sent_after_the_interrupt_was_handled_does_nothing():
     """The insisting thread may wake just before `main` handles the interrupt: a reminder it sends after
     `uninstall` has given SIGINT back must not kill the process by SIGINT."""
