@@ -258,7 +258,9 @@ _SAID = operator.attrgetter("said")
 def described_candidates(index: FactIndex, clues: Iterable[Clue]) -> frozenset[int]:
     """Every entity that fits a description given without a name: the heads the graph shows holding its
     first stated fact (the anchor), filtered by every clue in the open-world reading of `satisfies`.
-    Cached per run: the planner asks about the same descriptions again for every path of a start."""
+    Cached per run: the planner asks about the same descriptions again for every path of a start. A
+    description whose clues before the last are cached and hold the anchor is read from them: their entities
+    that satisfy the last clue (each round of choosing a description adds one clue to one already counted)."""
     clues = list(clues)
     key = tuple(map(_SAID, clues))
     if (found := index.described.get(key)) is None:
@@ -274,9 +276,7 @@ def described_candidates(index: FactIndex, clues: Iterable[Clue]) -> frozenset[i
 
 def _anchor(clues: list[Clue]) -> Clue | None:
     """The first clue that states a fact: `described_candidates` starts from the heads holding it (closed
-    reading) and filters them by the other clues (open reading). So, with the anchor among the clues before
-    the last, the entities fitting them all are those fitting all but the last (cached) that satisfy the
-    last: each round of choosing a description adds one clue to a description already counted."""
+    reading), which satisfy it, and filters them by the other clues (open reading)."""
     return next((c for c in clues if c.attribute), None)
 
 
