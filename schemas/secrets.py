@@ -22,12 +22,15 @@ _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)",
 _named: set[str] = {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "OPENAI_API_KEY"}
 # the names `register_secret_env` was given, for child processes (which never see the role configs built here)
 SECRET_NAMES_ENV = "HOPSMITH_SECRET_ENV_NAMES"
-# header-shaped secrets, whoever echoes them: `Bearer x`, `Authorization: x`, `"api-key": "x"`, hf_/sk- tokens
+# header-shaped secrets, whoever echoes them: `Bearer x`, `Authorization: x`, `"api-key": "x"`, hf_/sk- tokens;
+# each after a mark that every match of it holds, searched first (a text without it, most skip records'
+# details, is not read by the slower pattern)
 _PATTERNS = (
-    re.compile(r"(?i)(\bbearer\s+)[^\s'\",;}\]]+"),
-    re.compile(r"(?i)(\b(?:authorization|x-api-key|api[-_]?key)[\"']?\s*[:=]\s*[\"']?)(?!bearer\b)[^\s'\",;}\]]+"),
-    re.compile(r"()\bhf_[A-Za-z0-9]{16,}"),
-    re.compile(r"()\bsk-[A-Za-z0-9_-]{16,}"),
+    (re.compile(r"(?i)bearer"), re.compile(r"(?i)(\bbearer\s+)[^\s'\",;}\]]+")),
+    (re.compile(r"(?i)authorization|api"),
+     re.compile(r"(?i)(\b(?:authorization|x-api-key|api[-_]?key)[\"']?\s*[:=]\s*[\"']?)(?!bearer\b)[^\s'\",;}\]]+")),
+    (re.compile(r"hf_"), re.compile(r"()\bhf_[A-Za-z0-9]{16,}")),
+    (re.compile(r"sk-"), re.compile(r"()\bsk-[A-Za-z0-9_-]{16,}")),
 )
 
 
@@ -77,6 +80,7 @@ def scrub(text: str, *extra: str | None) -> str:
     values = secret_values() + [v for v in extra if v and len(v) >= MIN_SECRET_CHARS]
     for value in sorted(set(values), key=len, reverse=True):
         text = text.replace(value, MASK)
-    for pattern in _PATTERNS:
-        text = pattern.sub(lambda match: match.group(1) + MASK, text)
+    for mark, pattern in _PATTERNS:
+        if mark.search(text):
+            text = pattern.sub(lambda match: match.group(1) + MASK, text)
     return text

@@ -323,25 +323,28 @@ def _ended(ctx, node: int, edge: int) -> bool:
 
 def choose(options: list[Attribute], fits: Callable[[list[gates.Clue]], set[int]], target: int,
            base: list[gates.Clue], minimum: int, maximum: int,
-           sizes: Callable[[list[gates.Clue], list[gates.Clue]], list[int]] | None = None) -> list[Attribute] | None:
+           each: Callable[[list[gates.Clue], list[gates.Clue]], list[set[int]]] | None = None) -> list[Attribute] | None:
     """Greedy: add the attribute that leaves the fewest candidates until only `target` fits (and at least
-    `minimum` are chosen); None when `maximum` attributes cannot single it out. `sizes(said, clues)`, where
-    given, counts what `fits` leaves of `said` plus each clue (the same counts, read faster)."""
+    `minimum` are chosen); None when `maximum` attributes cannot single it out. `each(said, clues)`, where
+    given, is what `fits` leaves of `said` plus each clue (the same sets, read faster); the chosen clue's set
+    is the next round's candidates."""
     chosen: list[Attribute] = []
     remaining = fits(base)
     while len(remaining) > 1 or len(chosen) < minimum:
         if len(chosen) == maximum or not options:
             return None
         said = base + [a.clue for a in chosen]
-        counts = (sizes(said, [option.clue for option in options]) if sizes is not None
-                  else [len(fits([*said, option.clue])) for option in options])
-        size, best = min(zip(counts, range(len(options)), strict=True))
+        fitting = (each(said, [option.clue for option in options]) if each is not None
+                   else [fits([*said, option.clue]) for option in options])
+        counts = list(map(len, fitting))
+        size = min(counts)
+        best = counts.index(size)  # the first of the fewest
         if size >= len(remaining) and len(remaining) > 1:
             return None  # nothing left tells the candidates apart
         chosen.append(options.pop(best))
         # One fuzzing level per date, one object per relation, except two of several ("genres include X and Y").
         options = [o for o in options if o.relation != chosen[-1].relation or (o.several and chosen[-1].several)]
-        remaining = fits([*said, chosen[-1].clue])
+        remaining = fitting[best]
     return chosen if remaining == {target} else None
 
 

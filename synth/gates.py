@@ -23,7 +23,7 @@ from graph.csr import LITERAL, LITERAL_PREFIX, PAGE, CSRGraph, split_literal_key
 from knowledge.lexicon import stop_words
 from knowledge.ontology import load_ontology
 from schemas.questions import Path
-from synth.matching import normalize_answer
+from synth.matching import normalized_text
 from synth.phrasing import parse_date, phrase, type_noun
 
 MAX_FRONTIER = 100_000
@@ -173,11 +173,11 @@ class FactIndex:
 
     def path_ids(self, path: Path) -> tuple[int, ...] | None:
         """`path_node_ids`, kept per path: the planner and the gates read a path's nodes at every attempt."""
-        key = (path.start, *path.nodes, *(hop.relation for hop in path.hops))
+        key = path_key(path)
         if key not in self._path_ids:
             if len(self._path_ids) >= MAX_DESCRIBED:
                 self._path_ids.clear()
-            ids = path_node_ids(self.graph, path)
+            ids = path_node_ids(self, path)
             self._path_ids[key] = None if ids is None else tuple(ids)
         return self._path_ids[key]
 
@@ -195,12 +195,16 @@ class FactIndex:
         if (found := self._stated.get(key)) is None:
             if len(self._stated) >= MAX_DESCRIBED:
                 self._stated.clear()
-            found = self._stated[key] = (frozenset(self.objects(node, relation).tolist()),
-                                         tuple(self.years(node, relation).tolist()))
+            objects = self.objects(node, relation)
+            found = self._stated[key] = (frozenset(objects.tolist()), tuple(self._dated(objects).tolist()))
         return found
 
     def years(self, node: int, relation: int) -> np.ndarray:
-        years = self.node_year[self.objects(node, relation)]
+        return self._dated(self.objects(node, relation))
+
+    def _dated(self, objects: np.ndarray) -> np.ndarray:
+        """The years of the dates among `objects`."""
+        years = self.node_year[objects]
         return years[years != self.NO_YEAR]
 
     def _range(self, lo: int, hi: int) -> np.ndarray:
@@ -237,6 +241,14 @@ class FactIndex:
         return relation * self.graph.num_nodes + obj in self._dominant
 
 
+_RELATION = operator.attrgetter("relation")
+
+
+def path_key(path: Path) -> tuple[str, ...]:
+    """What a path's node ids and the checks of its chain depend on: its start, nodes and relations."""
+    return (path.start, *path.nodes, *map(_RELATION, path.hops))
+
+
 MAX_DESCRIBED = 200_000  # cached descriptions (and paths, stated facts) per run before a cache starts afresh
 
 
@@ -246,32 +258,44 @@ _SAID = operator.attrgetter("said")
 def described_candidates(index: FactIndex, clues: Iterable[Clue]) -> frozenset[int]:
     """Every entity that fits a description given without a name: the heads the graph shows holding its
     first stated fact (the anchor), filtered by every clue in the open-world reading of `satisfies`.
-    Cached per run: the planner asks about the same descriptions again for every path of a start."""
+    Cached per run: the planner asks about the same descriptions again for every path of a start. A
+    description whose clues before the last are cached and hold the anchor is read from them: their entities
+    that satisfy the last clue (each round of choosing a description adds one clue to one already counted)."""
     clues = list(clues)
     key = tuple(map(_SAID, clues))
     if (found := index.described.get(key)) is None:
+        anchor = _anchor(clues)
+        narrowed = index.described.get(key[:-1]) if anchor is not None and anchor is not clues[-1] else None
+        found = frozenset(_described_candidates(index, clues) if narrowed is None else
+                          (n for n in narrowed if satisfies(index, n, clues[-1])))
         if len(index.described) >= MAX_DESCRIBED:
             index.described.clear()
-        found = index.described[key] = frozenset(_described_candidates(index, clues))
+        index.described[key] = found
     return found
 
 
-def described_sizes(index: FactIndex, said: list[Clue], clues: list[Clue]) -> list[int]:
-    """How many entities fit `said` plus each one of `clues` (`described_candidates`), the cached ones read
+def _anchor(clues: list[Clue]) -> Clue | None:
+    """The first clue that states a fact: `described_candidates` starts from the heads holding it (closed
+    reading), which satisfy it, and filters them by the other clues (open reading)."""
+    return next((c for c in clues if c.attribute), None)
+
+
+def described_each(index: FactIndex, said: list[Clue], clues: list[Clue]) -> list[frozenset[int]]:
+    """The entities that fit `said` plus each one of `clues` (`described_candidates`), the cached ones read
     with the key of `said` built once: choosing a description weighs every fact left at every round."""
     prefix = tuple(map(_SAID, said))
     described = index.described
-    sizes = []
+    found = []
     for clue in clues:
-        if (found := described.get((*prefix, clue.said))) is None:
-            found = described_candidates(index, [*said, clue])
-        sizes.append(len(found))
-    return sizes
+        if (fitting := described.get((*prefix, clue.said))) is None:
+            fitting = described_candidates(index, [*said, clue])
+        found.append(fitting)
+    return found
 
 
 def _described_candidates(index: FactIndex, clues: list[Clue]) -> set[int]:
     graph = index.graph
-    anchor = next((c for c in clues if c.attribute), None)
+    anchor = _anchor(clues)
     if anchor is None:
         typed = next((c.type_noun for c in clues if c.type_noun), None)
         pool = np.flatnonzero(index.type_nouns == typed) if typed else np.arange(graph.num_nodes)
@@ -293,17 +317,14 @@ def _described_candidates(index: FactIndex, clues: list[Clue]) -> set[int]:
     return {int(n) for n in pool.tolist() if all(satisfies(index, n, c) for c in facts)}
 
 
-def path_node_ids(graph: CSRGraph, path: Path) -> list[int] | None:
+def path_node_ids(index: FactIndex, path: Path) -> list[int] | None:
     """The graph node of every position of the path (literal nodes are found by their label)."""
-    current = graph.node_id(path.start)
+    current = index.node(path.start)
     if current is None:
         return None
     ids = [current]
     for hop, label in zip(path.hops, path.nodes[1:], strict=True):
-        relation = graph.relation_id(hop.relation)
-        if relation is None:
-            return None
-        current = next((int(o) for o in graph.objects(current, relation) if graph.label(o) == label), None)
+        current = _object_labelled(index, current, hop.relation, label)
         if current is None:
             return None
         ids.append(current)
@@ -634,8 +655,9 @@ def _trivial_from(graph: CSRGraph, relation: str, head: int, reached_by: str | N
 
 
 def whole_words(text: str) -> str:
-    """`text` as answers are compared (`normalize_answer`), padded so that `in` matches whole words only."""
-    return f" {normalize_answer(text)} "
+    """`text` as answers are compared (`normalize_answer`), padded so that `in` matches whole words only; the
+    normalised names are kept (`normalized_text`): every path through an entity compares its title again."""
+    return f" {normalized_text(text)} "
 
 
 def name_shared(answer: str, title: str) -> str | None:
@@ -660,8 +682,8 @@ def place_word_shared(answer: str, title: str) -> str | None:
     """A word of a place answer's name, not one that many place names share (`place_names` of
     data/stop_words.toml), that an entity's title also holds: "Hull" of "Kingston upon Hull" in "Hull City
     A.F.C.". A club, a university or a station named after its town gives the town away. None otherwise."""
-    words = set(normalize_answer(title.split(" (")[0]).split())
-    return next((word for word in normalize_answer(answer.split(" (")[0].split(",")[0]).split()
+    words = set(normalized_text(title.split(" (")[0]).split())
+    return next((word for word in normalized_text(answer.split(" (")[0].split(",")[0]).split()
                  if len(word) >= 4 and word not in PLACE_NAME_WORDS and word in words), None)
 
 
@@ -722,17 +744,20 @@ def famous_ends(index: FactIndex, path: Path, quantile: float) -> list[str]:
     return [label for label, node in ((path.start, ids[0]), (path.answer, ids[-1])) if index.famous(node, quantile)]
 
 
-def answer_node(graph: CSRGraph, path: Path) -> int | None:
+def answer_node(index: FactIndex, path: Path) -> int | None:
     """The graph node of the path's answer (the object of its last hop)."""
-    last = path.hops[-1]
-    head = graph.node_id(last.head)
-    relation = graph.relation_id(last.relation)
-    if head is None or relation is None:
+    head = index.node(path.hops[-1].head)
+    return None if head is None else _object_labelled(index, head, path.hops[-1].relation, path.answer)
+
+
+def _object_labelled(index: FactIndex, head: int, relation: str, label: str) -> int | None:
+    """The first object (by id) of head --relation--> whose label is `label`, or None; read with the index's
+    kept titles and relation ids (a path's nodes are looked up by every gate that reads it)."""
+    relation_id = index.relation(relation)
+    if relation_id is None:
         return None
-    for obj in graph.objects(head, relation):
-        if graph.label(obj) == path.answer:
-            return int(obj)
-    return None
+    graph = index.graph
+    return next((int(o) for o in index.objects(head, relation_id) if graph.label(o) == label), None)
 
 
 def reversed_place(index: FactIndex, path: Path, place_relations) -> str | None:
@@ -770,16 +795,17 @@ def lies_in(graph: CSRGraph, place: int, container: int, place_relations) -> boo
     return False
 
 
-def fewer_hops(graph: CSRGraph, path: Path) -> str | None:
+def fewer_hops(index: FactIndex, path: Path) -> str | None:
     """The shortest distance from start to answer when it is below the path's hop count.
 
     A literal answer counts as reached only over the final hop's relation: another entity's fact that
     happens to hold the same value ("1865", "Urban") under another relation is no shortcut to this one."""
-    start, target = graph.node_id(path.start), answer_node(graph, path)
+    graph = index.graph
+    start, target = index.node(path.start), answer_node(index, path)
     if start is None or target is None:
         return None
-    final = graph.relation_id(path.hops[-1].relation) if graph.kind[target] == LITERAL else None
-    frontier, seen = np.array([start], np.int64), np.array([start], np.int64)
+    final = index.relation(path.hops[-1].relation) if graph.kind[target] == LITERAL else None
+    frontier, seen = np.array([start], np.int64), {start}
     for depth in range(1, len(path.hops)):
         edges = _out_edges(graph, frontier)
         targets = graph.dst[edges]
@@ -789,13 +815,15 @@ def fewer_hops(graph: CSRGraph, path: Path) -> str | None:
         if reached.any():
             return f"answer reachable in {depth} hop(s)"
         if depth + 1 < len(path.hops):  # another step to take
-            fresh = np.setdiff1d(targets, seen)  # sorted
-            seen = np.concatenate([seen, fresh])
-            frontier = fresh[:MAX_FRONTIER].astype(np.int64)
+            fresh = sorted(set(targets.tolist()) - seen)
+            seen.update(fresh)
+            frontier = np.array(fresh[:MAX_FRONTIER], np.int64)
     return None
 
 
 def _out_edges(graph: CSRGraph, nodes: np.ndarray) -> np.ndarray:
     """The ids of every out-edge of `nodes`, node by node."""
+    if len(nodes) == 1:  # a path's start: its edges are one range
+        return np.arange(graph.indptr[nodes[0]], graph.indptr[nodes[0] + 1])
     first, degree = graph.indptr[nodes], graph.indptr[nodes + 1] - graph.indptr[nodes]
     return np.repeat(first - np.cumsum(degree) + degree, degree) + np.arange(degree.sum())

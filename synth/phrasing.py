@@ -100,9 +100,11 @@ def is_list_value(answer: str, value_type: str) -> bool:
 def has_ended(qualifiers: dict[str, str], as_of: dt.date) -> bool:
     """Whether a fact's end qualifier (a marriage's end, a term of office's `term_end`) lies on or before the
     snapshot: a term that ends later is still running."""
-    parsed = parse_date(qualifiers.get("end", ""))
+    if "end" not in qualifiers:  # most facts: nothing to read
+        return False
+    parsed = parse_date(qualifiers["end"])
     if parsed is None or parsed[0] <= 0:
-        return "end" in qualifiers  # an end stated without a readable date ("div.") has happened
+        return True  # an end stated without a readable date ("div.") has happened
     year, month, day = parsed
     return dt.date(year, month or 1, day or 1) <= as_of
 
@@ -187,9 +189,12 @@ def with_article(noun: str) -> str:
 # --- dates ---------------------------------------------------------------------------------------------
 
 
+_ISO_DATE = re.compile(r"(-?\d{1,4})(?:-(\d{2})(?:-(\d{2}))?)?")
+
+
 def parse_date(value: str) -> tuple[int, int | None, int | None] | None:
     """(year, month, day) of an ISO date `YYYY[-MM[-DD]]` (negative years are BCE); None otherwise."""
-    match = re.fullmatch(r"(-?\d{1,4})(?:-(\d{2})(?:-(\d{2}))?)?", value.strip())
+    match = _ISO_DATE.fullmatch(value.strip())
     if not match:
         return None
     year, month, day = match.groups()

@@ -112,7 +112,7 @@ GATES = ("unreviewed_relation", "list_answer", "partial_list", "vague_answer", "
 
 
 def _answer_unit(ctx: QuestionContext, path: Path) -> str | None:
-    node = gates.answer_node(ctx.graph, path) if path.answer_type in ("number", "quantity") else None
+    node = gates.answer_node(ctx.facts, path) if path.answer_type in ("number", "quantity") else None
     return split_literal_key(ctx.graph.keys[node])[2] if node is not None else None
 
 
@@ -213,7 +213,7 @@ def path_gate(ctx: QuestionContext, path: Path) -> tuple[str, str] | None:
         return "trivial_final_hop", detail
     if start_described(ctx, path) and anchorless_from(ctx, path) == 1:
         return "not_unique_in_world", f"no fact any plan may state of the start ({path.start}) is a narrow named anchor"
-    if (detail := gates.fewer_hops(ctx.graph, path)) is not None:
+    if (detail := gates.fewer_hops(ctx.facts, path)) is not None:
         return "fewer_hops", detail
     if (detail := gates.reversed_place(ctx.facts, path, describe.attribute_table()["places"])) is not None:
         return "reversed_place", detail

@@ -9,7 +9,6 @@ the text will say. `QuestionContext` is what planning, writing and gating read.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import functools
 import random
@@ -187,7 +186,7 @@ def _describe(ctx: QuestionContext, path: Path, ids: tuple[int, ...], position: 
         def pick(candidates):
             chosen = _choose_intersection(ctx, candidates, ids[position], base) if _tree_drawn(ctx, path) else None
             chosen = chosen or describe.choose(list(candidates), fits, ids[position], base, minimum,
-                                               config.max_attributes, _described_sizes(ctx))
+                                               config.max_attributes, _described_each(ctx))
             if config.require_named_anchor and not world_unique(ctx, [*base, *(a.clue for a in chosen or [])]):
                 return _anchored(ctx, candidates, fits, ids[position], base, minimum) or chosen
             return chosen
@@ -220,12 +219,16 @@ def named_anchor(clue: gates.Clue) -> bool:
 def narrow_anchor(ctx: QuestionContext, clue: gates.Clue) -> bool:
     """A named anchor that is no hub of the whole wiki (`gates.broad_anchor`) nor a place alone
     (`place_anchor`): what keeps a start's description unique beyond the slice when no census is given. Kept
-    per fact (`ctx.narrow_cache`): every attempt at a path asks of the same facts."""
-    return named_anchor(clue) and kept(ctx.narrow_cache, (clue.attribute, clue.object), _no_hub_nor_place, ctx, clue)
+    per fact (`ctx.narrow_cache`, read first: every attempt at a path asks of the same facts, a start's
+    description of each of them several times)."""
+    key = (clue.attribute, clue.object)
+    if (found := ctx.narrow_cache.get(key)) is None:
+        found = kept(ctx.narrow_cache, key, _narrow, ctx, clue)
+    return found
 
 
-def _no_hub_nor_place(ctx: QuestionContext, clue: gates.Clue) -> bool:
-    return gates.broad_anchor(ctx.facts, clue) is None and not place_anchor(clue)
+def _narrow(ctx: QuestionContext, clue: gates.Clue) -> bool:
+    return named_anchor(clue) and gates.broad_anchor(ctx.facts, clue) is None and not place_anchor(clue)
 
 
 def place_anchor(clue: gates.Clue) -> bool:
@@ -278,8 +281,7 @@ def anchorless_from(ctx: QuestionContext, path: Path) -> int | None:
     fails `start_gate`: 1 when none of the facts any attempt may state of it (`describe.offered`) is a narrow
     named anchor, `FRESH_ATTEMPT` when each such anchor is named in its lead sentence (which fresh attempts
     leave out: `describe.copies_lead`), else None. Kept per path (`ctx.anchorless_cache`)."""
-    key = (path.start, *path.nodes, *(hop.relation for hop in path.hops))
-    return kept(ctx.anchorless_cache, key, _anchorless_from, ctx, path)
+    return kept(ctx.anchorless_cache, gates.path_key(path), _anchorless_from, ctx, path)
 
 
 _MISSING = object()
@@ -365,15 +367,15 @@ def _anchored(ctx: QuestionContext, options: list[Attribute], fits, target: int,
     for anchor in anchors:
         rest = [o for o in options if o is not anchor and o.relation != anchor.relation]
         more = describe.choose(rest, fits, target, [*base, anchor.clue], max(minimum - 1, 0),
-                               ctx.config.max_attributes - 1, _described_sizes(ctx))
+                               ctx.config.max_attributes - 1, _described_each(ctx))
         if more is not None and world_unique(ctx, [*base, anchor.clue, *(o.clue for o in more)]):
             return [anchor, *more]
     return None
 
 
-def _described_sizes(ctx: QuestionContext):
-    """`describe.choose`'s sizes for a start's description (its fits: `gates.described_candidates`)."""
-    return functools.partial(gates.described_sizes, ctx.facts)
+def _described_each(ctx: QuestionContext):
+    """`describe.choose`'s `each` for a start's description (its fits: `gates.described_candidates`)."""
+    return functools.partial(gates.described_each, ctx.facts)
 
 
 MAX_FIRST_BRANCHES = 6  # first branches tried when describing a start drawn to be a tree
@@ -389,14 +391,15 @@ def _choose_intersection(ctx: QuestionContext, options: list[Attribute], target:
                          base: list[gates.Clue]) -> list[Attribute] | None:
     """Two or more attributes of which none, with the type, singles `target` out over the whole graph, chosen
     until together they do and each is needed: the start is where the branches intersect. None if none do."""
-    loose = [o for o in options if gates.described_candidates(ctx.facts, [*base, o.clue]) != {target}]
+    alone = gates.described_each(ctx.facts, base, [o.clue for o in options])
+    loose = [o for o, fitting in zip(options, alone, strict=True) if fitting != {target}]
 
     def fits(clues):
         return gates.described_candidates(ctx.facts, clues)
     for first in loose[:MAX_FIRST_BRANCHES]:  # greedy from each first branch: the narrowest may lead nowhere
         rest = [o for o in loose if o is not first and (o.relation != first.relation or (o.several and first.several))]
         more = describe.choose(rest, fits, target, [*base, first.clue], 1, ctx.config.max_attributes - 1,
-                               _described_sizes(ctx))
+                               _described_each(ctx))
         if more is not None and not gates.start_intersection(ctx.facts, [*base, first.clue, *(a.clue for a in more)],
                                                              target):
             return [first, *more]
@@ -441,7 +444,7 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
     hops = len(path.hops)
     ids = ctx.facts.path_ids(path)
     if start is not None:
-        start_described, style, rng = start.start_described, start.style, copy.copy(start.draws)
+        start_described, style, rng = start.start_described, start.style, _continued(start.draws)
     elif attempt:
         start_described, style = _drawn_shape(config.seed, path.path_id, config.describe_start,
                                               ids is not None, hops, style)
@@ -523,6 +526,14 @@ def plan_question(ctx: QuestionContext, path: Path, style: str | None = None, at
                 unresolved, tree_positions, branching, as_of)
 
 
+def _continued(draws: random.Random) -> random.Random:
+    """A copy of a start-only plan's draws, for its whole plan to go on from (`copy.copy` of a Random builds
+    one seeded from the OS first, then sets its state: twice the time)."""
+    rng = random.Random(0)
+    rng.setstate(draws.getstate())
+    return rng
+
+
 def _entity_obfuscations(path: Path, position: int, noun: str, chosen: list[Attribute]) -> list[str]:
     return [f"entity:{path.nodes[position]}->{describe.described(noun, chosen)}",
             *(a.obfuscation for a in chosen if a.obfuscation)]
@@ -564,15 +575,15 @@ def _choose_needing_hop(ctx: QuestionContext, options: list[Attribute], target: 
     def fits(clues):
         return {o for o in reached if all(gates.satisfies(ctx.facts, o, c) for c in clues)}
 
-    def sizes(said, clues):  # `fits` of `said` plus each clue, what `said` leaves read once per round
+    def each(said, clues):  # `fits` of `said` plus each clue, what `said` leaves read once per round
         left = fits(said)
-        return [sum(gates.satisfies(ctx.facts, o, clue) for o in left) for clue in clues]
+        return [{o for o in left if gates.satisfies(ctx.facts, o, clue)} for clue in clues]
     maximum = ctx.config.max_attributes
-    chosen = describe.choose(list(options), fits, target, base, minimum, maximum, sizes)
+    chosen = describe.choose(list(options), fits, target, base, minimum, maximum, each)
     if chosen is None or len(reached) < 2 or needs_intersection(ctx, reached, target, base + [a.clue for a in chosen]):
         return chosen
     loose = [o for o in options if gates.described_candidates(ctx.facts, [*base, o.clue]) != {target}]
-    alternative = describe.choose(loose, fits, target, base, min(minimum, len(loose)), maximum, sizes)
+    alternative = describe.choose(loose, fits, target, base, min(minimum, len(loose)), maximum, each)
     if alternative and needs_intersection(ctx, reached, target, base + [a.clue for a in alternative]):
         return alternative
     return chosen

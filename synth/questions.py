@@ -217,10 +217,10 @@ def first_passing_plan(ctx: QuestionContext, path: Path, style: str | None, envi
             if hopeless_from is not None and attempt >= hopeless_from:
                 continue
             start = plan_question(ctx, path, style, attempt, start_only=True)
-            said = start_said(start)
-            if said not in start_failures:
-                start_failures[said] = start_gate(ctx, path, start, environment)
-            if start_failures[said]:
+            said = start_said(start)  # looked up once: it holds every attribute and clue of the start
+            if (start_failed := start_failures.get(said, _UNSEEN)) is _UNSEEN:
+                start_failed = start_failures[said] = start_gate(ctx, path, start, environment)
+            if start_failed:
                 continue  # the start alone fails: the whole plan would (the first plan's reason is the one kept)
         plan = plan_question(ctx, path, style=style, attempt=attempt, start=start)
         failed = plan_gate(ctx, path, plan) or search_gate(ctx, path, plan, environment)
@@ -234,6 +234,9 @@ def first_passing_plan(ctx: QuestionContext, path: Path, style: str | None, envi
         if not attempt and plan.start_described:
             hopeless_from = anchorless_from(ctx, path)
     return None, (first[0], f"{first[1]} ({attempt + 1} plans tried)")
+
+
+_UNSEEN = object()
 
 
 def start_said(start: Plan) -> tuple:

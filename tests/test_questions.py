@@ -358,7 +358,7 @@ def test_answers_follow_the_path_in_the_graph(answer_type):
     titles = ("Angela Merkel", "Joachim Sauer", "Hosena", "1200") if end is None else ("Angela Merkel", "Joachim Sauer", end)
     path = path_of(ctx, *titles)
     assert path.answer_type == answer_type
-    assert gates.path_node_ids(ctx.graph, path)[-1] == gates.answer_node(ctx.graph, path)
+    assert gates.path_node_ids(ctx.facts, path)[-1] == gates.answer_node(ctx.facts, path)
     assert gates.unique_chain(ctx.facts, path, [], start_described=False) is None
 
 

@@ -229,7 +229,7 @@ def assert_states_graph_facts(ctx, questions) -> None:
         path = question.path
         plan = plan_question(ctx, path, attempt=plan_attempt(question.obfuscations))
         assert (CLASS_NOUNS in question.obfuscations) == (plan_attempt(question.obfuscations) >= 1)
-        ids = gates.path_node_ids(ctx.graph, path)
+        ids = gates.path_node_ids(ctx.facts, path)
         # No unnamed entity is described by a fact that picks it out in the world ("whose capital is London").
         assert gates.identifying_clue(ctx.facts, plan.clues) is None, question.text
         for clue in plan.clues:
