@@ -157,6 +157,12 @@ def own_names(ctx: QuestionContext, title: str) -> list[str]:
             if n and len(n) >= 3]
 
 
+def identifying_detail(ctx: QuestionContext, path: Path, clues: list[gates.Clue]) -> str | None:
+    """Why a clue picks its entity out in the world (`gates.identifying_clue`) or writes its name
+    (`self_named_clue`), or None: the `identifying_clue` gate, of a whole plan and of a start alone."""
+    return gates.identifying_clue(ctx.facts, clues) or self_named_clue(ctx, path, clues)
+
+
 def self_named_clue(ctx: QuestionContext, path: Path, clues: list[gates.Clue]) -> str | None:
     """Why a clue gives away an entity by writing its name, or None: the clue's object holds one of the
     described entity's own names (`own_names`) as whole words ("Canadian dollar" of Canada, "Dune" the novel of
@@ -249,7 +255,7 @@ def plan_gate(ctx: QuestionContext, path: Path, plan: Plan) -> tuple[str, str] |
         return "bare_run", detail
     if plan.branching and (detail := gates.tree_branches(ctx.facts, path, [b.clue for b in plan.branches])):
         return "tree_branch", detail
-    if (detail := gates.identifying_clue(ctx.facts, plan.clues) or self_named_clue(ctx, path, plan.clues)) is not None:
+    if (detail := identifying_detail(ctx, path, plan.clues)) is not None:
         return "identifying_clue", detail
     if (detail := gates.clue_shortcut(ctx.facts, path, plan.clues)) is not None:
         return "clue_shortcut", detail
@@ -289,7 +295,7 @@ def start_gate(ctx: QuestionContext, path: Path, start: Plan,
         return "not_unique_in_world", f"no fact this attempt may state of the start ({path.start}) is a narrow named anchor"
     if start.unresolved == 0:
         return "start_not_unique", f"no attributes single out the start ({path.start})"
-    if (detail := gates.identifying_clue(ctx.facts, start.clues) or self_named_clue(ctx, path, start.clues)) is not None:
+    if (detail := identifying_detail(ctx, path, start.clues)) is not None:
         return "identifying_clue", detail
     if ctx.config.require_named_anchor and (detail := world_unique_start(ctx, start)):
         return "not_unique_in_world", detail

@@ -378,6 +378,13 @@ def _described_each(ctx: QuestionContext):
     return functools.partial(gates.described_each, ctx.facts)
 
 
+def _loose(ctx: QuestionContext, options: list[Attribute], target: int, base: list[gates.Clue]) -> list[Attribute]:
+    """The options that, stated with `base` alone, fit some entity of the whole graph besides `target`: the
+    branches of a tree, none of which is a shortcut to it."""
+    alone = gates.described_each(ctx.facts, base, [o.clue for o in options])
+    return [o for o, fitting in zip(options, alone, strict=True) if fitting != {target}]
+
+
 MAX_FIRST_BRANCHES = 6  # first branches tried when describing a start drawn to be a tree
 
 
@@ -391,8 +398,7 @@ def _choose_intersection(ctx: QuestionContext, options: list[Attribute], target:
                          base: list[gates.Clue]) -> list[Attribute] | None:
     """Two or more attributes of which none, with the type, singles `target` out over the whole graph, chosen
     until together they do and each is needed: the start is where the branches intersect. None if none do."""
-    alone = gates.described_each(ctx.facts, base, [o.clue for o in options])
-    loose = [o for o, fitting in zip(options, alone, strict=True) if fitting != {target}]
+    loose = _loose(ctx, options, target, base)
 
     def fits(clues):
         return gates.described_candidates(ctx.facts, clues)
@@ -582,7 +588,7 @@ def _choose_needing_hop(ctx: QuestionContext, options: list[Attribute], target: 
     chosen = describe.choose(list(options), fits, target, base, minimum, maximum, each)
     if chosen is None or len(reached) < 2 or needs_intersection(ctx, reached, target, base + [a.clue for a in chosen]):
         return chosen
-    loose = [o for o in options if gates.described_candidates(ctx.facts, [*base, o.clue]) != {target}]
+    loose = _loose(ctx, options, target, base)
     alternative = describe.choose(loose, fits, target, base, min(minimum, len(loose)), maximum, each)
     if alternative and needs_intersection(ctx, reached, target, base + [a.clue for a in alternative]):
         return alternative
