@@ -104,7 +104,7 @@ class CSRGraph:
 
     def node_id(self, key: str) -> int | None:
         order, sorted_keys = self._key_index
-        index = np.searchsorted(sorted_keys, key)
+        index = sorted_keys.searchsorted(key)
         if index < len(sorted_keys) and sorted_keys[index] == key:
             return int(order[index])
         return None
@@ -119,7 +119,7 @@ class CSRGraph:
         """Distinct object node ids of `node --relation-->` (edges are sorted by relation within a node)."""
         start, end = self.indptr[node], self.indptr[node + 1]
         rels = self.rel[start:end]
-        lo, hi = np.searchsorted(rels, relation, "left"), np.searchsorted(rels, relation, "right")
+        lo, hi = rels.searchsorted(relation, "left"), rels.searchsorted(relation, "right")
         return np.unique(self.dst[start + lo : start + hi])
 
     def label(self, node: int) -> str:

@@ -186,7 +186,7 @@ class FactIndex:
         graph = self.graph
         start, end = graph.indptr[node], graph.indptr[node + 1]
         rels = graph.rel[start:end]
-        return graph.dst[start + np.searchsorted(rels, relation, "left") : start + np.searchsorted(rels, relation, "right")]
+        return graph.dst[start + rels.searchsorted(relation, "left") : start + rels.searchsorted(relation, "right")]
 
     def stated(self, node: int, relation: int) -> tuple[frozenset[int], tuple[int, ...]]:
         """The objects of node --relation--> and their years (dates only), kept: the open-world checks ask the
@@ -208,7 +208,7 @@ class FactIndex:
         return years[years != self.NO_YEAR]
 
     def _range(self, lo: int, hi: int) -> np.ndarray:
-        return self._heads[np.searchsorted(self._keys, lo, "left") : np.searchsorted(self._keys, hi, "left")]
+        return self._heads[self._keys.searchsorted(lo, "left") : self._keys.searchsorted(hi, "left")]
 
     def heads_of(self, relation: int, obj: int) -> np.ndarray:
         key = relation * self.graph.num_nodes + obj
@@ -229,13 +229,13 @@ class FactIndex:
         """Heads with a date fact of `relation` in the year range [first, last]."""
         if relation not in self._by_year:
             n = self.graph.num_nodes
-            lo, hi = np.searchsorted(self._keys, relation * n), np.searchsorted(self._keys, (relation + 1) * n)
+            lo, hi = self._keys.searchsorted(relation * n), self._keys.searchsorted((relation + 1) * n)
             years = self.node_year[self._keys[lo:hi] - relation * n]
             dated = years != self.NO_YEAR
             order = np.argsort(years[dated], kind="stable")
             self._by_year[relation] = (years[dated][order], self._heads[lo:hi][dated][order])
         years, heads = self._by_year[relation]
-        return np.unique(heads[np.searchsorted(years, first, "left") : np.searchsorted(years, last, "right")])
+        return np.unique(heads[years.searchsorted(first, "left") : years.searchsorted(last, "right")])
 
     def is_dominant(self, relation: int, obj: int) -> bool:
         return relation * self.graph.num_nodes + obj in self._dominant
