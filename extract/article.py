@@ -32,6 +32,7 @@ from mwparserfromhell.parser import ParserError
 
 from extract.classify import skip_page
 from ground.deadline import Deadline, PageTimeout
+from knowledge.category_years import category_forms, dated_years
 from knowledge.ontology import lead_noun_phrase, load_ontology
 from schemas.base import utc
 from schemas.config import ExtractConfig
@@ -136,13 +137,18 @@ def _read_article(
 ) -> ArticleResult:
     title = normalize_title(page.title)
     text = page.text
-    boxes = []
+    found = []
     for span in infobox_spans(text):
-        boxes.extend(parse_infoboxes(text[span.start : span.end]))
+        found.extend(parse_infoboxes(text[span.start : span.end]))
         deadline.check()
+    excluded: Counter = Counter()
+    for box in found:
+        excluded.update(box.excluded)
+    boxes = own_boxes(title, found, excluded)
     provenance = {"page_id": page.page_id, "page_title": title, "revision_id": page.revision_id,
                   "timestamp": page.timestamp}
     relations = [_relation(title, fact, resolve, provenance) for box in boxes for fact in box.facts]
+    relations = against_year_categories(relations, text, excluded)
     deadline.check()
     sentences = lead_sentences(text)
     link_provenance = Provenance(**provenance)  # validated once: the page's lead links all share it
@@ -153,9 +159,6 @@ def _read_article(
                                       provenance=link_provenance))
     relations = distinct_relations(title, relations)
     first_box = boxes[0].name if boxes else None
-    excluded: Counter = Counter()
-    for box in boxes:
-        excluded.update(box.excluded)
     entity = Entity(
         title=title,
         type=entity_class(title, boxes, sentences[0].text if sentences else "", text, excluded),
@@ -169,6 +172,69 @@ def _read_article(
     )
     kept_page = page if page.title == title else page.model_copy(update={"title": title})
     return ArticleResult(entity, relations, kept_page, excluded)
+
+
+OTHER_SUBJECT = "other_subject"  # counted as `excluded:other_subject`: a fact of another entity's infobox
+_DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)$")
+
+
+def own_boxes(title: str, boxes: list[Infobox], excluded: Counter) -> list[Infobox]:
+    """The page's infoboxes about its own subject, the others' facts counted out. The first top-level box is
+    the page's; a later one is about another entity (her husband's box in a section on their work, a band's
+    album, a promotion's television channel) when its `name` names neither the page nor the first box's
+    subject, or when it and the page's first typed box fall under different top classes of the ontology (a
+    Work on a Person's page). A box nested in another shares its verdict."""
+    ontology = load_ontology()
+    kept: list[Infobox] = []
+    first_subject, page_class, keep = None, None, True
+    for index, box in enumerate(boxes):
+        if index == 0:
+            first_subject = box.subject
+        elif not box.nested:
+            keep = not (box.subject and not _names_subject(box.subject, title, first_subject)
+                        or box.cls and page_class and _top_class(ontology, box.cls) != _top_class(ontology, page_class))
+        if keep:
+            kept.append(box)
+            page_class = page_class or box.cls
+        else:
+            excluded[OTHER_SUBJECT] += len(box.facts)
+    return kept
+
+
+def _names_subject(name: str, title: str, first_subject: str | None) -> bool:
+    """Whether a box's `name` is the page's subject: it holds the title (without its disambiguator) or the
+    first box's name, or one of them holds it ("Sir John Smith" on "John Smith", "Smith")."""
+    said = " ".join(name.split()).casefold()
+    known = (_DISAMBIGUATOR.sub("", title), first_subject or "")
+    return any(k and (k in said or said in k) for k in (" ".join(k.split()).casefold() for k in known))
+
+
+def _top_class(ontology, cls: str) -> str:
+    """The class's top class under the ontology's root (Person -> Species, Album -> Work, Band -> Agent)."""
+    return (ontology.ancestors(cls) or (cls,))[-1]
+
+
+CATEGORY_YEAR = "category_year"  # counted as `excluded:category_year`: a date its page's categories contradict
+
+
+def against_year_categories(relations: list[Relation], text: str, excluded: Counter) -> list[Relation]:
+    """The relations without the infobox dates that the page's own year categories contradict: a date fact of
+    a relation the categories date (`knowledge.category_years`), whose year none of the page's categories of
+    its kind names ("last_aired = 2006" under "2003 American television series endings": the DVD release of
+    the unaired episodes, not the end of the run). Categories are read only for a page with such a fact."""
+    forms = category_forms()
+    if not any(r.date is not None and r.relation in forms for r in relations):
+        return relations
+    categories = _CATEGORY.findall(text)
+    kept = []
+    for relation in relations:
+        if relation.date is not None and relation.relation in forms:
+            years = dated_years(relation.relation, categories)
+            if years and relation.date.year not in years:
+                excluded[CATEGORY_YEAR] += 1
+                continue
+        kept.append(relation)
+    return kept
 
 
 def entity_class(title: str, boxes: list[Infobox], lead: str, text: str, counts: Counter | None = None) -> str:

@@ -351,3 +351,108 @@ def test_an_established_date_titled_as_another_event_is_no_founding_date():
     assert box.excluded["not_a_founding"] == 2
     (box,) = parse_infoboxes("{{Infobox settlement|established_date = 1837}}")
     assert [f.value for f in box.facts if f.property == "foundingDate"] == ["1837"]
+
+
+def dates(result: ArticleResult, relation: str) -> list[str]:
+    return [r.date.isoformat() for r in result.relations if r.relation == relation and r.date is not None]
+
+
+# Marian Breland Bailey's real page holds, in a section on their work, her first husband's own infobox.
+PSYCHOLOGIST = page("Marian Breland Bailey", """{{Infobox person
+|name=Marian Breland Bailey
+|birth_date={{Birth date|mf=yes|1920|12|2}}
+|birth_place=[[Minneapolis]], [[Minnesota]], United States
+|death_date={{Death date and age|mf=yes|2001|9|25|1920|12|2}}
+}}
+'''Marian Breland Bailey''' (December 2, 1920 – September 25, 2001) was an American psychologist.
+
+== Work with Keller Breland ==
+{{Infobox person
+|name=Keller Breland
+|birth_date={{Birth date|1915|3|26|mf=y}}
+|birth_place=[[Poplarville, Mississippi]]
+|death_date={{death date and age|1965|6|17|1915|3|26|mf=y}}}}
+She married Keller Breland in 1941.
+[[Category:1920 births]]
+[[Category:2001 deaths]]""", dt.datetime(2021, 9, 25, tzinfo=dt.UTC))
+
+
+def test_an_infobox_naming_another_entity_gives_none_of_its_facts_to_the_page():
+    result = read(PSYCHOLOGIST)
+    assert dates(result, "birthDate") == ["1920-12-02"] and dates(result, "deathDate") == ["2001-09-25"]
+    assert [place for place, _ in infobox_facts(result, "birthPlace")] == ["Minneapolis"]
+    assert result.excluded["other_subject"] == 3  # Keller Breland's birth date and place, death date
+    # A later box named as the page ("Sir" and the disambiguator aside) is the page's own; its dates then meet
+    # the page's year categories, which leave them out.
+    same = read(page("Keller Breland (psychologist)", PSYCHOLOGIST.text.replace("name=Marian Breland Bailey",
+                                                                             "name=Sir Keller Breland"),
+                     PSYCHOLOGIST.timestamp))
+    assert same.excluded["other_subject"] == 0 and same.excluded["category_year"] == 2
+    assert [place for place, _ in infobox_facts(same, "birthPlace")] == ["Minneapolis", "Poplarville, Mississippi"]
+
+
+def test_a_box_of_another_kind_of_entity_gives_none_of_its_facts_and_no_type():
+    # A band's page with one of its albums' boxes (no `name`): an Album (a Work) is not a MusicalArtist.
+    band = page("Los Colorados", """{{Infobox musical artist
+| name = Los Colorados
+| genre = [[Polka]]
+}}
+'''Los Colorados''' is a Ukrainian polka band.
+{{Infobox album
+| released = June 1, 2012
+| label = [[Motor Music]]
+}}""", dt.datetime(2017, 9, 1, tzinfo=dt.UTC))
+    result = read(band)
+    assert infobox_facts(result, "recordLabel") == [] and dates(result, "releaseDate") == []
+    assert result.excluded["other_subject"] == 2
+    # A page whose own box maps to no class is not typed by another entity's box.
+    promotion = page("Progress Wrestling", """{{Infobox wrestling promotion
+| name = Progress Wrestling
+}}
+'''Progress Wrestling''' is a British professional wrestling promotion.
+{{Infobox television channel
+| name = Demand Progress
+| launch_date = {{Start date|2016|8|1}}
+}}""", dt.datetime(2017, 9, 1, tzinfo=dt.UTC))
+    result = read(promotion)
+    assert result.entity.type != "TelevisionStation" and result.excluded["other_subject"] >= 1
+    assert not [r for r in result.relations if r.source == "infobox"]
+
+
+SERIES = """{{Infobox television
+| name = Adult Party Cartoon
+| first_aired = {{Start date|2003|6|26}}
+| last_aired = {{End date|2006|7|18}}
+}}
+'''''Adult Party Cartoon''''' is an American adult animated television series. It premiered on June 26, 2003,
+and was removed from the network on July 24, after airing only three episodes.
+"""
+
+
+@pytest.mark.parametrize("categories, end", [
+    ("[[Category:2003 American television series debuts]]\n[[Category:2003 American television series endings]]", []),
+    ("[[Category:2003 American television series debuts]]\n[[Category:2006 American television series endings]]",
+     ["2006-07-18"]),
+    ("[[Category:2000s American adult animated television series]]", ["2006-07-18"]),  # a decade dates nothing
+])
+def test_a_date_its_own_pages_year_categories_contradict_is_left_out(categories, end):
+    # The real page's `last_aired` is the DVD release of the unaired episodes; its categories end the run in 2003.
+    result = read(page("Adult Party Cartoon", SERIES + categories, dt.datetime(2021, 11, 29, tzinfo=dt.UTC)))
+    assert dates(result, "completionDate") == end
+    assert result.excluded["category_year"] == (0 if end else 1)
+    assert dates(result, "releaseDate") == ["2003-06-26"]  # the debut agrees with its category
+
+
+def test_the_category_year_table_reads_real_category_names():
+    from knowledge.category_years import category_forms, dated_years, form_pattern
+
+    ontology = load_ontology()
+    mapped = set(ontology.properties) | set(ontology.parameters.values())  # what stage 1 names relations
+    assert set(category_forms()) <= mapped
+    assert dated_years("foundingDate", ["1989 establishments in Mexico", "1980s establishments in Mexico"]) == {1989}
+    assert dated_years("releaseDate", ["2010 films", "2011 American drama films", "2010s films"]) == {2010, 2011}
+    assert dated_years("completionDate", ["Buildings and structures completed in 1931"]) == {1931}
+    assert dated_years("birthDate", ["Year of birth missing", "1920 deaths"]) == set()
+    for bad in ("births", "{year} {year} births", "* {year} films"):
+        with pytest.raises(ValueError):
+            form_pattern(bad)

@@ -83,6 +83,8 @@ class Infobox:
     cls: str | None = None
     condition_values: dict[str, list[str]] = field(default_factory=dict)
     excluded: Counter = field(default_factory=Counter)
+    subject: str | None = None  # the plain text of its `name` parameter: whom the box says it is about
+    nested: bool = False  # inside another box's parameter (a `module`): about that box's subject
 
 
 def normalize_parameter(raw: str) -> tuple[str, int | None]:
@@ -120,8 +122,9 @@ def boxes_in(code: Wikicode) -> list[Infobox]:
     return boxes
 
 
-def _collect_box(template: Template, name: str, boxes: list[Infobox], ontology: Ontology) -> None:
-    box = Infobox(name, [])
+def _collect_box(template: Template, name: str, boxes: list[Infobox], ontology: Ontology,
+                 nested: bool = False) -> None:
+    box = Infobox(name, [], nested=nested)
     boxes.append(box)
     conditions = ontology.condition_parameters(name)
     other_events = _other_event_groups(template)
@@ -132,10 +135,12 @@ def _collect_box(template: Template, name: str, boxes: list[Infobox], ontology: 
             continue
         if relation in conditions:
             box.condition_values.setdefault(relation, []).append(param.value.strip_code().strip())
+        if relation == SUBJECT_PARAMETER and group is None:
+            box.subject = param.value.strip_code().strip() or None
         nested = [t for t in param.value.filter_templates(recursive=False)
                   if is_box_name(normalize_template_name(str(t.name)))]
         for inner in nested:
-            _collect_box(inner, normalize_template_name(str(inner.name)), boxes, ontology)
+            _collect_box(inner, normalize_template_name(str(inner.name)), boxes, ontology, nested=True)
         if nested:
             continue
         reason = ontology.plumbing_reason(relation)
@@ -159,6 +164,7 @@ def _collect_box(template: Template, name: str, boxes: list[Infobox], ontology: 
 
 
 ESTABLISHED_DATE, ESTABLISHED_TITLE = "established_date", "established_title"
+SUBJECT_PARAMETER = "name"  # the parameter that names what the box is about (plumbing: no fact of its own)
 
 
 def _other_event_groups(template: Template) -> set[int | None]:
