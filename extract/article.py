@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import itertools
 import logging
 import re
 from collections import Counter
@@ -144,13 +145,13 @@ def _read_article(
     excluded: Counter = Counter()
     for box in found:
         excluded.update(box.excluded)
-    boxes = own_boxes(title, found, excluded)
+    boxes = own_boxes(found, excluded)
+    sentences = lead_sentences(text)
+    against_year_categories(boxes, text, sentences[0].text if sentences else "", excluded)
     provenance = {"page_id": page.page_id, "page_title": title, "revision_id": page.revision_id,
                   "timestamp": page.timestamp}
     relations = [_relation(title, fact, resolve, provenance) for box in boxes for fact in box.facts]
-    relations = against_year_categories(relations, text, excluded)
     deadline.check()
-    sentences = lead_sentences(text)
     link_provenance = Provenance(**provenance)  # validated once: the page's lead links all share it
     for sentence in sentences:
         for link in sentence.links:
@@ -175,24 +176,24 @@ def _read_article(
 
 
 OTHER_SUBJECT = "other_subject"  # counted as `excluded:other_subject`: a fact of another entity's infobox
-_DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)$")
+WORK_CLASS = "Work"
 
 
-def own_boxes(title: str, boxes: list[Infobox], excluded: Counter) -> list[Infobox]:
+def own_boxes(boxes: list[Infobox], excluded: Counter) -> list[Infobox]:
     """The page's infoboxes about its own subject, the others' facts counted out. The first top-level box is
-    the page's; a later one is about another entity (her husband's box in a section on their work, a band's
-    album, a promotion's television channel) when its `name` names neither the page nor the first box's
-    subject, or when it and the page's first typed box fall under different top classes of the ontology (a
-    Work on a Person's page). A box nested in another shares its verdict."""
+    the page's; a later one is about another entity when it is a second box of the same template naming
+    another subject (her husband's `Infobox person` in a section on their work), or when one of it and the
+    page's first typed box is a Work and the other is not (an album's box on its band's page). Boxes of other
+    templates that name the subject otherwise ("Dwight David Eisenhower" in a military box, "München" in a
+    settlement box) stay the page's. A box nested in another shares its verdict."""
     ontology = load_ontology()
     kept: list[Infobox] = []
-    first_subject, page_class, keep = None, None, True
-    for index, box in enumerate(boxes):
-        if index == 0:
-            first_subject = box.subject
-        elif not box.nested:
-            keep = not (box.subject and not _names_subject(box.subject, title, first_subject)
-                        or box.cls and page_class and _top_class(ontology, box.cls) != _top_class(ontology, page_class))
+    first, page_class, keep = boxes[0] if boxes else None, None, True
+    for box in boxes:
+        if box is not first and not box.nested:
+            keep = not (box.name == first.name and box.subject and first.subject
+                        and not _same_name(box.subject, first.subject)
+                        or box.cls and page_class and _is_work(ontology, box.cls) != _is_work(ontology, page_class))
         if keep:
             kept.append(box)
             page_class = page_class or box.cls
@@ -201,40 +202,51 @@ def own_boxes(title: str, boxes: list[Infobox], excluded: Counter) -> list[Infob
     return kept
 
 
-def _names_subject(name: str, title: str, first_subject: str | None) -> bool:
-    """Whether a box's `name` is the page's subject: it holds the title (without its disambiguator) or the
-    first box's name, or one of them holds it ("Sir John Smith" on "John Smith", "Smith")."""
-    said = " ".join(name.split()).casefold()
-    known = (_DISAMBIGUATOR.sub("", title), first_subject or "")
-    return any(k and (k in said or said in k) for k in (" ".join(k.split()).casefold() for k in known))
+def _same_name(name: str, other: str) -> bool:
+    """Whether two box names name one subject: one holds the other ("Sir John Smith", "John Smith")."""
+    name, other = (" ".join(n.split()).casefold() for n in (name, other))
+    return name in other or other in name
 
 
-def _top_class(ontology, cls: str) -> str:
-    """The class's top class under the ontology's root (Person -> Species, Album -> Work, Band -> Agent)."""
-    return (ontology.ancestors(cls) or (cls,))[-1]
+def _is_work(ontology, cls: str) -> bool:
+    return ontology.is_a(cls, WORK_CLASS)
 
 
 CATEGORY_YEAR = "category_year"  # counted as `excluded:category_year`: a date its page's categories contradict
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
-def against_year_categories(relations: list[Relation], text: str, excluded: Counter) -> list[Relation]:
-    """The relations without the infobox dates that the page's own year categories contradict: a date fact of
-    a relation the categories date (`knowledge.category_years`), whose year none of the page's categories of
-    its kind names ("last_aired = 2006" under "2003 American television series endings": the DVD release of
-    the unaired episodes, not the end of the run). Categories are read only for a page with such a fact."""
+def against_year_categories(boxes: list[Infobox], text: str, lead: str, excluded: Counter) -> None:
+    """Leave out of the page's own box (the first, with the boxes nested in it) the dates that the page's year
+    categories contradict: a date of a relation the categories date (`knowledge.category_years`) whose year
+    none of the page's categories of its kind names ("last_aired = 2006" under "2003 American television
+    series endings": the DVD release of the unaired episodes, not the end of the run), unless the lead
+    sentence names that year too (a wrong "1975 births" under a lead that says "born January 4, 1985").
+    Later boxes (an anime franchise's films and series) may be other works the categories date. Categories
+    outside comments are read only for a page with such a date."""
     forms = category_forms()
-    if not any(r.date is not None and r.relation in forms for r in relations):
-        return relations
-    categories = _CATEGORY.findall(text)
-    kept = []
-    for relation in relations:
-        if relation.date is not None and relation.relation in forms:
-            years = dated_years(relation.relation, categories)
-            if years and relation.date.year not in years:
-                excluded[CATEGORY_YEAR] += 1
-                continue
-        kept.append(relation)
-    return kept
+    own = boxes[:1] + list(itertools.takewhile(lambda box: box.nested, boxes[1:]))
+    if not any(_year(f) is not None and (f.property or f.relation) in forms for box in own for f in box.facts):
+        return
+    categories = _CATEGORY.findall(_COMMENT.sub("", text))
+    for box in own:
+        kept = []
+        for fact in box.facts:
+            year = _year(fact)
+            if year is not None and (years := dated_years(fact.property or fact.relation, categories)):
+                if year not in years and str(year) not in lead:
+                    excluded[CATEGORY_YEAR] += 1
+                    continue
+            kept.append(fact)
+        box.facts = kept
+
+
+def _year(fact: Fact) -> int | None:
+    """The year of a date fact: its date's, or a year-only value's ("founded = 1990")."""
+    if fact.date is not None:
+        return fact.date.year
+    value = fact.value or ""
+    return int(value) if fact.value_type == "date" and len(value) == 4 and value.isdigit() else None
 
 
 def entity_class(title: str, boxes: list[Infobox], lead: str, text: str, counts: Counter | None = None) -> str:

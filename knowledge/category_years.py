@@ -25,15 +25,18 @@ def form_pattern(form: str) -> re.Pattern:
     """A category name of the table as a pattern: `{year}` a four-digit year (group `year`), `*` any words or
     none ("{year} * films" reads "2010 films" and "2010 American drama films")."""
     words = form.split()
-    if words.count(YEAR) != 1 or words[0] == ANY_WORDS:
-        raise ValueError(f"category form {form!r} must hold {YEAR} once and start with a word")
+    if words.count(YEAR) != 1:
+        raise ValueError(f"category form {form!r} must hold {YEAR} once")
     pieces: list[str] = []
+    leading = ""  # "* established in {year}": any words, or none, before the first
     for word in words:
-        if word == ANY_WORDS:  # the words, if any, between the piece before and the next
+        if word == ANY_WORDS and not pieces:
+            leading = r"(?:.+ )?"
+        elif word == ANY_WORDS:  # the words, if any, between the piece before and the next
             pieces[-1] += r"(?: .+)?"
         else:
             pieces.append(r"(?P<year>\d{4})" if word == YEAR else re.escape(word))
-    return re.compile(" ".join(pieces))
+    return re.compile(leading + " ".join(pieces))
 
 
 def dated_years(relation: str, categories: Iterable[str]) -> set[int]:
