@@ -33,7 +33,7 @@ from mwparserfromhell.parser import ParserError
 
 from extract.classify import skip_page
 from ground.deadline import Deadline, PageTimeout
-from knowledge.category_years import category_forms, dated_years
+from knowledge.category_years import checks_year, dated_years, stated_in_lead
 from knowledge.ontology import lead_noun_phrase, load_ontology
 from schemas.base import utc
 from schemas.config import ExtractConfig
@@ -145,9 +145,10 @@ def _read_article(
     excluded: Counter = Counter()
     for box in found:
         excluded.update(box.excluded)
-    boxes = own_boxes(found, excluded)
     sentences = lead_sentences(text)
-    against_year_categories(boxes, text, sentences[0].text if sentences else "", excluded)
+    lead = sentences[0].text if sentences else ""
+    boxes = own_boxes(found, title, lambda: _lead_class(lead, text), excluded)
+    against_year_categories(boxes, text, [sentence.text for sentence in sentences], excluded)
     provenance = {"page_id": page.page_id, "page_title": title, "revision_id": page.revision_id,
                   "timestamp": page.timestamp}
     relations = [_relation(title, fact, resolve, provenance) for box in boxes for fact in box.facts]
@@ -176,24 +177,30 @@ def _read_article(
 
 
 OTHER_SUBJECT = "other_subject"  # counted as `excluded:other_subject`: a fact of another entity's infobox
-WORK_CLASS = "Work"
+WORK_KINDS = ("MusicalWork", "Work")  # a work's box is another entity's on a page of another kind than it
 
 
-def own_boxes(boxes: list[Infobox], excluded: Counter) -> list[Infobox]:
+def own_boxes(boxes: list[Infobox], title: str, lead_class: Callable[[], str | None],
+              excluded: Counter) -> list[Infobox]:
     """The page's infoboxes about its own subject, the others' facts counted out. The first top-level box is
-    the page's; a later one is about another entity when it is a second box of the same template naming
-    another subject (her husband's `Infobox person` in a section on their work), or when one of it and the
-    page's first typed box is a Work and the other is not (an album's box on its band's page). Boxes of other
-    templates that name the subject otherwise ("Dwight David Eisenhower" in a military box, "München" in a
-    settlement box) stay the page's. A box nested in another shares its verdict."""
+    the page's; a later one is another entity's when
+    - it is a second box of the page's template naming another subject (her husband's `Infobox person` in a
+      section on their work);
+    - one of it and the page is a work and the other is not, or another kind of work (`WORK_KINDS`: an
+      album's box on its band's or its film's page);
+    - it names neither the page (disambiguator aside) nor the first box's subject and is of no class or of
+      another top class than the page (a wrestling promotion's championships and television channel).
+    The page's class is its first typed box's, else `lead_class()` (its lead noun or categories). A box of
+    another template naming the subject otherwise and of its top class ("Dwight David Eisenhower" in a
+    military box, "München" in a settlement box) stays the page's. A box nested in another shares its
+    verdict."""
     ontology = load_ontology()
     kept: list[Infobox] = []
     first, page_class, keep = boxes[0] if boxes else None, None, True
     for box in boxes:
         if box is not first and not box.nested:
-            keep = not (box.name == first.name and box.subject and first.subject
-                        and not _same_name(box.subject, first.subject)
-                        or box.cls and page_class and _is_work(ontology, box.cls) != _is_work(ontology, page_class))
+            page_class = page_class or lead_class()
+            keep = not _other_subject(ontology, box, first, title, page_class)
         if keep:
             kept.append(box)
             page_class = page_class or box.cls
@@ -202,39 +209,57 @@ def own_boxes(boxes: list[Infobox], excluded: Counter) -> list[Infobox]:
     return kept
 
 
+def _other_subject(ontology, box: Infobox, first: Infobox, title: str, page_class: str | None) -> bool:
+    if box.name == first.name and box.subject and first.subject and not _same_name(box.subject, first.subject):
+        return True
+    if box.cls and page_class and _work_kind(ontology, box.cls) != _work_kind(ontology, page_class):
+        return True
+    names_page = any(_same_name(box.subject, known) for known in (_DISAMBIGUATOR.sub("", title), first.subject)
+                     if known) if box.subject else True
+    return not names_page and not (box.cls and page_class and _top_class(ontology, box.cls) == _top_class(ontology, page_class))
+
+
+_DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)$")
+
+
 def _same_name(name: str, other: str) -> bool:
-    """Whether two box names name one subject: one holds the other ("Sir John Smith", "John Smith")."""
+    """Whether two names name one subject: one holds the other ("Sir John Smith", "John Smith")."""
     name, other = (" ".join(n.split()).casefold() for n in (name, other))
     return name in other or other in name
 
 
-def _is_work(ontology, cls: str) -> bool:
-    return ontology.is_a(cls, WORK_CLASS)
+def _work_kind(ontology, cls: str) -> str:
+    return next((kind for kind in WORK_KINDS if ontology.is_a(cls, kind)), "")
+
+
+def _top_class(ontology, cls: str) -> str:
+    """The class's top class under the ontology's root (Person -> Species, Album -> Work, Band -> Agent)."""
+    return (ontology.ancestors(cls) or (cls,))[-1]
 
 
 CATEGORY_YEAR = "category_year"  # counted as `excluded:category_year`: a date its page's categories contradict
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
-def against_year_categories(boxes: list[Infobox], text: str, lead: str, excluded: Counter) -> None:
+def against_year_categories(boxes: list[Infobox], text: str, lead: list[str], excluded: Counter) -> None:
     """Leave out of the page's own box (the first, with the boxes nested in it) the dates that the page's year
     categories contradict: a date of a relation the categories date (`knowledge.category_years`) whose year
     none of the page's categories of its kind names ("last_aired = 2006" under "2003 American television
     series endings": the DVD release of the unaired episodes, not the end of the run), unless the lead
-    sentence names that year too (a wrong "1975 births" under a lead that says "born January 4, 1985").
-    Later boxes (an anime franchise's films and series) may be other works the categories date. Categories
-    outside comments are read only for a page with such a date."""
-    forms = category_forms()
+    section states that year (`stated_in_lead`: a wrong "1975 births" under "born January 4, 1985"; IBM
+    "founded in 1911" under the 1888 categories of its predecessor). Later boxes (an anime franchise's films
+    and series) may be other works the categories date. Categories outside comments are read only for a page
+    with such a date."""
     own = boxes[:1] + list(itertools.takewhile(lambda box: box.nested, boxes[1:]))
-    if not any(_year(f) is not None and (f.property or f.relation) in forms for box in own for f in box.facts):
+    if not any(_year(f) is not None and checks_year(f.property or f.relation) for box in own for f in box.facts):
         return
-    categories = _CATEGORY.findall(_COMMENT.sub("", text))
+    categories = [c.replace("_", " ") for c in _CATEGORY.findall(_COMMENT.sub("", text))]
     for box in own:
         kept = []
         for fact in box.facts:
-            year = _year(fact)
-            if year is not None and (years := dated_years(fact.property or fact.relation, categories)):
-                if year not in years and str(year) not in lead:
+            relation, year = fact.property or fact.relation, _year(fact)
+            if year is not None and (years := dated_years(relation, categories)):
+                if year not in years and not stated_in_lead(relation, year, lead):
                     excluded[CATEGORY_YEAR] += 1
                     continue
             kept.append(fact)
@@ -266,8 +291,13 @@ def entity_class(title: str, boxes: list[Infobox], lead: str, text: str, counts:
             return box.cls
     if is_list_page(title):
         return LIST_CLASS
-    return (ontology.type_from_lead(lead) or ontology.type_from_categories(_CATEGORY.findall(text))
-            or UNTYPED_ENTITY)
+    return _lead_class(lead, text) or UNTYPED_ENTITY
+
+
+def _lead_class(lead: str, text: str) -> str | None:
+    """The class the page's lead sentence's noun names, else one its categories' words name."""
+    ontology = load_ontology()
+    return ontology.type_from_lead(lead) or ontology.type_from_categories(_CATEGORY.findall(text))
 
 
 def own_class(box: Infobox, lead: str, text: str) -> str | None:

@@ -473,10 +473,10 @@ def test_a_date_is_kept_where_a_category_or_the_lead_agrees_and_checked_in_the_p
 
 
 def test_the_category_year_table_reads_real_category_names():
-    from knowledge.category_years import category_forms, dated_years, form_pattern
+    from knowledge.category_years import dated_years, form_pattern, year_checks
 
     ontology = load_ontology()
-    assert set(category_forms()) <= set(ontology.properties)  # the names stage 1 writes a mapped fact under
+    assert set(year_checks()) <= set(ontology.properties)  # the names stage 1 writes a mapped fact under
     assert dated_years("foundingDate", ["1989 establishments in Mexico", "1980s establishments in Mexico"]) == {1989}
     assert dated_years("foundingDate", ["Populated places established in 1793", "Places disestablished in 1800"]) == {1793}
     assert dated_years("releaseDate", ["2010 films", "2011 American drama films", "2010s films"]) == {2010, 2011}
@@ -499,3 +499,48 @@ def test_a_year_only_date_is_checked_by_its_year():
     assert result.excluded["category_year"] == 1
     agreeing = read(page("Alsea", company.replace("1989 establishments", "1997 establishments"), SERIES_REVISED))
     assert [r.value for r in agreeing.relations if r.relation == "foundingDate"] == ["1997"]
+
+
+def test_a_lead_sentence_stating_the_year_beside_its_verb_keeps_the_date():
+    company = """{{Infobox company
+| name = IBM
+| founded = {{Start date and age|1911|06|16}} (as Computing-Tabulating-Recording Company)
+}}
+'''IBM''' is an American technology company. The company began in 1911, founded in Endicott, New York.
+[[Category:1888 establishments in New York (state)]]
+[[Category:Technology_companies_established_in_1888]]"""
+    assert dates(read(page("IBM", company, SERIES_REVISED)), "foundingDate") == ["1911-06-16"]
+    reorganised = company.replace("The company began in 1911, founded in", "In 1911 the company moved to")
+    assert dates(read(page("IBM", reorganised, SERIES_REVISED)), "foundingDate") == []  # no founding stated
+
+
+def test_boxes_of_other_entities_on_a_page_whose_own_box_is_unmapped_or_of_another_kind():
+    # A promotion's own box maps to no class; its championship's and channel's boxes name other subjects.
+    promotion = page("Progress Wrestling", """{{Infobox wrestling promotion
+| name = Progress Wrestling
+}}
+'''Progress Wrestling''' is a British professional wrestling promotion.
+{{Infobox pro wrestling championship
+| name = Progress Unified World Championship
+| created = 2012
+}}
+{{Infobox television channel
+| name = Demand Progress
+| launch_date = {{Start date|2016|8|1}}
+}}""", SERIES_REVISED)
+    result = read(promotion)
+    assert result.entity.type != "TelevisionStation" and not [r for r in result.relations if r.source == "infobox"]
+    assert result.excluded["other_subject"] >= 2
+    # A film's soundtrack album is another kind of work: its label and producer are not the film's.
+    film = page("Kuch Kuch Hota Hai", """{{Infobox film
+| name = Kuch Kuch Hota Hai
+| released = {{Film date|1998|10|16}}
+}}
+'''Kuch Kuch Hota Hai''' is a 1998 Indian film.
+{{Infobox album
+| name = Kuch Kuch Hota Hai
+| type = soundtrack
+| label = [[Saregama]]
+}}""", SERIES_REVISED)
+    result = read(film)
+    assert infobox_facts(result, "recordLabel") == [] and dates(result, "releaseDate") == ["1998-10-16"]
