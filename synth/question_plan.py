@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import random
 from dataclasses import dataclass, field
 
@@ -88,9 +89,12 @@ def seeded_draw(config: QuestionConfig, path: Path, purpose: str) -> float:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _seed(seed: int, path_id: str, purpose: str) -> str:
-    """What a path's draws for one purpose are seeded by; kept, as each of a path's plans draws anew."""
-    return stable_hash(seed, path_id, purpose)
+def _seed(seed: int, path_id: str, purpose: str) -> int:
+    """What a path's draws for one purpose are seeded by; kept, as each of a path's plans draws anew. It is
+    the integer `random.seed` makes of the text `stable_hash(seed, path_id, purpose)` (the text's bytes and
+    their SHA-512, `Random.seed` version 2): the same draws, without hashing the text again at every plan."""
+    text = stable_hash(seed, path_id, purpose).encode()
+    return int.from_bytes(text + hashlib.sha512(text).digest())
 
 
 @functools.lru_cache(maxsize=1 << 16)
