@@ -185,7 +185,7 @@ def own_boxes(boxes: list[Infobox], title: str, lead_class: Callable[[], str | N
     """The page's infoboxes about its own subject, the others' facts counted out. The first top-level box is
     the page's; a later one is another entity's when
     - it is a second box of the page's template naming another subject (her husband's `Infobox person` in a
-      section on their work);
+      section on their work) or crediting another artist (a song's cover version);
     - one of it and the page is a work and the other is not, or another kind of work (`WORK_KINDS`: an
       album's box on its band's or its film's page);
     - it names neither the page (disambiguator aside) nor the first box's subject and is of no class or of
@@ -210,8 +210,9 @@ def own_boxes(boxes: list[Infobox], title: str, lead_class: Callable[[], str | N
 
 
 def _other_subject(ontology, box: Infobox, first: Infobox, title: str, page_class: str | None) -> bool:
-    if box.name == first.name and box.subject and first.subject and not _same_name(box.subject, first.subject):
-        return True
+    if box.name == first.name and (box.subject and first.subject and not _same_name(box.subject, first.subject)
+                                   or _artists(box) and _artists(first) and not _artists(box) & _artists(first)):
+        return True  # her husband's box; a song's cover version by another artist
     if box.cls and page_class and _work_kind(ontology, box.cls) != _work_kind(ontology, page_class):
         return True
     names_page = any(_same_name(box.subject, known) for known in (_DISAMBIGUATOR.sub("", title), first.subject)
@@ -223,9 +224,18 @@ _DISAMBIGUATOR = re.compile(r"\s*\([^()]*\)$")
 
 
 def _same_name(name: str, other: str) -> bool:
-    """Whether two names name one subject: one holds the other ("Sir John Smith", "John Smith")."""
-    name, other = (" ".join(n.split()).casefold() for n in (name, other))
-    return name in other or other in name
+    """Whether two names name one subject: the words of one hold the other's ("Sir John Smith" and "John
+    Smith"; 'Dwayne "The Rock" Johnson' and "Dwayne Johnson"; not "Keller Breland" and "Marian Breland")."""
+    words, others = (set(_WORD.findall(n.casefold())) for n in (name, other))
+    return bool(words and others) and (words <= others or others <= words)
+
+
+_WORD = re.compile(r"\w+")
+ARTIST = "artist"  # a work's performer: a song's box for another artist's version is that version's
+
+
+def _artists(box: Infobox) -> set[str]:
+    return {fact.tail or fact.value or "" for fact in box.facts if fact.property == ARTIST}
 
 
 def _work_kind(ontology, cls: str) -> str:

@@ -544,3 +544,30 @@ def test_boxes_of_other_entities_on_a_page_whose_own_box_is_unmapped_or_of_anoth
 }}""", SERIES_REVISED)
     result = read(film)
     assert infobox_facts(result, "recordLabel") == [] and dates(result, "releaseDate") == ["1998-10-16"]
+
+
+def test_a_second_box_of_the_same_template_by_its_names_words_and_artist():
+    song = page("Hallelujah (Leonard Cohen song)", """{{Infobox song
+| name = Hallelujah
+| artist = [[Leonard Cohen]]
+| released = December 1984
+}}
+'''"Hallelujah"''' is a song written by Canadian singer Leonard Cohen.
+{{Infobox song
+| name = Hallelujah
+| artist = [[Jeff Buckley]]
+| released = 1994
+}}""", SERIES_REVISED)
+    result = read(song)
+    assert infobox_facts(result, "artist") == [("Leonard Cohen", {})] and result.excluded["other_subject"] == 2
+    wrestler = page("Dwayne Johnson", """{{Infobox person
+| name = Dwayne Johnson
+| birth_place = [[Hayward, California]]
+}}
+'''Dwayne Douglas Johnson''' is an American actor.
+{{Infobox person
+| name = Dwayne "The Rock" Johnson
+| spouse = [[Lauren Hashian]]
+}}""", SERIES_REVISED)
+    result = read(wrestler)
+    assert result.excluded["other_subject"] == 0 and infobox_facts(result, "spouse")
