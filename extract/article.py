@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import itertools
 import logging
 import re
@@ -147,7 +148,7 @@ def _read_article(
         excluded.update(box.excluded)
     sentences = lead_sentences(text)
     lead = sentences[0].text if sentences else ""
-    boxes = own_boxes(found, title, lambda: _lead_class(lead, text), excluded)
+    boxes = own_boxes(found, title, functools.cache(lambda: _lead_class(lead, text)), excluded)
     against_year_categories(boxes, text, [sentence.text for sentence in sentences], excluded)
     provenance = {"page_id": page.page_id, "page_title": title, "revision_id": page.revision_id,
                   "timestamp": page.timestamp}
@@ -190,7 +191,7 @@ def own_boxes(boxes: list[Infobox], title: str, lead_class: Callable[[], str | N
       album's box on its band's or its film's page);
     - it names neither the page (disambiguator aside) nor the first box's subject and is of no class or of
       another top class than the page (a wrestling promotion's championships and television channel).
-    The page's class is its first typed box's, else `lead_class()` (its lead noun or categories). A box of
+    The page's class is its first typed box's, else `lead_class()` (its lead noun or categories, read once). A box of
     another template naming the subject otherwise and of its top class ("Dwight David Eisenhower" in a
     military box, "München" in a settlement box) stays the page's. A box nested in another shares its
     verdict."""
