@@ -196,9 +196,24 @@ def _forget_caught_interrupt() -> None:
     exec("")  # noqa: S102 - a constant empty string
 
 
+def _stop_beam_samplers() -> None:
+    """Stop the Beam state samplers a Ctrl-C left running. A sampler samples on a thread that is no daemon,
+    stopped when its bundle ends; a bundle interrupted before that leaves the thread running, and the
+    interpreter then waits for it at exit for ever (CI: the dataset command interrupted in its walk stage
+    printed its line and never exited). Beam is looked up only where it was imported."""
+    samplers = sys.modules.get("apache_beam.runners.worker.statesampler")
+    if samplers is None:
+        return
+    for thread in threading.enumerate():
+        owner = getattr(getattr(thread, "_target", None), "__self__", None)
+        if isinstance(owner, samplers.StateSampler):
+            owner.stop_if_still_running()
+
+
 def _report_interrupt(interrupt: InsistentInterrupt) -> int:
     interrupt.handled()
     _forget_caught_interrupt()
+    _stop_beam_samplers()
     print("hopsmith: interrupted; rerun the same command to resume", file=sys.stderr)
     return 130
 

@@ -143,3 +143,23 @@ def test_a_ctrl_c_caught_after_leaving_an_exec_of_source_text_still_exits_130(tm
                          preexec_fn=restore_sigint)
     assert run.returncode == 130, run.stderr
     assert run.stderr.strip() == "hopsmith: interrupted; rerun the same command to resume"
+
+
+def test_a_ctrl_c_that_stops_a_beam_bundle_before_its_sampler_still_exits_130(tmp_path):
+    """CI: `hopsmith dataset` interrupted in its walk stage printed its line and never exited. The Ctrl-C
+    stopped a Beam bundle before its state sampler's `stop`, and the sampler's thread, which is no daemon,
+    kept the interpreter waiting at exit. Here the command starts a sampler and is interrupted."""
+    (tmp_path / "ctrl_c_in_bundle.py").write_text(
+        "import argparse, sys, cli.main as cli\n"
+        "def bundle(args, beam_args):\n"
+        "    from apache_beam.runners.worker.statesampler import StateSampler\n"
+        "    StateSampler('bundle', None).start()\n"
+        "    raise KeyboardInterrupt\n"
+        "parser = argparse.ArgumentParser()\n"
+        "parser.set_defaults(func=bundle, verbose=0)\n"
+        "cli.build_parser = lambda argv: parser\n"
+        "sys.exit(cli.main([]))\n")
+    run = subprocess.run([sys.executable, "ctrl_c_in_bundle.py"], cwd=tmp_path, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120, preexec_fn=restore_sigint)
+    assert run.returncode == 130, run.stderr
+    assert run.stderr.strip().splitlines()[-1] == "hopsmith: interrupted; rerun the same command to resume"
